@@ -1,0 +1,133 @@
+"""Names, kinds and enums of the transcript dump contract, version 1.
+
+This module is the single source of column names, dtypes and enum values: every other
+module refers to them through it. See ``../shared/spec/dump-contract.md``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+import polars as pl
+
+CONTRACT_VERSION: Final = 1
+
+
+class Col(StrEnum):
+    """Columns of a dump row (contract "Columns")."""
+
+    RUN_ID = "run_id"
+    EPISODE_ID = "episode_id"
+    MODEL = "model"
+    TASK = "task"
+    CATEGORY = "category"
+    TURN = "turn"
+    ROLE = "role"
+    KIND = "kind"
+    ITEM_ID = "item_id"
+    CONTENT = "content"
+    EXPECTED = "expected"
+    MATCH = "match"
+    VALUE = "value"
+    SOLVED = "solved"
+    ROUND = "round"
+    PARAMS = "params"
+    STATUS = "status"
+    TS = "ts"
+
+
+# Columns the scorer adds to every row while reading.
+FILE: Final = "file"
+DUMP_DATE: Final = "dump_date"
+
+
+class Category(StrEnum):
+    ASSOCIATIVE_LEARNING = "associative_learning"
+    CONCEPT_FORMATION = "concept_formation"
+    LANGUAGE_LEARNING = "language_learning"
+    OBSERVATIONAL_LEARNING = "observational_learning"
+    RUNTIME_RL = "runtime_rl"
+    PROCEDURAL_LEARNING = "procedural_learning"
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    ENVIRONMENT = "environment"
+
+
+class Kind(StrEnum):
+    EPISODE_START = "episode_start"
+    MESSAGE = "message"
+    EXAMPLE = "example"
+    ITEM = "item"
+    ANSWER = "answer"
+    ACTION = "action"
+    FEEDBACK = "feedback"
+    ROUND_END = "round_end"
+    EPISODE_END = "episode_end"
+
+
+class Match(StrEnum):
+    CONTAINS = "contains"
+    INTEGER = "integer"
+    NFC = "nfc"
+    SEQUENCE = "sequence"
+
+
+class Status(StrEnum):
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
+# Where an item's `match` is null, the category's default applies (contract "Matching").
+DEFAULT_MATCH: Final[dict[Category, Match]] = {
+    Category.ASSOCIATIVE_LEARNING: Match.CONTAINS,
+    Category.CONCEPT_FORMATION: Match.CONTAINS,
+    Category.LANGUAGE_LEARNING: Match.NFC,
+    Category.OBSERVATIONAL_LEARNING: Match.SEQUENCE,
+    Category.RUNTIME_RL: Match.CONTAINS,
+    Category.PROCEDURAL_LEARNING: Match.CONTAINS,
+}
+
+# Categories that need at least one item (all but runtime RL).
+NEEDS_ITEMS: Final = frozenset(set(Category) - {Category.RUNTIME_RL})
+
+# The canonical dtype of every contract column after ingest.
+DTYPES: Final[dict[Col, pl.DataType]] = {
+    Col.RUN_ID: pl.String(),
+    Col.EPISODE_ID: pl.String(),
+    Col.MODEL: pl.String(),
+    Col.TASK: pl.String(),
+    Col.CATEGORY: pl.String(),
+    Col.TURN: pl.Int64(),
+    Col.ROLE: pl.String(),
+    Col.KIND: pl.String(),
+    Col.ITEM_ID: pl.String(),
+    Col.CONTENT: pl.String(),
+    Col.EXPECTED: pl.String(),
+    Col.MATCH: pl.String(),
+    Col.VALUE: pl.Float64(),
+    Col.SOLVED: pl.Boolean(),
+    Col.ROUND: pl.Int64(),
+    Col.PARAMS: pl.String(),
+    Col.STATUS: pl.String(),
+    Col.TS: pl.Datetime("us", "UTC"),
+}
+
+REQUIRED: Final = (
+    Col.RUN_ID,
+    Col.EPISODE_ID,
+    Col.MODEL,
+    Col.TASK,
+    Col.CATEGORY,
+    Col.TURN,
+    Col.ROLE,
+    Col.KIND,
+)
+NULLABLE: Final = tuple(c for c in Col if c not in REQUIRED)
+
+# The columns that must agree on every row of one episode.
+EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)

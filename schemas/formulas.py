@@ -1,0 +1,51 @@
+"""Formula versions per category. Rescoring history selects versions by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from schemas.contract import Category
+
+VERSIONS: Final[dict[Category, tuple[str, ...]]] = {
+    Category.ASSOCIATIVE_LEARNING: ("v1",),
+    Category.CONCEPT_FORMATION: ("v1",),
+    Category.LANGUAGE_LEARNING: ("v1",),
+    Category.OBSERVATIONAL_LEARNING: ("v1",),
+    Category.RUNTIME_RL: ("v1",),
+    # v1: 0.5 x weighted mean + 0.5 x test score (the previous formula); v2: the seed's four parts.
+    Category.PROCEDURAL_LEARNING: ("v1", "v2"),
+}
+DEFAULTS: Final[dict[Category, str]] = {c: v[-1] for c, v in VERSIONS.items()}
+
+
+def resolve(selected: Iterable[str] | Mapping[str, str] = ()) -> dict[Category, str]:
+    """Formula versions from ``CATEGORY=VERSION`` strings (or a mapping), defaults elsewhere.
+
+    >>> resolve(["procedural_learning=v1"])[Category.PROCEDURAL_LEARNING]
+    'v1'
+    """
+    pairs = (
+        selected.items() if isinstance(selected, Mapping) else (_split(text) for text in selected)
+    )
+    chosen = dict(DEFAULTS)
+    for name, version in pairs:
+        try:
+            category = Category(name)
+        except ValueError:
+            raise ValueError(
+                f"unknown category {name!r} in --formula; one of {', '.join(Category)}"
+            ) from None
+        if version not in VERSIONS[category]:
+            raise ValueError(
+                f"{category} has no formula {version!r}; one of {', '.join(VERSIONS[category])}"
+            )
+        chosen[category] = version
+    return chosen
+
+
+def _split(text: str) -> tuple[str, str]:
+    name, sep, version = text.partition("=")
+    if not sep:
+        raise ValueError(f"--formula takes CATEGORY=VERSION, got {text!r}")
+    return name.strip(), version.strip()

@@ -1,0 +1,137 @@
+"""The output tables: column names, dtypes and their pandera models.
+
+Every table is validated against its model (data included) before it is written.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+import pandera.polars as pa
+import polars as pl
+
+from schemas.contract import DUMP_DATE, FILE, Category, Col
+
+SCORE: Final = "score"
+FORMULA_VERSION: Final = "formula_version"
+N_ROWS: Final = "n_rows"
+STATUS: Final = "status"
+RULES: Final = "rules"
+REASONS: Final = "reasons"
+ROWS: Final = "rows"
+
+
+class EpisodeStatus(StrEnum):
+    SCORED = "scored"
+    REJECTED = "rejected"
+    HARNESS_ERROR = "harness_error"
+
+
+class Component(StrEnum):
+    """Formula components written beside the score (null where not the category's)."""
+
+    CORRECT_COUNT = "correct_count"
+    N_ITEMS = "n_items"
+    ACCURACY = "accuracy"
+    EXAMPLES_USED = "examples_used"
+    EFFICIENCY = "efficiency"
+    SUCCESS = "success"
+    STEPS = "steps"
+    PROGRESS = "progress"
+    TRANSFER = "transfer"
+    ASYMPTOTE = "asymptote"
+    TRAJECTORY = "trajectory"
+    CONSISTENCY = "consistency"
+    POSITIONAL = "positional"
+
+
+COMPONENT_DTYPES: Final[dict[Component, pl.DataType]] = {
+    c: (
+        pl.Int64()
+        if c
+        in (Component.CORRECT_COUNT, Component.N_ITEMS, Component.EXAMPLES_USED, Component.STEPS)
+        else pl.Boolean()
+        if c is Component.SUCCESS
+        else pl.Float64()
+    )
+    for c in Component
+}
+
+EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
+    Col.RUN_ID: pl.String(),
+    Col.EPISODE_ID: pl.String(),
+    Col.MODEL: pl.String(),
+    Col.TASK: pl.String(),
+    Col.CATEGORY: pl.String(),
+    DUMP_DATE: pl.String(),
+    SCORE: pl.Float64(),
+    FORMULA_VERSION: pl.String(),
+    **COMPONENT_DTYPES,
+    N_ROWS: pl.Int64(),
+    FILE: pl.String(),
+}
+
+REJECTS: Final[dict[str, pl.DataType]] = {
+    Col.EPISODE_ID: pl.String(),
+    FILE: pl.String(),
+    DUMP_DATE: pl.String(),
+    Col.MODEL: pl.String(),
+    Col.TASK: pl.String(),
+    Col.CATEGORY: pl.String(),
+    STATUS: pl.String(),
+    RULES: pl.List(pl.String()),
+    REASONS: pl.List(pl.String()),
+    ROWS: pl.Int64(),
+}
+
+
+class EpisodeScores(pa.DataFrameModel):
+    """One row per scored episode."""
+
+    run_id: str
+    episode_id: str = pa.Field(unique=True)  # copies across files are rejected
+    model: str
+    task: str
+    category: str = pa.Field(isin=list(Category))
+    dump_date: str = pa.Field(nullable=True)
+    score: float = pa.Field(nullable=False)
+    formula_version: str
+    correct_count: pl.Int64 = pa.Field(nullable=True, ge=0)
+    n_items: pl.Int64 = pa.Field(nullable=True, ge=0)
+    accuracy: float = pa.Field(nullable=True)
+    examples_used: pl.Int64 = pa.Field(nullable=True, ge=0)
+    efficiency: float = pa.Field(nullable=True)
+    success: bool = pa.Field(nullable=True)
+    steps: pl.Int64 = pa.Field(nullable=True, ge=0)
+    progress: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    transfer: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    asymptote: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    trajectory: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    consistency: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    positional: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    n_rows: pl.Int64 = pa.Field(ge=1)
+    file: str
+
+    class Config:
+        strict = True
+        ordered = True
+
+
+class Rejects(pa.DataFrameModel):
+    """One row per unscored episode and file (and per file, the rows with no episode_id)."""
+
+    episode_id: str = pa.Field(nullable=True)
+    file: str
+    dump_date: str = pa.Field(nullable=True)
+    model: str = pa.Field(nullable=True)
+    task: str = pa.Field(nullable=True)
+    category: str = pa.Field(nullable=True)
+    status: str = pa.Field(isin=[EpisodeStatus.REJECTED, EpisodeStatus.HARNESS_ERROR])
+    rules: pl.List(pl.String)  # type: ignore[valid-type]
+    reasons: pl.List(pl.String)  # type: ignore[valid-type]
+    rows: pl.Int64 = pa.Field(ge=1)
+
+    class Config:
+        strict = True
+        ordered = True

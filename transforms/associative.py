@@ -1,0 +1,21 @@
+"""Associative learning: ``score = correct / total_questions`` (no efficiency term)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.tables import SCORE, Component
+
+COMPONENTS: tuple[Component, ...] = (Component.CORRECT_COUNT, Component.N_ITEMS, Component.ACCURACY)
+
+
+def fraction_correct() -> pl.Expr:
+    """Right items over items."""
+    return pl.col(Component.CORRECT_COUNT).cast(pl.Float64) / pl.col(Component.N_ITEMS).cast(
+        pl.Float64
+    )
+
+
+def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
+    accuracy = fraction_correct()
+    return episodes.with_columns(accuracy.alias(SCORE), accuracy.alias(Component.ACCURACY))

@@ -1,0 +1,101 @@
+"""Reading one dump file into the canonical row frame.
+
+The contract lets files differ: nullable columns may be missing, integer widths vary, extra
+columns are allowed. ``schema_problems`` judges a file's schema (from its footer, so nothing
+is read) and ``normalise`` projects, casts and fills it into the canonical frame of
+``schemas.contract.DTYPES`` plus the file and its hive partition values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import polars as pl
+
+from schemas.contract import DTYPES, DUMP_DATE, FILE, NULLABLE, REQUIRED, Col
+from schemas.rules import Rule
+
+_STRINGS: Final = (pl.String, pl.Categorical, pl.Enum)
+_INTEGERS: Final = (
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.UInt64,
+)
+_FLOATS: Final = (pl.Float32, pl.Float64)
+
+
+def _accepts(column: Col, dtype: pl.DataType) -> bool:
+    if isinstance(dtype, pl.Null):  # an all-null column written without a type
+        return True
+    target = DTYPES[column]
+    if isinstance(target, pl.String):
+        return isinstance(dtype, _STRINGS)
+    if isinstance(target, pl.Int64):
+        return isinstance(dtype, _INTEGERS)
+    if isinstance(target, pl.Float64):
+        return isinstance(dtype, _FLOATS + _INTEGERS)
+    if isinstance(target, pl.Datetime):
+        return isinstance(dtype, pl.Datetime)
+    return dtype == target
+
+
+def schema_problems(schema: Mapping[str, pl.DataType]) -> list[tuple[Rule, str]]:
+    """What in a file's schema breaks the contract; empty when the file can be read.
+
+    >>> schema_problems({"turn": pl.Int16()})[0][0].value
+    'missing_column'
+    """
+    problems: list[tuple[Rule, str]] = [
+        (Rule.MISSING_COLUMN, f"required column `{c}` is missing")
+        for c in REQUIRED
+        if c not in schema
+    ]
+    problems += [
+        (
+            Rule.WRONG_COLUMN_TYPE,
+            f"column `{c}` has type {schema[c]}; the contract allows {DTYPES[c]}",
+        )
+        for c in Col
+        if c in schema and not _accepts(c, schema[c])
+    ]
+    return problems
+
+
+def normalise(
+    rows: pl.LazyFrame,
+    schema: Mapping[str, pl.DataType],
+    *,
+    file: str,
+    partitions: Mapping[str, str],
+) -> pl.LazyFrame:
+    """The canonical frame: every contract column in its canonical dtype, ``file``, and each
+    hive partition value (which wins over a same-named column inside the file);
+    ``dump_date`` is always there (null for a dump that is not partitioned by it)."""
+    columns = [
+        pl.col(c).cast(DTYPES[c], strict=False) if c in schema else pl.lit(None, DTYPES[c]).alias(c)
+        for c in (*REQUIRED, *NULLABLE)
+        if c != Col.TS  # not scored: never read, whatever its timezone
+        if c not in partitions
+    ]
+    return rows.select(
+        *columns,
+        pl.lit(file, pl.String).alias(FILE),
+        *(pl.lit(v, pl.String).alias(k) for k, v in partitions.items()),
+        *([] if DUMP_DATE in partitions else [pl.lit(None, pl.String).alias(DUMP_DATE)]),
+    )
+
+
+def partition_values(relative_path: str) -> dict[str, str]:
+    """Hive ``key=value`` folder names of a file path relative to the dump root.
+
+    >>> partition_values("dump_date=2026-12-01/part-0.parquet")
+    {'dump_date': '2026-12-01'}
+    """
+    folders = relative_path.split("/")[:-1]
+    return dict(part.split("=", 1) for part in folders if "=" in part)
