@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,18 +78,20 @@ def partition_dir(values: Mapping[str, str | None]) -> str:
     return "/".join(parts)
 
 
-def write_partitioned(frame: pl.DataFrame, table_dir: Path, by: Iterable[str]) -> None:
-    """Write ``frame`` as hive partitions ``by`` (null values: no folder level); one file
-    ``part-0.parquet`` per partition. The partition columns stay in the files too."""
-    by = list(by)
+def write_partitioned(frame: pl.DataFrame, table_dir: Path, by: Sequence[str]) -> None:
+    """Write ``frame`` as hive partitions ``by``, one ``part-0.parquet`` per partition.
+
+    Partition columns live in the folder names only (as hive readers expect); a table with
+    no rows is one file at its root that keeps every column.
+    """
     table_dir.mkdir(parents=True, exist_ok=True)
-    if frame.is_empty():
+    if frame.is_empty() or not by:
         frame.write_parquet(table_dir / "part-0.parquet")
         return
-    for values, part in frame.group_by(by, maintain_order=True):
+    for values, part in frame.group_by(list(by), maintain_order=True):
         folder = table_dir / partition_dir(dict(zip(by, values, strict=True)))
         folder.mkdir(parents=True, exist_ok=True)
-        part.write_parquet(folder / "part-0.parquet")
+        part.drop(by).write_parquet(folder / "part-0.parquet")
 
 
 @contextmanager

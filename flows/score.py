@@ -25,6 +25,7 @@ from schemas.tables import (
     REJECTS,
     ROWS,
     RULES,
+    SCORE,
     STATUS,
     EpisodeScores,
     EpisodeStatus,
@@ -41,6 +42,7 @@ class FileReport:
     file: str
     rows: int
     bytes: int
+    dump_date: str | None = None
     status: str = "scored"  # or "rejected"
     problems: list[str] = field(default_factory=list)
 
@@ -91,7 +93,7 @@ def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]
 
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
-    report = FileReport(dump_file.relative, rows=0, bytes=dump_file.size)
+    report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
     try:
         report.rows = row_count(dump_file.path)
         schema = dict(pl.read_parquet_schema(dump_file.path))
@@ -112,42 +114,51 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     return None, report, _file_reject(dump_file, report.rows, problems)
 
 
-def score_dump(
-    input_root: Path,
-    formulas: Mapping[str, str] | Sequence[str] = (),
-    *,
-    on_file: Callable[[int, int, str], None] | None = None,
-) -> ScoreResult:
-    """Judge and score every episode of a dump (no output written)."""
-    chosen = resolve(formulas)
+@dataclass
+class DumpPlan:
+    """What a run reads: every file, and the episode ids that appear in several files."""
+
+    files: list[DumpFile]
+    duplicates: pl.DataFrame  # (file, episode_id, other_files)
+
+
+def plan_dump(input_root: Path) -> DumpPlan:
+    """Find the files; read only their ``episode_id`` columns to find ids reused across
+    files (episodes never span files, so everything else is per file)."""
     files = discover(input_root)
-    readable: list[tuple[DumpFile, pl.LazyFrame]] = []
-    reports, rejects = [], []
+    ids = []
     for dump_file in files:
-        rows, report, reject = read_file(dump_file)
-        reports.append(report)
-        if rows is None:
-            rejects.append(reject)
-        else:
-            readable.append((dump_file, rows))
-    # Episodes never span files, but an id may be reused in another file: find those first.
-    ids = (
-        pl.concat([rows.select(FILE, Col.EPISODE_ID) for _, rows in readable]) if readable else None
-    )
-    duplicates = duplicate_episodes(ids).collect() if ids is not None else None
-    scores = []
-    for done, (dump_file, rows) in enumerate(readable, 1):
-        dup = (
-            duplicates.lazy().filter(pl.col(FILE) == dump_file.relative)
-            if duplicates is not None
-            else None
-        )
-        file_scores, file_rejects = score_rows(rows, chosen, dup)
-        got_scores, got_rejects = pl.collect_all([file_scores, file_rejects])
-        scores.append(got_scores)
-        rejects.append(got_rejects)
-        if on_file:
-            on_file(done, len(readable), dump_file.relative)
+        rows, _, _ = read_file(dump_file)
+        if rows is not None:
+            ids.append(rows.select(FILE, Col.EPISODE_ID))
+    duplicates = duplicate_episodes(pl.concat(ids)).collect() if ids else _NO_DUPLICATES
+    return DumpPlan(files, duplicates)
+
+
+_NO_DUPLICATES = pl.DataFrame(
+    schema={FILE: pl.String, Col.EPISODE_ID: pl.String, "other_files": pl.String}
+)
+
+
+def score_file(
+    dump_file: DumpFile, duplicates: pl.DataFrame, formulas: Mapping[Category, str]
+) -> tuple[pl.DataFrame, pl.DataFrame, FileReport]:
+    """(episode scores, rejects, report) of one file."""
+    rows, report, reject = read_file(dump_file)
+    if rows is None:
+        assert reject is not None
+        return pl.DataFrame(schema=EPISODE_SCORES), reject, report
+    dup = duplicates.lazy().filter(pl.col(FILE) == dump_file.relative)
+    scores, rejects = pl.collect_all(list(score_rows(rows, formulas, dup)))
+    return scores, rejects, report
+
+
+def assemble(
+    parts: Sequence[tuple[pl.DataFrame, pl.DataFrame, FileReport]], formulas: dict[Category, str]
+) -> ScoreResult:
+    """One result from the per-file parts, in a stable order."""
+    scores = [s for s, _, _ in parts]
+    rejects = [r for _, r, _ in parts]
     return ScoreResult(
         scores=_sorted(
             pl.concat(scores) if scores else pl.DataFrame(schema=EPISODE_SCORES),
@@ -156,9 +167,26 @@ def score_dump(
         rejects=_sorted(
             pl.concat(rejects) if rejects else pl.DataFrame(schema=REJECTS), [FILE, Col.EPISODE_ID]
         ),
-        files=reports,
-        formulas=chosen,
+        files=[report for _, _, report in parts],
+        formulas=formulas,
     )
+
+
+def score_dump(
+    input_root: Path,
+    formulas: Mapping[str, str] | Sequence[str] = (),
+    *,
+    on_file: Callable[[int, int, str], None] | None = None,
+) -> ScoreResult:
+    """Judge and score every episode of a dump (no output written)."""
+    chosen = resolve(formulas)
+    plan = plan_dump(input_root)
+    parts = []
+    for done, dump_file in enumerate(plan.files, 1):
+        parts.append(score_file(dump_file, plan.duplicates, chosen))
+        if on_file:
+            on_file(done, len(plan.files), dump_file.relative)
+    return assemble(parts, chosen)
 
 
 def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -184,11 +212,42 @@ def write_outputs(
         "counts": counts,
         "files": [asdict(f) for f in result.files],
     }
+    # Partition by dump_date only where every file has one: a hive table mixing levels is
+    # unreadable. Otherwise dump_date stays an ordinary (null) column.
+    dated = bool(result.files) and all(f.dump_date is not None for f in result.files)
+    by_date = [DUMP_DATE] if dated else []
+    manifest["partitioned_by"] = {"episode_scores": [*by_date, Col.CATEGORY], "rejects": by_date}
     with staged_output(out) as staging:
-        write_partitioned(result.scores, staging / "episode_scores", [DUMP_DATE, Col.CATEGORY])
-        write_partitioned(result.rejects, staging / "rejects", [DUMP_DATE])
+        write_partitioned(result.scores, staging / "episode_scores", [*by_date, Col.CATEGORY])
+        write_partitioned(result.rejects, staging / "rejects", by_date)
         write_json(staging / "manifest.json", manifest)
     return manifest
+
+
+def leaderboard_lines(scores: pl.DataFrame) -> list[str]:
+    """Mean episode score per model (rows) and category (columns), best model first."""
+    if scores.is_empty():
+        return ["no episode was scored"]
+    table = (
+        scores.group_by(Col.MODEL, Col.CATEGORY)
+        .agg(pl.col(SCORE).mean())
+        .pivot(on=Col.CATEGORY, index=Col.MODEL, values=SCORE)
+    )
+    categories = [c for c in Category if c in table.columns]
+    table = table.with_columns(pl.mean_horizontal(categories).alias("overall")).sort(
+        "overall", descending=True
+    )
+    short = {
+        c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ")
+        for c in categories
+    }
+    lines = [f"{'model':<20}" + "".join(f"{short[c]:>14}" for c in categories) + f"{'overall':>10}"]
+    for row in table.iter_rows(named=True):  # one line per model: a handful of rows
+        cells = "".join(
+            f"{row[c]:>14.3f}" if row[c] is not None else f"{'-':>14}" for c in categories
+        )
+        lines.append(f"{row[Col.MODEL][:19]:<20}{cells}{row['overall']:>10.3f}")
+    return lines
 
 
 def summary_lines(result: ScoreResult, out: Path) -> list[str]:
@@ -205,7 +264,8 @@ def summary_lines(result: ScoreResult, out: Path) -> list[str]:
     lines.append(
         f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
         f"{counts['episodes_harness_error']} harness errors; "
-        f"{counts['rows_read']} rows read = {counts['rows_scored']} scored + {counts['rows_rejected']} rejected"
+        f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
+        f" + {counts['rows_rejected']} rejected"
     )
     lines.append(f"tables in {out}/episode_scores, {out}/rejects; manifest {out}/manifest.json")
     return lines

@@ -46,7 +46,7 @@ class Component(StrEnum):
     POSITIONAL = "positional"
 
 
-COMPONENT_DTYPES: Final[dict[Component, pl.DataType]] = {
+COMPONENT_DTYPES: Final[dict[str, pl.DataType]] = {
     c: (
         pl.Int64()
         if c

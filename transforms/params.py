@@ -20,7 +20,21 @@ from schemas.rules import Rule
 
 PARAMS_RULE: Final = "params_rule"
 PARAMS_MESSAGE: Final = "params_message"
-_INT64 = (-(2**63), 2**63 - 1)
+# int parameters are 32-bit: differences of two stay exact in float64, so dividing them
+# as floats gives Python's int / int.
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+class _HugeInt:
+    """A JSON integer too long for ``int()`` (Python's 4300-digit limit): out of range."""
+
+
+def _json_int(text: str) -> int | _HugeInt:
+    try:
+        return int(text)
+    except ValueError:
+        return _HugeInt()
+
 
 # Every parameter any category has, with its column dtype.
 PARAM_DTYPES: Final[dict[str, pl.DataType]] = {
@@ -36,29 +50,37 @@ PARAM_DTYPES: Final[dict[str, pl.DataType]] = {
 
 def _check(param: Param, value: Any) -> tuple[Rule, str] | None:
     where = f"parameter `{param.name}`"
-    if param.type is ParamType.INT:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return (
-                Rule.PARAMS_WRONG_TYPE,
-                f"{where} must be an integer, got {json.dumps(value)[:80]}",
-            )
-        if not _INT64[0] <= value <= _INT64[1]:
-            return Rule.PARAMS_INVALID_VALUE, f"{where} is outside the 64-bit integer range"
-        if param.minimum is not None and value < param.minimum:
+    shown = "a huge integer" if isinstance(value, _HugeInt) else json.dumps(value)[:80]
+    if param.type is ParamType.PROGRESS_MODE:
+        if not isinstance(value, str):
+            return Rule.PARAMS_WRONG_TYPE, f"{where} must be a string, got {shown}"
+        if value not in PROGRESS_MODES:
             return (
                 Rule.PARAMS_INVALID_VALUE,
-                f"{where} must be at least {param.minimum}, got {value}",
+                f"{where} must be one of {PROGRESS_MODES}, got {shown}",
             )
-    elif param.type is ParamType.FLOAT:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return Rule.PARAMS_WRONG_TYPE, f"{where} must be a number, got {json.dumps(value)[:80]}"
-        if not math.isfinite(value):
-            return Rule.PARAMS_INVALID_VALUE, f"{where} must be finite, got {value}"
-    elif value not in PROGRESS_MODES:
-        if not isinstance(value, str):
-            return Rule.PARAMS_WRONG_TYPE, f"{where} must be a string, got {json.dumps(value)[:80]}"
-        return Rule.PARAMS_INVALID_VALUE, f"{where} must be one of {PROGRESS_MODES}, got {value!r}"
+        return None
+    if not isinstance(value, _HugeInt):
+        wanted = int if param.type is ParamType.INT else int | float
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            kind = "an integer" if param.type is ParamType.INT else "a number"
+            return Rule.PARAMS_WRONG_TYPE, f"{where} must be {kind}, got {shown}"
+    if param.type is ParamType.FLOAT:
+        if isinstance(value, _HugeInt) or not _finite(value):
+            return Rule.PARAMS_INVALID_VALUE, f"{where} must be finite, got {shown}"
+        return None
+    if isinstance(value, _HugeInt) or not _INT32[0] <= value <= _INT32[1]:
+        return Rule.PARAMS_INVALID_VALUE, f"{where} is outside the 32-bit integer range"
+    if param.minimum is not None and value < param.minimum:
+        return Rule.PARAMS_INVALID_VALUE, f"{where} must be at least {param.minimum}, got {value}"
     return None
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond float64
+        return False
 
 
 def parse_params(text: str | None, category: str | None) -> dict[str, Any]:
@@ -72,7 +94,7 @@ def parse_params(text: str | None, category: str | None) -> dict[str, Any]:
     """
     out: dict[str, Any] = {PARAMS_RULE: None, PARAMS_MESSAGE: None}
     try:
-        parsed = json.loads(text) if text is not None else None
+        parsed = json.loads(text, parse_int=_json_int) if text is not None else None
     except (ValueError, RecursionError):
         parsed = None
     if not isinstance(parsed, dict):
@@ -98,14 +120,9 @@ def parse_params(text: str | None, category: str | None) -> dict[str, Any]:
             problems.append(problem)
         else:
             out[param.name] = parsed[param.name]
-    if problems:
-        out.update(
-            {
-                PARAMS_RULE: "|".join(r.value for r, _ in problems),
-                PARAMS_MESSAGE: "; ".join(m for _, m in problems),
-            }
-        )
-        out.update(dict.fromkeys(PARAM_DTYPES))
+    if problems:  # the valid parameters stay: rules that need only them still apply
+        out[PARAMS_RULE] = "|".join(r.value for r, _ in problems)
+        out[PARAMS_MESSAGE] = "; ".join(m for _, m in problems)
     return out
 
 

@@ -52,7 +52,8 @@ def _params_rule(rule: Rule) -> pl.Expr:
 
 
 def _params_ok() -> pl.Expr:
-    return (pl.col("n_starts") == 1) & pl.col(PARAMS_RULE).is_null()
+    """Parameters were read (a parameter that is invalid is null, so its checks are off)."""
+    return (pl.col("n_starts") == 1) & ~_params_rule(Rule.PARAMS_NOT_OBJECT)
 
 
 def _rows(count: str, what: str) -> pl.Expr:

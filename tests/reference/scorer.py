@@ -1,0 +1,431 @@
+"""Reference scorer: validate and score rows of a dump, one plain loop at a time.
+
+Input rows are dicts keyed by the contract's column names (a missing key is null) plus
+``"file"`` and optionally ``"dump_date"``. Written from ``../shared/spec/dump-contract.md`` and
+README "Decisions where the contract is silent"; formulas in ``formulas.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.contract import (
+    DEFAULT_MATCH,
+    DUMP_DATE,
+    EPISODE_CONSTANT,
+    FILE,
+    NEEDS_ITEMS,
+    REQUIRED,
+    Category,
+    Col,
+    Kind,
+    Match,
+    Role,
+    Status,
+)
+from schemas.params import PARAMS, PROGRESS_MODES, ParamType
+from schemas.rules import Rule
+from tests.reference import formulas as f
+from tests.reference.matching import grade, is_integer_literal, positional
+
+Row = dict[str, Any]
+
+# Per category: the formula versions, the default first.
+FORMULA_VERSIONS: dict[Category, tuple[str, ...]] = {c: ("v1",) for c in Category}
+FORMULA_VERSIONS[Category.PROCEDURAL_LEARNING] = ("v2", "v1")
+
+# fmt: off
+SCORE_FIELDS = (
+    "run_id", "model", "task", "category", "dump_date", "score", "formula_version",
+    "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
+    "progress", "transfer", "asymptote", "trajectory", "consistency", "positional", "n_rows",
+)
+# fmt: on
+
+_ENUM_COLUMNS = (
+    (Col.CATEGORY, frozenset(Category), Rule.UNKNOWN_CATEGORY),
+    (Col.ROLE, frozenset(Role), Rule.UNKNOWN_ROLE),
+    (Col.KIND, frozenset(Kind), Rule.UNKNOWN_KIND),
+    (Col.MATCH, frozenset(Match), Rule.UNKNOWN_MATCH),
+)
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # README: int parameters are 32-bit
+_TOO_LONG_INT = object()  # a JSON integer too long for int(): outside every parameter's range
+_CONCEPT_LIKE = (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
+
+
+@dataclass
+class ReferenceResult:
+    scored: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    rejected: dict[tuple[str | None, str], dict[str, Any]] = field(default_factory=dict)
+    rows_read: int = 0
+    rows_scored: int = 0
+    rows_rejected: int = 0
+
+
+# --- small helpers
+
+
+def _of_kind(rows: list[Row], kind: Kind) -> list[Row]:
+    return [r for r in rows if r.get(Col.KIND) == kind]
+
+
+def _by_turn(rows: list[Row]) -> list[Row]:
+    """Rows ordered by turn (null turns last; ties keep input order)."""
+    return sorted(rows, key=lambda r: (r.get(Col.TURN) is None, r.get(Col.TURN) or 0))
+
+
+def _first_non_null(rows: list[Row], col: str) -> Any:
+    """For reporting: the smallest non-null value (the only one in a scored episode)."""
+    values = [r[col] for r in rows if r.get(col) is not None]
+    return min(values) if values else None
+
+
+def _has_repeats(values: list[Any]) -> bool:
+    return len(set(values)) < len(values)
+
+
+def _json_int(text: str) -> object:
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        return _TOO_LONG_INT
+
+
+def _parse_object(raw: str | None) -> dict[str, Any] | None:
+    """``params`` as a dict, or None when it is null, not JSON, or not a JSON object."""
+    if raw is None:
+        return None
+    try:
+        obj = json.loads(raw, parse_int=_json_int)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _param_rule(kind: ParamType, v: Any) -> Rule | None:
+    """The rule a present parameter value breaks, if any (README decisions)."""
+    if kind is ParamType.INT:  # a JSON integer (not a bool, not 5.0) in the int32 range
+        if v is _TOO_LONG_INT:
+            return Rule.PARAMS_INVALID_VALUE
+        if type(v) is not int:
+            return Rule.PARAMS_WRONG_TYPE
+        return None if _INT_MIN <= v <= _INT_MAX else Rule.PARAMS_INVALID_VALUE
+    if kind is ParamType.FLOAT:  # a finite JSON number, integers accepted
+        if v is _TOO_LONG_INT:
+            return Rule.PARAMS_INVALID_VALUE
+        if type(v) not in (int, float):
+            return Rule.PARAMS_WRONG_TYPE
+        try:
+            return None if math.isfinite(v) else Rule.PARAMS_INVALID_VALUE
+        except OverflowError:  # an int beyond float64
+            return Rule.PARAMS_INVALID_VALUE
+    if not isinstance(v, str):
+        return Rule.PARAMS_WRONG_TYPE
+    return None if v in PROGRESS_MODES else Rule.PARAMS_INVALID_VALUE
+
+
+def _resolve_params(
+    category: Category, obj: dict[str, Any], n_items: int
+) -> tuple[dict[str, Any], set[Rule]]:
+    """The valid (or defaulted) parameters, and the rules that the others break."""
+    resolved: dict[str, Any] = {}
+    rules: set[Rule] = set()
+    for p in PARAMS[category]:
+        if p.name not in obj:
+            if p.required:
+                rules.add(Rule.PARAMS_MISSING)
+            else:  # default None means derived: num_test_items = the number of items
+                resolved[p.name] = n_items if p.default is None else p.default
+            continue
+        v = obj[p.name]
+        problem = _param_rule(p.type, v)
+        if problem is not None:
+            rules.add(problem)
+        elif p.minimum is not None and v < p.minimum:
+            rules.add(Rule.PARAMS_INVALID_VALUE)
+        else:
+            resolved[p.name] = v
+    return resolved, rules
+
+
+# --- validation
+
+
+def _check(rows: list[Row]) -> tuple[set[Rule], Category | None, dict[str, Any] | None]:
+    """Every rule one episode (one file's rows of one episode_id) breaks.
+
+    Returns (rules, category or None when not known and the same on every row,
+    resolved params or None when they could not be read).
+    """
+    rules: set[Rule] = set()
+
+    # Rows: nulls, enum values, non-finite values (any kind).
+    for r in rows:
+        if any(r.get(c) is None for c in REQUIRED):
+            rules.add(Rule.NULL_REQUIRED)
+        for col, allowed, rule in _ENUM_COLUMNS:
+            if r.get(col) is not None and r.get(col) not in allowed:
+                rules.add(rule)
+        value = r.get(Col.VALUE)
+        if value is not None and not math.isfinite(value):
+            rules.add(Rule.NON_FINITE_VALUE)
+
+    # Identity.
+    if _has_repeats([r[Col.TURN] for r in rows if r.get(Col.TURN) is not None]):
+        rules.add(Rule.DUPLICATE_TURN)
+    for col in EPISODE_CONSTANT:
+        if len({r[col] for r in rows if r.get(col) is not None}) > 1:
+            rules.add(Rule.INCONSISTENT_FIELD)
+    categories = {r.get(Col.CATEGORY) for r in rows}
+    category: Category | None = None
+    if len(categories) == 1:
+        only = categories.pop()
+        if only is not None and only in frozenset(Category):
+            category = Category(only)
+
+    items = _of_kind(rows, Kind.ITEM)
+
+    # Start and parameters (parameter checks need exactly one episode_start).
+    starts = _of_kind(rows, Kind.EPISODE_START)
+    params: dict[str, Any] | None = None
+    if not starts:
+        rules.add(Rule.MISSING_EPISODE_START)
+    elif len(starts) > 1:
+        rules.add(Rule.MULTIPLE_EPISODE_START)
+    else:
+        obj = _parse_object(starts[0].get(Col.PARAMS))
+        if obj is None:
+            rules.add(Rule.PARAMS_NOT_OBJECT)
+        elif category is not None:
+            params, param_rules = _resolve_params(category, obj, len(items))
+            rules |= param_rules
+
+    # Items and answers (category-independent).
+    item_ids = [it.get(Col.ITEM_ID) for it in items]
+    named_ids = [i for i in item_ids if i is not None]
+    if None in item_ids:
+        rules.add(Rule.ITEM_WITHOUT_ID)
+    if _has_repeats(named_ids):
+        rules.add(Rule.DUPLICATE_ITEM_ID)
+    for it in items:
+        expected = it.get(Col.EXPECTED)
+        if expected is None or expected.strip() == "":
+            rules.add(Rule.EMPTY_EXPECTED)
+        if (
+            it.get(Col.MATCH) == Match.INTEGER
+            and expected is not None
+            and not is_integer_literal(expected)
+        ):
+            rules.add(Rule.INTEGER_EXPECTED_NOT_INTEGER)
+    for a in _of_kind(rows, Kind.ANSWER):
+        if a.get(Col.ITEM_ID) is None or a.get(Col.ITEM_ID) not in named_ids:
+            rules.add(Rule.ANSWER_UNKNOWN_ITEM)
+
+    # Rounds (the count only for procedural learning).
+    round_ends = _of_kind(rows, Kind.ROUND_END)
+    for r in round_ends:
+        value = r.get(Col.VALUE)
+        if value is None:
+            rules.add(Rule.ROUND_MISSING_VALUE)
+        elif not 0.0 <= value <= 1.0:  # NaN and infinities are outside too
+            rules.add(Rule.ROUND_VALUE_OUT_OF_RANGE)
+        if r.get(Col.ROUND) is None:
+            rules.add(Rule.ROUND_MISSING_NUMBER)
+    if _has_repeats([r[Col.ROUND] for r in round_ends if r.get(Col.ROUND) is not None]):
+        rules.add(Rule.DUPLICATE_ROUND)
+
+    # Category-specific counts (need the category; those against a parameter need it valid).
+    if category in NEEDS_ITEMS and not items:
+        rules.add(Rule.NO_ITEMS)
+    if category in _CONCEPT_LIKE and params is not None:
+        if "num_test_items" in params and len(items) > params["num_test_items"]:
+            rules.add(Rule.TOO_MANY_ITEMS)
+        if "max_examples" in params and len(_of_kind(rows, Kind.EXAMPLE)) > params["max_examples"]:
+            rules.add(Rule.TOO_MANY_EXAMPLES)
+    if (
+        category is Category.PROCEDURAL_LEARNING
+        and params is not None
+        and "practice_rounds" in params
+        and len(round_ends) != params["practice_rounds"]
+    ):
+        rules.add(Rule.WRONG_ROUND_COUNT)
+
+    return rules, category, params
+
+
+def _is_harness_error(rows: list[Row]) -> bool:
+    return any(r.get(Col.STATUS) == Status.ERROR for r in _of_kind(rows, Kind.EPISODE_END))
+
+
+# --- scoring of a valid episode
+
+
+def _grade_items(rows: list[Row], category: Category) -> list[tuple[bool, float]]:
+    """(right, positional) per item, items in turn order; rows are sorted by turn."""
+    latest: dict[str, str] = {}  # item_id -> content of its highest-turn answer
+    for r in _of_kind(rows, Kind.ANSWER):
+        content = r.get(Col.CONTENT)
+        latest[r[Col.ITEM_ID]] = "" if content is None else content
+    graded = []
+    for it in _of_kind(rows, Kind.ITEM):
+        mode = it.get(Col.MATCH) or DEFAULT_MATCH[category]
+        answer = latest.get(it[Col.ITEM_ID], "")  # unanswered: wrong
+        right = it[Col.ITEM_ID] in latest and grade(mode, it[Col.EXPECTED], answer)
+        graded.append((right, positional(it[Col.EXPECTED], answer)))
+    return graded
+
+
+def _score_runtime_rl(rows: list[Row], params: dict[str, Any], out: dict[str, Any]) -> None:
+    actions = 0
+    step_y: int | None = None  # actions before the first solving feedback
+    values: list[float] = []  # non-null feedback values, by turn
+    for r in rows:
+        if r.get(Col.KIND) == Kind.ACTION:
+            actions += 1
+        elif r.get(Col.KIND) == Kind.FEEDBACK:
+            if r.get(Col.SOLVED) is True and step_y is None:
+                step_y = actions
+            if r.get(Col.VALUE) is not None:
+                values.append(r[Col.VALUE])
+    solved = step_y is not None
+    if not values:
+        raw_progress = 0.0
+    elif params["progress"] == "max":
+        raw_progress = max(values)
+    else:
+        raw_progress = values[-1]
+    args = (solved, step_y or 0, params["budget"], params["min_explore"], raw_progress)
+    floor = float(params["floor"])
+    eff, progress = f.composite_parts(*args, floor=floor)
+    out.update(
+        success=solved,
+        steps=step_y,
+        efficiency=eff,
+        progress=progress,
+        score=f.composite_score(*args, floor=floor),
+    )
+
+
+def _score(
+    rows: list[Row], category: Category, params: dict[str, Any], version: str
+) -> dict[str, Any]:
+    rows = _by_turn(rows)
+    out: dict[str, Any] = dict.fromkeys(SCORE_FIELDS)
+    first = rows[0]
+    out.update(
+        run_id=first[Col.RUN_ID],
+        model=first[Col.MODEL],
+        task=first[Col.TASK],
+        category=category.value,
+        dump_date=first.get(DUMP_DATE),
+        formula_version=version,
+        n_rows=len(rows),
+    )
+    if category is Category.RUNTIME_RL:
+        _score_runtime_rl(rows, params, out)
+        return out
+
+    graded = _grade_items(rows, category)
+    correct = len([1 for right, _ in graded if right])
+    n_items = len(graded)
+    out.update(correct_count=correct, n_items=n_items, accuracy=correct / n_items)
+    if category in (Category.ASSOCIATIVE_LEARNING, Category.OBSERVATIONAL_LEARNING):
+        out["score"] = correct / n_items
+        if category is Category.OBSERVATIONAL_LEARNING:
+            out["positional"] = f.mean([pos for _, pos in graded])
+    elif category in _CONCEPT_LIKE:
+        examples_used = len(_of_kind(rows, Kind.EXAMPLE))
+        p = params
+        out.update(
+            accuracy=correct / p["num_test_items"],
+            examples_used=examples_used,
+            efficiency=f.concept_efficiency(
+                examples_used, p["max_examples"], p["initial_examples"], p["free_threshold"]
+            ),
+            score=f.concept_score(
+                correct,
+                examples_used,
+                p["max_examples"],
+                p["initial_examples"],
+                p["num_test_items"],
+                p["free_threshold"],
+            ),
+        )
+    else:  # procedural learning
+        round_ends = sorted(_of_kind(rows, Kind.ROUND_END), key=lambda r: r[Col.ROUND])
+        round_scores = [r[Col.VALUE] for r in round_ends]
+        test_score = correct / n_items
+        asymptote, trajectory, consistency = f.procedural_parts(round_scores)
+        score_fn = f.procedural_composite_score if version == "v2" else f.procedural_v1_score
+        out.update(
+            transfer=test_score,
+            asymptote=asymptote,
+            trajectory=trajectory,
+            consistency=consistency,
+            score=score_fn(round_scores, test_score),
+        )
+    return out
+
+
+# --- the whole dump
+
+
+def _versions(formulas: dict[str, str] | None) -> dict[Category, str]:
+    chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()}
+    for name, version in (formulas or {}).items():
+        category = Category(name)
+        if version not in FORMULA_VERSIONS[category]:
+            raise ValueError(f"no formula {version!r} for {category}")
+        chosen[category] = version
+    return chosen
+
+
+def _reject(rows: list[Row], rules: set[Rule], status: str) -> dict[str, Any]:
+    return {
+        "status": status,
+        "rules": rules,
+        "rows": len(rows),
+        "model": _first_non_null(rows, Col.MODEL),
+        "task": _first_non_null(rows, Col.TASK),
+        "category": _first_non_null(rows, Col.CATEGORY),
+        "dump_date": rows[0].get(DUMP_DATE),
+    }
+
+
+def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> ReferenceResult:
+    versions = _versions(formulas)
+    episodes: dict[tuple[str | None, str], list[Row]] = {}
+    for row in rows:
+        episodes.setdefault((row.get(Col.EPISODE_ID), row[FILE]), []).append(row)
+    files_of: dict[str, set[str]] = {}
+    for episode_id, file in episodes:
+        if episode_id is not None:
+            files_of.setdefault(episode_id, set()).add(file)
+
+    result = ReferenceResult(rows_read=len(rows))
+    for key, ep_rows in episodes.items():
+        episode_id, _ = key
+        if episode_id is None:  # one bucket per file, not an episode
+            result.rejected[key] = _reject(ep_rows, {Rule.NO_EPISODE_ID}, "rejected")
+            result.rows_rejected += len(ep_rows)
+            continue
+        rules, category, params = _check(ep_rows)
+        if len(files_of[episode_id]) > 1:
+            rules.add(Rule.DUPLICATE_EPISODE_ACROSS_FILES)
+        harness_error = _is_harness_error(ep_rows)
+        if harness_error:
+            rules.add(Rule.HARNESS_ERROR)
+        if rules:
+            status = "harness_error" if harness_error else "rejected"
+            result.rejected[key] = _reject(ep_rows, rules, status)
+            result.rows_rejected += len(ep_rows)
+        else:
+            assert category is not None and params is not None  # no rule broken
+            result.scored[(episode_id, key[1])] = _score(
+                ep_rows, category, params, versions[category]
+            )
+            result.rows_scored += len(ep_rows)
+    return result

@@ -1,0 +1,583 @@
+"""Tests of the reference implementation: the seed's tables, match modes, rules, scoring."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schemas.rules import Rule
+from tests.reference import (
+    composite_score,
+    concept_score,
+    grade,
+    positional,
+    procedural_composite_score,
+    procedural_v1_score,
+    reference_score,
+)
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+CONCEPT = json.loads((GOLDEN / "concept_formation.json").read_text())
+PROCEDURAL = json.loads((GOLDEN / "procedural_learning.json").read_text())
+
+
+# --- the seed's tables
+
+
+@pytest.mark.parametrize("case", CONCEPT["rows"], ids=[r["id"] for r in CONCEPT["rows"]])
+def test_concept_boundary_table(case: dict[str, Any]) -> None:
+    got = concept_score(
+        case["correct_count"],
+        case["examples_used"],
+        CONCEPT["max_examples"],
+        CONCEPT["initial_examples"],
+        CONCEPT["num_test_items"],
+        CONCEPT["free_threshold"],
+    )
+    assert round(got, CONCEPT["decimals"]) == pytest.approx(case["score"], abs=1e-9)
+
+
+@pytest.mark.parametrize("case", PROCEDURAL["rows"], ids=[r["id"] for r in PROCEDURAL["rows"]])
+def test_procedural_table(case: dict[str, Any]) -> None:
+    test = PROCEDURAL["test_score"]
+    assert round(procedural_composite_score(case["round_scores"], test), 2) == pytest.approx(
+        case["new"]
+    )
+    assert round(procedural_v1_score(case["round_scores"], test), 2) == pytest.approx(case["old"])
+
+
+def test_procedural_ranking() -> None:
+    by_id = {r["id"]: r["round_scores"] for r in PROCEDURAL["rows"]}
+    by_id["static"] = PROCEDURAL["erratum"]["round_scores"]
+    scores = [
+        procedural_composite_score(by_id[i], PROCEDURAL["test_score"])
+        for i in PROCEDURAL["ranking"]
+    ]
+    assert scores[0] > scores[1] > scores[2]
+
+
+@pytest.mark.parametrize("version", ["new", "old"])
+def test_seed_static_row_erratum(version: str) -> None:
+    """The seed prints 0.37 / 0.48 for Static; its own formula gives ~0.496 / ~0.547 (contract)."""
+    erratum = PROCEDURAL["erratum"]
+    fn = procedural_composite_score if version == "new" else procedural_v1_score
+    got = fn(erratum["round_scores"], PROCEDURAL["test_score"])
+    assert abs(got - erratum["seed_printed"][version]) > 0.05
+    assert got == pytest.approx(erratum["contract"][version], abs=5e-4)
+
+
+def test_procedural_zero_guard_and_single_round() -> None:
+    assert (
+        procedural_composite_score([0.0, 0.0, 0.0], 0.0) == 0.0
+    )  # else trajectory would add 0.125
+    assert procedural_composite_score([0.4], 0.0) == pytest.approx(
+        0.25 * 0.4 + 0.25 * 0.5 + 0.20 * 0.4
+    )
+
+
+def test_composite_score_hand_values() -> None:
+    assert composite_score(True, 3, 20, 2, 0.5) == 0.8875  # eff = 1 - 0.9 / 18 = 0.95
+    assert composite_score(True, 20, 20, 7, 0.0) == round(
+        0.55 + 0.25 * 0.10, 4
+    )  # floor at last step
+    assert composite_score(True, 0, 20, 7, 2.0) == 1.0  # step_y clamped to 1; progress to 1
+    assert composite_score(False, 0, 20, 7, 0.3) == 0.06
+
+
+# --- match modes
+
+LONG_S = "\N{LATIN SMALL LETTER LONG S}"
+DOTLESS_I = "\N{LATIN SMALL LETTER DOTLESS I}"
+SIGMA = "\N{GREEK SMALL LETTER SIGMA}"
+FINAL_SIGMA = "\N{GREEK SMALL LETTER FINAL SIGMA}"
+KELVIN = "\N{KELVIN SIGN}"
+AWKWARD = [
+    ("s", LONG_S),
+    ("S", LONG_S),
+    (LONG_S, "s"),
+    ("i", "İ"),
+    ("İ", "i"),
+    ("I", DOTLESS_I),
+    ("ss", "ß"),
+    ("ß", "SS"),
+    ("ß", "ẞ"),
+    (SIGMA, FINAL_SIGMA),
+    ("Σ", FINAL_SIGMA),
+    (FINAL_SIGMA, "Σ"),
+    ("k", KELVIN),
+    (KELVIN, "K"),
+    ("yes", "\x1cYES\u00a0"),
+    ("a.b", "axb"),
+    ("UNKNOWN", "Plex is unknown."),
+    ("é", "e\u0301"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "answer"), AWKWARD, ids=[f"{e!r}-in-{a!r}" for e, a in AWKWARD]
+)
+def test_contains(expected: str, answer: str) -> None:
+    verdict = bool(re.search(re.escape(expected.strip()), answer.strip(), re.IGNORECASE))
+    assert grade("contains", expected, answer) is verdict
+
+
+def test_contains_documented_verdicts() -> None:
+    assert grade("contains", "i", "İ") and grade(
+        "contains", "k", KELVIN
+    )  # re's simple case folding
+    assert not grade("contains", "ss", "ß") and not grade(
+        "contains", "a.b", "axb"
+    )  # no full folding; escaped
+
+
+def _int_verdict(expected: str, answer: str) -> bool:
+    lit = re.compile(r"[+-]?[0-9]+", re.ASCII)
+    e, a = expected.strip(), answer.strip()
+    return bool(lit.fullmatch(e) and lit.fullmatch(a)) and int(e) == int(a)
+
+
+INTEGERS = [
+    ("88", "088"),
+    ("0", "-0"),
+    ("+5", "5"),
+    ("-5", "5"),
+    ("88", "٨٨"),
+    ("88", "８８"),
+    ("1000", "1_000"),
+    ("12", " 12\x1c"),
+    ("12", "\u00a012\u00a0"),
+    ("12", "12.0"),
+    ("12", "twelve: 12"),
+    ("-007", "-7"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "answer"), INTEGERS, ids=[f"{e!r}-vs-{a!r}" for e, a in INTEGERS]
+)
+def test_integer(expected: str, answer: str) -> None:
+    assert grade("integer", expected, answer) is _int_verdict(expected, answer)
+
+
+def test_integer_documented_verdicts() -> None:
+    assert grade("integer", "88", "088") and grade("integer", "0", "-0")
+    assert int("٨٨") == 88 and not grade("integer", "88", "٨٨")  # int() is wider than the contract
+    huge = "9" * 5000  # beyond int()'s default 4300-digit limit
+    assert grade("integer", huge, "+000" + huge) and not grade("integer", huge, "-" + huge)
+
+
+@given(
+    st.integers(-(10**30), 10**30), st.integers(-(10**30), 10**30), st.integers(0, 3), st.booleans()
+)
+def test_integer_equality_is_int_equality(a: int, b: int, zeros: int, plus: bool) -> None:
+    b_text = ("+" if plus and b >= 0 else "") + ("-" if b < 0 else "") + "0" * zeros + str(abs(b))
+    assert grade("integer", str(a), b_text) is (a == b)
+
+
+NFC = [("é", "e\u0301"), ("é", "É"), ("n\u0295", "n"), ("ǹ", " n\u0300\x1c"), ("Å", "\u212b")]
+
+
+@pytest.mark.parametrize(("expected", "answer"), NFC, ids=[f"{e!r}-vs-{a!r}" for e, a in NFC])
+def test_nfc(expected: str, answer: str) -> None:
+    verdict = unicodedata.normalize("NFC", answer.strip()) == unicodedata.normalize(
+        "NFC", expected.strip()
+    )
+    assert grade("nfc", expected, answer) is verdict
+
+
+def test_nfc_documented_verdicts() -> None:
+    assert grade("nfc", "é", "e\u0301") and not grade("nfc", "é", "É")
+
+
+SEQUENCES = [
+    ("a b", "a\x1cb"),
+    ("a b", "a\u00a0 b\n"),
+    ("a b", "a b c"),
+    ("a b", "a\u200bb"),
+    ("a b", "b a"),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "answer"), SEQUENCES, ids=[f"{e!r}-vs-{a!r}" for e, a in SEQUENCES]
+)
+def test_sequence(expected: str, answer: str) -> None:
+    assert grade("sequence", expected, answer) is (answer.split() == expected.split())
+
+
+def test_positional() -> None:
+    assert positional("a b c", "a x c") == 2 / 3
+    assert positional("a b", "") == 0.0
+    assert positional("a b", "a b c d") == 1.0
+    assert positional("a b c", "a\x1cb") == 2 / 3
+
+
+# --- row builders
+
+FILE = "dump_date=2026-12-01/part-0.parquet"
+KEY = ("e1", FILE)
+CONCEPT_PARAMS = '{"initial_examples": 3, "max_examples": 16}'
+
+
+def row(kind: str, role: str = "environment", **cols: Any) -> dict[str, Any]:
+    return {"kind": kind, "role": role, **cols}
+
+
+def item(item_id: str | None, expected: str | None, match: str | None = None) -> dict[str, Any]:
+    return row("item", item_id=item_id, expected=expected, match=match)
+
+
+def answer(item_id: str | None, content: str | None) -> dict[str, Any]:
+    return row("answer", "assistant", item_id=item_id, content=content)
+
+
+def round_end(number: int | None, value: float | None) -> dict[str, Any]:
+    return row("round_end", round=number, value=value)
+
+
+def feedback(value: float | None = None, solved: bool | None = None) -> dict[str, Any]:
+    return row("feedback", value=value, solved=solved)
+
+
+ACTION = row("action", "assistant")
+EXAMPLE = row("example")
+
+
+def episode(
+    category: str,
+    *body: dict[str, Any],
+    params: str | None = "{}",
+    start: bool = True,
+    episode_id: str | None = "e1",
+    file: str = FILE,
+) -> list[dict[str, Any]]:
+    """Rows of one episode, turns 0.. in order; a body row's own keys override the defaults."""
+    rows = ([row("episode_start", params=params)] if start else []) + list(body)
+    base = {
+        "run_id": "r1",
+        "episode_id": episode_id,
+        "model": "m",
+        "task": "t",
+        "category": category,
+        "file": file,
+        "dump_date": "2026-12-01",
+    }
+    return [base | {"turn": turn} | r for turn, r in enumerate(rows)]
+
+
+def assoc(*extra: dict[str, Any], **kw: Any) -> list[dict[str, Any]]:
+    return episode("associative_learning", item("q1", "yes"), answer("q1", "yes"), *extra, **kw)
+
+
+def concept(
+    *extra: dict[str, Any], params: str = CONCEPT_PARAMS, examples: int = 5, **kw: Any
+) -> list[dict[str, Any]]:
+    items = [item(f"q{i}", f"out{i}") for i in range(4)]
+    return episode("concept_formation", *[EXAMPLE] * examples, *items, *extra, params=params, **kw)
+
+
+def rl(*extra: dict[str, Any], params: str = '{"budget": 20}') -> list[dict[str, Any]]:
+    return episode("runtime_rl", ACTION, feedback(0.5, True), *extra, params=params)
+
+
+def procedural(*rounds: dict[str, Any], params: str = "{}") -> list[dict[str, Any]]:
+    if not rounds:
+        rounds = tuple(round_end(n, 0.5) for n in range(1, 6))
+    return episode(
+        "procedural_learning", *rounds, item("t1", "x"), answer("t1", "x"), params=params
+    )
+
+
+def rounds(
+    *values: float | None, numbers: tuple[int | None, ...] = (1, 2, 3, 4, 5)
+) -> list[dict[str, Any]]:
+    return [round_end(n, v) for n, v in zip(numbers, values, strict=False)]
+
+
+# --- one rejection test (or more) per rule
+
+R = Rule
+FIVE = (0.1, 0.2, 0.3, 0.4, 0.5)
+REJECTIONS = [
+    ("null-model", assoc(row("message", model=None)), {R.NULL_REQUIRED}),
+    ("null-turn", assoc(row("message", turn=None)), {R.NULL_REQUIRED}),
+    ("unknown-category", episode("telepathy", item("q", "x")), {R.UNKNOWN_CATEGORY}),
+    ("unknown-role", assoc(row("message", "narrator")), {R.UNKNOWN_ROLE}),
+    ("unknown-kind", assoc(row("thought")), {R.UNKNOWN_KIND}),
+    ("unknown-match", assoc(item("q2", "x", "regex")), {R.UNKNOWN_MATCH}),
+    ("duplicate-turn", assoc(row("message", turn=1)), {R.DUPLICATE_TURN}),
+    ("inconsistent-run", assoc(row("message", run_id="r2")), {R.INCONSISTENT_FIELD}),
+    # An inconsistent category skips the category's checks (here: too many examples, no items).
+    (
+        "inconsistent-category",
+        episode(
+            "concept_formation",
+            *[EXAMPLE] * 30,
+            row("message", category="language_learning"),
+            params=CONCEPT_PARAMS,
+        ),
+        {R.INCONSISTENT_FIELD},
+    ),
+    # A missing episode_start skips every check against a parameter.
+    ("missing-start", concept(*[EXAMPLE] * 30, start=False), {R.MISSING_EPISODE_START}),
+    (
+        "missing-start-rounds",
+        procedural(round_end(1, 0.5), params="{}")[1:],
+        {R.MISSING_EPISODE_START},
+    ),
+    ("multiple-start", assoc(row("episode_start", params="{}")), {R.MULTIPLE_EPISODE_START}),
+    ("params-array", assoc(params="[1, 2]"), {R.PARAMS_NOT_OBJECT}),
+    ("params-null", assoc(params=None), {R.PARAMS_NOT_OBJECT}),
+    ("params-bad-json", rl(params='{"budget": 20'), {R.PARAMS_NOT_OBJECT}),
+    ("params-missing", concept(params='{"initial_examples": 3}'), {R.PARAMS_MISSING}),
+    ("params-float-for-int", rl(params='{"budget": 20.0}'), {R.PARAMS_WRONG_TYPE}),
+    ("params-bool-for-int", rl(params='{"budget": true}'), {R.PARAMS_WRONG_TYPE}),
+    ("params-int-beyond-int32", rl(params='{"budget": 2147483648}'), {R.PARAMS_INVALID_VALUE}),
+    ("params-int-5000-digits", rl(params='{"budget": ' + "9" * 5000 + "}"), {R.PARAMS_INVALID_VALUE}),
+    ("params-nan-floor", rl(params='{"budget": 20, "floor": NaN}'), {R.PARAMS_INVALID_VALUE}),
+    ("params-huge-floor", rl(params='{"budget": 20, "floor": 1e400}'), {R.PARAMS_INVALID_VALUE}),
+    ("params-progress-mode", rl(params='{"budget": 20, "progress": "min"}'), {R.PARAMS_INVALID_VALUE}),
+    ("params-progress-number", rl(params='{"budget": 20, "progress": 1}'), {R.PARAMS_WRONG_TYPE}),
+    ("params-null-value", rl(params='{"budget": 20, "min_explore": null}'), {R.PARAMS_WRONG_TYPE}),
+    ("params-budget-0", rl(params='{"budget": 0}'), {R.PARAMS_INVALID_VALUE}),
+    (
+        "params-practice-rounds-0",
+        procedural(params='{"practice_rounds": 0}'),
+        {R.PARAMS_INVALID_VALUE},
+    ),
+    ("item-without-id", assoc(item(None, "x")), {R.ITEM_WITHOUT_ID}),
+    ("duplicate-item-id", assoc(item("q1", "no")), {R.DUPLICATE_ITEM_ID}),
+    ("blank-expected", assoc(item("q2", " \x1c\u00a0")), {R.EMPTY_EXPECTED}),
+    ("null-expected", assoc(item("q2", None)), {R.EMPTY_EXPECTED}),
+    ("integer-arabic-indic", assoc(item("q2", "٨٨", "integer")), {R.INTEGER_EXPECTED_NOT_INTEGER}),
+    ("integer-decimal", assoc(item("q2", "12.0", "integer")), {R.INTEGER_EXPECTED_NOT_INTEGER}),
+    ("answer-unknown-item", assoc(answer("zz", "x")), {R.ANSWER_UNKNOWN_ITEM}),
+    ("answer-null-item", assoc(answer(None, "x")), {R.ANSWER_UNKNOWN_ITEM}),
+    (
+        "no-items",
+        episode("associative_learning", answer("q1", "x")),
+        {R.NO_ITEMS, R.ANSWER_UNKNOWN_ITEM},
+    ),
+    (
+        "too-many-items",
+        concept(params='{"initial_examples": 3, "max_examples": 16, "num_test_items": 3}'),
+        {R.TOO_MANY_ITEMS},
+    ),
+    ("too-many-examples", concept(examples=17), {R.TOO_MANY_EXAMPLES}),
+    ("non-finite-message", assoc(row("message", value=math.inf)), {R.NON_FINITE_VALUE}),
+    ("non-finite-feedback", rl(feedback(math.nan)), {R.NON_FINITE_VALUE}),
+    (
+        "non-finite-round",
+        procedural(*rounds(0.1, 0.2, math.nan, 0.4, 0.5)),
+        {R.NON_FINITE_VALUE, R.ROUND_VALUE_OUT_OF_RANGE},
+    ),
+    (
+        "round-out-of-range",
+        procedural(*rounds(0.1, 0.2, 1.5, 0.4, 0.5)),
+        {R.ROUND_VALUE_OUT_OF_RANGE},
+    ),
+    ("round-out-of-range-assoc", assoc(round_end(1, -0.1)), {R.ROUND_VALUE_OUT_OF_RANGE}),
+    ("round-missing-value", procedural(*rounds(0.1, 0.2, None, 0.4, 0.5)), {R.ROUND_MISSING_VALUE}),
+    (
+        "round-missing-number",
+        procedural(*rounds(*FIVE, numbers=(1, 2, None, 4, 5))),
+        {R.ROUND_MISSING_NUMBER},
+    ),
+    ("duplicate-round", procedural(*rounds(*FIVE, numbers=(1, 2, 3, 3, 5))), {R.DUPLICATE_ROUND}),
+    ("wrong-round-count", procedural(*rounds(0.1, 0.2, 0.3, 0.4)), {R.WRONG_ROUND_COUNT}),
+    ("wrong-round-count-param", procedural(params='{"practice_rounds": 4}'), {R.WRONG_ROUND_COUNT}),
+]
+
+
+@pytest.mark.parametrize(
+    ("rows", "rules"), [c[1:] for c in REJECTIONS], ids=[c[0] for c in REJECTIONS]
+)
+def test_rejection(rows: list[dict[str, Any]], rules: set[Rule]) -> None:
+    result = reference_score(rows)
+    assert not result.scored
+    assert result.rejected[KEY]["rules"] == rules
+    assert result.rejected[KEY]["status"] == "rejected"
+    assert result.rejected[KEY]["rows"] == len(rows) == result.rows_rejected
+
+
+def test_no_episode_id_is_a_bucket_per_file() -> None:
+    rows = assoc(row("message", episode_id=None), row("message", episode_id=None, model="other"))
+    result = reference_score(rows)
+    assert result.rejected == {
+        (None, FILE): {
+            "status": "rejected",
+            "rules": {R.NO_EPISODE_ID},
+            "rows": 2,
+            "model": "m",
+            "task": "t",
+            "category": "associative_learning",
+            "dump_date": "2026-12-01",
+        }
+    }
+    assert KEY in result.scored and result.rows_scored == 3
+
+
+def test_duplicate_episode_across_files() -> None:
+    result = reference_score(assoc() + assoc(file="other.parquet"))
+    assert set(result.rejected) == {KEY, ("e1", "other.parquet")}
+    assert all(r["rules"] == {R.DUPLICATE_EPISODE_ACROSS_FILES} for r in result.rejected.values())
+
+
+def test_harness_error() -> None:
+    result = reference_score(assoc(row("episode_end", status="error")))
+    assert result.rejected[KEY]["status"] == "harness_error"
+    assert result.rejected[KEY]["rules"] == {R.HARNESS_ERROR}
+    both = reference_score(assoc(row("episode_end", status="error"), row("thought")))
+    assert both.rejected[KEY]["rules"] == {R.HARNESS_ERROR, R.UNKNOWN_KIND}
+    assert not reference_score(assoc(row("episode_end", status="completed"))).rejected
+
+
+def test_every_row_rule_is_tested() -> None:
+    file_rules = {
+        R.FILE_UNREADABLE,
+        R.MISSING_COLUMN,
+        R.WRONG_COLUMN_TYPE,
+    }  # not row-level: no dicts to check
+    tested = {rule for c in REJECTIONS for rule in c[2]}
+    tested |= {R.NO_EPISODE_ID, R.DUPLICATE_EPISODE_ACROSS_FILES, R.HARNESS_ERROR}
+    assert tested == set(Rule) - file_rules
+
+
+# --- scoring
+
+
+def test_associative_latest_answer_by_turn_not_file_order() -> None:
+    rows = episode(
+        "associative_learning",
+        item("q1", "UNKNOWN"),
+        item("q2", "3", "integer"),
+        item("q3", "no"),
+        answer("q1", "wrong"),
+        answer("q2", " 03 "),
+        answer("q1", "Plex is unknown"),
+    )
+    rows.reverse()
+    out = reference_score(rows).scored[KEY]
+    assert (out["correct_count"], out["n_items"], out["score"], out["accuracy"]) == (
+        2,
+        3,
+        2 / 3,
+        2 / 3,
+    )
+    assert (
+        out["formula_version"] == "v1" and out["n_rows"] == 7 and out["dump_date"] == "2026-12-01"
+    )
+
+
+def test_observational_positional_and_default_sequence_match() -> None:
+    rows = episode(
+        "observational_learning",
+        item("a", "1 0 1"),
+        item("b", "x y"),
+        item("c", "p q"),
+        answer("a", "1 1 1"),
+        answer("b", "x\u00a0 y"),
+    )
+    out = reference_score(rows).scored[KEY]
+    assert out["score"] == 1 / 3 and out["positional"] == ((0.0 + 2 / 3) + 1.0 + 0.0) / 3
+
+
+def test_concept_and_language_learning() -> None:
+    rows = concept(answer("q0", "out0"), answer("q1", "OUT1"), answer("q2", "nope"), examples=6)
+    out = reference_score(rows).scored[KEY]
+    eff = 1.0 - 2 / 12  # effective free zone max(3, 4) = 4; 6 used
+    assert (out["examples_used"], out["accuracy"], out["efficiency"]) == (6, 0.5, eff)
+    assert out["score"] == 0.5 * (0.40 + 0.60 * eff) and out["correct_count"] == 2
+    zero = reference_score(concept(examples=16)).scored[KEY]
+    assert (zero["score"], zero["efficiency"]) == (0.0, 0.0)
+    lang = episode(
+        "language_learning",
+        item("w", "e\u0301ka"),
+        answer("w", " \u00e9ka"),
+        params='{"initial_examples": 3, "max_examples": 16, "num_test_items": 4}',
+    )
+    out = reference_score(lang).scored[KEY]
+    assert (out["accuracy"], out["score"]) == (0.25, 0.25)  # nfc default; 1 of num_test_items = 4
+
+
+def test_runtime_rl() -> None:
+    body = (
+        ACTION,
+        feedback(0.2),
+        ACTION,
+        feedback(0.5),
+        ACTION,
+        feedback(0.4, True),
+        ACTION,
+        feedback(0.1),
+    )
+    out = reference_score(
+        episode("runtime_rl", *body, params='{"budget": 20, "min_explore": 2}')
+    ).scored[KEY]
+    assert (out["success"], out["steps"], out["efficiency"], out["progress"]) == (
+        True,
+        3,
+        1.0 - 0.9 * (1 / 18),
+        0.5,
+    )
+    assert out["score"] == 0.8875 and out["correct_count"] is None
+    last = episode(
+        "runtime_rl",
+        *body,
+        feedback(None),
+        params='{"budget": 20, "min_explore": 2, "progress": "last"}',
+    )
+    assert reference_score(last).scored[KEY]["score"] == round(0.55 + 0.25 * 0.95 + 0.20 * 0.1, 4)
+    early = reference_score(
+        episode("runtime_rl", feedback(1.7, True), ACTION, params='{"budget": 20}')
+    )
+    assert (
+        early.scored[KEY]["steps"] == 0 and early.scored[KEY]["score"] == 1.0
+    )  # clamped to 1 and to 1.0
+    unsolved = reference_score(
+        episode("runtime_rl", ACTION, feedback(None, None), params='{"budget": 20}')
+    )
+    got = unsolved.scored[KEY]
+    assert (got["success"], got["steps"], got["efficiency"], got["progress"], got["score"]) == (
+        False,
+        None,
+        0.0,
+        0.0,
+        0.0,
+    )
+
+
+def test_procedural_rounds_ordered_by_round_and_versions() -> None:
+    learner = [0.1, 0.3, 0.5, 0.8, 0.9]
+    body = [round_end(n, learner[n - 1]) for n in (5, 3, 1, 4, 2)]
+    rows = episode(
+        "procedural_learning", *body, item("t1", "x"), item("t2", "y"), answer("t1", "x")
+    )
+    new = reference_score(rows).scored[KEY]
+    assert (
+        new["score"] == procedural_composite_score(learner, 0.5) and new["formula_version"] == "v2"
+    )
+    assert (new["transfer"], new["asymptote"], new["trajectory"]) == (0.5, (0.8 + 0.9) / 2, 0.92)
+    old = reference_score(rows, {"procedural_learning": "v1"}).scored[KEY]
+    assert old["score"] == procedural_v1_score(learner, 0.5) and old["formula_version"] == "v1"
+    with pytest.raises(ValueError):
+        reference_score(rows, {"runtime_rl": "v2"})
+
+
+def test_accounting() -> None:
+    rows = assoc() + episode("runtime_rl", ACTION, params='{"budget": 3}', episode_id="e2")
+    rows += [*assoc(row("thought"), episode_id="e3"), row("message", episode_id=None, file=FILE)]
+    result = reference_score(rows)
+    assert result.rows_read == len(rows) == result.rows_scored + result.rows_rejected
+    assert set(result.scored) == {KEY, ("e2", FILE)} and set(result.rejected) == {
+        ("e3", FILE),
+        (None, FILE),
+    }
