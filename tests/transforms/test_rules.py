@@ -1,0 +1,55 @@
+"""Every rejection rule, through the vectorised pipeline: the same cases as the reference's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from schemas.rules import Rule
+from tests.reference.test_reference import FILE, KEY, REJECTIONS, assoc, row
+from tests.run import rules_by_key, run_pipeline
+
+
+@pytest.mark.parametrize(
+    ("rows", "rules"), [c[1:] for c in REJECTIONS], ids=[c[0] for c in REJECTIONS]
+)
+def test_rejection(rows: list[dict[str, Any]], rules: set[Rule]) -> None:
+    scores, rejects = run_pipeline(rows)
+    assert scores.is_empty()
+    assert rules_by_key(rejects) == {KEY: {r.value for r in rules}}
+    assert rejects["status"].to_list() == ["rejected"]
+    assert rejects["rows"].to_list() == [len(rows)]
+    assert all(rejects["reasons"][0]), "every rule comes with a message"
+
+
+def test_rows_without_episode_id_are_one_bucket_per_file() -> None:
+    rows = assoc(row("message", episode_id=None), row("message", episode_id=None, model="x"))
+    scores, rejects = run_pipeline(rows)
+    assert rules_by_key(rejects) == {(None, FILE): {Rule.NO_EPISODE_ID.value}}
+    assert rejects["rows"].to_list() == [2]
+    assert scores["n_rows"].to_list() == [len(rows) - 2]
+
+
+def test_duplicate_episode_across_files_rejects_every_copy() -> None:
+    _, rejects = run_pipeline(assoc() + assoc(file="other.parquet"))
+    assert rules_by_key(rejects) == {
+        KEY: {Rule.DUPLICATE_EPISODE_ACROSS_FILES.value},
+        ("e1", "other.parquet"): {Rule.DUPLICATE_EPISODE_ACROSS_FILES.value},
+    }
+    assert "other.parquet" in rejects.filter(episode_id="e1", file=FILE)["reasons"][0][0]
+
+
+def test_harness_error_is_reported_not_scored() -> None:
+    scores, rejects = run_pipeline(assoc(row("episode_end", status="error")))
+    assert scores.is_empty()
+    assert rejects["status"].to_list() == ["harness_error"]
+    assert rejects["rules"].to_list() == [[Rule.HARNESS_ERROR.value]]
+    _, both = run_pipeline(assoc(row("episode_end", status="error"), row("thought")))
+    assert both["rules"].to_list() == [[Rule.HARNESS_ERROR.value, Rule.UNKNOWN_KIND.value]]
+
+
+def test_completed_episode_end_is_scored() -> None:
+    scores, rejects = run_pipeline(assoc(row("episode_end", status="completed")))
+    assert rejects.is_empty()
+    assert scores["score"].to_list() == [1.0]
