@@ -22,6 +22,7 @@ from schemas.formulas import resolve
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES,
+    REASONS,
     REJECTS,
     ROWS,
     RULES,
@@ -73,22 +74,17 @@ class ScoreResult:
 
 
 def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [
-            {
-                Col.EPISODE_ID: None,
-                FILE: dump_file.relative,
-                DUMP_DATE: dump_file.partitions.get(DUMP_DATE),
-                STATUS: EpisodeStatus.REJECTED.value,
-                RULES: sorted({r.value for r, _ in problems}),
-                "reasons": [m for _, m in problems],
-                ROWS: rows,
-            }
-        ],
-        schema_overrides={c: t for c, t in REJECTS.items()},
-    ).select(
-        pl.col(c).cast(t) if c in REJECTS else pl.lit(None, t).alias(c) for c, t in REJECTS.items()
-    )
+    """The reject row of a file that cannot be read: its rows are counted, not scored."""
+    values: dict[str, object] = dict.fromkeys(REJECTS)
+    values |= {
+        FILE: dump_file.relative,
+        DUMP_DATE: dump_file.partitions.get(DUMP_DATE),
+        STATUS: EpisodeStatus.REJECTED.value,
+        RULES: list(dict.fromkeys(r.value for r, _ in problems)),
+        REASONS: [m for _, m in problems],
+        ROWS: rows,
+    }
+    return pl.DataFrame([values], schema=REJECTS, orient="row")
 
 
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:

@@ -22,6 +22,7 @@ ZERO_GUARD: Final = 1e-9
 COMPONENTS: tuple[Component, ...] = (
     Component.CORRECT_COUNT,
     Component.N_ITEMS,
+    Component.ACCURACY,
     Component.TRANSFER,
     Component.ASYMPTOTE,
     Component.TRAJECTORY,
@@ -74,6 +75,6 @@ def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
         )
         guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
         composite = pl.when(guarded).then(pl.lit(0.0)).otherwise(four_parts)
-    return episodes.with_columns(fraction_correct().alias(Component.TRANSFER)).with_columns(
-        composite.alias(SCORE)
-    )
+    return episodes.with_columns(
+        fraction_correct().alias(Component.TRANSFER), fraction_correct().alias(Component.ACCURACY)
+    ).with_columns(composite.alias(SCORE))

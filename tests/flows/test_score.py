@@ -1,0 +1,136 @@
+"""Scoring a dump on disk: every rule, file-level problems, accounting and the tables."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from flows.io import InputError
+from flows.score import score_dump, write_outputs
+from schemas.contract import DUMP_DATE, FILE
+from schemas.rules import Rule
+from tests.dumps import rule_dump, write_dump
+from tests.reference import reference_score
+from tests.run import rules_by_key
+from transforms.ingest import partition_values
+
+
+@pytest.fixture(scope="module")
+def rule_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rows, _ = rule_dump()
+    root = tmp_path_factory.mktemp("rule_dump")
+    write_dump(rows, root)
+    return root
+
+
+def test_rule_dump_gives_the_expected_rejects_and_the_reference_scores(rule_dir: Path) -> None:
+    rows, expected = rule_dump()
+    result = score_dump(rule_dir)
+    assert rules_by_key(result.rejects) == expected
+    reference = reference_score(
+        [{DUMP_DATE: partition_values(r[FILE]).get(DUMP_DATE)} | r for r in rows]
+    )
+    scored = {(r["episode_id"], r["file"]): r for r in result.scores.to_dicts()}
+    assert set(scored) == set(reference.scored)
+    for key, want in reference.scored.items():
+        got = scored[key]
+        assert {k: got[k] for k in want} == want, key
+
+
+def test_every_row_is_accounted_for(rule_dir: Path) -> None:
+    counts = score_dump(rule_dir).counts
+    rows, _ = rule_dump()
+    assert counts["rows_read"] == len(rows)
+    assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]
+    assert counts["episodes_harness_error"] >= 2
+
+
+def test_outputs_are_hive_tables_with_a_manifest(rule_dir: Path, tmp_path: Path) -> None:
+    result = score_dump(rule_dir)
+    manifest = write_outputs(result, rule_dir, tmp_path, datetime.now(UTC))
+    scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
+    rejects = pl.scan_parquet(tmp_path / "rejects", hive_partitioning=True).collect()
+    assert scores.height == result.scores.height and rejects.height == result.rejects.height
+    assert json.loads((tmp_path / "manifest.json").read_text())["counts"] == manifest["counts"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging left behind"
+
+
+def test_procedural_formula_version_is_selectable(rule_dir: Path) -> None:
+    def procedural(formulas: list[str]) -> pl.DataFrame:
+        scores = score_dump(rule_dir, formulas).scores
+        return scores.filter(category="procedural_learning").sort("episode_id")
+
+    v1, v2 = procedural(["procedural_learning=v1"]), procedural([])
+    assert set(v1["formula_version"]) == {"v1"} and set(v2["formula_version"]) == {"v2"}
+    assert v1["score"].to_list() == [
+        0.5 * c + 0.5 * t for c, t in zip(v1["consistency"], v1["transfer"], strict=True)
+    ]
+    with pytest.raises(ValueError, match="no formula 'v9'"):
+        score_dump(rule_dir, ["procedural_learning=v9"])
+
+
+def _good_table() -> pa.Table:
+    return pa.table(
+        {
+            "run_id": ["r"],
+            "episode_id": ["e"],
+            "model": ["m"],
+            "task": ["t"],
+            "category": ["associative_learning"],
+            "turn": pa.array([0], pa.int64()),
+            "role": ["environment"],
+            "kind": ["episode_start"],
+            "params": ["{}"],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "breaker", "rule"),
+    [
+        ("not-parquet", lambda p: p.write_text("hello"), Rule.FILE_UNREADABLE),
+        ("truncated", lambda p: p.write_bytes(p.read_bytes()[:-30]), Rule.FILE_UNREADABLE),
+        (
+            "missing-column",
+            lambda p: pq.write_table(_good_table().drop_columns(["model"]), p),
+            Rule.MISSING_COLUMN,
+        ),
+        (
+            "value-as-string",
+            lambda p: pq.write_table(_good_table().append_column("value", pa.array(["0.5"])), p),
+            Rule.WRONG_COLUMN_TYPE,
+        ),
+    ],
+)
+def test_a_bad_file_is_rejected_and_the_rest_scored(
+    tmp_path: Path,
+    name: str,
+    breaker,
+    rule: Rule,  # type: ignore[no-untyped-def]
+) -> None:
+    rows, _ = rule_dump()
+    write_dump(rows, tmp_path)
+    bad = tmp_path / f"{name}.parquet"
+    pq.write_table(_good_table(), bad)
+    breaker(bad)
+    result = score_dump(tmp_path)
+    bad_rows = result.rejects.filter(pl.col("file") == bad.name)
+    assert bad_rows["rules"].to_list() == [[rule.value]]
+    assert bad_rows["reasons"][0][0]
+    assert result.scores.height == score_dump(tmp_path, []).scores.height > 0
+    counts = result.counts
+    assert counts["files_rejected"] == 1
+    assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]
+
+
+def test_missing_and_empty_inputs_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        score_dump(tmp_path / "nope")
+    with pytest.raises(InputError, match=r"no \.parquet files"):
+        score_dump(tmp_path)
