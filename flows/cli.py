@@ -35,7 +35,7 @@ def score(
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # Prefect's temporary server needs 15-25 s here on a cold start; 20 s is its default.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.io import InputError
+    from flows.io import InputError, check_writable, discover
     from flows.score import leaderboard_lines, summary_lines
     from flows.score_flow import score_flow
     from schemas.formulas import resolve
@@ -45,11 +45,13 @@ def score(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     t0 = time.perf_counter()
-    try:
-        result = score_flow(input_root, out, formula or [])
+    try:  # fail fast, before any flow starts, on what the user can fix
+        discover(input_root)
+        check_writable(out)
     except InputError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+    result = score_flow(input_root, out, formula or [])
     for line in [*leaderboard_lines(result.scores), "", *summary_lines(result, out)]:
         typer.echo(line)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)

@@ -94,13 +94,19 @@ def write_partitioned(frame: pl.DataFrame, table_dir: Path, by: Sequence[str]) -
         part.drop(by).write_parquet(folder / "part-0.parquet")
 
 
+def check_writable(out: Path) -> None:
+    """Raise ``InputError`` unless ``out`` is (or can be made) a writable folder."""
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"output {out} is not a writable folder")
+
+
 @contextmanager
 def staged_output(out: Path) -> Iterator[Path]:
     """A staging folder inside ``out``; on success its entries replace those of ``out``
     (each by one rename), on failure it is removed and ``out`` is left as it was."""
+    check_writable(out)
     out.mkdir(parents=True, exist_ok=True)
-    if not os.access(out, os.W_OK):
-        raise InputError(f"output {out} is not writable")
     staging = out / f".staging-{uuid.uuid4().hex}"
     staging.mkdir()
     try:
