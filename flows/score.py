@@ -19,9 +19,11 @@ import polars as pl
 from flows.io import DumpFile, discover, row_count, staged_output, write_json, write_partitioned
 from schemas.contract import DUMP_DATE, FILE, Category, Col
 from schemas.formulas import resolve
+from schemas.rows import DumpRows
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES,
+    FEEDBACK_OUT_OF_RANGE,
     REASONS,
     REJECTS,
     ROWS,
@@ -70,6 +72,7 @@ class ScoreResult:
             "episodes_scored": self.scores.height,
             "episodes_rejected": rejected.height - harness.height,
             "episodes_harness_error": harness.height,
+            "warnings_feedback_out_of_range": int(self.scores[FEEDBACK_OUT_OF_RANGE].sum()),
         }
 
 
@@ -104,7 +107,7 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
                 file=dump_file.relative,
                 partitions=dump_file.partitions,
             )
-            return rows, report, None
+            return DumpRows.validate(rows), report, None  # names and dtypes: no data read
     report.status = "rejected"
     report.problems = [m for _, m in problems]
     return None, report, _file_reject(dump_file, report.rows, problems)

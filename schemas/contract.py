@@ -131,3 +131,12 @@ NULLABLE: Final = tuple(c for c in Col if c not in REQUIRED)
 
 # The columns that must agree on every row of one episode.
 EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
+
+
+def canonical_schema() -> dict[str, pl.DataType]:
+    """The row frame after ingest: contract columns (``ts`` is never read), file, dump_date."""
+    return {
+        **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
+        FILE: pl.String(),
+        DUMP_DATE: pl.String(),
+    }

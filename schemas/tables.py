@@ -16,6 +16,8 @@ from schemas.contract import DUMP_DATE, FILE, Category, Col
 SCORE: Final = "score"
 FORMULA_VERSION: Final = "formula_version"
 N_ROWS: Final = "n_rows"
+# Feedback values outside [0, 1] are legal (progress is clamped) but counted as warnings.
+FEEDBACK_OUT_OF_RANGE: Final = "feedback_out_of_range"
 STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
@@ -68,6 +70,7 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     SCORE: pl.Float64(),
     FORMULA_VERSION: pl.String(),
     **COMPONENT_DTYPES,
+    FEEDBACK_OUT_OF_RANGE: pl.Int64(),
     N_ROWS: pl.Int64(),
     FILE: pl.String(),
 }
@@ -110,6 +113,7 @@ class EpisodeScores(pa.DataFrameModel):
     trajectory: float = pa.Field(nullable=True, ge=0.0, le=1.0)
     consistency: float = pa.Field(nullable=True, ge=0.0, le=1.0)
     positional: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    feedback_out_of_range: pl.Int64 = pa.Field(ge=0)
     n_rows: pl.Int64 = pa.Field(ge=1)
     file: str
 

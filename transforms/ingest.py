@@ -74,20 +74,18 @@ def normalise(
     file: str,
     partitions: Mapping[str, str],
 ) -> pl.LazyFrame:
-    """The canonical frame: every contract column in its canonical dtype, ``file``, and each
-    hive partition value (which wins over a same-named column inside the file);
-    ``dump_date`` is always there (null for a dump that is not partitioned by it)."""
+    """The canonical frame (``schemas.rows.DumpRows``): every contract column in its
+    canonical dtype, ``file``, and the hive ``dump_date`` (null for a dump not partitioned
+    by it; other partition keys are not used by scoring)."""
     columns = [
         pl.col(c).cast(DTYPES[c], strict=False) if c in schema else pl.lit(None, DTYPES[c]).alias(c)
         for c in (*REQUIRED, *NULLABLE)
         if c != Col.TS  # not scored: never read, whatever its timezone
-        if c not in partitions
     ]
     return rows.select(
         *columns,
         pl.lit(file, pl.String).alias(FILE),
-        *(pl.lit(v, pl.String).alias(k) for k, v in partitions.items()),
-        *([] if DUMP_DATE in partitions else [pl.lit(None, pl.String).alias(DUMP_DATE)]),
+        pl.lit(partitions.get(DUMP_DATE), pl.String).alias(DUMP_DATE),
     )
 
 

@@ -41,7 +41,8 @@ FORMULA_VERSIONS[Category.PROCEDURAL_LEARNING] = ("v2", "v1")
 SCORE_FIELDS = (
     "run_id", "model", "task", "category", "dump_date", "score", "formula_version",
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
-    "progress", "transfer", "asymptote", "trajectory", "consistency", "positional", "n_rows",
+    "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
+    "feedback_out_of_range", "n_rows",
 )
 # fmt: on
 
@@ -323,6 +324,12 @@ def _score(
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
+        # Contract: a feedback value outside [0, 1] is legal but counted as a warning.
+        feedback_out_of_range=sum(
+            1
+            for r in _of_kind(rows, Kind.FEEDBACK)
+            if r.get(Col.VALUE) is not None and not 0.0 <= r[Col.VALUE] <= 1.0
+        ),
     )
     if category is Category.RUNTIME_RL:
         _score_runtime_rl(rows, params, out)
