@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
-import polars as pl
 import pyarrow.parquet as pq
 
 from transforms.ingest import partition_values
@@ -78,54 +72,8 @@ def partition_dir(values: Mapping[str, str | None]) -> str:
     return "/".join(parts)
 
 
-def write_partitioned(frame: pl.DataFrame, table_dir: Path, by: Sequence[str]) -> None:
-    """Write ``frame`` as hive partitions ``by``, one ``part-0.parquet`` per partition.
-
-    Partition columns live in the folder names only (as hive readers expect); a table with
-    no rows is one file at its root that keeps every column.
-    """
-    table_dir.mkdir(parents=True, exist_ok=True)
-    if frame.is_empty() or not by:
-        frame.write_parquet(table_dir / "part-0.parquet")
-        return
-    for values, part in frame.group_by(list(by), maintain_order=True):
-        folder = table_dir / partition_dir(dict(zip(by, values, strict=True)))
-        folder.mkdir(parents=True, exist_ok=True)
-        part.drop(by).write_parquet(folder / "part-0.parquet")
-
-
 def check_writable(out: Path) -> None:
     """Raise ``InputError`` unless ``out`` is (or can be made) a writable folder."""
     existing = next((p for p in (out, *out.parents) if p.exists()), None)
     if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise InputError(f"output {out} is not a writable folder")
-
-
-@contextmanager
-def staged_output(out: Path) -> Iterator[Path]:
-    """A staging folder inside ``out``; on success its entries replace those of ``out``
-    (each by one rename), on failure it is removed and ``out`` is left as it was."""
-    check_writable(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / f".staging-{uuid.uuid4().hex}"
-    staging.mkdir()
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    trash = out / f".trash-{uuid.uuid4().hex}"
-    trash.mkdir()
-    # The manifest goes last: a reader that finds it finds the tables it describes.
-    entries = sorted(staging.iterdir(), key=lambda p: p.name == "manifest.json")
-    for entry in entries:
-        target = out / entry.name
-        if target.exists():
-            target.rename(trash / entry.name)
-        entry.rename(target)
-    shutil.rmtree(trash, ignore_errors=True)
-    shutil.rmtree(staging, ignore_errors=True)
-
-
-def write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")

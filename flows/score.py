@@ -16,7 +16,21 @@ from typing import Any
 
 import polars as pl
 
-from flows.io import DumpFile, discover, row_count, staged_output, write_json, write_partitioned
+from flows.io import DumpFile, discover, row_count
+from flows.warehouse import (
+    EPISODE_SCORES as EPISODE_SCORES_TABLE,
+)
+from flows.warehouse import (
+    REJECTS as REJECTS_TABLE,
+)
+from flows.warehouse import (
+    aggregate,
+    file_digest,
+    fingerprint,
+    manifest_base,
+    with_provenance,
+    write_run,
+)
 from schemas.contract import DUMP_DATE, FILE, Category, Col
 from schemas.formulas import resolve
 from schemas.rows import DumpRows
@@ -30,10 +44,9 @@ from schemas.tables import (
     RULES,
     SCORE,
     STATUS,
-    EpisodeScores,
     EpisodeStatus,
-    Rejects,
 )
+from transforms.aggregate import Bootstrap
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import duplicate_episodes, score_rows
 
@@ -46,6 +59,7 @@ class FileReport:
     rows: int
     bytes: int
     dump_date: str | None = None
+    sha256: str = ""
     status: str = "scored"  # or "rejected"
     problems: list[str] = field(default_factory=list)
 
@@ -56,6 +70,15 @@ class ScoreResult:
     rejects: pl.DataFrame
     files: list[FileReport]
     formulas: dict[Category, str]
+
+    def restricted_to(self, night: str) -> ScoreResult:
+        """The part of the result that comes from one night's files."""
+        return ScoreResult(
+            scores=self.scores.filter(pl.col(DUMP_DATE) == night),
+            rejects=self.rejects.filter(pl.col(DUMP_DATE) == night),
+            files=[f for f in self.files if f.dump_date == night],
+            formulas=self.formulas,
+        )
 
     @property
     def counts(self) -> dict[str, int]:
@@ -144,6 +167,7 @@ def score_file(
 ) -> tuple[pl.DataFrame, pl.DataFrame, FileReport]:
     """(episode scores, rejects, report) of one file."""
     rows, report, reject = read_file(dump_file)
+    report.sha256 = file_digest(dump_file.path)
     if rows is None:
         assert reject is not None
         return pl.DataFrame(schema=EPISODE_SCORES), reject, report
@@ -194,32 +218,54 @@ def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def write_outputs(
-    result: ScoreResult, input_root: Path, out: Path, started: datetime
+    result: ScoreResult,
+    input_root: Path,
+    out: Path,
+    started: datetime,
+    bootstrap: Bootstrap | None = None,
 ) -> dict[str, Any]:
-    """Validate and write ``episode_scores/``, ``rejects/`` and ``manifest.json`` atomically."""
-    EpisodeScores.validate(result.scores)
-    Rejects.validate(result.rejects)
+    """Aggregate, add provenance, validate and write every table and the manifest as one
+    atomic snapshot of ``out`` (``flows.store``)."""
+    bootstrap = bootstrap or Bootstrap()
     counts = result.counts
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
         raise RuntimeError(f"row accounting does not balance: {counts}")
-    manifest = {
-        "scorer_version": SCORER_VERSION,
-        "input": str(input_root),
-        "started": started.isoformat(),
-        "finished": datetime.now(UTC).isoformat(),
-        "formula_versions": {str(c): v for c, v in result.formulas.items()},
-        "counts": counts,
-        "files": [asdict(f) for f in result.files],
-    }
     # Partition by dump_date only where every file has one: a hive table mixing levels is
     # unreadable. Otherwise dump_date stays an ordinary (null) column.
     dated = bool(result.files) and all(f.dump_date is not None for f in result.files)
-    by_date = [DUMP_DATE] if dated else []
-    manifest["partitioned_by"] = {"episode_scores": [*by_date, Col.CATEGORY], "rejects": by_date}
-    with staged_output(out) as staging:
-        write_partitioned(result.scores, staging / "episode_scores", [*by_date, Col.CATEGORY])
-        write_partitioned(result.rejects, staging / "rejects", by_date)
-        write_json(staging / "manifest.json", manifest)
+    groups: dict[str | None, list[FileReport]] = {}
+    for report in result.files:
+        groups.setdefault(report.dump_date if dated else None, []).append(report)
+    fingerprints = {
+        night: fingerprint((f.file, f.sha256) for f in files) for night, files in groups.items()
+    }
+    tables = {
+        EPISODE_SCORES_TABLE: result.scores,
+        REJECTS_TABLE: result.rejects,
+        **aggregate(result.scores, bootstrap),
+    }
+    tables = {name: with_provenance(t, SCORER_VERSION, fingerprints) for name, t in tables.items()}
+    manifest = {
+        "scorer_version": SCORER_VERSION,
+        "input": str(input_root),
+        **manifest_base(started, bootstrap),
+        "formula_versions": {str(c): v for c, v in result.formulas.items()},
+        "partitioned_by_dump_date": dated,
+        "counts": counts,
+        "nights": {
+            night: {
+                "input_fingerprint": fingerprints[night],
+                "counts": result.restricted_to(night).counts,
+                "files": [asdict(f) for f in files],
+            }
+            for night, files in groups.items()
+            if night is not None
+        },
+        "files": [asdict(f) for f in result.files],
+    }
+    if not dated:
+        manifest["input_fingerprint"] = fingerprints.get(None)
+    write_run(out, tables, manifest, set(groups) if dated else None)  # type: ignore[arg-type]
     return manifest
 
 

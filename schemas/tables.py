@@ -16,6 +16,8 @@ from schemas.contract import DUMP_DATE, FILE, Category, Col
 SCORE: Final = "score"
 FORMULA_VERSION: Final = "formula_version"
 N_ROWS: Final = "n_rows"
+SCORER_VERSION: Final = "scorer_version"
+INPUT_FINGERPRINT: Final = "input_fingerprint"
 # Feedback values outside [0, 1] are legal (progress is clamped) but counted as warnings.
 FEEDBACK_OUT_OF_RANGE: Final = "feedback_out_of_range"
 STATUS: Final = "status"
@@ -74,6 +76,11 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     N_ROWS: pl.Int64(),
     FILE: pl.String(),
 }
+# Written with every table row by the flow (not by the transforms).
+PROVENANCE: Final[dict[str, pl.DataType]] = {
+    SCORER_VERSION: pl.String(),
+    INPUT_FINGERPRINT: pl.String(),
+}
 
 REJECTS: Final[dict[str, pl.DataType]] = {
     Col.EPISODE_ID: pl.String(),
@@ -116,6 +123,8 @@ class EpisodeScores(pa.DataFrameModel):
     feedback_out_of_range: pl.Int64 = pa.Field(ge=0)
     n_rows: pl.Int64 = pa.Field(ge=1)
     file: str
+    scorer_version: str
+    input_fingerprint: str
 
     class Config:
         strict = True
@@ -134,8 +143,65 @@ class Rejects(pa.DataFrameModel):
     status: str = pa.Field(isin=[EpisodeStatus.REJECTED, EpisodeStatus.HARNESS_ERROR])
     rules: pl.List(pl.String)  # type: ignore[valid-type]
     reasons: pl.List(pl.String)  # type: ignore[valid-type]
-    rows: pl.Int64 = pa.Field(ge=1)
+    rows: pl.Int64 = pa.Field(ge=0)  # an unreadable file's rows cannot be counted
+    scorer_version: str
+    input_fingerprint: str
 
     class Config:
         strict = True
         ordered = True
+
+
+class _Interval(pa.DataFrameModel):
+    # Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
+    ci_low: float
+    ci_high: float
+
+    @pa.dataframe_check
+    @classmethod
+    def low_below_high(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("ci_low") <= pl.col("ci_high"))
+
+
+class TaskScores(_Interval):
+    """Per night, model and task: mean episode score, spread, interval, mean components."""
+
+    dump_date: str = pa.Field(nullable=True)
+    model: str
+    category: str = pa.Field(isin=list(Category))
+    task: str
+    score: float
+    n_episodes: pl.Int64 = pa.Field(ge=1)
+    std: float = pa.Field(nullable=True, ge=0.0)
+    formula_version: str
+    scorer_version: str
+    input_fingerprint: str
+    mean_components: float = pa.Field(nullable=True, alias="mean_.+", regex=True)
+
+
+class CategoryScores(_Interval):
+    """Per night, model and category: the mean of its task scores."""
+
+    dump_date: str = pa.Field(nullable=True)
+    model: str
+    category: str = pa.Field(isin=list(Category))
+    score: float
+    n_tasks: pl.Int64 = pa.Field(ge=1)
+    n_episodes: pl.Int64 = pa.Field(ge=1)
+    formula_version: str
+    scorer_version: str
+    input_fingerprint: str
+
+
+class ModelScores(_Interval):
+    """Per night and model: the mean of its category scores, and its rank."""
+
+    dump_date: str = pa.Field(nullable=True)
+    model: str
+    score: float
+    categories_covered: pl.Int64 = pa.Field(ge=1, le=len(Category))
+    n_episodes: pl.Int64 = pa.Field(ge=1)
+    rank: pl.Int64 = pa.Field(ge=1)
+    formula_versions: str
+    scorer_version: str
+    input_fingerprint: str

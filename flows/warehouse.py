@@ -1,0 +1,214 @@
+"""The warehouse tables of a run: aggregates, provenance, validation and the atomic write.
+
+Every table is per ``dump_date`` (a night is the unit of reporting) and carries
+``scorer_version`` and the ``input_fingerprint`` of its night's input files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from datetime import UTC, datetime
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+import pandera.polars as pa
+import polars as pl
+
+from flows.io import partition_dir
+from flows.store import (
+    MANIFEST,
+    carry_over,
+    commit,
+    current_snapshot,
+    discard,
+    locked,
+    new_snapshot,
+)
+from schemas.contract import DUMP_DATE, Col
+from schemas.tables import (
+    INPUT_FINGERPRINT,
+    SCORER_VERSION,
+    CategoryScores,
+    EpisodeScores,
+    ModelScores,
+    Rejects,
+    TaskScores,
+)
+from transforms.aggregate import (
+    Bootstrap,
+    category_replicates,
+    category_scores,
+    model_replicates,
+    model_scores,
+    task_replicates,
+    task_scores,
+)
+
+EPISODE_SCORES: Final = "episode_scores"
+REJECTS: Final = "rejects"
+TASK_SCORES: Final = "task_scores"
+CATEGORY_SCORES: Final = "category_scores"
+MODEL_SCORES: Final = "model_scores"
+# name: (pandera model, partition columns after dump_date, sort key)
+TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] = {
+    EPISODE_SCORES: (EpisodeScores, [Col.CATEGORY], ["file", Col.EPISODE_ID]),
+    REJECTS: (Rejects, [], ["file", Col.EPISODE_ID]),
+    TASK_SCORES: (TaskScores, [], [Col.MODEL, Col.CATEGORY, Col.TASK]),
+    CATEGORY_SCORES: (CategoryScores, [], [Col.MODEL, Col.CATEGORY]),
+    MODEL_SCORES: (ModelScores, [], ["rank", Col.MODEL]),
+}
+LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy")
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fingerprint(files: Iterable[tuple[str, str]]) -> str:
+    """The digest of a night's input: its files' relative paths and content digests."""
+    lines = "\n".join(f"{name}\t{digest}" for name, digest in sorted(files))
+    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+def aggregate(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
+    """Task, category and model scores of the episode scores, with their intervals."""
+    lazy = scores.lazy()
+    task_reps = task_replicates(lazy, bootstrap).collect().lazy()  # reused by all three
+    cat_reps = category_replicates(task_reps)
+    tasks = task_scores(lazy, task_reps, bootstrap)
+    categories = category_scores(tasks, cat_reps, bootstrap)
+    models = model_scores(categories, model_replicates(cat_reps), bootstrap)
+    collected = pl.collect_all([tasks, categories, models])
+    return dict(zip((TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES), collected, strict=True))
+
+
+def with_provenance(
+    table: pl.DataFrame, scorer_version: str, fingerprints: Mapping[str | None, str]
+) -> pl.DataFrame:
+    nights = pl.col(DUMP_DATE).replace_strict(
+        {k: v for k, v in fingerprints.items() if k is not None},
+        default=fingerprints.get(None, ""),
+        return_dtype=pl.String,
+    )
+    return table.with_columns(
+        pl.lit(scorer_version).alias(SCORER_VERSION), nights.alias(INPUT_FINGERPRINT)
+    )
+
+
+@cache
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def environment() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "missing"
+    return versions
+
+
+def write_run(
+    out: Path,
+    tables: Mapping[str, pl.DataFrame],
+    manifest: dict[str, Any],
+    nights: set[str] | None,
+) -> Path:
+    """Validate every table, then write them as a new snapshot of ``out`` and commit it.
+
+    ``nights`` are the ``dump_date`` partitions this run replaces (the others are carried
+    over from the current snapshot); None: the tables are not partitioned by night and the
+    run replaces everything.
+    """
+    for name, (model, _, _) in TABLES.items():
+        model.validate(tables[name], lazy=True)
+    with locked(out):
+        previous = current_snapshot(out)
+        snapshot = new_snapshot(out)
+        try:
+            if nights is not None:
+                replaced = {partition_dir({DUMP_DATE: night}) for night in nights}
+                carry_over(
+                    previous,
+                    snapshot,
+                    lambda rel: (
+                        len(rel.parts) > 2
+                        and rel.parts[1].startswith(f"{DUMP_DATE}=")
+                        and rel.parts[1] not in replaced
+                    ),
+                )
+            for name, (_, partitions, order) in TABLES.items():
+                by = ([DUMP_DATE] if nights is not None else []) + partitions
+                _write_table(tables[name].sort(order, nulls_last=True), snapshot / name, by)
+            manifest = _merge_manifest(previous, manifest, nights)
+            (snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+            commit(out, snapshot, TABLES, previous)
+        except BaseException:
+            discard(snapshot)
+            raise
+    return snapshot
+
+
+def _write_table(frame: pl.DataFrame, table_dir: Path, by: list[str]) -> None:
+    """Hive partitions ``by`` (the columns live in the folder names only), one file each."""
+    table_dir.mkdir(parents=True, exist_ok=True)
+    if not by:
+        frame.write_parquet(table_dir / "part-0.parquet")
+        return
+    for values, part in frame.group_by(by, maintain_order=True):
+        folder = table_dir / partition_dir(dict(zip(by, values, strict=True)))
+        folder.mkdir(parents=True, exist_ok=True)
+        part.drop(by).write_parquet(folder / "part-0.parquet")
+    if not any(table_dir.rglob("*.parquet")):  # no rows on any night: an empty table, readable
+        frame.write_parquet(table_dir / "part-0.parquet")
+
+
+def _merge_manifest(
+    previous: Path | None, manifest: dict[str, Any], nights: set[str] | None
+) -> dict[str, Any]:
+    """This run's manifest, with the nights of earlier runs that this one kept."""
+    kept: dict[str, Any] = {}
+    if previous is not None and nights is not None and (previous / MANIFEST).exists():
+        earlier = json.loads((previous / MANIFEST).read_text()).get("nights", {})
+        kept = {night: info for night, info in earlier.items() if night not in nights}
+    manifest["nights"] = dict(sorted({**kept, **manifest.get("nights", {})}.items()))
+    return manifest
+
+
+def manifest_base(started: datetime, bootstrap: Bootstrap) -> dict[str, Any]:
+    return {
+        "started": started.isoformat(),
+        "finished": datetime.now(UTC).isoformat(),
+        "cogscore_commit": git_commit(),
+        "libraries": environment(),
+        "bootstrap": {
+            **asdict(bootstrap),
+            "method": "percentile, episodes resampled within "
+            "each (dump_date, model, category, task); categories and models average "
+            "the replicates of their tasks and categories",
+        },
+    }

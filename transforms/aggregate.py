@@ -1,0 +1,153 @@
+"""Aggregates of episode scores: per task, per category, per model, with bootstrap intervals.
+
+A night (``dump_date``) is the unit of reporting: every aggregate is per ``dump_date``.
+
+Intervals are percentile bootstrap intervals. Episodes are resampled with replacement
+within each (dump_date, model, category, task) group; a category's replicate is the mean of
+its tasks' replicates (each task weighs the same, as in its score) and a model's is the
+mean of its categories'. Each group's random stream is seeded from the run's seed and the
+group's own key, so an interval does not depend on the other groups or on row order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from schemas.contract import DUMP_DATE, Col
+from schemas.tables import FORMULA_VERSION, SCORE, Component
+
+TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]
+CATEGORY_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY]
+MODEL_KEY: Final = [DUMP_DATE, Col.MODEL]
+REPLICATE: Final = "replicate"
+N_EPISODES: Final = "n_episodes"
+N_TASKS: Final = "n_tasks"
+STD: Final = "std"
+CI_LOW: Final = "ci_low"
+CI_HIGH: Final = "ci_high"
+CATEGORIES_COVERED: Final = "categories_covered"
+RANK: Final = "rank"
+FORMULA_VERSIONS: Final = "formula_versions"
+MEAN_PREFIX: Final = "mean_"
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Percentile bootstrap: ``resamples`` replicates, a ``level`` interval, seeded."""
+
+    resamples: int = 1000
+    level: float = 0.95
+    seed: int = 20261202
+
+    @property
+    def quantiles(self) -> tuple[float, float]:
+        tail = (1.0 - self.level) / 2.0
+        return tail, 1.0 - tail
+
+
+def _group_seed(seed: int, key: Sequence[object]) -> np.random.Generator:
+    digest = hashlib.sha256("\x1f".join("" if k is None else str(k) for k in key).encode())
+    words = np.frombuffer(digest.digest()[:16], dtype=np.uint32)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *words.tolist()])))
+
+
+def _replicate_means(group: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
+    # One group's episodes (a task of a model on a night): numpy draws every resample of
+    # the group at once; Python loops over groups only, never over resamples or rows.
+    ordered = group.sort(Col.EPISODE_ID)
+    values = ordered[SCORE].to_numpy()
+    key = [ordered[c][0] for c in TASK_KEY]
+    rng = _group_seed(bootstrap.seed, key)
+    picks = rng.integers(0, len(values), size=(bootstrap.resamples, len(values)))
+    means = values[picks].mean(axis=1)
+    return pl.DataFrame(
+        {
+            **{
+                c: pl.Series(c, [k] * bootstrap.resamples, dtype=pl.String)
+                for c, k in zip(TASK_KEY, key, strict=True)
+            },
+            REPLICATE: np.arange(bootstrap.resamples, dtype=np.int32),
+            SCORE: means,
+        }
+    )
+
+
+def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
+    """One row per task group and replicate: the mean of a resample of its episodes."""
+    schema = {**dict.fromkeys(TASK_KEY, pl.String()), REPLICATE: pl.Int32(), SCORE: pl.Float64()}
+    return (
+        scores.select(*TASK_KEY, Col.EPISODE_ID, SCORE)
+        .group_by(TASK_KEY)
+        .map_groups(lambda g: _replicate_means(g, bootstrap), schema=schema)
+    )
+
+
+def _interval(replicates: pl.LazyFrame, key: list[str], bootstrap: Bootstrap) -> pl.LazyFrame:
+    low, high = bootstrap.quantiles
+    return replicates.group_by(key).agg(
+        pl.col(SCORE).quantile(low, "linear").alias(CI_LOW),
+        pl.col(SCORE).quantile(high, "linear").alias(CI_HIGH),
+    )
+
+
+def task_scores(
+    scores: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
+) -> pl.LazyFrame:
+    """Per model and task (per night): mean score, episodes, std, interval, mean components."""
+    components = [c for c in Component if c in scores.collect_schema()]
+    summary = scores.group_by(TASK_KEY).agg(
+        pl.col(SCORE).mean(),
+        pl.len().cast(pl.Int64).alias(N_EPISODES),
+        pl.col(SCORE).std(ddof=1).alias(STD),
+        pl.col(FORMULA_VERSION).min(),  # one formula per category in a run
+        *(pl.col(c).cast(pl.Float64).mean().alias(MEAN_PREFIX + c) for c in components),
+    )
+    return summary.join(_interval(replicates, TASK_KEY, bootstrap), on=TASK_KEY, nulls_equal=True)
+
+
+def category_replicates(task_reps: pl.LazyFrame) -> pl.LazyFrame:
+    return task_reps.group_by([*CATEGORY_KEY, REPLICATE]).agg(pl.col(SCORE).mean())
+
+
+def category_scores(
+    tasks: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
+) -> pl.LazyFrame:
+    """Per model and category (per night): the mean of its task scores (each task weighs the
+    same), tasks, episodes and interval."""
+    summary = tasks.group_by(CATEGORY_KEY).agg(
+        pl.col(SCORE).mean(),
+        pl.len().cast(pl.Int64).alias(N_TASKS),
+        pl.col(N_EPISODES).sum().cast(pl.Int64),
+        pl.col(FORMULA_VERSION).min(),
+    )
+    return summary.join(
+        _interval(replicates, CATEGORY_KEY, bootstrap), on=CATEGORY_KEY, nulls_equal=True
+    )
+
+
+def model_replicates(category_reps: pl.LazyFrame) -> pl.LazyFrame:
+    return category_reps.group_by([*MODEL_KEY, REPLICATE]).agg(pl.col(SCORE).mean())
+
+
+def model_scores(
+    categories: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
+) -> pl.LazyFrame:
+    """Per model (per night): the mean of its category scores, categories covered (of six),
+    rank (1 = best, ties share the better rank) and interval."""
+    versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
+    summary = categories.group_by(MODEL_KEY).agg(
+        pl.col(SCORE).mean(),
+        pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
+        pl.col(N_EPISODES).sum().cast(pl.Int64),
+        versions.sort().str.join(",").alias(FORMULA_VERSIONS),
+    )
+    ranked = summary.with_columns(
+        pl.col(SCORE).rank("min", descending=True).over(DUMP_DATE).cast(pl.Int64).alias(RANK)
+    )
+    return ranked.join(_interval(replicates, MODEL_KEY, bootstrap), on=MODEL_KEY, nulls_equal=True)
