@@ -70,6 +70,7 @@ class ScoreResult:
     rejects: pl.DataFrame
     files: list[FileReport]
     formulas: dict[Category, str]
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per step
 
     def restricted_to(self, night: str) -> ScoreResult:
         """The part of the result that comes from one night's files."""
@@ -239,17 +240,20 @@ def write_outputs(
     fingerprints = {
         night: fingerprint((f.file, f.sha256) for f in files) for night, files in groups.items()
     }
+    t0 = time.perf_counter()
     tables = {
         EPISODE_SCORES_TABLE: result.scores,
         REJECTS_TABLE: result.rejects,
         **aggregate(result.scores, bootstrap),
     }
+    result.timings["aggregate_s"] = round(time.perf_counter() - t0, 3)
     tables = {name: with_provenance(t, SCORER_VERSION, fingerprints) for name, t in tables.items()}
     manifest = {
         "scorer_version": SCORER_VERSION,
         "input": str(input_root),
         **manifest_base(started, bootstrap),
         "formula_versions": {str(c): v for c, v in result.formulas.items()},
+        "timings": result.timings,
         "partitioned_by_dump_date": dated,
         "counts": counts,
         "nights": {
@@ -322,9 +326,10 @@ def run(
     formulas: Sequence[str] = (),
     on_file: Callable[[int, int, str], None] | None = None,
 ) -> ScoreResult:
+    """Score ``input_root`` into ``out`` without Prefect (tests, benchmarks, subprocesses)."""
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     result = score_dump(input_root, formulas, on_file=on_file)
+    result.timings["score_s"] = round(time.perf_counter() - t0, 3)
     write_outputs(result, input_root, out, started)
-    result.elapsed = time.perf_counter() - t0  # type: ignore[attr-defined]
     return result

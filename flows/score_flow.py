@@ -42,6 +42,7 @@ def score_flow(input_root: Path, out: Path, formulas: list[str] | None = None) -
         parts.append(score_file_task(dump_file, plan.duplicates, chosen))
         logger.info("scored %d/%d: %s", done, len(plan.files), dump_file.relative)
     result = assemble(parts, chosen)
+    result.timings["score_s"] = round((datetime.now(UTC) - started).total_seconds(), 3)
     write_outputs(result, input_root, out, started)
     logger.info("wrote %s", out)
     return result

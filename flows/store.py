@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,18 @@ VERSIONS = "_versions"
 CURRENT = "current"
 MANIFEST = "manifest.json"
 LOCK = ".lock"
+
+
+PAUSE_AT = "COGSCORE_PAUSE_AT"  # fault injection for tests: a point name, and
+PAUSE_FLAG = "COGSCORE_PAUSE_FLAG"  # a file to create when the run reaches it
+
+
+def fault_point(name: str) -> None:
+    """Where tests kill a run (kill -9): with ``COGSCORE_PAUSE_AT=name`` the run writes the
+    flag file and waits there. Does nothing otherwise."""
+    if os.environ.get(PAUSE_AT) == name:
+        Path(os.environ[PAUSE_FLAG]).write_text(name)
+        time.sleep(300)
 
 
 class OutputBusy(Exception):
@@ -92,7 +105,9 @@ def commit(out: Path, snapshot: Path, tables: Iterable[str], previous: Path | No
     snapshot but ``previous`` (readers may still be on it)."""
     tmp = out / f".{CURRENT}-{uuid.uuid4().hex}"
     tmp.symlink_to(snapshot.relative_to(out))
+    fault_point("before-commit")
     os.replace(tmp, out / CURRENT)
+    fault_point("after-commit")
     for name in (*tables, MANIFEST):
         link = out / name
         if not link.is_symlink():  # static links; a real folder is a pre-snapshot output

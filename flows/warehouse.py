@@ -28,6 +28,7 @@ from flows.store import (
     commit,
     current_snapshot,
     discard,
+    fault_point,
     locked,
     new_snapshot,
 )
@@ -161,9 +162,11 @@ def write_run(
                         and rel.parts[1] not in replaced
                     ),
                 )
+            fault_point("carried-over")
             for name, (_, partitions, order) in TABLES.items():
                 by = ([DUMP_DATE] if nights is not None else []) + partitions
                 _write_table(tables[name].sort(order, nulls_last=True), snapshot / name, by)
+                fault_point(f"wrote-{name}")
             manifest = _merge_manifest(previous, manifest, nights)
             (snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
             commit(out, snapshot, TABLES, previous)

@@ -5,7 +5,8 @@ A night (``dump_date``) is the unit of reporting: every aggregate is per ``dump_
 Intervals are percentile bootstrap intervals. Episodes are resampled with replacement
 within each (dump_date, model, category, task) group; a category's replicate is the mean of
 its tasks' replicates (each task weighs the same, as in its score) and a model's is the
-mean of its categories'. Each group's random stream is seeded from the run's seed and the
+mean of its categories'. Means run over rows in a fixed order (episode, task, category), so
+a rerun gives the same bits whatever order polars meets the rows in. Each group's random stream is seeded from the run's seed and the
 group's own key, so an interval does not depend on the other groups or on row order.
 """
 
@@ -65,7 +66,9 @@ def _replicate_means(group: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
     key = [ordered[c][0] for c in TASK_KEY]
     rng = _group_seed(bootstrap.seed, key)
     picks = rng.integers(0, len(values), size=(bootstrap.resamples, len(values)))
-    means = values[picks].mean(axis=1)
+    # A left-to-right sum: numpy's pairwise mean can change in the last bit with the
+    # memory alignment of the array, and the intervals must be the same bits every run.
+    means = values[picks].cumsum(axis=1)[:, -1] / len(values)
     return pl.DataFrame(
         {
             **{
@@ -88,6 +91,18 @@ def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
     )
 
 
+def mean_in_order(values: pl.Expr, order: str) -> pl.Expr:
+    """The mean of the non-null values summed left to right in ``order``: the same bits
+    whatever the row order or chunking polars meets them in.
+
+    >>> df = pl.DataFrame({"v": [0.1, None, 0.2], "k": ["b", "a", "c"]})
+    >>> df.select(mean_in_order(pl.col("v"), "k")).item()
+    0.15000000000000002
+    """
+    present = values.sort_by(order).drop_nulls()
+    return present.cum_sum().last() / present.len().cast(pl.Float64)
+
+
 def _interval(replicates: pl.LazyFrame, key: list[str], bootstrap: Bootstrap) -> pl.LazyFrame:
     low, high = bootstrap.quantiles
     return replicates.group_by(key).agg(
@@ -102,17 +117,22 @@ def task_scores(
     """Per model and task (per night): mean score, episodes, std, interval, mean components."""
     components = [c for c in Component if c in scores.collect_schema()]
     summary = scores.group_by(TASK_KEY).agg(
-        pl.col(SCORE).mean(),
+        mean_in_order(pl.col(SCORE), Col.EPISODE_ID),
         pl.len().cast(pl.Int64).alias(N_EPISODES),
-        pl.col(SCORE).std(ddof=1).alias(STD),
+        pl.col(SCORE).sort_by(Col.EPISODE_ID).std(ddof=1).alias(STD),
         pl.col(FORMULA_VERSION).min(),  # one formula per category in a run
-        *(pl.col(c).cast(pl.Float64).mean().alias(MEAN_PREFIX + c) for c in components),
+        *(
+            mean_in_order(pl.col(c).cast(pl.Float64), Col.EPISODE_ID).alias(MEAN_PREFIX + c)
+            for c in components
+        ),
     )
     return summary.join(_interval(replicates, TASK_KEY, bootstrap), on=TASK_KEY, nulls_equal=True)
 
 
 def category_replicates(task_reps: pl.LazyFrame) -> pl.LazyFrame:
-    return task_reps.group_by([*CATEGORY_KEY, REPLICATE]).agg(pl.col(SCORE).mean())
+    return task_reps.group_by([*CATEGORY_KEY, REPLICATE]).agg(
+        mean_in_order(pl.col(SCORE), Col.TASK)
+    )
 
 
 def category_scores(
@@ -121,7 +141,7 @@ def category_scores(
     """Per model and category (per night): the mean of its task scores (each task weighs the
     same), tasks, episodes and interval."""
     summary = tasks.group_by(CATEGORY_KEY).agg(
-        pl.col(SCORE).mean(),
+        mean_in_order(pl.col(SCORE), Col.TASK),
         pl.len().cast(pl.Int64).alias(N_TASKS),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         pl.col(FORMULA_VERSION).min(),
@@ -132,7 +152,9 @@ def category_scores(
 
 
 def model_replicates(category_reps: pl.LazyFrame) -> pl.LazyFrame:
-    return category_reps.group_by([*MODEL_KEY, REPLICATE]).agg(pl.col(SCORE).mean())
+    return category_reps.group_by([*MODEL_KEY, REPLICATE]).agg(
+        mean_in_order(pl.col(SCORE), Col.CATEGORY)
+    )
 
 
 def model_scores(
@@ -142,7 +164,7 @@ def model_scores(
     rank (1 = best, ties share the better rank) and interval."""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
     summary = categories.group_by(MODEL_KEY).agg(
-        pl.col(SCORE).mean(),
+        mean_in_order(pl.col(SCORE), Col.CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         versions.sort().str.join(",").alias(FORMULA_VERSIONS),

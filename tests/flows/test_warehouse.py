@@ -1,0 +1,273 @@
+"""Warehouse tables: aggregates against plain Python, provenance, reruns, kills, DuckDB."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from statistics import fmean, stdev
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from flows.score import run, score_dump
+from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS
+from flows.warehouse import TABLES, aggregate
+from transforms.aggregate import Bootstrap, _group_seed
+
+ROOT = Path(__file__).parents[2]
+EXAMPLE_DUMP = ROOT / "examples" / "dump"
+SMALL = Bootstrap(resamples=200)
+
+
+@pytest.fixture(scope="module")
+def scores() -> pl.DataFrame:
+    return score_dump(EXAMPLE_DUMP).scores
+
+
+def read(out: Path, table: str) -> pl.DataFrame:
+    frame = pl.scan_parquet(out / table, hive_partitioning=True).collect()
+    order = [c for c in ("dump_date", *TABLES[table][2]) if c in frame.columns]
+    return frame.select(sorted(frame.columns)).sort(order, nulls_last=True)
+
+
+def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
+    """Task, category and model aggregates in plain Python, from the README's definitions."""
+    tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
+    for r in scores.iter_rows(named=True):
+        key = (r["dump_date"], r["model"], r["category"], r["task"])
+        tasks[key].append((r["episode_id"], r["score"]))
+    out: dict[str, dict] = {"task": {}, "category": {}, "model": {}}
+    task_reps: dict[tuple, np.ndarray] = {}
+    for key, rows in tasks.items():
+        values = np.array([s for _, s in sorted(rows)])
+        rng = _group_seed(bootstrap.seed, key)
+        picks = rng.integers(0, len(values), size=(bootstrap.resamples, len(values)))
+        task_reps[key] = values[picks].mean(axis=1)
+        std = stdev(values) if len(values) > 1 else None
+        out["task"][key] = (fmean(values), len(values), std, *_ci(task_reps[key], bootstrap))
+    categories: dict[tuple, list[tuple]] = defaultdict(list)
+    for key in tasks:
+        categories[key[:3]].append(key)
+    cat_reps = {}
+    for key, members in categories.items():
+        cat_reps[key] = np.mean([task_reps[m] for m in members], axis=0)
+        score = fmean(out["task"][m][0] for m in members)
+        n_episodes = sum(out["task"][m][1] for m in members)
+        out["category"][key] = (score, len(members), n_episodes, *_ci(cat_reps[key], bootstrap))
+    models: dict[tuple, list[tuple]] = defaultdict(list)
+    for key in categories:
+        models[key[:2]].append(key)
+    for key, members in models.items():
+        reps = np.mean([cat_reps[m] for m in members], axis=0)
+        score = fmean(out["category"][m][0] for m in members)
+        out["model"][key] = (score, len(members), *_ci(reps, bootstrap))
+    return out
+
+
+def _ci(replicates: np.ndarray, bootstrap: Bootstrap) -> tuple[float, float]:
+    low, high = bootstrap.quantiles
+    return float(np.quantile(replicates, low)), float(np.quantile(replicates, high))
+
+
+def test_aggregates_match_plain_python(scores: pl.DataFrame) -> None:
+    want = plain_aggregates(scores, SMALL)
+    got = aggregate(scores, SMALL)
+    tasks = {
+        (r["dump_date"], r["model"], r["category"], r["task"]): (
+            r["score"],
+            r["n_episodes"],
+            r["std"],
+            r["ci_low"],
+            r["ci_high"],
+        )
+        for r in got["task_scores"].iter_rows(named=True)
+    }
+    categories = {
+        (r["dump_date"], r["model"], r["category"]): (
+            r["score"],
+            r["n_tasks"],
+            r["n_episodes"],
+            r["ci_low"],
+            r["ci_high"],
+        )
+        for r in got["category_scores"].iter_rows(named=True)
+    }
+    models = {
+        (r["dump_date"], r["model"]): (
+            r["score"],
+            r["categories_covered"],
+            r["ci_low"],
+            r["ci_high"],
+        )
+        for r in got["model_scores"].iter_rows(named=True)
+    }
+    for name, table in (("task", tasks), ("category", categories), ("model", models)):
+        assert table.keys() == want[name].keys()
+        for key, values in table.items():
+            expected = want[name][key]
+            assert [v is None for v in values] == [e is None for e in expected], (name, key)
+            numbers = [(v, e) for v, e in zip(values, expected, strict=True) if v is not None]
+            assert [v for v, _ in numbers] == pytest.approx(
+                [e for _, e in numbers], rel=1e-12, abs=1e-12
+            ), (name, key)
+    ranks = {(r["dump_date"], r["model"]): r["rank"] for r in got["model_scores"].to_dicts()}
+    for (night, model), (score, *_) in want["model"].items():
+        better = sum(s > score for (n, _), (s, *_) in want["model"].items() if n == night)
+        assert ranks[(night, model)] == better + 1
+
+
+def test_intervals_are_seeded(scores: pl.DataFrame) -> None:
+    first, again = (
+        aggregate(scores, SMALL),
+        aggregate(scores.sample(fraction=1.0, shuffle=True, seed=1), SMALL),
+    )
+    other = aggregate(scores, Bootstrap(resamples=200, seed=7))
+    for name in first:
+        keys = [
+            c
+            for c in first[name].columns
+            if c not in ("ci_low", "ci_high") and first[name][c].dtype == pl.String
+        ]
+        assert_frame_equal(first[name].sort(keys), again[name].sort(keys))
+    assert not first["model_scores"]["ci_low"].equals(other["model_scores"]["ci_low"])
+
+
+@pytest.fixture(scope="module")
+def scored_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    run(EXAMPLE_DUMP, out)
+    return out
+
+
+def test_every_table_row_carries_provenance(scored_out: Path) -> None:
+    manifest = json.loads((scored_out / "manifest.json").read_text())
+    for table in TABLES:
+        frame = read(scored_out, table)
+        assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
+        for night, info in manifest["nights"].items():
+            rows = frame.filter(pl.col("dump_date").cast(pl.String) == night)
+            assert rows["input_fingerprint"].unique().to_list() == [info["input_fingerprint"]]
+
+
+def test_manifest_records_inputs_versions_and_accounting(scored_out: Path) -> None:
+    manifest = json.loads((scored_out / "manifest.json").read_text())
+    for entry in manifest["files"]:
+        path = EXAMPLE_DUMP / entry["file"]
+        assert entry["bytes"] == path.stat().st_size
+        assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert entry["rows"] == pl.scan_parquet(path).select(pl.len()).collect().item()
+    counts = manifest["counts"]
+    assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]
+    nights = manifest["nights"].values()
+    for field in ("rows_read", "rows_scored", "rows_rejected", "episodes_scored"):
+        assert sum(n["counts"][field] for n in nights) == counts[field]
+    assert {"polars", "pyarrow", "pandera", "prefect", "python"} <= set(manifest["libraries"])
+    assert manifest["formula_versions"]["procedural_learning"] == "v2"
+    assert manifest["bootstrap"]["resamples"] == 1000
+    assert {"score_s", "aggregate_s"} <= set(manifest["timings"])
+    assert manifest["cogscore_commit"]
+
+
+def test_from_a_score_to_its_rows(scored_out: Path) -> None:
+    score = read(scored_out, "episode_scores").row(0, named=True)
+    rows = pl.read_parquet(EXAMPLE_DUMP / score["file"]).filter(
+        pl.col("episode_id") == score["episode_id"]
+    )
+    assert rows.height == score["n_rows"]
+
+
+def _table_bytes(out: Path) -> dict[str, str]:
+    current = (out / CURRENT).resolve()
+    return {
+        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(current.rglob("*.parquet"))
+    }
+
+
+def test_rerun_gives_byte_identical_tables(tmp_path: Path) -> None:
+    run(EXAMPLE_DUMP, tmp_path)
+    first = _table_bytes(tmp_path)
+    run(EXAMPLE_DUMP, tmp_path)
+    assert _table_bytes(tmp_path) == first
+    assert len(list((tmp_path / VERSIONS).iterdir())) == 2  # the current and the previous
+
+
+def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> None:
+    one_night = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", one_night / "dump_date=2026-12-01")
+    out = tmp_path / "out"
+    run(EXAMPLE_DUMP, out)
+    both = {t: read(out, t) for t in TABLES}
+    run(one_night, out, ["procedural_learning=v1"])
+    for table in TABLES:
+        after = read(out, table)
+        night = pl.col("dump_date").cast(pl.String) == "2026-11-30"
+        assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
+        assert after.height == both[table].height  # replaced, not duplicated
+    versions = read(out, "episode_scores").filter(category="procedural_learning")
+    by_night = versions.group_by(pl.col("dump_date").cast(pl.String)).agg(
+        pl.col("formula_version").unique()
+    )
+    assert dict(by_night.iter_rows()) == {"2026-11-30": ["v2"], "2026-12-01": ["v1"]}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert set(manifest["nights"]) == {"2026-11-30", "2026-12-01"}
+
+
+KILL_POINTS = ["carried-over", "wrote-episode_scores", "wrote-task_scores", "before-commit"]
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
+    tmp_path: Path, point: str
+) -> None:
+    out = tmp_path / "out"
+    run(EXAMPLE_DUMP, out)
+    before = {t: read(out, t) for t in TABLES}
+    flag = tmp_path / "paused"
+    env = {**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)}
+    script = (
+        "from pathlib import Path; from flows.score import run; "
+        f"run(Path({str(EXAMPLE_DUMP)!r}), Path({str(out)!r}), ['procedural_learning=v1'])"
+    )
+    victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env)
+    deadline = time.monotonic() + 120
+    while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flag.exists(), "the run never reached the fault point"
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    for table, frame in before.items():  # the previous output, complete and readable
+        assert_frame_equal(read(out, table), frame)
+    run(EXAMPLE_DUMP, out, ["procedural_learning=v1"])
+    procedural = read(out, "episode_scores").filter(category="procedural_learning")
+    assert set(procedural["formula_version"]) == {"v1"}
+    assert len(list((out / VERSIONS).iterdir())) == 2, "the killed run's snapshot is removed"
+
+
+def test_duckdb_reads_every_table_and_the_views(scored_out: Path) -> None:
+    con = duckdb.connect()
+    con.execute(f"SET VARIABLE cogscore_out = '{scored_out}'")
+    con.execute((ROOT / "sql" / "views.sql").read_text())
+    for table in TABLES:
+        count = con.execute(f"SELECT count(*) FROM {table}").fetchone()
+        assert count == (read(scored_out, table).height,)
+    leaderboard = con.execute("SELECT model, rank FROM leaderboard ORDER BY rank").fetchall()
+    models = read(scored_out, "model_scores").filter(
+        pl.col("dump_date").cast(pl.String) == "2026-12-01"
+    )
+    assert leaderboard == sorted(
+        zip(models["model"], models["rank"], strict=True), key=lambda r: r[1]
+    )
+    for view in ("model_trend", "category_profile", "reject_reasons"):
+        assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0
