@@ -6,8 +6,9 @@ Intervals are percentile bootstrap intervals. Episodes are resampled with replac
 within each (dump_date, model, category, task) group; a category's replicate is the mean of
 its tasks' replicates (each task weighs the same, as in its score) and a model's is the
 mean of its categories'. Means run over rows in a fixed order (episode, task, category), so
-a rerun gives the same bits whatever order polars meets the rows in. Each group's random stream is seeded from the run's seed and the
-group's own key, so an interval does not depend on the other groups or on row order.
+a rerun gives the same bits whatever order polars meets the rows in. Each group's random
+stream is seeded from the run's seed and the group's own key, so an interval does not depend
+on the other groups or on row order.
 """
 
 from __future__ import annotations
