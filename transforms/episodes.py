@@ -93,9 +93,9 @@ def episode_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
             & ~py_strip(expected).str.contains(INTEGER_LITERAL)
         ).alias("integer_not_literal"),
         _count(value.is_not_null() & ~value.is_finite()).alias("non_finite_values"),
-        _count(
-            _is(Kind.FEEDBACK) & value.is_not_null() & ((value < 0.0) | (value > 1.0))
-        ).alias(FEEDBACK_OUT_OF_RANGE),
+        _count(_is(Kind.FEEDBACK) & value.is_not_null() & ((value < 0.0) | (value > 1.0))).alias(
+            FEEDBACK_OUT_OF_RANGE
+        ),
         _count(round_end & pl.col(Col.ROUND).is_null()).alias("rounds_without_number"),
         _repeats(pl.col(Col.ROUND).filter(round_end)).alias("repeated_rounds"),
         _count(round_end & value.is_null()).alias("rounds_without_value"),

@@ -10,7 +10,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import DEFAULT_MATCH, Col, Kind
+from schemas.contract import DEFAULT_MATCH, Category, Col, Kind
 from schemas.tables import Component
 from transforms.episodes import KEY
 from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
@@ -43,8 +43,8 @@ def unknown_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: ``correct_count``, ``n_items`` and the mean positional score of its
-    ``sequence`` items (summed left to right in item order)."""
+    """Per episode: ``correct_count``, ``n_items`` and (observational learning) the mean
+    positional score of its items (summed left to right in item order)."""
     last_answers = (
         _answers(rows)
         .filter(pl.col(Col.ITEM_ID).is_not_null())
@@ -60,7 +60,9 @@ def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
         .join(last_answers, on=[*KEY, Col.ITEM_ID], how="left")
         .with_columns(pl.col(Col.MATCH).fill_null(default_mode).alias(MODE))
     )
-    graded = grade(pairs, [*KEY, Col.ITEM_ID, Col.TURN])
+    # The positional diagnostic is observational learning's only: spare the others' items.
+    observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
+    graded = grade(pairs, [*KEY, Col.ITEM_ID, Col.TURN], positional_where=observational)
     positional = pl.col(POSITIONAL).fill_null(0.0).sort_by(Col.TURN).cum_sum().last()
     return graded.group_by(KEY).agg(
         pl.col(CORRECT).sum().cast(pl.Int64).alias(Component.CORRECT_COUNT),

@@ -1,9 +1,10 @@
 """Grading an answer against its item with the contract's four match modes.
 
-``grade`` adds ``correct`` (bool) and ``positional`` (the observational diagnostic, for
-``sequence`` items) to a frame of item/answer pairs. ``integer`` and ``sequence`` are exact in
-polars for every input; ``contains`` and ``nfc`` are exact in polars for ASCII text, and
-the rare non-ASCII pairs are decided by Python's own ``re`` and ``unicodedata``.
+``grade`` adds ``correct`` (bool) and ``positional`` (the observational diagnostic: the share
+of expected tokens matched position by position) to a frame of item/answer pairs.
+``integer`` and ``sequence`` are exact in polars for every input; ``contains`` and ``nfc`` are
+exact in polars for ASCII text, and the rare non-ASCII pairs are decided by Python's own
+``re`` and ``unicodedata``.
 """
 
 from __future__ import annotations
@@ -76,11 +77,14 @@ def sequence_equal(expected: pl.Expr, answer: pl.Expr) -> pl.Expr:
     return py_split_joined(answer) == py_split_joined(expected)
 
 
-def grade(pairs: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
+def grade(
+    pairs: pl.LazyFrame, key: list[str], positional_where: pl.Expr | None = None
+) -> pl.LazyFrame:
     """Add ``correct`` and ``positional`` to item/answer pairs.
 
     ``pairs`` has ``key`` (unique per pair), ``expected`` (non-null), ``answer`` (null: no
-    answer, graded as the empty string) and ``mode`` (a ``Match`` value).
+    answer, graded as the empty string) and ``mode`` (a ``Match`` value). ``positional`` is
+    computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
     """
     expected, mode = pl.col(EXPECTED), pl.col(MODE)
     answer = pl.col(ANSWER).fill_null("")
@@ -101,12 +105,14 @@ def grade(pairs: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
         .otherwise(sequence_equal(expected, answer))
     )
     graded = pairs.with_columns(correct.alias(CORRECT))
-    return graded.join(positional_scores(graded, key), on=key, how="left", nulls_equal=True)
+    wanted = graded if positional_where is None else graded.filter(positional_where)
+    return graded.join(positional_scores(wanted, key), on=key, how="left", nulls_equal=True)
 
 
 def positional_scores(pairs: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
-    """Per ``sequence`` pair: ``sum(g == e for g, e in zip(got, exp)) / len(exp)``."""
-    tokens = pairs.filter(pl.col(MODE) == Match.SEQUENCE).select(
+    """Per pair: ``sum(g == e for g, e in zip(got, exp)) / len(exp)`` over the
+    ``str.split()`` tokens, whatever the pair's mode (the contract defines one formula)."""
+    tokens = pairs.select(
         *key,
         py_split_joined(pl.col(EXPECTED)).str.split(" ").alias("exp_tokens"),
         py_split_joined(pl.col(ANSWER).fill_null("")).str.split(" ").alias("got_tokens"),

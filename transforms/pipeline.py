@@ -86,7 +86,8 @@ def score_rows(
     duplicates: pl.LazyFrame | None = None,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """(episode scores, rejects) for canonical rows (``transforms.ingest.normalise``)."""
-    judged = judged_episodes(rows, duplicates)
+    rows = rows.cache()
+    judged = judged_episodes(rows, duplicates).cache()
     scorable = judged.filter(pl.col(STATUS) == EpisodeStatus.SCORED).drop(Col.CATEGORY)
     rejects = (
         judged.filter(pl.col(STATUS) != EpisodeStatus.SCORED)

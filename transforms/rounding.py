@@ -47,7 +47,10 @@ def python_round4(x: pl.Expr) -> pl.Expr:
     scaled = x * _SCALE
     floor = scaled.floor()
     frac = scaled - floor
-    fast = true_divide(floor + (frac > 0.5).cast(pl.Float64), _SCALE)
+    rounded = true_divide(floor + (frac > 0.5).cast(pl.Float64), _SCALE)
+    # A zero keeps the sign of x, as in Python (round(-0.00001, 4) is -0.0); x * 0.0 is
+    # that signed zero.
+    fast = pl.when(rounded == 0.0).then(x * 0.0).otherwise(rounded)
     needs_python = ((frac - 0.5).abs() < _NEAR_TIE) | (scaled.abs() >= _EXACT_LIMIT)
     exact = pl.struct(x.alias("x"), needs_python.alias("flagged")).map_batches(
         _round4_where_flagged, return_dtype=pl.Float64, is_elementwise=True
