@@ -86,6 +86,8 @@ def score_rows(
     duplicates: pl.LazyFrame | None = None,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """(episode scores, rejects) for canonical rows (``transforms.ingest.normalise``)."""
+    # The rows feed five aggregations and the judged episodes both outputs; polars does not
+    # share those subplans by itself (a file was scanned 64 times, params parsed 7 times).
     rows = rows.cache()
     judged = judged_episodes(rows, duplicates).cache()
     scorable = judged.filter(pl.col(STATUS) == EpisodeStatus.SCORED).drop(Col.CATEGORY)

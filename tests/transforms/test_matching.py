@@ -1,0 +1,126 @@
+"""``transforms.matching.grade`` against the contract's Python (``tests.reference.matching``):
+the same verdict in every match mode and the same positional score, for arbitrary text
+(the full Unicode range) and for answers that are near misses of the expected text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.contract import Match
+from tests.reference import grade as reference_grade
+from tests.reference import positional as reference_positional
+from tests.strategies import (
+    WORDS,
+    answer_text,
+    any_text,
+    expected_text,
+    separator,
+    variant,
+    whitespace,
+)
+from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
+
+KEY = "pair"
+SETTINGS = settings(max_examples=60, deadline=None)
+
+# Pairs whose verdicts hinge on Python's exact Unicode behaviour.
+AWKWARD = [
+    ("s", "\u017f"),
+    ("\u017f", "S"),
+    ("k", "\u212a"),
+    ("i", "\u0130"),
+    ("\u0130", "i"),
+    ("I", "\u0131"),
+    ("ss", "ß"),
+    ("ß", "SS"),
+    ("σ", "ς"),
+    ("Σ", "ς"),
+    ("é", "e\u0301"),
+    ("Å", "\u212b"),
+    ("yes", "\x1cYES\xa0"),
+    ("$5 (", "costs $5 (five)"),
+    (".*", "anything"),
+    ("\\", "a\\b"),
+    ("a b", "a\x1cb"),
+    ("a b", "a\u200bb"),
+    ("88", "٨٨"),
+    ("88", "+088\u3000"),
+    ("-0", "0"),
+]
+
+
+@st.composite
+def pairs(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    """(mode, expected, answer): arbitrary, awkward, or an answer derived from expected."""
+    mode = draw(st.sampled_from(list(Match)))
+    how = draw(st.sampled_from(["arbitrary", "awkward", "derived", "derived"]))
+    if how == "awkward":
+        expected, answer = draw(st.sampled_from(AWKWARD))
+        return mode, expected, answer
+    if how == "arbitrary":
+        return mode, draw(st.text() | any_text()), draw(st.none() | st.text() | any_text())
+    expected = draw(expected_text(mode) | any_text())
+    return mode, expected, draw(answer_text(expected, mode) | variant(expected))
+
+
+def _graded(cases: list[tuple[str, str, str | None]]) -> list[dict[str, Any]]:
+    frame = pl.LazyFrame(
+        {
+            KEY: list(range(len(cases))),
+            MODE: [m for m, _, _ in cases],
+            EXPECTED: [e for _, e, _ in cases],
+            ANSWER: [a for _, _, a in cases],
+        },
+        schema={KEY: pl.Int64, MODE: pl.String, EXPECTED: pl.String, ANSWER: pl.String},
+    )
+    return grade(frame, [KEY]).sort(KEY).collect().to_dicts()
+
+
+@SETTINGS
+@given(st.lists(pairs(), min_size=1, max_size=40))
+def test_grade_is_the_contracts_python(cases: list[tuple[str, str, str | None]]) -> None:
+    for (mode, expected, answer), row in zip(cases, _graded(cases), strict=True):
+        text = "" if answer is None else answer  # no answer: graded as the empty string
+        want = reference_grade(mode, expected, text)
+        assert row[CORRECT] is want, f"{mode}: expected {expected!r}, answer {answer!r}"
+        if expected.split():  # the positional score is defined where there are tokens
+            want_positional = reference_positional(expected, text)
+            assert row[POSITIONAL] == want_positional, f"expected {expected!r}, answer {answer!r}"
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    """A ``sequence`` item: tokens joined by odd whitespace, and an answer that keeps,
+    changes, drops or adds tokens, with other separators."""
+    tokens = draw(st.lists(st.sampled_from(WORDS) | st.text(min_size=1, max_size=3), max_size=6))
+    tokens = [t for t in tokens if t.split() == [t]]  # one token each
+    if not tokens:
+        tokens = ["0"]
+    got = list(tokens)
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(got)))
+        how = draw(st.sampled_from(["change", "drop", "add"]))
+        if how == "add" or not got:
+            got.insert(at, draw(st.sampled_from(WORDS)))
+        elif how == "drop":
+            got.pop(min(at, len(got) - 1))
+        else:
+            got[min(at, len(got) - 1)] = draw(st.sampled_from(WORDS))
+
+    def joined(parts: list[str]) -> str:
+        return draw(whitespace()) + "".join(p + draw(separator()) for p in parts)
+
+    return Match.SEQUENCE, joined(tokens), joined(got)
+
+
+@SETTINGS
+@given(st.lists(sequences(), min_size=1, max_size=40))
+def test_sequence_verdict_and_positional_score(cases: list[tuple[str, str, str | None]]) -> None:
+    for (mode, expected, answer), row in zip(cases, _graded(cases), strict=True):
+        assert answer is not None
+        assert row[CORRECT] is reference_grade(mode, expected, answer), (expected, answer)
+        assert row[POSITIONAL] == reference_positional(expected, answer), (expected, answer)
