@@ -7,38 +7,37 @@ from typing import Any
 
 import polars as pl
 
-from schemas.contract import DTYPES, DUMP_DATE, FILE
+from schemas.contract import DTYPES, FILE, Col
 from schemas.formulas import resolve
 from transforms.ingest import normalise, partition_values
 from transforms.pipeline import duplicate_episodes, score_rows
 
-ROW_SCHEMA = {**{str(c): t for c, t in DTYPES.items()}, FILE: pl.String()}
+Row = Mapping[str, Any]
+
+
+def rows_frame(rows: Sequence[Row]) -> pl.LazyFrame:
+    """The canonical frame of the rows, one ``normalise`` per file as ``flows.score`` does."""
+    columns = {str(c): t for c, t in DTYPES.items() if c != Col.TS}
+    parts = []
+    for file in sorted({r[FILE] for r in rows}):
+        frame = pl.DataFrame(
+            [{c: r.get(c) for c in columns} for r in rows if r[FILE] == file],
+            schema=columns,
+            orient="row",
+        )
+        parts.append(
+            normalise(frame.lazy(), frame.schema, file=file, partitions=partition_values(file))
+        )
+    return pl.concat(parts)
 
 
 def run_pipeline(
-    rows: Sequence[Mapping[str, Any]], formulas: Mapping[str, str] | None = None
+    rows: Sequence[Row], formulas: Mapping[str, str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(scores, rejects) of rows grouped by their "file", as ``flows.score`` would give."""
-    chosen = resolve(formulas or {})
-    frame = pl.DataFrame(
-        [{c: r.get(c) for c in ROW_SCHEMA} for r in rows], schema=ROW_SCHEMA, orient="row"
-    )
-    lazy = []
-    for (file,), part in frame.group_by(FILE, maintain_order=True):
-        schema = {c: t for c, t in ROW_SCHEMA.items() if c != FILE}
-        lazy.append(
-            normalise(
-                part.drop(FILE).lazy(),
-                schema,
-                file=str(file),
-                partitions=partition_values(str(file)),
-            )
-        )
-    rows_lf = pl.concat(lazy) if lazy else None
-    if rows_lf is None:
-        raise ValueError("no rows")
-    duplicates = duplicate_episodes(rows_lf.select(FILE, "episode_id"))
-    scores, rejects = pl.collect_all(list(score_rows(rows_lf, chosen, duplicates)))
+    """(scores, rejects) of rows grouped by their "file", every file at once."""
+    frame = rows_frame(rows)
+    duplicates = duplicate_episodes(frame.select(FILE, Col.EPISODE_ID))
+    scores, rejects = pl.collect_all(list(score_rows(frame, resolve(formulas or {}), duplicates)))
     return scores, rejects
 
 
@@ -47,6 +46,3 @@ def rules_by_key(rejects: pl.DataFrame) -> dict[tuple[str | None, str], set[str]
         (r["episode_id"], r[FILE]): set(r["rules"])
         for r in rejects.select("episode_id", FILE, "rules").to_dicts()
     }
-
-
-__all__ = ["DUMP_DATE", "rules_by_key", "run_pipeline"]

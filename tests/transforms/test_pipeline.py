@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flows.score import score_dump
-from schemas.contract import DTYPES, DUMP_DATE, FILE, Category, Col
-from schemas.formulas import VERSIONS, resolve
+from schemas.contract import DUMP_DATE, FILE, Category, Col
+from schemas.formulas import VERSIONS
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES,
@@ -42,9 +42,9 @@ from schemas.tables import (
 )
 from tests.dumps import Row, write_dump
 from tests.reference import SCORE_FIELDS, ReferenceResult, reference_score
+from tests.run import run_pipeline
 from tests.strategies import dumps, formulas
-from transforms.ingest import normalise, partition_values
-from transforms.pipeline import duplicate_episodes, score_rows
+from transforms.ingest import partition_values
 
 Key = tuple[str | None, str]
 
@@ -76,27 +76,9 @@ class Outcome:
 # ------------------------------------------------------------------------------ running
 
 
-def rows_frame(rows: Sequence[Row]) -> pl.LazyFrame:
-    """The canonical frame of the rows, one ``normalise`` per file as ``flows.score`` does."""
-    columns = {str(c): t for c, t in DTYPES.items() if c != Col.TS}
-    parts = []
-    for file in sorted({r[FILE] for r in rows}):
-        frame = pl.DataFrame(
-            [{c: r.get(c) for c in columns} for r in rows if r[FILE] == file],
-            schema=columns,
-            orient="row",
-        )
-        parts.append(
-            normalise(frame.lazy(), frame.schema, file=file, partitions=partition_values(file))
-        )
-    return pl.concat(parts)
-
-
 def vectorised(rows: Sequence[Row], chosen: Mapping[str, str]) -> Outcome:
     """``score_rows`` on a LazyFrame of the rows (every file at once)."""
-    frame = rows_frame(rows)
-    duplicates = duplicate_episodes(frame.select(FILE, Col.EPISODE_ID))
-    scores, rejects = pl.collect_all(list(score_rows(frame, resolve(chosen), duplicates)))
+    scores, rejects = run_pipeline(rows, chosen)
     return Outcome(scores, rejects, len(rows))
 
 
