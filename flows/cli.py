@@ -36,8 +36,8 @@ def score(
     # Prefect's temporary server needs 15-25 s here on a cold start; 20 s is its default.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     from flows.io import InputError, check_writable, discover
-    from flows.score import leaderboard_lines, summary_lines
     from flows.score_flow import score_flow
+    from flows.summary import leaderboard_lines, run_lines
     from schemas.formulas import resolve
 
     try:
@@ -52,7 +52,7 @@ def score(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     result = score_flow(input_root, out, formula or [])
-    for line in [*leaderboard_lines(result.scores), "", *summary_lines(result, out)]:
+    for line in [*leaderboard_lines(out), "", *run_lines(result, out)]:
         typer.echo(line)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
 

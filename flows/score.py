@@ -7,7 +7,6 @@ flows call them directly; ``score_flow`` runs the same steps as a Prefect flow.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -42,7 +41,6 @@ from schemas.tables import (
     REJECTS,
     ROWS,
     RULES,
-    SCORE,
     STATUS,
     EpisodeStatus,
 )
@@ -271,53 +269,6 @@ def write_outputs(
         manifest["input_fingerprint"] = fingerprints.get(None)
     write_run(out, tables, manifest, set(groups) if dated else None)  # type: ignore[arg-type]
     return manifest
-
-
-def leaderboard_lines(scores: pl.DataFrame) -> list[str]:
-    """Mean episode score per model (rows) and category (columns), best model first."""
-    if scores.is_empty():
-        return ["no episode was scored"]
-    table = (
-        scores.group_by(Col.MODEL, Col.CATEGORY)
-        .agg(pl.col(SCORE).mean())
-        .pivot(on=Col.CATEGORY, index=Col.MODEL, values=SCORE)
-    )
-    categories = [c for c in Category if c in table.columns]
-    table = table.with_columns(pl.mean_horizontal(categories).alias("overall")).sort(
-        "overall", descending=True
-    )
-    short = {
-        c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ")
-        for c in categories
-    }
-    lines = [f"{'model':<20}" + "".join(f"{short[c]:>14}" for c in categories) + f"{'overall':>10}"]
-    for row in table.iter_rows(named=True):  # one line per model: a handful of rows
-        cells = "".join(
-            f"{row[c]:>14.3f}" if row[c] is not None else f"{'-':>14}" for c in categories
-        )
-        lines.append(f"{row[Col.MODEL][:19]:<20}{cells}{row['overall']:>10.3f}")
-    return lines
-
-
-def summary_lines(result: ScoreResult, out: Path) -> list[str]:
-    """The short terminal summary: per category scored and rejected, top reasons, where."""
-    scored = Counter(result.scores[Col.CATEGORY].to_list())
-    unscored = Counter(result.rejects[Col.CATEGORY].fill_null("(unknown)").to_list())
-    lines = [f"{'category':<24}{'scored':>8}{'not scored':>12}"]
-    for category in sorted(set(scored) | set(unscored)):
-        lines.append(f"{category:<24}{scored[category]:>8}{unscored[category]:>12}")
-    reasons = Counter(rule for rules in result.rejects[RULES].to_list() for rule in rules)
-    if reasons:
-        lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in reasons.most_common(5)))
-    counts = result.counts
-    lines.append(
-        f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
-        f"{counts['episodes_harness_error']} harness errors; "
-        f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
-        f" + {counts['rows_rejected']} rejected"
-    )
-    lines.append(f"tables in {out}/episode_scores, {out}/rejects; manifest {out}/manifest.json")
-    return lines
 
 
 def run(

@@ -1,0 +1,76 @@
+"""What ``cogscore`` prints after a run: the leaderboard and the category table of the
+latest night, read back from the tables it wrote (so the terminal shows what a dashboard
+will show)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+from flows.score import ScoreResult
+from schemas.contract import DUMP_DATE, Category, Col
+from schemas.tables import RULES, SCORE
+
+SHORT = {
+    c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
+}
+
+
+def _table(out: Path, name: str) -> pl.DataFrame:
+    frame = pl.scan_parquet(out / name, hive_partitioning=True).collect()
+    return frame.with_columns(pl.col(DUMP_DATE).cast(pl.String)) if DUMP_DATE in frame else frame
+
+
+def leaderboard_lines(out: Path) -> list[str]:
+    """Rank, model, score with its 95% interval and categories covered, then each model's
+    category scores, for the latest night in ``out``."""
+    models, categories = _table(out, "model_scores"), _table(out, "category_scores")
+    if models.is_empty():
+        return ["no episode was scored"]
+    night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
+    models = models.filter(pl.col(DUMP_DATE) == night) if night is not None else models
+    categories = categories.filter(pl.col(DUMP_DATE) == night) if night is not None else categories
+    present = [c for c in Category if c in set(categories[Col.CATEGORY])]
+    by_model = {
+        (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
+    }
+    lines = [f"leaderboard{f' of {night}' if night else ''} (score, 95% interval):"]
+    header = f"{'rank':>4}  {'model':<20}{'score':>7}  {'interval':<15}{'cats':>5}"
+    lines.append(header + "".join(f"{SHORT[c]:>14}" for c in present))
+    for row in models.sort("rank", Col.MODEL).iter_rows(named=True):  # one line per model
+        interval = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        cells = "".join(
+            f"{by_model[(row[Col.MODEL], c)]:>14.3f}"
+            if (row[Col.MODEL], c) in by_model
+            else f"{'-':>14}"
+            for c in present
+        )
+        lines.append(
+            f"{row['rank']:>4}  {row[Col.MODEL][:19]:<20}{row[SCORE]:>7.3f}  {interval:<15}"
+            f"{row['categories_covered']:>5}{cells}"
+        )
+    return lines
+
+
+def run_lines(result: ScoreResult, out: Path) -> list[str]:
+    """Episodes scored and not scored per category, the top reasons, the accounting, where."""
+    scored = Counter(result.scores[Col.CATEGORY].to_list())
+    unscored = Counter(result.rejects[Col.CATEGORY].fill_null("(unknown)").to_list())
+    lines = [f"{'category':<24}{'scored':>8}{'not scored':>12}"]
+    for category in sorted(set(scored) | set(unscored)):
+        lines.append(f"{category:<24}{scored[category]:>8}{unscored[category]:>12}")
+    reasons = Counter(rule for rules in result.rejects[RULES].to_list() for rule in rules)
+    if reasons:
+        lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in reasons.most_common(5)))
+    counts = result.counts
+    lines.append(
+        f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
+        f"{counts['episodes_harness_error']} harness errors; "
+        f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
+        f" + {counts['rows_rejected']} rejected"
+    )
+    tables = "episode_scores, rejects, task_scores, category_scores, model_scores"
+    lines.append(f"tables in {out}/ ({tables}); manifest {out}/manifest.json")
+    return lines
