@@ -151,7 +151,7 @@ def plan_dump(input_root: Path) -> DumpPlan:
     for dump_file in files:
         rows, _, _ = read_file(dump_file)
         if rows is not None:
-            ids.append(rows.select(FILE, Col.EPISODE_ID))
+            ids.append(rows.select(FILE, DUMP_DATE, Col.EPISODE_ID))
     duplicates = duplicate_episodes(pl.concat(ids)).collect() if ids else _NO_DUPLICATES
     return DumpPlan(files, duplicates)
 

@@ -100,7 +100,7 @@ class EpisodeScores(pa.DataFrameModel):
     """One row per scored episode."""
 
     run_id: str
-    episode_id: str = pa.Field(unique=True)  # copies across files are rejected
+    episode_id: str
     model: str
     task: str
     category: str = pa.Field(isin=list(Category))
@@ -129,6 +129,7 @@ class EpisodeScores(pa.DataFrameModel):
     class Config:
         strict = True
         ordered = True
+        unique = ("dump_date", "episode_id")  # copies within a night are rejected
 
 
 class Rejects(pa.DataFrameModel):

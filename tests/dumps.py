@@ -325,7 +325,9 @@ def rule_dump() -> tuple[list[Row], Expected]:
         params={},
     )
     add(AL, "dup-1", F0, _assoc_turns(), {Rule.DUPLICATE_EPISODE_ACROSS_FILES})
-    add(AL, "dup-1", FH, _assoc_turns(), {Rule.DUPLICATE_EPISODE_ACROSS_FILES})
+    add(AL, "dup-1", F1, _assoc_turns(), {Rule.DUPLICATE_EPISODE_ACROSS_FILES})
+    # The same id on another night is another episode (ids are unique within a night).
+    add(AL, "dup-1", FH, _assoc_turns(), None)
     add(AL, "bad-no-start", F1, _assoc_turns(), {Rule.MISSING_EPISODE_START}, start=False)
     add(
         AL,

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from schemas.contract import DTYPES, FILE, Col
+from schemas.contract import DTYPES, DUMP_DATE, FILE, Col
 from schemas.formulas import resolve
 from transforms.ingest import normalise, partition_values
 from transforms.pipeline import duplicate_episodes, score_rows
@@ -36,7 +36,7 @@ def run_pipeline(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(scores, rejects) of rows grouped by their "file", every file at once."""
     frame = rows_frame(rows)
-    duplicates = duplicate_episodes(frame.select(FILE, Col.EPISODE_ID))
+    duplicates = duplicate_episodes(frame.select(FILE, DUMP_DATE, Col.EPISODE_ID))
     scores, rejects = pl.collect_all(list(score_rows(frame, resolve(formulas or {}), duplicates)))
     return scores, rejects
 

@@ -47,6 +47,7 @@ from tests.dumps import (
     rule_dump,
     write_dump,
 )
+from transforms.ingest import partition_values
 
 HIVE_FILE = "dump_date=2026-12-01/part-0.parquet"
 T0 = datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
@@ -190,12 +191,14 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _rules(key: tuple[str | None, str], rows: list[Row], duplicated: set[str]) -> set[str]:
+def _rules(
+    key: tuple[str | None, str], rows: list[Row], duplicated: set[tuple[str | None, str]]
+) -> set[str]:
     """A plain reading of the contract and README decisions, to check the fixtures only."""
     got: set[str] = set()
     if key[0] is None:
         got.add(Rule.NO_EPISODE_ID)
-    elif key[0] in duplicated:
+    elif (partition_values(key[1]).get("dump_date"), key[0]) in duplicated:
         got.add(Rule.DUPLICATE_EPISODE_ACROSS_FILES)
     for r in rows:
         if any(r.get(c) is None for c in REQUIRED if c != Col.EPISODE_ID):
@@ -304,11 +307,11 @@ def _rules(key: tuple[str | None, str], rows: list[Row], duplicated: set[str]) -
 def check_expectations(rows: list[Row], expected: Expected) -> None:
     """Every (episode, file) gets exactly its expected rules; unlisted ones get none."""
     groups = _episodes(rows)
-    files_of: dict[str, set[str]] = defaultdict(set)
+    files_of: dict[tuple[str | None, str], set[str]] = defaultdict(set)
     for eid, file in groups:
-        if eid is not None:
-            files_of[eid].add(file)
-    duplicated = {eid for eid, files in files_of.items() if len(files) > 1}
+        if eid is not None:  # ids are unique within a night (README)
+            files_of[(partition_values(file).get("dump_date"), eid)].add(file)
+    duplicated = {key for key, files in files_of.items() if len(files) > 1}
     assert set(expected) <= set(groups)
     for key, group in groups.items():
         assert _rules(key, group, duplicated) == expected.get(key, set()), key

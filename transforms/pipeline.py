@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 import polars as pl
 
-from schemas.contract import Category, Col
+from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
     EPISODE_SCORES,
     FORMULA_VERSION,
@@ -63,12 +63,16 @@ def judged_episodes(rows: pl.LazyFrame, duplicates: pl.LazyFrame | None = None) 
 
 
 def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
-    """From (file, episode_id) pairs of a whole dump: the episode ids in several files, with
-    the other files named."""
-    pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique(KEY)
-    files = pairs.group_by(Col.EPISODE_ID).agg(pl.col("file").sort().alias("all_files"))
+    """From (file, dump_date, episode_id) rows of a dump: the episode ids found in several
+    files of one night, with the other files named. A night (``dump_date``; the whole dump
+    where it is null) is scored on its own, so ids need only be unique within one."""
+    night_id = [DUMP_DATE, Col.EPISODE_ID]
+    pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique([*KEY, DUMP_DATE])
+    files = pairs.group_by(night_id).agg(pl.col("file").sort().alias("all_files"))
     return (
-        pairs.join(files.filter(pl.col("all_files").list.len() > 1), on=Col.EPISODE_ID)
+        pairs.join(
+            files.filter(pl.col("all_files").list.len() > 1), on=night_id, nulls_equal=True
+        )
         .with_columns(
             pl.col("all_files")
             .list.set_difference(pl.concat_list(pl.col("file")))

@@ -402,15 +402,23 @@ def _reject(rows: list[Row], rules: set[Rule], status: str) -> dict[str, Any]:
     }
 
 
+def _night(file: str) -> str | None:
+    """The dump_date of a file, from its ``dump_date=…`` folder."""
+    folders = file.split("/")[:-1]
+    return next((f.split("=", 1)[1] for f in folders if f.startswith("dump_date=")), None)
+
+
 def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> ReferenceResult:
     versions = _versions(formulas)
     episodes: dict[tuple[str | None, str], list[Row]] = {}
     for row in rows:
         episodes.setdefault((row.get(Col.EPISODE_ID), row[FILE]), []).append(row)
-    files_of: dict[str, set[str]] = {}
+    # README: episode ids must be unique within a night (a dump_date folder, or the whole
+    # dump where there is none), so that each night is scored on its own.
+    files_of: dict[tuple[str | None, str], set[str]] = {}
     for episode_id, file in episodes:
         if episode_id is not None:
-            files_of.setdefault(episode_id, set()).add(file)
+            files_of.setdefault((_night(file), episode_id), set()).add(file)
 
     result = ReferenceResult(rows_read=len(rows))
     for key, ep_rows in episodes.items():
@@ -420,7 +428,7 @@ def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> 
             result.rows_rejected += len(ep_rows)
             continue
         rules, category, params = _check(ep_rows)
-        if len(files_of[episode_id]) > 1:
+        if len(files_of[(_night(key[1]), episode_id)]) > 1:
             rules.add(Rule.DUPLICATE_EPISODE_ACROSS_FILES)
         harness_error = _is_harness_error(ep_rows)
         if harness_error:

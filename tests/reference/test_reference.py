@@ -224,6 +224,7 @@ def test_positional() -> None:
 
 FILE = "dump_date=2026-12-01/part-0.parquet"
 KEY = ("e1", FILE)
+OTHER = "dump_date=2026-12-01/other.parquet"  # another file of the same night
 CONCEPT_PARAMS = '{"initial_examples": 3, "max_examples": 16}'
 
 
@@ -433,9 +434,14 @@ def test_no_episode_id_is_a_bucket_per_file() -> None:
     assert KEY in result.scored and result.rows_scored == 3
 
 
+def test_an_id_may_repeat_on_another_night() -> None:
+    result = reference_score(assoc() + assoc(file="dump_date=2026-12-02/part-0.parquet"))
+    assert not result.rejected and len(result.scored) == 2
+
+
 def test_duplicate_episode_across_files() -> None:
-    result = reference_score(assoc() + assoc(file="other.parquet"))
-    assert set(result.rejected) == {KEY, ("e1", "other.parquet")}
+    result = reference_score(assoc() + assoc(file=OTHER))
+    assert set(result.rejected) == {KEY, ("e1", OTHER)}
     assert all(r["rules"] == {R.DUPLICATE_EPISODE_ACROSS_FILES} for r in result.rejected.values())
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from schemas.rules import Rule
-from tests.reference.test_reference import FILE, KEY, REJECTIONS, assoc, row
+from tests.reference.test_reference import FILE, KEY, OTHER, REJECTIONS, assoc, row
 from tests.run import rules_by_key, run_pipeline
 
 
@@ -32,12 +32,17 @@ def test_rows_without_episode_id_are_one_bucket_per_file() -> None:
 
 
 def test_duplicate_episode_across_files_rejects_every_copy() -> None:
-    _, rejects = run_pipeline(assoc() + assoc(file="other.parquet"))
+    _, rejects = run_pipeline(assoc() + assoc(file=OTHER))
     assert rules_by_key(rejects) == {
         KEY: {Rule.DUPLICATE_EPISODE_ACROSS_FILES.value},
-        ("e1", "other.parquet"): {Rule.DUPLICATE_EPISODE_ACROSS_FILES.value},
+        ("e1", OTHER): {Rule.DUPLICATE_EPISODE_ACROSS_FILES.value},
     }
-    assert "other.parquet" in rejects.filter(episode_id="e1", file=FILE)["reasons"][0][0]
+    assert OTHER in rejects.filter(episode_id="e1", file=FILE)["reasons"][0][0]
+
+
+def test_an_id_may_repeat_on_another_night() -> None:
+    scores, rejects = run_pipeline(assoc() + assoc(file="dump_date=2026-12-02/part-0.parquet"))
+    assert rejects.is_empty() and scores.height == 2
 
 
 def test_harness_error_is_reported_not_scored() -> None:
