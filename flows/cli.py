@@ -1,12 +1,14 @@
-"""The ``cogscore`` command line."""
+"""The ``cogscore`` command line: score, nightly, rescore (and simulate)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from datetime import date, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -15,46 +17,233 @@ app = typer.Typer(
 )
 
 
+class Engine(StrEnum):
+    AUTO = "auto"
+    LOCAL = "local"
+    PREFECT = "prefect"
+
+
+InputArg = Annotated[Path, typer.Argument(metavar="DUMP_ROOT", help="Folder of Parquet files.")]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output folder for the tables.")]
+FormulaOpt = Annotated[
+    list[str] | None,
+    typer.Option("--formula", help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable)."),
+]
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        help="local: in this process; prefect: as a Prefect flow (the configured "
+        "PREFECT_API_URL, else Prefect's temporary server, +15-25 s); auto: prefect when "
+        "PREFECT_API_URL is set, else local.",
+    ),
+]
+DaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-address", help="Run the per-file work on this Dask cluster (tcp://HOST:PORT)."
+    ),
+]
+
+
 @app.callback()
 def main() -> None:
     """cogscore: validate transcript dumps and score every episode exactly."""
 
 
-@app.command()
-def score(
-    input_root: Annotated[Path, typer.Argument(metavar="INPUT", help="Folder of Parquet files.")],
-    out: Annotated[Path, typer.Option("--out", help="Output folder for the tables.")],
-    formula: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--formula", help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable)."
-        ),
-    ] = None,
-) -> None:
-    """Score a dump: episode_scores/, rejects/ and manifest.json under OUT."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # Prefect's temporary server needs 15-25 s here on a cold start; 20 s is its default.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+def _engine(engine: Engine) -> Engine:
+    if engine is Engine.AUTO:
+        return Engine.PREFECT if os.environ.get("PREFECT_API_URL") else Engine.LOCAL
+    return engine
+
+
+def _check(input_root: Path, out: Path, formula: list[str] | None) -> None:
+    """Fail fast, before any flow starts, on what the user can fix."""
     from flows.io import InputError, check_writable, discover
-    from flows.score_flow import score_flow
-    from flows.summary import leaderboard_lines, run_lines
     from schemas.formulas import resolve
 
     try:
         resolve(formula or [])
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
-    t0 = time.perf_counter()
-    try:  # fail fast, before any flow starts, on what the user can fix
+    try:
         discover(input_root)
         check_writable(out)
     except InputError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
-    result = score_flow(input_root, out, formula or [])
-    for line in [*leaderboard_lines(out), "", *run_lines(result, out)]:
+
+
+def _run(engine: Engine, dask_address: str | None, kind: str, **kwargs: Any) -> None:
+    """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
+    only then: importing Prefect alone costs about 2 s), and print the summary."""
+    from flows.io import InputError
+    from flows.store import OutputBusy
+    from flows.summary import outcome_lines
+
+    t0 = time.perf_counter()
+    try:
+        if _engine(engine) is Engine.PREFECT:
+            os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+            # Prefect's temporary server needs 15-25 s here on a cold start (default 20 s).
+            os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+            from flows import prefect_flows
+
+            flow = getattr(prefect_flows, f"{kind}_flow")
+            if dask_address:
+                from prefect_dask import DaskTaskRunner
+
+                flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
+            outcome = flow(**kwargs)
+        else:
+            from flows import runs
+
+            mapper = runs.dask_mapper(dask_address) if dask_address else runs.local_mapper
+            outcome = getattr(runs, kind)(**kwargs, mapper=mapper)
+    except (InputError, OutputBusy) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    for line in outcome_lines(outcome):
         typer.echo(line)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
+
+
+@app.command()
+def score(
+    input_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+) -> None:
+    """Score a whole dump into OUT (every table, its nights replaced atomically)."""
+    _check(input_root, out, formula)
+    _run(engine, dask_address, "score", input_root=input_root, out=out, formulas=formula or [])
+
+
+@app.command()
+def nightly(
+    dump_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+    verify: Annotated[
+        bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
+    ] = False,
+) -> None:
+    """Score only the dump_date partitions that are new or changed since the last run."""
+    _check(dump_root, out, formula)
+    _run(
+        engine,
+        dask_address,
+        "nightly",
+        dump_root=dump_root,
+        out=out,
+        formulas=formula or [],
+        verify=verify,
+    )
+
+
+def _day(text: str | None) -> date | None:
+    if text is None:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").date()
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a date YYYY-MM-DD") from None
+
+
+@app.command()
+def rescore(
+    dump_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    since: Annotated[str | None, typer.Option(help="First night, YYYY-MM-DD.")] = None,
+    until: Annotated[str | None, typer.Option(help="Last night, YYYY-MM-DD.")] = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+) -> None:
+    """Rescore a range of nights with chosen formula versions; show and write what moved."""
+    _check(dump_root, out, formula)
+    if not formula:
+        raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
+    _run(
+        engine,
+        dask_address,
+        "rescore",
+        dump_root=dump_root,
+        out=out,
+        formulas=formula,
+        since=_day(since),
+        until=_day(until),
+    )
+
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the dump into.")],
+    day: Annotated[
+        str | None,
+        typer.Option("--date", help="The dump_date folder, YYYY-MM-DD [default: today (UTC)]."),
+    ] = None,
+    no_date: Annotated[
+        bool, typer.Option("--no-date", help="No dump_date folder: files straight under OUT.")
+    ] = False,
+    episodes: Annotated[int, typer.Option(min=0, help="Episodes to write.")] = 1000,
+    seed: Annotated[int, typer.Option(min=0, help="The same seed gives the same bytes.")] = 0,
+    episodes_per_file: Annotated[
+        int, typer.Option(min=1, help="Episodes per Parquet file.")
+    ] = 10_000,
+    rejects: Annotated[
+        bool,
+        typer.Option(
+            "--rejects/--clean",
+            help="Spoil ~1% of the episodes with harness bugs and ~0.5% with crashes, as a "
+            "real dump has them (--clean: none).",
+        ),
+    ] = True,
+) -> None:
+    """Write a simulated dump (real tasks, simulated models) for tests, demos, benchmarks."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from simulator.dump import DEFAULT_REJECTS, simulate_dump
+
+    if no_date and day is not None:
+        raise typer.BadParameter("give --date or --no-date, not both", param_hint="--date")
+    if not no_date and day is None:
+        day = clock.now(UTC).strftime("%Y-%m-%d")
+
+    def written(path: Path, n_episodes: int, n_rows: int) -> None:
+        size = path.stat().st_size
+        typer.echo(f"  {path}: {n_episodes:,} episodes, {n_rows:,} rows, {size:,} bytes")
+
+    try:
+        result = simulate_dump(
+            out,
+            date=None if no_date else day,
+            episodes=episodes,
+            seed=seed,
+            episodes_per_file=episodes_per_file,
+            rejects=DEFAULT_REJECTS if rejects else 0.0,
+            on_file=written,
+        )
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--date") from None
+    statuses = [e.status for e in result.expected.values()]
+    files = f"{len(result.paths)} file{'' if len(result.paths) == 1 else 's'}"
+    typer.echo(
+        f"wrote {files}, {result.episodes:,} episodes, {result.rows:,} rows, "
+        f"{result.bytes:,} bytes in {result.seconds:.1f} s under {out}"
+    )
+    if result.episodes > result.pool_episodes:
+        typer.echo(f"{result.pool_episodes:,} distinct episodes played, tiled to the rest")
+    typer.echo(
+        f"not scorable on purpose: {statuses.count('rejected')} rejected, "
+        f"{statuses.count('harness_error')} harness errors (listed in _simulation.json)"
+        if rejects
+        else "clean: every episode is scorable"
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ flows call them directly; ``score_flow`` runs the same steps as a Prefect flow.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +58,7 @@ class FileReport:
     bytes: int
     dump_date: str | None = None
     sha256: str = ""
+    mtime_ns: int = 0
     status: str = "scored"  # or "rejected"
     problems: list[str] = field(default_factory=list)
 
@@ -143,10 +144,13 @@ class DumpPlan:
     duplicates: pl.DataFrame  # (file, episode_id, other_files)
 
 
-def plan_dump(input_root: Path) -> DumpPlan:
-    """Find the files; read only their ``episode_id`` columns to find ids reused across
-    files (episodes never span files, so everything else is per file)."""
+def plan_dump(input_root: Path, nights: Collection[str | None] | None = None) -> DumpPlan:
+    """Find the files (of ``nights`` only, if given); read only their ``episode_id`` columns
+    to find ids reused across files of a night (episodes never span files, so everything
+    else is per file)."""
     files = discover(input_root)
+    if nights is not None:
+        files = [f for f in files if f.partitions.get(DUMP_DATE) in nights]
     ids = []
     for dump_file in files:
         rows, _, _ = read_file(dump_file)
@@ -161,12 +165,19 @@ _NO_DUPLICATES = pl.DataFrame(
 )
 
 
+Part = tuple[pl.DataFrame, pl.DataFrame, "FileReport"]
+
+
 def score_file(
-    dump_file: DumpFile, duplicates: pl.DataFrame, formulas: Mapping[Category, str]
-) -> tuple[pl.DataFrame, pl.DataFrame, FileReport]:
-    """(episode scores, rejects, report) of one file."""
+    dump_file: DumpFile,
+    duplicates: pl.DataFrame,
+    formulas: Mapping[Category, str],
+    digest: str | None = None,
+) -> Part:
+    """(episode scores, rejects, report) of one file; ``digest``: its sha256, if known."""
     rows, report, reject = read_file(dump_file)
-    report.sha256 = file_digest(dump_file.path)
+    report.sha256 = digest or file_digest(dump_file.path)
+    report.mtime_ns = dump_file.path.stat().st_mtime_ns
     if rows is None:
         assert reject is not None
         return pl.DataFrame(schema=EPISODE_SCORES), reject, report
@@ -216,15 +227,20 @@ def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return frame.sort(by, nulls_last=True)
 
 
-def write_outputs(
-    result: ScoreResult,
-    input_root: Path,
-    out: Path,
-    started: datetime,
-    bootstrap: Bootstrap | None = None,
-) -> dict[str, Any]:
-    """Aggregate, add provenance, validate and write every table and the manifest as one
-    atomic snapshot of ``out`` (``flows.store``)."""
+@dataclass
+class Tables:
+    """Everything a run writes: the tables, the manifest, and the nights it replaces (None:
+    the tables are not partitioned by night and replace the whole output)."""
+
+    tables: dict[str, pl.DataFrame]
+    manifest: dict[str, Any]
+    nights: set[str] | None
+
+
+def build_tables(
+    result: ScoreResult, input_root: Path, started: datetime, bootstrap: Bootstrap | None = None
+) -> Tables:
+    """Aggregate and add provenance; the manifest of the run."""
     bootstrap = bootstrap or Bootstrap()
     counts = result.counts
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
@@ -267,8 +283,22 @@ def write_outputs(
     }
     if not dated:
         manifest["input_fingerprint"] = fingerprints.get(None)
-    write_run(out, tables, manifest, set(groups) if dated else None)  # type: ignore[arg-type]
-    return manifest
+    nights = {n for n in groups if n is not None} if dated else None
+    return Tables(tables, manifest, nights)
+
+
+def write_outputs(
+    result: ScoreResult,
+    input_root: Path,
+    out: Path,
+    started: datetime,
+    bootstrap: Bootstrap | None = None,
+) -> dict[str, Any]:
+    """Aggregate, add provenance, validate and write every table and the manifest as one
+    atomic snapshot of ``out`` (``flows.store``)."""
+    built = build_tables(result, input_root, started, bootstrap)
+    write_run(out, built.tables, built.manifest, built.nights)
+    return built.manifest
 
 
 def run(

@@ -116,6 +116,9 @@ def commit(out: Path, snapshot: Path, tables: Iterable[str], previous: Path | No
             elif link.exists():
                 link.unlink()
             link.symlink_to(Path(CURRENT) / name)
+    for link in out.iterdir():  # a table this snapshot does not have
+        if link.is_symlink() and not link.exists():
+            link.unlink()
     for stale in (out / VERSIONS).iterdir():
         if stale not in (snapshot, previous):
             shutil.rmtree(stale, ignore_errors=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from flows.runs import Outcome
 from flows.score import ScoreResult
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import RULES, SCORE
@@ -74,3 +75,45 @@ def run_lines(result: ScoreResult, out: Path) -> list[str]:
     tables = "episode_scores, rejects, task_scores, category_scores, model_scores"
     lines.append(f"tables in {out}/ ({tables}); manifest {out}/manifest.json")
     return lines
+
+
+def diff_lines(diff: pl.DataFrame) -> list[str]:
+    """What a rescore moved: each model's overall score and rank, old and new."""
+    overall = diff.filter(pl.col("level") == "model").sort(DUMP_DATE, "new_rank", Col.MODEL)
+    lines = [f"{'night':<12}{'model':<20}{'old':>8}{'new':>8}{'delta':>9}{'rank':>10}"]
+    for row in overall.iter_rows(named=True):  # one line per model and night
+        old = "-" if row["old_score"] is None else f"{row['old_score']:.3f}"
+        new = "-" if row["new_score"] is None else f"{row['new_score']:.3f}"
+        delta = "-" if row["delta"] is None else f"{row['delta']:+.3f}"
+        ranks = f"{row['old_rank'] or '-'} -> {row['new_rank'] or '-'}"
+        lines.append(
+            f"{row[DUMP_DATE] or '':<12}{row[Col.MODEL][:19]:<20}{old:>8}{new:>8}{delta:>9}"
+            f"{ranks:>10}"
+        )
+    return lines
+
+
+def outcome_lines(outcome: Outcome) -> list[str]:
+    """The terminal summary of a run."""
+    lines = []
+    if outcome.kind == "nightly":
+        lines.append(
+            f"nightly: {len(outcome.nights_scored)} night(s) scored "
+            f"({', '.join(outcome.nights_scored) or 'nothing new'}), "
+            f"{len(outcome.nights_unchanged)} unchanged"
+        )
+    if outcome.result is not None:
+        lines += [*leaderboard_lines(outcome.out), "", *run_lines(outcome.result, outcome.out)]
+    if outcome.diff is not None:
+        lines += [
+            "",
+            "what the rescore moved (overall score per model):",
+            *diff_lines(outcome.diff),
+        ]
+    return lines
+
+
+def outcome_markdown(outcome: Outcome) -> str:
+    """The Prefect artifact of a run: the same summary as the terminal, as markdown."""
+    body = "\n".join(outcome_lines(outcome)) or "nothing to do"
+    return f"# cogscore {outcome.kind} run {outcome.run_id}\n\n```\n{body}\n```\n"

@@ -40,6 +40,7 @@ from schemas.tables import (
     EpisodeScores,
     ModelScores,
     Rejects,
+    RescoreDiff,
     TaskScores,
 )
 from transforms.aggregate import (
@@ -57,6 +58,7 @@ REJECTS: Final = "rejects"
 TASK_SCORES: Final = "task_scores"
 CATEGORY_SCORES: Final = "category_scores"
 MODEL_SCORES: Final = "model_scores"
+RESCORE_DIFF: Final = "rescore_diff"  # written by rescores only
 # name: (pandera model, partition columns after dump_date, sort key)
 TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] = {
     EPISODE_SCORES: (EpisodeScores, [Col.CATEGORY], ["file", Col.EPISODE_ID]),
@@ -64,7 +66,10 @@ TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] =
     TASK_SCORES: (TaskScores, [], [Col.MODEL, Col.CATEGORY, Col.TASK]),
     CATEGORY_SCORES: (CategoryScores, [], [Col.MODEL, Col.CATEGORY]),
     MODEL_SCORES: (ModelScores, [], ["rank", Col.MODEL]),
+    RESCORE_DIFF: (RescoreDiff, [], [Col.MODEL, "level", Col.CATEGORY]),
 }
+# The tables every run writes (rescore_diff only a rescore).
+CORE_TABLES: Final = (EPISODE_SCORES, REJECTS, TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES)
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy")
 
 
@@ -145,8 +150,8 @@ def write_run(
     over from the current snapshot); None: the tables are not partitioned by night and the
     run replaces everything.
     """
-    for name, (model, _, _) in TABLES.items():
-        model.validate(tables[name], lazy=True)
+    for name, table in tables.items():
+        TABLES[name][0].validate(table, lazy=True)
     with locked(out):
         previous = current_snapshot(out)
         snapshot = new_snapshot(out)
@@ -163,17 +168,22 @@ def write_run(
                     ),
                 )
             fault_point("carried-over")
-            for name, (_, partitions, order) in TABLES.items():
+            for name, table in tables.items():
+                _, partitions, order = TABLES[name]
                 by = ([DUMP_DATE] if nights is not None else []) + partitions
-                _write_table(tables[name].sort(order, nulls_last=True), snapshot / name, by)
+                _write_table(table.sort(order, nulls_last=True), snapshot / name, by)
                 fault_point(f"wrote-{name}")
             manifest = _merge_manifest(previous, manifest, nights)
             (snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-            commit(out, snapshot, TABLES, previous)
+            commit(out, snapshot, _present_tables(snapshot), previous)
         except BaseException:
             discard(snapshot)
             raise
     return snapshot
+
+
+def _present_tables(snapshot: Path) -> list[str]:
+    return [name for name in TABLES if (snapshot / name).is_dir()]
 
 
 def _write_table(frame: pl.DataFrame, table_dir: Path, by: list[str]) -> None:

@@ -206,3 +206,21 @@ class ModelScores(_Interval):
     formula_versions: str
     scorer_version: str
     input_fingerprint: str
+
+
+class RescoreDiff(pa.DataFrameModel):
+    """Per night, model and level: what a rescore with other formula versions moved."""
+
+    dump_date: str = pa.Field(nullable=True)
+    model: str
+    level: str = pa.Field(isin=["model", "category"])
+    category: str = pa.Field(isin=[c.value for c in Category] + ["overall"])
+    old_score: float = pa.Field(nullable=True)
+    new_score: float = pa.Field(nullable=True)
+    delta: float = pa.Field(nullable=True)
+    old_rank: pl.Int64 = pa.Field(nullable=True, ge=1)
+    new_rank: pl.Int64 = pa.Field(nullable=True, ge=1)
+    old_formula: str = pa.Field(nullable=True)
+    new_formula: str = pa.Field(nullable=True)
+    scorer_version: str
+    input_fingerprint: str

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 from flows.score import run, score_dump
 from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS
-from flows.warehouse import TABLES, aggregate
+from flows.warehouse import CORE_TABLES, TABLES, aggregate
 from transforms.aggregate import Bootstrap, _group_seed
 
 ROOT = Path(__file__).parents[2]
@@ -152,7 +152,7 @@ def scored_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_table_row_carries_provenance(scored_out: Path) -> None:
     manifest = json.loads((scored_out / "manifest.json").read_text())
-    for table in TABLES:
+    for table in CORE_TABLES:
         frame = read(scored_out, table)
         assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
         for night, info in manifest["nights"].items():
@@ -208,9 +208,9 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", one_night / "dump_date=2026-12-01")
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
-    both = {t: read(out, t) for t in TABLES}
+    both = {t: read(out, t) for t in CORE_TABLES}
     run(one_night, out, ["procedural_learning=v1"])
-    for table in TABLES:
+    for table in CORE_TABLES:
         after = read(out, table)
         night = pl.col("dump_date").cast(pl.String) == "2026-11-30"
         assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
@@ -233,7 +233,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
 ) -> None:
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
-    before = {t: read(out, t) for t in TABLES}
+    before = {t: read(out, t) for t in CORE_TABLES}
     flag = tmp_path / "paused"
     env = {**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)}
     script = (
@@ -259,7 +259,7 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path) -> None:
     con = duckdb.connect()
     con.execute(f"SET VARIABLE cogscore_out = '{scored_out}'")
     con.execute((ROOT / "sql" / "views.sql").read_text())
-    for table in TABLES:
+    for table in CORE_TABLES:
         count = con.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert count == (read(scored_out, table).height,)
     leaderboard = con.execute("SELECT model, rank FROM leaderboard ORDER BY rank").fetchall()
