@@ -1,7 +1,8 @@
-"""``cogscore score`` end to end: the command line, the Prefect flow and the tables."""
+"""The command line end to end: local and Prefect engines, Dask through prefect-dask."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,47 +11,106 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tests.flows.test_runs import table_hashes
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
 
+def cogscore(*args: str | Path) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def failing(*args: str | Path) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+def test_score_writes_the_tables_and_prints_the_leaderboard(tmp_path: Path) -> None:
+    output = cogscore("score", EXAMPLE_DUMP, "--out", tmp_path, "--engine", "local")
+    assert "leaderboard of 2026-12-01" in output and "oracle-large" in output
+    assert "1912 rows read = 1791 scored + 121 rejected" in output
+    scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
+    assert set(scores["dump_date"].cast(pl.String)) == {"2026-11-30", "2026-12-01"}
+
+
+def test_usage_errors_are_messages(tmp_path: Path) -> None:
+    assert "runtime_rl has no formula 'v7'" in failing(
+        "score", EXAMPLE_DUMP, "--out", tmp_path, "--formula", "runtime_rl=v7"
+    )
+    assert "does not exist" in failing("score", tmp_path / "nope", "--out", tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert "not a writable folder" in failing("score", EXAMPLE_DUMP, "--out", blocker / "out")
+    assert "CATEGORY=VERSION" in failing("rescore", EXAMPLE_DUMP, "--out", tmp_path)
+    assert "not a date" in failing(
+        "rescore",
+        EXAMPLE_DUMP,
+        "--out",
+        tmp_path,
+        "--formula",
+        "procedural_learning=v1",
+        "--since",
+        "yesterday",
+    )
+
+
 @pytest.fixture(scope="module")
-def prefect_api() -> Iterator[None]:
+def prefect_api() -> Iterator[str]:
+    from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=180):
-        yield
+        yield str(PREFECT_API_URL.value())
 
 
-def test_score_writes_the_tables_and_prints_the_leaderboard(
-    prefect_api: None, tmp_path: Path
-) -> None:
-    result = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    assert "oracle-large" in result.output and "rows read" in result.output
-    scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
-    assert set(scores["dump_date"].cast(pl.String)) == {"2026-11-30", "2026-12-01"}
-    assert (tmp_path / "manifest.json").exists()
-
-
-def test_bad_formula_is_a_usage_error(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        app, ["score", str(EXAMPLE_DUMP), "--out", str(tmp_path), "--formula", "runtime_rl=v7"]
+def test_prefect_flows_give_the_local_tables(prefect_api: str, tmp_path: Path) -> None:
+    cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
+    output = cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
+    assert "nightly: 2 night(s) scored" in output
+    assert table_hashes(tmp_path / "flow") == table_hashes(tmp_path / "local")
+    again = cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
+    assert "nothing new" in again
+    moved = cogscore(
+        "rescore",
+        EXAMPLE_DUMP,
+        "--out",
+        tmp_path / "flow",
+        "--engine",
+        "prefect",
+        "--formula",
+        "procedural_learning=v1",
+        "--since",
+        "2026-12-01",
     )
-    assert result.exit_code == 2
-    assert "runtime_rl has no formula 'v7'" in result.output
+    assert "what the rescore moved" in moved
 
 
-def test_missing_input_is_an_error_not_a_traceback(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["score", str(tmp_path / "nope"), "--out", str(tmp_path)])
-    assert result.exit_code == 2
-    assert "does not exist" in result.output
-    assert "Traceback" not in result.output
+def test_prefect_dask_task_runner_gives_the_local_tables(prefect_api: str, tmp_path: Path) -> None:
+    from distributed import LocalCluster
 
-
-def test_unwritable_output_is_an_error(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    result = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(blocker / "out")])
-    assert result.exit_code == 2
-    assert "not a writable folder" in result.output
+    cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
+    # Workers report to the same Prefect API (else each would start a server of its own).
+    saved = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = prefect_api
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+            cogscore(
+                "score",
+                EXAMPLE_DUMP,
+                "--out",
+                tmp_path / "dask",
+                "--engine",
+                "prefect",
+                "--dask-address",
+                cluster.scheduler_address,
+            )
+    finally:
+        if saved is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = saved
+    assert table_hashes(tmp_path / "dask") == table_hashes(tmp_path / "local")

@@ -1,0 +1,159 @@
+"""Nightly and rescore runs: incremental detection, the rescore diff, Dask."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from flows import runs
+from flows.io import InputError
+from flows.store import CURRENT
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+NIGHTS = ("2026-11-30", "2026-12-01")
+
+
+@pytest.fixture
+def dump(tmp_path: Path) -> Path:
+    root = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, root)
+    return root
+
+
+def inodes(out: Path, night: str) -> dict[str, int]:
+    """The files of one night in the current snapshot, by path: their inode numbers."""
+    current = (out / CURRENT).resolve()
+    return {
+        str(p.relative_to(current)): p.stat().st_ino
+        for p in current.rglob("*.parquet")
+        if f"dump_date={night}" in p.parts[-2] or f"dump_date={night}" in p.parts[-3]
+    }
+
+
+def table_hashes(out: Path) -> dict[str, str]:
+    current = (out / CURRENT).resolve()
+    return {
+        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(current.rglob("*.parquet"))
+    }
+
+
+def test_nightly_scores_new_then_nothing_then_only_what_changed(dump: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = runs.nightly(dump, out)
+    assert first.nights_scored == list(NIGHTS) and first.nights_unchanged == []
+    kept = inodes(out, NIGHTS[0])
+
+    again = runs.nightly(dump, out)
+    assert again.nights_scored == [] and again.nights_unchanged == list(NIGHTS)
+    assert again.result is None
+
+    # Change one file of the second night: only that night is scored again.
+    victim = dump / f"dump_date={NIGHTS[1]}" / "part-0.parquet"
+    frame = pl.read_parquet(victim)
+    frame.with_columns(pl.col("content").str.replace("a", "b")).write_parquet(victim)
+    changed = runs.nightly(dump, out)
+    assert changed.nights_scored == [NIGHTS[1]] and changed.nights_unchanged == [NIGHTS[0]]
+    assert inodes(out, NIGHTS[0]) == kept, "an unchanged night is not rewritten"
+
+    # A new night appears: it alone is scored.
+    shutil.copytree(dump / f"dump_date={NIGHTS[1]}", dump / "dump_date=2026-12-02")
+    new = runs.nightly(dump, out)
+    assert new.nights_scored == ["2026-12-02"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert sorted(manifest["nights"]) == [*NIGHTS, "2026-12-02"]
+    log = [json.loads(line) for line in (out / runs.RUN_LOG).read_text().splitlines()]
+    assert [entry["nights_scored"] for entry in log] == [
+        list(NIGHTS),
+        [],
+        [NIGHTS[1]],
+        ["2026-12-02"],
+    ]
+
+
+def test_nightly_equals_one_score_of_everything(dump: Path, tmp_path: Path) -> None:
+    one_night = tmp_path / "growing"
+    shutil.copytree(dump / f"dump_date={NIGHTS[0]}", one_night / f"dump_date={NIGHTS[0]}")
+    runs.nightly(one_night, tmp_path / "incremental")
+    shutil.copytree(dump / f"dump_date={NIGHTS[1]}", one_night / f"dump_date={NIGHTS[1]}")
+    runs.nightly(one_night, tmp_path / "incremental")
+    runs.score(dump, tmp_path / "whole")
+    assert table_hashes(tmp_path / "incremental") == table_hashes(tmp_path / "whole")
+
+
+def test_a_touched_but_unchanged_file_is_rehashed_and_left_alone(
+    dump: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    runs.nightly(dump, out)
+    victim = dump / f"dump_date={NIGHTS[0]}" / "part-1.parquet"
+    os.utime(victim, ns=(1, 1))  # new modification time, same content
+    assert runs.nightly(dump, out).nights_scored == []
+
+
+def test_nightly_needs_dated_partitions(tmp_path: Path) -> None:
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    shutil.copy(EXAMPLE_DUMP / f"dump_date={NIGHTS[0]}" / "part-0.parquet", flat / "a.parquet")
+    with pytest.raises(InputError, match="dump_date"):
+        runs.nightly(flat, tmp_path / "out")
+
+
+def test_rescore_replaces_the_range_and_writes_what_moved(dump: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    runs.nightly(dump, out)
+    before = pl.read_parquet((out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[0]}")
+    kept = inodes(out, NIGHTS[0])
+    outcome = runs.rescore(dump, out, ["procedural_learning=v1"], since=date(2026, 12, 1))
+    assert outcome.nights_scored == [NIGHTS[1]]
+    assert inodes(out, NIGHTS[0]) == kept
+    diff = pl.scan_parquet(out / "rescore_diff", hive_partitioning=True).collect()
+    assert set(diff["dump_date"].cast(pl.String)) == {NIGHTS[1]}
+    procedural = diff.filter(category="procedural_learning")
+    assert procedural["delta"].abs().max() > 0
+    assert set(procedural["old_formula"]) == {"v2"} and set(procedural["new_formula"]) == {"v1"}
+    untouched = diff.filter(
+        pl.col("level") == "category", pl.col("category") != "procedural_learning"
+    )
+    assert untouched["delta"].abs().max() == 0.0
+    models = diff.filter(level="model")
+    assert models["old_rank"].null_count() == 0 and models["new_rank"].null_count() == 0
+    new_models = pl.read_parquet(
+        (out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[1]}"
+    )
+    assert sorted(models["new_score"]) == sorted(new_models["score"])
+    assert before.equals(
+        pl.read_parquet((out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[0]}")
+    )
+
+
+def test_rescore_outside_every_night_is_an_error(dump: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="range"):
+        runs.rescore(dump, tmp_path / "out", ["procedural_learning=v1"], since=date(2030, 1, 1))
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():  # type: ignore[no-untyped-def]
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield cluster
+
+
+def test_dask_cluster_gives_the_same_tables_as_a_local_run(
+    dask_cluster,
+    dump: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    runs.score(dump, tmp_path / "local")
+    runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
+    assert table_hashes(tmp_path / "dask") == table_hashes(tmp_path / "local")
