@@ -4,7 +4,8 @@
 
 The output is deterministic (every episode draws from its own ``random.Random`` seeded by
 its night, model, task and instance). Expected answers are computed by the tasks' rule
-functions below; the three models differ in skill:
+functions (imported from ``simulator.tasks``, which the dump simulator shares); the three
+models differ in skill:
 
 - ``oracle-large`` reasons correctly almost always and asks for few examples;
 - ``learner-medium`` falls for blocking and deceptive demonstrations, asks for more
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import itertools
 import random
 import sys
 import unicodedata
@@ -49,6 +49,27 @@ from examples.dumpkit import (
 )
 from schemas.contract import FILE, Category, Col, Kind, Match, Role, Status
 from schemas.rules import Rule
+
+# The tasks' rule functions live in the simulator (simulator/tasks.py), which reuses them.
+from simulator.tasks import (
+    CODES,
+    CONFIRMED,
+    CUES,
+    NO,
+    RULED_OUT,
+    UNDETERMINED,
+    UNKNOWN,
+    YES,
+    bubble_swaps,
+    cue_statuses,
+    inversions,
+    mastermind_score,
+    predict_compound,
+    random_mealy,
+    run_mealy,
+    velmari_plural,
+)
+from simulator.tasks import random_root as _root
 
 SEED = 20261201
 NIGHTS = ("2026-11-30", "2026-12-01")
@@ -93,39 +114,6 @@ SYSTEM_PROMPT = (
 
 
 # ============================================================ associative learning
-
-CUES = ["Plex", "Vorn", "Tesk", "Quill", "Brim", "Dax", "Murl", "Sorn", "Kelp", "Zint"]
-CONFIRMED, RULED_OUT, UNKNOWN = "CONFIRMED", "RULED OUT", "UNKNOWN"
-YES, NO, UNDETERMINED = "YES", "NO", "UNDETERMINED"
-
-
-def cue_statuses(cues: Sequence[str], trials: Sequence[tuple[tuple[str, ...], bool]]) -> dict:
-    """The rule function: what the trial log proves about each cue (causes combine by OR).
-
-    A trial without the effect rules out every cue in it; a trial with the effect confirms
-    its cue when every other cue in it is ruled out; anything else stays UNKNOWN (a cue
-    only ever seen beside a confirmed cause is blocked).
-    """
-    status = dict.fromkeys(cues, UNKNOWN)
-    for present, effect in trials:
-        if not effect:
-            for cue in present:
-                status[cue] = RULED_OUT
-    changed = True
-    while changed:
-        changed = False
-        for present, effect in trials:
-            open_ = [c for c in present if status[c] != RULED_OUT]
-            if effect and len(open_) == 1 and status[open_[0]] == UNKNOWN:
-                status[open_[0]] = CONFIRMED
-                changed = True
-    return status
-
-
-def predict_compound(statuses: Sequence[str]) -> str:
-    if CONFIRMED in statuses:
-        return YES
-    return NO if all(s == RULED_OUT for s in statuses) else UNDETERMINED
 
 
 def task_blocking_log(rng: random.Random, model: Model) -> Task:
@@ -282,26 +270,6 @@ def task_linear_rule(rng: random.Random, model: Model) -> Task:
 
 # ============================================================ language learning
 
-FRONT, BACK = "ei", "aou"
-VOWELS = FRONT + BACK
-
-
-def velmari_plural(root: str) -> str:
-    """The rule function: plural suffix harmonises with the root's last vowel.
-
-    Front last vowel: -é, back: -ó; vowel-final roots insert -n- first. Returned in NFC.
-    """
-    last = [c for c in root if c in VOWELS][-1]
-    suffix = "\u00e9" if last in FRONT else "\u00f3"
-    form = root + ("n" if root[-1] in VOWELS else "") + suffix
-    return unicodedata.normalize("NFC", form)
-
-
-def _root(rng: random.Random) -> str:
-    cons = "ptkmnlrsv"
-    shape = rng.choice(["CVCV", "CVC", "CVCVC", "CVCCV"])
-    return "".join(rng.choice(cons) if s == "C" else rng.choice(VOWELS) for s in shape)
-
 
 def task_vowel_harmony(rng: random.Random, model: Model) -> Task:
     roots: list[str] = []
@@ -365,21 +333,6 @@ def task_vowel_harmony(rng: random.Random, model: Model) -> Task:
 
 
 # ============================================================ observational learning
-
-Mealy = dict[tuple[int, str], tuple[int, str]]
-
-
-def random_mealy(rng: random.Random, states: int = 3) -> Mealy:
-    return {(s, x): (rng.randrange(states), rng.choice("01")) for s in range(states) for x in "ab"}
-
-
-def run_mealy(machine: Mealy, inputs: str) -> list[str]:
-    """The rule function: the output symbols of a Mealy machine from state 0."""
-    state, out = 0, []
-    for x in inputs:
-        state, y = machine[(state, x)]
-        out.append(y)
-    return out
 
 
 def task_mealy(rng: random.Random, model: Model) -> Task:
@@ -460,16 +413,6 @@ def task_group_operation(rng: random.Random, model: Model) -> Task:
 
 # ============================================================ runtime RL
 
-COLORS = "RGBYOP"
-CODES = ["".join(c) for c in itertools.product(COLORS, repeat=4)]
-
-
-def mastermind_score(secret: str, guess: str) -> tuple[int, int]:
-    """The rule function: (LOCK, DRIFT) = right colour right place, right colour elsewhere."""
-    lock = sum(s == g for s, g in zip(secret, guess, strict=True))
-    common = sum(min(secret.count(c), guess.count(c)) for c in COLORS)
-    return lock, common - lock
-
 
 def task_mastermind(rng: random.Random, model: Model) -> Task:
     secret = rng.choice(CODES)
@@ -509,21 +452,6 @@ def task_mastermind(rng: random.Random, model: Model) -> Task:
 
 
 # ============================================================ procedural learning
-
-
-def inversions(xs: Sequence[int]) -> int:
-    """The rule function: the fewest adjacent swaps that sort `xs`."""
-    return sum(xs[i] > xs[j] for i in range(len(xs)) for j in range(i + 1, len(xs)))
-
-
-def bubble_swaps(xs: Sequence[int]) -> list[int]:
-    xs, swaps = list(xs), []
-    for end in range(len(xs) - 1, 0, -1):
-        for i in range(end):
-            if xs[i] > xs[i + 1]:
-                xs[i], xs[i + 1] = xs[i + 1], xs[i]
-                swaps.append(i)
-    return swaps
 
 
 def task_swap_sort(rng: random.Random, model: Model) -> Task:

@@ -203,7 +203,10 @@ def simulate(
         ),
     ] = True,
 ) -> None:
-    """Write a simulated dump (real tasks, simulated models) for tests, demos, benchmarks."""
+    """Write a simulated dump (real tasks, simulated models) for tests, demos, benchmarks.
+
+    Earlier part-*.parquet files in OUT/dump_date=DATE (or OUT) are replaced.
+    """
     from datetime import UTC
     from datetime import datetime as clock
 

@@ -70,9 +70,7 @@ def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
     pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique([*KEY, DUMP_DATE])
     files = pairs.group_by(night_id).agg(pl.col("file").sort().alias("all_files"))
     return (
-        pairs.join(
-            files.filter(pl.col("all_files").list.len() > 1), on=night_id, nulls_equal=True
-        )
+        pairs.join(files.filter(pl.col("all_files").list.len() > 1), on=night_id, nulls_equal=True)
         .with_columns(
             pl.col("all_files")
             .list.set_difference(pl.concat_list(pl.col("file")))
