@@ -29,9 +29,14 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest
 
+# Two simulated nights for four models, then the nightly job twice through Prefect's
+# temporary API (no server to start): the second run finds nothing new.
 demo: setup
-	rm -rf demo-out
-	$(BIN)/cogscore score examples/dump --out demo-out
+	rm -rf demo-out demo-dump
+	$(BIN)/cogscore simulate --out demo-dump --date 2026-11-30 --episodes 600 --seed 1
+	$(BIN)/cogscore simulate --out demo-dump --date 2026-12-01 --episodes 600 --seed 2
+	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
+	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
 
 clean:
-	rm -rf .tools $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf .tools $(VENV) demo-out demo-dump .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -104,6 +104,8 @@ def outcome_lines(outcome: Outcome) -> list[str]:
         )
     if outcome.result is not None:
         lines += [*leaderboard_lines(outcome.out), "", *run_lines(outcome.result, outcome.out)]
+    elif (outcome.out / "model_scores").exists():  # nothing new: what the tables hold
+        lines += [*leaderboard_lines(outcome.out), "", f"tables unchanged in {outcome.out}/"]
     if outcome.diff is not None:
         lines += [
             "",
