@@ -1,0 +1,48 @@
+"""The Prefect side: the deployment in prefect.yaml and the task cache key."""
+
+from __future__ import annotations
+
+import inspect
+from importlib import import_module
+from pathlib import Path
+
+import polars as pl
+import yaml
+from prefect import Flow
+
+from flows.io import DumpFile
+from flows.prefect_flows import file_cache_key
+from schemas.formulas import resolve
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_the_nightly_deployment_runs_nightly_flow_at_two_utc() -> None:
+    config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    (deployment,) = config["deployments"]
+    path, name = deployment["entrypoint"].split(":")
+    flow = getattr(import_module(path.removesuffix(".py").replace("/", ".")), name)
+    assert isinstance(flow, Flow) and flow.name == "cogscore-nightly"
+    assert set(deployment["parameters"]) <= set(inspect.signature(flow.fn).parameters)
+    assert deployment["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC"}]
+
+
+def test_the_cache_key_follows_content_formulas_and_duplicates() -> None:
+    dump_file = DumpFile(Path("/x/part-0.parquet"), "part-0.parquet")
+    none = pl.DataFrame(
+        schema={"file": pl.String, "episode_id": pl.String, "other_files": pl.String}
+    )
+    base = {"dump_file": dump_file, "duplicates": none, "formulas": resolve([]), "digest": "a"}
+
+    def key(**changes: object) -> str:
+        return file_cache_key(None, {**base, **changes})  # type: ignore[arg-type]
+
+    assert key() == key()
+    assert key(digest="b") != key()
+    assert key(formulas=resolve(["procedural_learning=v1"])) != key()
+    dup = pl.DataFrame({"file": ["part-0.parquet"], "episode_id": ["e"], "other_files": ["o"]})
+    assert key(duplicates=dup) != key()
+    other_file = pl.DataFrame(
+        {"file": ["part-9.parquet"], "episode_id": ["e"], "other_files": ["o"]}
+    )
+    assert key(duplicates=other_file) == key()
