@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -117,8 +117,8 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
     try:
-        report.rows = row_count(dump_file.path)
-        schema = dict(pl.read_parquet_schema(dump_file.path))
+        report.rows = retrying(lambda: row_count(dump_file.path))
+        schema = dict(retrying(lambda: pl.read_parquet_schema(dump_file.path)))
     except Exception as error:  # a file that is not (valid) Parquet
         problems = [(Rule.FILE_UNREADABLE, f"not a readable Parquet file: {error}")]
     else:
@@ -134,6 +134,23 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     report.status = "rejected"
     report.problems = [m for _, m in problems]
     return None, report, _file_reject(dump_file, report.rows, problems)
+
+
+T = TypeVar("T")
+READ_ATTEMPTS = 3
+
+
+def retrying(read: Callable[[], T], attempts: int = READ_ATTEMPTS, delay: float = 0.5) -> T:
+    """``read()``, tried again after an OS-level error (a file briefly unreadable, a network
+    filesystem hiccup); what is still failing after ``attempts`` is raised."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except OSError:
+            if attempt == attempts:
+                raise
+            time.sleep(delay * attempt)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -182,8 +199,14 @@ def score_file(
         assert reject is not None
         return pl.DataFrame(schema=EPISODE_SCORES), reject, report
     dup = duplicates.lazy().filter(pl.col(FILE) == dump_file.relative)
-    scores, rejects = pl.collect_all(list(score_rows(rows, formulas, dup)))
+    scores, rejects = pl.collect_all(list(score_rows(rows, formulas, dup)), optimizations=_PLAN)
     return scores, rejects, report
+
+
+# score_rows marks the subplans it shares with explicit caches; polars' own search for common
+# subplans on top of them doubled the time per file (1.4 s against 0.6 s, 264k rows), and
+# finds nothing more to share.
+_PLAN = pl.QueryOptFlags(comm_subplan_elim=False)
 
 
 def assemble(
