@@ -73,12 +73,19 @@ def _check(input_root: Path, out: Path, formula: list[str] | None) -> None:
         raise typer.Exit(2) from None
 
 
-def _run(engine: Engine, dask_address: str | None, kind: str, **kwargs: Any) -> None:
+StrictOpt = Annotated[
+    bool, typer.Option("--strict", help="Exit 1 when any file or episode was not scored.")
+]
+
+
+def _run(
+    engine: Engine, dask_address: str | None, kind: str, strict: bool = False, **kwargs: Any
+) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
     only then: importing Prefect alone costs about 2 s), and print the summary."""
     from flows.io import InputError
     from flows.store import OutputBusy
-    from flows.summary import outcome_lines
+    from flows.summary import outcome_lines, unscored_input
 
     t0 = time.perf_counter()
     try:
@@ -105,6 +112,8 @@ def _run(engine: Engine, dask_address: str | None, kind: str, **kwargs: Any) -> 
     for line in outcome_lines(outcome):
         typer.echo(line)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
+    if strict and unscored_input(outcome) is not None:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -114,10 +123,19 @@ def score(
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically)."""
     _check(input_root, out, formula)
-    _run(engine, dask_address, "score", input_root=input_root, out=out, formulas=formula or [])
+    _run(
+        engine,
+        dask_address,
+        "score",
+        strict=strict,
+        input_root=input_root,
+        out=out,
+        formulas=formula or [],
+    )
 
 
 @app.command()
@@ -127,6 +145,7 @@ def nightly(
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
     verify: Annotated[
         bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
     ] = False,
@@ -137,6 +156,7 @@ def nightly(
         engine,
         dask_address,
         "nightly",
+        strict=strict,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -162,6 +182,7 @@ def rescore(
     until: Annotated[str | None, typer.Option(help="Last night, YYYY-MM-DD.")] = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved."""
     _check(dump_root, out, formula)
@@ -171,6 +192,7 @@ def rescore(
         engine,
         dask_address,
         "rescore",
+        strict=strict,
         dump_root=dump_root,
         out=out,
         formulas=formula,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ def row_count(path: Path) -> int:
     return int(pq.ParquetFile(path).metadata.num_rows)
 
 
+_MAX_VALUE = 200
+
+
 def partition_dir(values: Mapping[str, str | None]) -> str:
     """A hive folder path for partition values; each value is percent-encoded so that no
     value (``..``, ``a/b``, control characters) can name a path outside the table.
@@ -68,7 +72,10 @@ def partition_dir(values: Mapping[str, str | None]) -> str:
         encoded = quote(value, safe="-_.:")
         if encoded in ("", ".", ".."):
             encoded = encoded.replace(".", "%2E") or "%00"
-        parts.append(f"{key}={encoded[:200]}")
+        if len(encoded) > _MAX_VALUE:  # a folder name must stay short, and distinct
+            digest = hashlib.sha256(value.encode()).hexdigest()[:16]
+            encoded = f"{encoded[: _MAX_VALUE - 17]}~{digest}"
+        parts.append(f"{key}={encoded}")
     return "/".join(parts)
 
 

@@ -14,6 +14,19 @@ from flows.score import ScoreResult
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import RULES, SCORE
 
+
+def printable(text: object) -> str:
+    r"""``text`` safe for a terminal: control characters (ANSI escapes, newlines, NUL) are
+    shown as escapes instead of acting on the terminal.
+
+    >>> printable("m\x1b[2Jx\n")
+    'm\\x1b[2Jx\\n'
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+FENCE = "`" * 3
+
 SHORT = {
     c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
 }
@@ -37,7 +50,7 @@ def leaderboard_lines(out: Path) -> list[str]:
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
     }
-    lines = [f"leaderboard{f' of {night}' if night else ''} (score, 95% interval):"]
+    lines = [f"leaderboard{f' of {printable(night)}' if night else ''} (score, 95% interval):"]
     header = f"{'rank':>4}  {'model':<20}{'score':>7}  {'interval':<15}{'cats':>5}"
     lines.append(header + "".join(f"{SHORT[c]:>14}" for c in present))
     for row in models.sort("rank", Col.MODEL).iter_rows(named=True):  # one line per model
@@ -49,7 +62,8 @@ def leaderboard_lines(out: Path) -> list[str]:
             for c in present
         )
         lines.append(
-            f"{row['rank']:>4}  {row[Col.MODEL][:19]:<20}{row[SCORE]:>7.3f}  {interval:<15}"
+            f"{row['rank']:>4}  {printable(row[Col.MODEL])[:19]:<20}{row[SCORE]:>7.3f}  "
+            f"{interval:<15}"
             f"{row['categories_covered']:>5}{cells}"
         )
     return lines
@@ -87,10 +101,26 @@ def diff_lines(diff: pl.DataFrame) -> list[str]:
         delta = "-" if row["delta"] is None else f"{row['delta']:+.3f}"
         ranks = f"{row['old_rank'] or '-'} -> {row['new_rank'] or '-'}"
         lines.append(
-            f"{row[DUMP_DATE] or '':<12}{row[Col.MODEL][:19]:<20}{old:>8}{new:>8}{delta:>9}"
+            f"{printable(row[DUMP_DATE] or ''):<12}{printable(row[Col.MODEL])[:19]:<20}"
+            f"{old:>8}{new:>8}{delta:>9}"
             f"{ranks:>10}"
         )
     return lines
+
+
+def unscored_input(outcome: Outcome) -> str | None:
+    """The "completed with rejected input" line, where a file or an episode was not scored."""
+    if outcome.result is None:
+        return None
+    counts = outcome.result.counts
+    if not (counts["files_rejected"] or counts["rows_rejected"]):
+        return None
+    return (
+        f"completed with rejected input: {counts['files_rejected']} file(s), "
+        f"{counts['episodes_rejected']} rejected episode(s), "
+        f"{counts['episodes_harness_error']} harness error(s), "
+        f"{counts['rows_rejected']} row(s) not scored (see rejects/)"
+    )
 
 
 def outcome_lines(outcome: Outcome) -> list[str]:
@@ -112,10 +142,13 @@ def outcome_lines(outcome: Outcome) -> list[str]:
             "what the rescore moved (overall score per model):",
             *diff_lines(outcome.diff),
         ]
+    if (status := unscored_input(outcome)) is not None:
+        lines.append(status)
     return lines
 
 
 def outcome_markdown(outcome: Outcome) -> str:
     """The Prefect artifact of a run: the same summary as the terminal, as markdown."""
-    body = "\n".join(outcome_lines(outcome)) or "nothing to do"
+    # Inside a code fence: a name holding a fence must not close it.
+    body = "\n".join(outcome_lines(outcome)).replace(FENCE, "'" * 3) or "nothing to do"
     return f"# cogscore {outcome.kind} run {outcome.run_id}\n\n```\n{body}\n```\n"
