@@ -29,7 +29,7 @@ from flows.score import (
     plan_dump,
     score_file,
 )
-from flows.store import MANIFEST, current_snapshot
+from flows.store import MANIFEST, current_snapshot, fault_point
 from flows.warehouse import (
     CATEGORY_SCORES,
     MODEL_SCORES,
@@ -129,6 +129,7 @@ def _score(
     plan = plan_dump(input_root, nights)
     result = assemble(mapper(plan.files, plan.duplicates, formulas, digests), formulas)
     result.timings["score_s"] = round(time.perf_counter() - t0, 3)
+    fault_point("scored")
     return result
 
 

@@ -1,0 +1,113 @@
+"""Bad input files and paths: named, counted, the rest scored; clear errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+NIGHT = "dump_date=2026-12-01"
+
+
+def _table(rows: int = 1) -> pa.Table:
+    return pa.table(
+        {
+            "run_id": ["r"] * rows,
+            "episode_id": [f"bad-{i}" for i in range(rows)],
+            "model": ["m"] * rows,
+            "task": ["t"] * rows,
+            "category": ["associative_learning"] * rows,
+            "turn": pa.array(range(rows), pa.int64()),
+            "role": ["environment"] * rows,
+            "kind": ["episode_start"] * rows,
+            "params": ["{}"] * rows,
+        }
+    )
+
+
+def truncated(path: Path) -> None:
+    pq.write_table(_table(50), path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+BREAKERS: dict[str, tuple[Callable[[Path], None], str, int]] = {
+    # name: (how to write the bad file, the rule, the rows it must be counted with)
+    "truncated": (truncated, "file_unreadable", 0),
+    "not-parquet": (lambda p: p.write_text("id,score\n1,0.5\n"), "file_unreadable", 0),
+    "empty-file": (lambda p: p.write_bytes(b""), "file_unreadable", 0),
+    "value-as-string": (
+        lambda p: pq.write_table(_table(3).append_column("value", pa.array(["0.5"] * 3)), p),
+        "wrong_column_type",
+        3,
+    ),
+    "missing-column": (
+        lambda p: pq.write_table(_table(4).drop_columns(["kind"]), p),
+        "missing_column",
+        4,
+    ),
+}
+
+
+def run(*args: str | Path) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("name", BREAKERS)
+def test_a_bad_file_is_named_counted_and_the_rest_scored(name: str, tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    breaker, rule, rows = BREAKERS[name]
+    breaker(dump / NIGHT / f"{name}.parquet")
+    code, output = run("score", dump, "--out", tmp_path / "out", "--engine", "local")
+    assert code == 0, output
+    assert "completed with rejected input: 1 file(s)" in output
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    bad = [f for f in manifest["files"] if f["file"] == f"{NIGHT}/{name}.parquet"]
+    assert bad and bad[0]["status"] == "rejected" and bad[0]["problems"]
+    assert manifest["counts"]["episodes_scored"] == 84  # every other file is scored
+    import polars as pl
+
+    rejects = pl.scan_parquet(tmp_path / "out" / "rejects", hive_partitioning=True).collect()
+    row = rejects.filter(pl.col("file") == f"{NIGHT}/{name}.parquet").row(0, named=True)
+    assert row["rules"] == [rule] and row["rows"] == rows
+    counts = manifest["counts"]
+    assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]
+    code, _ = run("score", dump, "--out", tmp_path / "strict", "--engine", "local", "--strict")
+    assert code == 1
+
+
+def test_a_file_with_zero_rows_is_read_and_adds_nothing(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    pq.write_table(_table(0), dump / NIGHT / "zero.parquet")
+    code, output = run("score", dump, "--out", tmp_path / "out", "--engine", "local")
+    assert code == 0 and "1912 rows read" in output
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "nope", "does not exist"),
+        (lambda d: (d / "empty").mkdir() or d / "empty", "holds no .parquet files"),
+    ],
+)
+def test_unusable_input_is_a_clear_error(make, message: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    code, output = run("score", make(tmp_path), "--out", tmp_path / "out")
+    assert code == 2 and message in output
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    code, output = run("nightly", EXAMPLE_DUMP, "--out", tmp_path / "file" / "out")
+    assert code == 2 and "not a writable folder" in output

@@ -1,0 +1,124 @@
+"""Faults: kill -9 anywhere, two runs at once, transient and permanent read errors."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import flows.score
+from flows import runs
+from flows.cli import app
+from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS, locked
+
+ROOT = Path(__file__).parents[2]
+EXAMPLE_DUMP = ROOT / "examples" / "dump"
+
+
+def snapshot_bytes(out: Path) -> dict[str, str]:
+    current = (out / CURRENT).resolve()
+    return {
+        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(current.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "scored",
+        "carried-over",
+        "wrote-rejects",
+        "wrote-model_scores",
+        "before-commit",
+        "after-commit",
+    ],
+)
+def test_kill_9_during_nightly_then_the_next_run_completes(point: str, tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-11-30", dump / "dump_date=2026-11-30")
+    out = tmp_path / "out"
+    runs.nightly(dump, out)
+    before = snapshot_bytes(out)
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", dump / "dump_date=2026-12-01")
+    flag = tmp_path / "flag"
+    script = (
+        "from pathlib import Path; from flows.runs import nightly; "
+        f"nightly(Path({str(dump)!r}), Path({str(out)!r}))"
+    )
+    victim = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)},
+    )
+    deadline = time.monotonic() + 120
+    while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flag.exists()
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    if point == "after-commit":  # the new snapshot was committed: it is complete
+        assert snapshot_bytes(out) != before
+    else:
+        assert snapshot_bytes(out) == before, "the previous output, complete"
+    again = runs.nightly(dump, out)
+    expected_new = [] if point == "after-commit" else ["2026-12-01"]
+    assert again.nights_scored == expected_new
+    scores = pl.scan_parquet(out / "episode_scores", hive_partitioning=True).collect()
+    assert scores.height == 84
+    assert len(list((out / VERSIONS).iterdir())) <= 2
+
+
+def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with locked(out):
+        result = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "another cogscore run" in result.output and "is writing to" in result.output
+    assert not (out / CURRENT).exists()
+
+
+def test_a_transient_read_error_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = flows.score.row_count
+    failures = {"left": 2}
+
+    def flaky(path: Path) -> int:
+        if failures["left"] and path.name == "part-0.parquet":
+            failures["left"] -= 1
+            raise OSError("Resource temporarily unavailable")
+        return real(path)
+
+    monkeypatch.setattr(flows.score, "row_count", flaky)
+    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 3)
+    outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
+    assert outcome.result is not None and outcome.result.counts["files_rejected"] == 0
+    assert failures["left"] == 0
+
+
+def test_a_permanent_read_error_rejects_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = flows.score.row_count
+
+    def broken(path: Path) -> int:
+        if path.name == "part-1.parquet":
+            raise OSError("Input/output error")
+        return real(path)
+
+    monkeypatch.setattr(flows.score, "row_count", broken)
+    monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
+    outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
+    assert outcome.result is not None
+    counts = outcome.result.counts
+    assert counts["files_rejected"] == 2  # part-1 of each night
+    assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]
