@@ -54,12 +54,12 @@ from schemas.rules import Rule
 from simulator.tasks import (
     CODES,
     CONFIRMED,
-    CUES,
     NO,
     RULED_OUT,
     UNDETERMINED,
     UNKNOWN,
     YES,
+    blocking_trials,
     bubble_swaps,
     cue_statuses,
     inversions,
@@ -117,18 +117,8 @@ SYSTEM_PROMPT = (
 
 
 def task_blocking_log(rng: random.Random, model: Model) -> Task:
-    cues = rng.sample(CUES, 6)
+    cues, trials = blocking_trials(rng)
     cause_a, cause_b, inert_a, inert_b, blocked, eliminated = cues
-    trials: list[tuple[tuple[str, ...], bool]] = [
-        ((cause_a,), True),
-        ((cause_b,), True),
-        ((inert_a,), False),
-        ((inert_b,), False),
-        ((cause_a, blocked), True),  # blocking: cause_a explains the effect
-        ((inert_a, eliminated), rng.random() < 0.5),  # decided by `eliminated` alone
-    ]
-    trials = trials * 2
-    rng.shuffle(trials)
     truth = cue_statuses(cues, trials)
     log = "\n".join(
         f"Trial {i + 1:2d}: {' + '.join(p)} -> {'EFFECT' if e else 'no effect'}"

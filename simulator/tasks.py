@@ -83,8 +83,9 @@ def predict_compound(statuses: Sequence[str]) -> str:
     return NO if all(s == RULED_OUT for s in statuses) else UNDETERMINED
 
 
-def play_blocking_log(rng: random.Random, tx: Transcript) -> None:
-    p = tx.profile
+def blocking_trials(rng: random.Random) -> tuple[list[str], list[tuple[tuple[str, ...], bool]]]:
+    """Six cues and a shuffled trial log: two causes, two inert cues, one cue blocked by a
+    cause it always appears with, and one decided by a single compound trial."""
     cues = rng.sample(CUES, 6)
     cause_a, cause_b, inert_a, inert_b, blocked, eliminated = cues
     trials: list[tuple[tuple[str, ...], bool]] = [
@@ -97,6 +98,13 @@ def play_blocking_log(rng: random.Random, tx: Transcript) -> None:
     ]
     trials = trials * 2
     rng.shuffle(trials)
+    return cues, trials
+
+
+def play_blocking_log(rng: random.Random, tx: Transcript) -> None:
+    p = tx.profile
+    cues, trials = blocking_trials(rng)
+    cause_a, cause_b, inert_a, inert_b, blocked, eliminated = cues
     truth = cue_statuses(cues, trials)
 
     sees_blocking = p.sees_through(rng)
