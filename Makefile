@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
-.PHONY: setup test lint demo clean
+.PHONY: setup test lint demo bench clean
 
 setup: $(VENV)/.synced
 
@@ -37,6 +37,10 @@ demo: setup
 	$(BIN)/cogscore simulate --out demo-dump --date 2026-12-01 --episodes 600 --seed 2
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
+
+# Performance figures of the README (dumps cached under benchmarks/data/; --large: ~40 M rows).
+bench: setup
+	$(BIN)/python -m benchmarks.run --large
 
 clean:
 	rm -rf .tools $(VENV) demo-out demo-dump .pytest_cache .mypy_cache .ruff_cache .hypothesis

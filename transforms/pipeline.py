@@ -31,7 +31,14 @@ from transforms import (
 from transforms.episodes import KEY, episode_facts
 from transforms.items import graded_items, unknown_answers
 from transforms.params import with_params
-from transforms.rules import EPISODE_CATEGORY, OTHER_FILES, episode_category, judge
+from transforms.rules import (
+    EPISODE_CATEGORY,
+    OTHER_FILES,
+    episode_category,
+    explain,
+    judge,
+    with_status,
+)
 
 Scorer = Callable[[pl.LazyFrame, str], pl.LazyFrame]
 # Each category: its formula, and the components it writes (the others stay null).
@@ -53,13 +60,17 @@ def judged_episodes(rows: pl.LazyFrame, duplicates: pl.LazyFrame | None = None) 
     ``duplicates`` holds (file, episode_id, other_files) for episode ids found in more than
     one file of the dump (see ``duplicate_episodes``).
     """
+    return judge(_facts(rows, duplicates))
+
+
+def _facts(rows: pl.LazyFrame, duplicates: pl.LazyFrame | None) -> pl.LazyFrame:
     facts = with_params(episode_facts(rows).with_columns(episode_category()), EPISODE_CATEGORY)
     facts = facts.join(unknown_answers(rows), on=KEY, how="left", nulls_equal=True)
     if duplicates is None:
         facts = facts.with_columns(pl.lit(None, pl.String).alias(OTHER_FILES))
     else:
         facts = facts.join(duplicates, on=KEY, how="left", nulls_equal=True)
-    return judge(facts)
+    return facts
 
 
 def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
@@ -91,10 +102,10 @@ def score_rows(
     # The rows feed five aggregations and the judged episodes both outputs; polars does not
     # share those subplans by itself (a file was scanned 64 times, params parsed 7 times).
     rows = rows.cache()
-    judged = judged_episodes(rows, duplicates).cache()
+    judged = with_status(_facts(rows, duplicates)).cache()
     scorable = judged.filter(pl.col(STATUS) == EpisodeStatus.SCORED).drop(Col.CATEGORY)
     rejects = (
-        judged.filter(pl.col(STATUS) != EpisodeStatus.SCORED)
+        explain(judged.filter(pl.col(STATUS) != EpisodeStatus.SCORED))  # reasons: rejects only
         .rename({N_ROWS: ROWS})
         .select(*(pl.col(c).cast(t) for c, t in REJECTS.items()))
     )
@@ -103,6 +114,7 @@ def score_rows(
         .join(graded_items(rows), on=KEY, how="left")
         .join(runtime_rl.interaction_facts(rows), on=KEY, how="left")
         .join(procedural.round_facts(rows), on=KEY, how="left")
+        .cache()  # six category branches read it: join once, not six times
     )
     per_category = [
         scorer(scorable.filter(pl.col(Col.CATEGORY) == category), formulas[category])

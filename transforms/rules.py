@@ -227,6 +227,28 @@ def judge(episodes: pl.LazyFrame) -> pl.LazyFrame:
     Rows without an episode_id form one bucket per file that is never an episode: it
     gets only ``no_episode_id``.
     """
+    return explain(with_status(episodes))
+
+
+def with_status(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    """Add ``status`` only: whether any rule is broken is a cheap boolean; the lists of
+    rules and reasons (``explain``) cost ~40 string columns per episode, so they are built
+    for the few unscored episodes only."""
+    broken = pl.any_horizontal(c.broken.fill_null(False) for c in checks())
+    status = (
+        pl.when(pl.col(Col.EPISODE_ID).is_null())
+        .then(pl.lit(EpisodeStatus.REJECTED))
+        .when(HARNESS.broken)
+        .then(pl.lit(EpisodeStatus.HARNESS_ERROR))
+        .when(broken)
+        .then(pl.lit(EpisodeStatus.REJECTED))
+        .otherwise(pl.lit(EpisodeStatus.SCORED))
+    )
+    return episodes.with_columns(status.alias(STATUS))
+
+
+def explain(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    """Add ``rules`` and ``reasons`` (empty for a scored episode) to judged facts."""
     episode_checks = [HARNESS, *checks()]
 
     def listed(field: str, checks_: list[RuleCheck]) -> pl.Expr:
@@ -249,15 +271,4 @@ def judge(episodes: pl.LazyFrame) -> pl.LazyFrame:
         .then(listed(REASONS, [NO_EPISODE_ID]))
         .otherwise(listed(REASONS, episode_checks))
     )
-    status = (
-        pl.when(no_id)
-        .then(pl.lit(EpisodeStatus.REJECTED))
-        .when(HARNESS.broken)
-        .then(pl.lit(EpisodeStatus.HARNESS_ERROR))
-        .when(pl.col(RULES).list.len() > 0)
-        .then(pl.lit(EpisodeStatus.REJECTED))
-        .otherwise(pl.lit(EpisodeStatus.SCORED))
-    )
-    return episodes.with_columns(rules_.alias(RULES), reasons.alias(REASONS)).with_columns(
-        status.alias(STATUS)
-    )
+    return episodes.with_columns(rules_.alias(RULES), reasons.alias(REASONS))
