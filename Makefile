@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint browser demo bench clean
 
 setup: $(VENV)/.synced
 
@@ -26,7 +26,14 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+# The report's browser test needs Debian's Chromium: installed here where missing (as root).
+browser:
+	@if ! command -v chromium >/dev/null; then \
+	  if command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  else echo "chromium is missing and cannot be installed here: the report's browser test will fail"; fi; \
+	fi
+
+test: lint browser
 	$(BIN)/python -m pytest
 
 # Two simulated nights for four models, then the nightly job twice through Prefect's
@@ -37,6 +44,7 @@ demo: setup
 	$(BIN)/cogscore simulate --out demo-dump --date 2026-12-01 --episodes 600 --seed 2
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
+	$(BIN)/cogscore report demo-out --html demo-out/report.html
 
 # Performance figures of the README (dumps cached under benchmarks/data/; --large: ~40 M rows).
 bench: setup

@@ -271,5 +271,27 @@ def simulate(
     )
 
 
+@app.command()
+def report(
+    out: Annotated[Path, typer.Argument(metavar="OUT", help="The output folder of a run.")],
+    html_file: Annotated[Path, typer.Option("--html", help="The HTML file to write.")],
+    night: Annotated[
+        str | None, typer.Option(help="The night to show, YYYY-MM-DD [default: the latest].")
+    ] = None,
+) -> None:
+    """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
+    from flows.report import ReportError, write_report
+
+    t0 = time.perf_counter()
+    try:
+        path = write_report(out, html_file, night=night)
+    except ReportError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(str(path))
+    size = path.stat().st_size
+    typer.echo(f"report of {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", err=True)
+
+
 if __name__ == "__main__":
     sys.exit(app())

@@ -1,0 +1,160 @@
+"""``cogscore report``: the page of a simulated two-night warehouse (with a rescore), drawn
+in headless Chromium; names that hold markup are shown as text."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from datetime import date
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows import runs
+from flows.cli import app
+from flows.report import read_warehouse, render, round_rows, script_json
+from simulator import simulate
+from tests.report.browser import Browser, find_chromium
+
+EVIL_MODEL = "<script>alert(1)</script>\"q'"
+EVIL_TASK = "<img src=x onerror=alert(2)>'t\""
+NIGHTS = ("2026-11-30", "2026-12-01")
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two simulated nights (one model and one runtime RL task renamed to markup), scored
+    night by night, the second rescored with procedural_learning=v1."""
+    root = tmp_path_factory.mktemp("report")
+    dump, out = root / "dump", root / "out"
+    for seed, night in enumerate(NIGHTS, start=1):
+        for path in simulate(dump, date=night, episodes=300, seed=seed):
+            frame = pl.read_parquet(path).with_columns(
+                pl.col("model").replace("random-xs", EVIL_MODEL),
+                pl.col("task").replace("mastermind_classic", EVIL_TASK),
+            )
+            frame.write_parquet(path)
+    runs.nightly(dump, out)
+    runs.rescore(dump, out, ["procedural_learning=v1"], since=date(2026, 12, 1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def page(warehouse: Path) -> str:
+    return render(read_warehouse(warehouse))
+
+
+def test_names_with_markup_are_escaped(page: str) -> None:
+    assert EVIL_MODEL not in page and EVIL_TASK not in page
+    assert "alert(1)</script>" not in page and "<img src=x" not in page
+    assert html.escape(EVIL_MODEL) in page  # the leaderboard table
+    # In the figures' JSON, as plotly.js text: entities, and no "<" that could end the script.
+    assert script_json("&lt;script&gt;alert(1)") in page
+    # Only the three scripts of the page itself: plotly.js, the figures, the drawing.
+    assert len(re.findall(r"<script\b", page, flags=re.IGNORECASE)) == 3
+    assert len(re.findall(r"</script", page, flags=re.IGNORECASE)) == 3
+
+
+def test_nothing_is_loaded_from_elsewhere(page: str) -> None:
+    external = re.compile(
+        r"<(script|link|img|iframe|source|embed|object)\b[^>]*?\b(src|href|data)\s*=\s*"
+        r"[\"']?\s*(https?:)?//",
+        re.IGNORECASE,
+    )
+    assert external.search(page) is None
+    assert "@import" not in page.split("<script>")[0]
+
+
+def test_the_page_states_versions_fingerprints_and_sources(warehouse: Path, page: str) -> None:
+    manifest = read_warehouse(warehouse).manifest
+    for night in NIGHTS:
+        assert manifest["nights"][night]["input_fingerprint"] in page
+    assert "procedural_learning=v2" in page  # the first night
+    assert "procedural_learning=v1" in page  # the rescored one
+    assert "round_end rows of 1 input file(s)" in page
+    for section in (
+        "leaderboard",
+        "profile",
+        "procedural",
+        "runtime-rl",
+        "examples",
+        "nights",
+        "quality",
+        "rescore",
+    ):
+        assert f"<section id='{section}'>" in page
+
+
+def test_without_the_input_the_page_shows_the_procedural_components(warehouse: Path) -> None:
+    wh = read_warehouse(warehouse)
+    wh.manifest = {**wh.manifest, "input": str(warehouse / "gone")}
+    assert round_rows(wh.manifest, "2026-12-01")[0] is None
+    page = render(wh)
+    assert "No learning curve: the input file" in page
+    assert "Procedural learning components per model" in page
+
+
+def test_the_command_prints_the_path(warehouse: Path, tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "report.html"
+    result = CliRunner().invoke(app, ["report", str(warehouse), "--html", str(target)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(target) and target.stat().st_size > 1_000_000
+    empty = CliRunner().invoke(app, ["report", str(tmp_path), "--html", str(target)])
+    assert empty.exit_code == 2 and "holds no scores" in empty.output
+    night = CliRunner().invoke(
+        app, ["report", str(warehouse), "--html", str(target), "--night", "2026-11-30"]
+    )
+    assert night.exit_code == 0 and "Night shown: <b>2026-11-30</b>" in target.read_text()
+
+
+CHARTS = """JSON.stringify(Array.from(document.querySelectorAll('.chart')).map(function (d) {
+  var svg = d.querySelector('svg.main-svg'), r = svg ? svg.getBoundingClientRect() : null;
+  return {id: d.id, svg: !!svg, width: r ? r.width : 0, height: r ? r.height : 0,
+          traces: d.querySelectorAll('g.trace').length,
+          title: (d.querySelector('.gtitle') || {}).textContent || ''};
+}))"""
+
+
+def test_every_chart_draws_offline_in_chromium(warehouse: Path, tmp_path: Path) -> None:
+    if find_chromium() is None:
+        pytest.fail(
+            "chromium is not installed: the report's browser test needs it "
+            "(apt-get install -y chromium; .ci/run installs it)"
+        )
+    report = tmp_path / "report.html"
+    report.write_text(render(read_warehouse(warehouse)), encoding="utf-8")
+    t0 = time.monotonic()
+    with Browser(tmp_path / "profile", width=1400, height=1000) as browser:
+        browser.open(report.as_uri())
+        state = browser.wait_until(
+            "document.body.getAttribute('data-charts') !== 'pending' && "
+            "document.body.getAttribute('data-charts')"
+        )
+        charts = json.loads(browser.evaluate(CHARTS))
+        texts = browser.evaluate(
+            "JSON.stringify({cells: Array.from(document.querySelectorAll('td'))"
+            ".map(function (c) { return c.textContent; }),"
+            " svg: Array.from(document.querySelectorAll('svg text'))"
+            ".map(function (t) { return t.textContent; })})"
+        )
+        scripts = browser.evaluate("document.scripts.length")
+        shot = browser.screenshot(tmp_path / "report.png")
+        requests, errors = browser.requests(), browser.errors()
+    print(f"browser: {time.monotonic() - t0:.1f} s, screenshot {shot}")
+    assert state == "drawn"
+    assert errors == []
+    # The page itself is the only request that is not inline data.
+    assert [u for u in requests if not u.startswith(("data:", "blob:"))] == [report.as_uri()]
+    assert len(charts) >= 12
+    for chart in charts:
+        assert chart["svg"] and chart["width"] > 100 and chart["height"] > 100, chart
+        assert chart["traces"] > 0 and chart["title"], chart
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    shown = json.loads(texts)
+    assert EVIL_MODEL in shown["cells"]  # the leaderboard table: as text
+    assert EVIL_MODEL in shown["svg"] and EVIL_TASK in shown["svg"]  # legends and axes
+    assert scripts == 3
