@@ -4,7 +4,6 @@ will show)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import polars as pl
@@ -71,14 +70,23 @@ def leaderboard_lines(out: Path) -> list[str]:
 
 def run_lines(result: ScoreResult, out: Path) -> list[str]:
     """Episodes scored and not scored per category, the top reasons, the accounting, where."""
-    scored = Counter(result.scores[Col.CATEGORY].to_list())
-    unscored = Counter(result.rejects[Col.CATEGORY].fill_null("(unknown)").to_list())
+    scored = dict(result.scores.group_by(Col.CATEGORY).len().iter_rows())
+    unscored = dict(
+        result.rejects.group_by(pl.col(Col.CATEGORY).fill_null("(unknown)")).len().iter_rows()
+    )
     lines = [f"{'category':<24}{'scored':>8}{'not scored':>12}"]
-    for category in sorted(set(scored) | set(unscored)):
-        lines.append(f"{category:<24}{scored[category]:>8}{unscored[category]:>12}")
-    reasons = Counter(rule for rules in result.rejects[RULES].to_list() for rule in rules)
-    if reasons:
-        lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in reasons.most_common(5)))
+    for category in sorted(set(scored) | set(unscored)):  # at most a few categories
+        lines.append(
+            f"{printable(category):<24}{scored.get(category, 0):>8}{unscored.get(category, 0):>12}"
+        )
+    reasons = (
+        result.rejects.select(pl.col(RULES).explode().drop_nulls())
+        .to_series()
+        .value_counts(sort=True)
+    )
+    if reasons.height:
+        top = reasons.sort(["count", RULES], descending=[True, False]).head(5).iter_rows()
+        lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in top))
     counts = result.counts
     lines.append(
         f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
