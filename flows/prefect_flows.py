@@ -75,9 +75,13 @@ def prefect_mapper(
         files, unmapped(duplicates), unmapped(formulas), [digests.get(f.relative) for f in files]
     )
     parts = []
-    for done, future in enumerate(futures, 1):
-        parts.append(future.result())
-        logger.info("scored %d/%d: %s", done, len(files), files[done - 1].relative)
+    for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
+        scores, rejects, report = future.result()
+        # A cached result may come from an identical file written earlier: the manifest
+        # must record this file's own modification time (nightly trusts it next time).
+        report.mtime_ns = dump_file.path.stat().st_mtime_ns
+        parts.append((scores, rejects, report))
+        logger.info("scored %d/%d: %s", done, len(files), dump_file.relative)
     return parts
 
 

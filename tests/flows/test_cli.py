@@ -114,3 +114,19 @@ def test_prefect_dask_task_runner_gives_the_local_tables(prefect_api: str, tmp_p
         else:
             os.environ["PREFECT_API_URL"] = saved
     assert table_hashes(tmp_path / "dask") == table_hashes(tmp_path / "local")
+
+
+def test_a_cached_file_result_records_this_files_own_mtime(
+    prefect_api: str, tmp_path: Path
+) -> None:
+    import json
+    import shutil
+
+    cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "first", "--engine", "prefect")
+    copy = tmp_path / "copy"
+    shutil.copytree(EXAMPLE_DUMP, copy)  # same bytes: the task cache answers
+    for path in copy.rglob("*.parquet"):
+        os.utime(path, ns=(1_000_000_000_000, 1_000_000_000_000))
+    cogscore("nightly", copy, "--out", tmp_path / "second", "--engine", "prefect")
+    manifest = json.loads((tmp_path / "second" / "manifest.json").read_text())
+    assert {f["mtime_ns"] for f in manifest["files"]} == {1_000_000_000_000}
