@@ -14,7 +14,9 @@ on the other groups or on row order.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
@@ -59,25 +61,55 @@ def _group_seed(seed: int, key: Sequence[object]) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *words.tolist()])))
 
 
-def _replicate_means(group: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
-    # One group's episodes (a task of a model on a night): numpy draws every resample of
-    # the group at once; Python loops over groups only, never over resamples or rows.
-    ordered = group.sort(Col.EPISODE_ID)
-    values = ordered[SCORE].to_numpy()
-    key = [ordered[c][0] for c in TASK_KEY]
+# Resamples are drawn and summed in blocks of this many, small enough to stay in cache.
+_BLOCK: Final = 32
+
+
+def _replicate_means(values: np.ndarray, key: Sequence[object], bootstrap: Bootstrap) -> np.ndarray:
+    # One group's episode scores (a task of a model on a night, ordered by episode id): numpy
+    # draws a block of resamples at once; Python loops over groups and blocks of resamples
+    # only, never over resamples or rows. Drawing block after block takes the same numbers
+    # from the group's stream as drawing every resample at once (a row after another).
+    n = len(values)
     rng = _group_seed(bootstrap.seed, key)
-    picks = rng.integers(0, len(values), size=(bootstrap.resamples, len(values)))
-    # A left-to-right sum: numpy's pairwise mean can change in the last bit with the
-    # memory alignment of the array, and the intervals must be the same bits every run.
-    means = values[picks].cumsum(axis=1)[:, -1] / len(values)
+    sums = np.empty(bootstrap.resamples)
+    for start in range(0, bootstrap.resamples, _BLOCK):
+        rows = min(_BLOCK, bootstrap.resamples - start)
+        picks = rng.integers(0, n, size=(rows, n))
+        # Resample j of the block is column j: reducing over axis 0 (not the fast axis)
+        # adds the rows one after the other, a left-to-right sum per resample. numpy's
+        # pairwise sum (along the fast axis) can change in the last bit with the memory
+        # alignment of the array, and the intervals must be the same bits every run.
+        np.add.reduce(values[np.ascontiguousarray(picks.T)], axis=0, out=sums[start : start + rows])
+    return sums / n
+
+
+def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
+    # Each group's scores in episode order, the groups one after the other (in key order);
+    # they run in threads (numpy releases the GIL) and come back in order. Each group's
+    # stream depends on its key alone.
+    groups = (
+        frame.group_by(TASK_KEY).agg(pl.col(SCORE).sort_by(Col.EPISODE_ID), pl.len()).sort(TASK_KEY)
+    )
+    values = groups[SCORE].explode().to_numpy()
+    ends = groups["len"].cum_sum().to_list()
+    keys = groups.select(TASK_KEY).rows()
+    jobs = [
+        (values[end - size : end], key)
+        for end, size, key in zip(ends, groups["len"].to_list(), keys, strict=True)
+    ]
+    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        means = list(pool.map(lambda job: _replicate_means(job[0], job[1], bootstrap), jobs))
+    resamples = bootstrap.resamples
     return pl.DataFrame(
         {
             **{
-                c: pl.Series(c, [k] * bootstrap.resamples, dtype=pl.String)
-                for c, k in zip(TASK_KEY, key, strict=True)
+                c: groups[c].cast(pl.String).gather(np.repeat(np.arange(len(jobs)), resamples))
+                for c in TASK_KEY
             },
-            REPLICATE: np.arange(bootstrap.resamples, dtype=np.int32),
-            SCORE: means,
+            REPLICATE: np.tile(np.arange(resamples, dtype=np.int32), len(jobs)),
+            SCORE: np.concatenate(means) if means else np.empty(0),
         }
     )
 
@@ -85,10 +117,8 @@ def _replicate_means(group: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
 def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
     """One row per task group and replicate: the mean of a resample of its episodes."""
     schema = {**dict.fromkeys(TASK_KEY, pl.String()), REPLICATE: pl.Int32(), SCORE: pl.Float64()}
-    return (
-        scores.select(*TASK_KEY, Col.EPISODE_ID, SCORE)
-        .group_by(TASK_KEY)
-        .map_groups(lambda g: _replicate_means(g, bootstrap), schema=schema)
+    return scores.select(*TASK_KEY, Col.EPISODE_ID, SCORE).map_batches(
+        lambda frame: _all_replicate_means(frame, bootstrap), schema=schema
     )
 
 
