@@ -1,7 +1,8 @@
 """Scoring a dump: read each file, judge and score its episodes, write the tables.
 
-The work is in plain functions (``score_file``, ``score_dump``) so that tests and other
-flows call them directly; ``score_flow`` runs the same steps as a Prefect flow.
+The work is in plain functions (``score_file``, ``score_dump``, ``build_tables``): the runs of
+``flows.runs`` (and through them the Prefect flows of ``flows.prefect_flows``) and the tests
+call them directly.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -243,21 +244,11 @@ def assemble(
     )
 
 
-def score_dump(
-    input_root: Path,
-    formulas: Mapping[str, str] | Sequence[str] = (),
-    *,
-    on_file: Callable[[int, int, str], None] | None = None,
-) -> ScoreResult:
-    """Judge and score every episode of a dump (no output written)."""
+def score_dump(input_root: Path, formulas: Mapping[str, str] | Sequence[str] = ()) -> ScoreResult:
+    """Judge and score every episode of a dump, file after file (no output written)."""
     chosen = resolve(formulas)
     plan = plan_dump(input_root)
-    parts = []
-    for done, dump_file in enumerate(plan.files, 1):
-        parts.append(score_file(dump_file, plan.duplicates, chosen))
-        if on_file:
-            on_file(done, len(plan.files), dump_file.relative)
-    return assemble(parts, chosen)
+    return assemble([score_file(f, plan.duplicates, chosen) for f in plan.files], chosen)
 
 
 def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -337,18 +328,3 @@ def write_outputs(
     built = build_tables(result, input_root, started, bootstrap)
     write_run(out, built.tables, built.manifest, built.nights)
     return built.manifest
-
-
-def run(
-    input_root: Path,
-    out: Path,
-    formulas: Sequence[str] = (),
-    on_file: Callable[[int, int, str], None] | None = None,
-) -> ScoreResult:
-    """Score ``input_root`` into ``out`` without Prefect (tests, benchmarks, subprocesses)."""
-    started = datetime.now(UTC)
-    t0 = time.perf_counter()
-    result = score_dump(input_root, formulas, on_file=on_file)
-    result.timings["score_s"] = round(time.perf_counter() - t0, 3)
-    write_outputs(result, input_root, out, started)
-    return result

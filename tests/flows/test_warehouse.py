@@ -20,7 +20,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from flows.score import run, score_dump
+from flows.runs import score as run
+from flows.score import score_dump
 from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS
 from flows.warehouse import CORE_TABLES, TABLES, aggregate
 from transforms.aggregate import Bootstrap, _group_seed
@@ -237,7 +238,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     flag = tmp_path / "paused"
     env = {**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)}
     script = (
-        "from pathlib import Path; from flows.score import run; "
+        "from pathlib import Path; from flows.runs import score as run; "
         f"run(Path({str(EXAMPLE_DUMP)!r}), Path({str(out)!r}), ['procedural_learning=v1'])"
     )
     victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env)
