@@ -16,32 +16,24 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from prefect import flow, get_run_logger, task, unmapped
 from prefect.artifacts import create_markdown_artifact
 from prefect.context import TaskRunContext
 
 from flows import runs
 from flows.io import DumpFile
-from flows.score import SCORER_VERSION, Part, score_file
+from flows.score import SCORER_CODE, SCORER_VERSION, FilePart, score_file
 from flows.summary import outcome_markdown
-from schemas.contract import FILE, Category
+from schemas.contract import Category
 
 
 def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    """A file's result is reused while its content, its duplicate ids, the formula versions
-    and the scorer are the same."""
+    """A file's result is reused while its path, its content, the formula versions and the
+    scorer (its version and its code) are the same. It depends on no other file: ids
+    repeated across files are rejected when the parts are assembled."""
     dump_file: DumpFile = parameters["dump_file"]
-    duplicates: pl.DataFrame = parameters["duplicates"]
-    mine = duplicates.filter(pl.col(FILE) == dump_file.relative).sort(duplicates.columns)
     formulas = json.dumps({str(k): v for k, v in sorted(parameters["formulas"].items())})
-    parts = [
-        dump_file.relative,
-        parameters["digest"] or "",
-        formulas,
-        SCORER_VERSION,
-        hashlib.sha256(mine.write_csv().encode()).hexdigest(),
-    ]
+    parts = [dump_file.relative, parameters["digest"] or "", formulas, SCORER_VERSION, SCORER_CODE]
     return "cogscore-file-" + hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
@@ -54,33 +46,27 @@ def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     task_run_name="score {dump_file.relative}",
 )
 def score_file_task(
-    dump_file: DumpFile,
-    duplicates: pl.DataFrame,
-    formulas: dict[Category, str],
-    digest: str | None,
-) -> Part:
-    return score_file(dump_file, duplicates, formulas, digest)
+    dump_file: DumpFile, formulas: dict[Category, str], digest: str | None
+) -> FilePart:
+    return score_file(dump_file, formulas, digest)
 
 
 def prefect_mapper(
-    files: Sequence[DumpFile],
-    duplicates: pl.DataFrame,
-    formulas: dict[Category, str],
-    digests: Mapping[str, str],
-) -> list[Part]:
+    files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+) -> list[FilePart]:
     """The file tasks, submitted to the flow's task runner (local threads, or Dask)."""
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
     futures = score_file_task.map(
-        files, unmapped(duplicates), unmapped(formulas), [digests.get(f.relative) for f in files]
+        files, unmapped(formulas), [digests.get(f.relative) for f in files]
     )
     parts = []
     for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
-        scores, rejects, report = future.result()
+        part = future.result()
         # A cached result may come from an identical file written earlier: the manifest
         # must record this file's own modification time (nightly trusts it next time).
-        report.mtime_ns = dump_file.path.stat().st_mtime_ns
-        parts.append((scores, rejects, report))
+        part.report.mtime_ns = dump_file.path.stat().st_mtime_ns
+        parts.append(part)
         logger.info("scored %d/%d: %s", done, len(files), dump_file.relative)
     return parts
 

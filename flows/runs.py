@@ -22,11 +22,10 @@ import polars as pl
 
 from flows.io import DumpFile, InputError, discover
 from flows.score import (
-    Part,
+    FilePart,
     ScoreResult,
     assemble,
     build_tables,
-    plan_dump,
     score_file,
 )
 from flows.store import MANIFEST, current_snapshot, fault_point
@@ -43,39 +42,29 @@ from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import resolve
 from transforms.diff import rescore_diff
 
-# (files, duplicates, formulas, known digests) -> one (scores, rejects, report) per file
-Mapper = Callable[
-    [Sequence[DumpFile], pl.DataFrame, dict[Category, str], Mapping[str, str]], list[Part]
-]
+# (files, formulas, known digests) -> one (scores, rejects, report) per file
+Mapper = Callable[[Sequence[DumpFile], dict[Category, str], Mapping[str, str]], list[FilePart]]
 RUN_LOG = "runs.jsonl"
 
 
 def local_mapper(
-    files: Sequence[DumpFile],
-    duplicates: pl.DataFrame,
-    formulas: dict[Category, str],
-    digests: Mapping[str, str],
-) -> list[Part]:
+    files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+) -> list[FilePart]:
     """Every file in this process, one after the other (polars uses the cores)."""
-    return [score_file(f, duplicates, formulas, digests.get(f.relative)) for f in files]
+    return [score_file(f, formulas, digests.get(f.relative)) for f in files]
 
 
 def dask_mapper(address: str) -> Mapper:
     """Every file as a task of the Dask cluster at ``address`` (plain Dask: no Prefect)."""
 
     def mapper(
-        files: Sequence[DumpFile],
-        duplicates: pl.DataFrame,
-        formulas: dict[Category, str],
-        digests: Mapping[str, str],
-    ) -> list[Part]:
+        files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+    ) -> list[FilePart]:
         from distributed import Client
 
         with Client(address, timeout="30s") as client:
             futures = [
-                client.submit(
-                    score_file, f, duplicates, formulas, digests.get(f.relative), pure=False
-                )
+                client.submit(score_file, f, formulas, digests.get(f.relative), pure=False)
                 for f in files
             ]
             return list(client.gather(futures))
@@ -126,8 +115,10 @@ def _score(
     digests: Mapping[str, str],
 ) -> ScoreResult:
     t0 = time.perf_counter()
-    plan = plan_dump(input_root, nights)
-    result = assemble(mapper(plan.files, plan.duplicates, formulas, digests), formulas)
+    files = discover(input_root)
+    if nights is not None:
+        files = [f for f in files if f.partitions.get(DUMP_DATE) in nights]
+    result = assemble(mapper(files, formulas, digests), formulas)
     result.timings["score_s"] = round(time.perf_counter() - t0, 3)
     fault_point("scored")
     return result

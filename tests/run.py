@@ -7,10 +7,11 @@ from typing import Any
 
 import polars as pl
 
-from schemas.contract import DTYPES, DUMP_DATE, FILE, Col
+from schemas.contract import DTYPES, FILE, Col
 from schemas.formulas import resolve
+from transforms.duplicates import reject_duplicates
 from transforms.ingest import normalise, partition_values
-from transforms.pipeline import duplicate_episodes, score_rows
+from transforms.pipeline import rejects_of, score_rows
 
 Row = Mapping[str, Any]
 
@@ -35,10 +36,9 @@ def run_pipeline(
     rows: Sequence[Row], formulas: Mapping[str, str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(scores, rejects) of rows grouped by their "file", every file at once."""
-    frame = rows_frame(rows)
-    duplicates = duplicate_episodes(frame.select(FILE, DUMP_DATE, Col.EPISODE_ID))
-    scores, rejects = pl.collect_all(list(score_rows(frame, resolve(formulas or {}), duplicates)))
-    return scores, rejects
+    scores, unscored = score_rows(rows_frame(rows), resolve(formulas or {}))
+    kept, rejected = pl.collect_all(list(reject_duplicates(scores, rejects_of(unscored))))
+    return kept, rejected
 
 
 def rules_by_key(rejects: pl.DataFrame) -> dict[tuple[str | None, str], set[str]]:

@@ -203,8 +203,8 @@ _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 def integer_literal(draw: Draw) -> str:
     """An ASCII integer literal with an optional sign and leading zeros."""
     sign = draw(st.sampled_from(["", "", "+", "-"]))
-    zeros = "0" * draw(st.integers(0, 3))
-    number = draw(st.integers(0, 10**3) | st.integers(0, 10**25))
+    zeros = "0" * draw(st.sampled_from([0, 1, 2, 3, 40]))
+    number = draw(st.integers(0, 10**3) | st.integers(0, 10**25) | st.integers(0, 10**45))
     return sign + zeros + str(number)
 
 

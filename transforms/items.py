@@ -12,60 +12,53 @@ import polars as pl
 
 from schemas.contract import DEFAULT_MATCH, Category, Col, Kind
 from schemas.tables import Component
-from transforms.episodes import KEY
+from transforms.episodes import SEGMENT, of_kind
 from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
 
-UNKNOWN_ANSWERS: Final = "unknown_answers"
 POSITIONAL_MEAN: Final = "positional_mean"
 
 
-def _items(rows: pl.LazyFrame) -> pl.LazyFrame:
-    return rows.filter(pl.col(Col.KIND) == Kind.ITEM).select(
-        *KEY, Col.ITEM_ID, Col.TURN, pl.col(Col.EXPECTED).alias(EXPECTED), Col.MATCH, Col.CATEGORY
-    )
-
-
-def _answers(rows: pl.LazyFrame) -> pl.LazyFrame:
-    return rows.filter(pl.col(Col.KIND) == Kind.ANSWER).select(
-        *KEY, Col.ITEM_ID, Col.TURN, Col.CONTENT
-    )
-
-
-def unknown_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: answers whose item_id names no item of the episode (null names none)."""
-    items = _items(rows).select(*KEY, Col.ITEM_ID).unique()
+def last_answers(answers: pl.LazyFrame) -> pl.LazyFrame:
+    """Per (episode, item_id): the content of the answer with the highest turn."""
     return (
-        _answers(rows)
-        .join(items, on=[*KEY, Col.ITEM_ID], how="anti")
-        .group_by(KEY)
-        .agg(pl.len().alias(UNKNOWN_ANSWERS))
+        answers.filter(pl.col(Col.ITEM_ID).is_not_null())
+        .group_by([SEGMENT, Col.ITEM_ID])
+        .agg(pl.col(Col.CONTENT).max_by(Col.TURN).alias(ANSWER))
     )
 
 
-def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
+def graded_items(rows: pl.LazyFrame, answers: pl.LazyFrame | None = None) -> pl.LazyFrame:
     """Per episode: ``correct_count``, ``n_items`` and (observational learning) the mean
-    positional score of its items (summed left to right in item order)."""
-    last_answers = (
-        _answers(rows)
-        .filter(pl.col(Col.ITEM_ID).is_not_null())
-        .group_by([*KEY, Col.ITEM_ID])
-        .agg(pl.col(Col.CONTENT).sort_by(Col.TURN).last().alias(ANSWER))
-    )
+    positional score of its items (summed left to right in item order).
+
+    ``rows`` are in ``in_episode_order``; ``answers``: the ``answer`` rows (``SEGMENT``,
+    item_id, turn, content) where ``rows`` have no content (the scorer reads content for
+    answers only); by default they come from ``rows``.
+    """
+    if answers is None:
+        answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT)
     default_mode = pl.col(Col.CATEGORY).replace_strict(
         {c.value: m.value for c, m in DEFAULT_MATCH.items()}, default=None, return_dtype=pl.String
     )
     pairs = (
-        _items(rows)
+        of_kind(rows, Kind.ITEM, Col.ITEM_ID, Col.TURN, Col.EXPECTED, Col.MATCH, Col.CATEGORY)
+        .rename({Col.EXPECTED: EXPECTED})
         .filter(pl.col(EXPECTED).is_not_null())
-        .join(last_answers, on=[*KEY, Col.ITEM_ID], how="left")
+        .join(last_answers(answers), on=[SEGMENT, Col.ITEM_ID], how="left")
         .with_columns(pl.col(Col.MATCH).fill_null(default_mode).alias(MODE))
     )
     # The positional diagnostic is observational learning's only: spare the others' items.
     observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
-    graded = grade(pairs, [*KEY, Col.ITEM_ID, Col.TURN], positional_where=observational)
-    positional = pl.col(POSITIONAL).fill_null(0.0).sort_by(Col.TURN).cum_sum().last()
-    return graded.group_by(KEY).agg(
+    graded = grade(pairs, [SEGMENT, Col.ITEM_ID, Col.TURN], positional_where=observational).cache()
+    counts = graded.group_by(SEGMENT).agg(
         pl.col(CORRECT).sum().cast(pl.Int64).alias(Component.CORRECT_COUNT),
         pl.len().cast(pl.Int64).alias(Component.N_ITEMS),
-        (positional / pl.len().cast(pl.Float64)).alias(POSITIONAL_MEAN),
     )
+    # A left-to-right sum in item order (only observational items have a positional score).
+    positional = pl.col(POSITIONAL).fill_null(0.0).sort_by(Col.TURN).cum_sum().last()
+    means = (
+        graded.filter(observational)
+        .group_by(SEGMENT)
+        .agg((positional / pl.len().cast(pl.Float64)).alias(POSITIONAL_MEAN))
+    )
+    return counts.join(means, on=SEGMENT, how="left")

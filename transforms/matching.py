@@ -2,8 +2,9 @@
 
 ``grade`` adds ``correct`` (bool) and ``positional`` (the observational diagnostic: the share
 of expected tokens matched position by position) to a frame of item/answer pairs.
-``integer`` and ``sequence`` are exact in polars for every input; ``contains`` and ``nfc`` are
-exact in polars for ASCII text, and the rare non-ASCII pairs are decided by Python's own
+``sequence`` is exact in polars for every input, ``integer`` for literals within int128;
+``contains`` and ``nfc`` are exact in polars for ASCII text and for equal texts. The rare
+pairs left (non-ASCII text that differs, longer literals) are decided by Python's own
 ``re`` and ``unicodedata``.
 """
 
@@ -16,7 +17,7 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import Match
-from transforms.text import integer_canonical, is_ascii, py_split_joined, py_strip
+from transforms.text import is_ascii, py_split_joined, py_strip
 
 EXPECTED: Final = "expected"
 ANSWER: Final = "answer"
@@ -26,8 +27,10 @@ POSITIONAL: Final = "positional"
 
 
 def _python_verdicts(batch: pl.Series) -> pl.Series:
-    # Only rows flagged non-ASCII are graded here: re.IGNORECASE's Unicode case folding
-    # (ſ, K, İ, ς ...) and the NFC tables must be Python's own, and no polars kernel is.
+    # Only the flagged rows are graded here: non-ASCII contains/nfc pairs that polars left
+    # undecided (re.IGNORECASE's Unicode case folding, ſ, K, İ, ς ..., and the NFC tables
+    # must be Python's own, and no polars kernel is), and integer literals too long for
+    # int128. Both are rare.
     flagged = batch.struct.field("flagged").fill_null(False)
     idx = flagged.arg_true()
     rows = batch.struct.unnest().gather(idx)
@@ -41,40 +44,78 @@ def _python_verdicts(batch: pl.Series) -> pl.Series:
     return out.scatter(idx, pl.Series(verdicts, dtype=pl.Boolean)) if len(idx) else out
 
 
+_LITERAL: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def _integer_key(text: str) -> tuple[bool, str] | None:
+    """(negative, digits without leading zeros) of an integer literal (no ``int()``: it
+    refuses more than 4300 digits); None for any other text."""
+    literal = text.strip()
+    if _LITERAL.fullmatch(literal) is None:
+        return None
+    digits = literal.lstrip("+-").lstrip("0")
+    return literal.startswith("-") and digits != "", digits
+
+
 def _python_grade(mode: str, expected: str, answer: str) -> bool:
     if mode == Match.CONTAINS:
         return re.search(re.escape(expected.strip()), answer.strip(), re.IGNORECASE) is not None
+    if mode == Match.INTEGER:
+        key = _integer_key(expected)
+        return key is not None and key == _integer_key(answer)
     normalize = unicodedata.normalize
     return normalize("NFC", answer.strip()) == normalize("NFC", expected.strip())
 
 
-def contains_ascii(expected: pl.Expr, answer: pl.Expr) -> pl.Expr:
-    """``contains`` for ASCII text: case-insensitive literal substring after Python's strip.
+# Working columns of ``grade``.
+_E: Final = "_expected_stripped"
+_A: Final = "_answer_stripped"
+_ASCII: Final = "_ascii_pair"
+_SAME: Final = "_same_text"  # expected.strip() == answer.strip()
+_JE: Final = "_expected_tokens"  # " ".join(expected.split())
+_JA: Final = "_answer_tokens"
+_FAST: Final = "_polars_verdict"
+_INT128_DIGITS: Final = 38  # every literal of at most this many characters fits int128
 
-    >>> pl.select(contains_ascii(pl.lit(" unknown "), pl.lit("Plex is UNKNOWN."))).item()
-    True
+
+def _fast_verdicts() -> pl.Expr:
+    """Every verdict that polars can give exactly; null where Python must decide.
+
+    Each mode's string work sees its own pairs only, the others as nulls (a when/then chain
+    would run every mode's work on every pair), and equal texts are decided at once.
     """
-    needle = py_strip(expected).str.to_lowercase()
-    return py_strip(answer).str.to_lowercase().str.contains(needle, literal=True)
+    mode, e, a, ascii_pair, same = (pl.col(c) for c in (MODE, _E, _A, _ASCII, _SAME))
 
+    def mine(match: Match) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+        is_mode = mode == match
+        return is_mode, pl.when(is_mode).then(e), pl.when(is_mode).then(a)
 
-def integer_equal(expected: pl.Expr, answer: pl.Expr) -> pl.Expr:
-    """``integer``: both sides ASCII integer literals after strip, equal as integers.
-
-    >>> pl.select(integer_equal(pl.lit("88"), pl.lit(" +088\\n"))).item()
-    True
-    """
-    canonical_answer = integer_canonical(py_strip(answer))
-    return (canonical_answer == integer_canonical(py_strip(expected))).fill_null(False)
-
-
-def sequence_equal(expected: pl.Expr, answer: pl.Expr) -> pl.Expr:
-    """``sequence``: equal token lists under Python's ``str.split()``.
-
-    >>> pl.select(sequence_equal(pl.lit("a b"), pl.lit(" a\\t b\\n"))).item()
-    True
-    """
-    return py_split_joined(answer) == py_split_joined(expected)
+    is_contains, ce, ca = mine(Match.CONTAINS)
+    lower_hit = ca.str.to_lowercase().str.contains(ce.str.to_lowercase(), literal=True)
+    contains = (
+        pl.when(is_contains & ascii_pair)
+        .then(lower_hit)  # ASCII: re.IGNORECASE is lowercase comparison
+        .when(is_contains & ca.str.contains(ce, literal=True))
+        .then(True)  # an exact substring also matches ignoring case; else Python decides
+    )
+    nfc = (
+        pl.when((mode == Match.NFC) & same)
+        .then(True)  # equal text has equal NFC forms
+        .when((mode == Match.NFC) & ascii_pair)
+        .then(False)  # ASCII text is its own NFC form; else Python decides
+    )
+    is_integer, ie, ia = mine(Match.INTEGER)
+    # Exactly the ASCII literals [+-]?[0-9]+ within int128 parse; longer ones go to Python.
+    ie_int, ia_int = (x.str.to_integer(dtype=pl.Int128, strict=False) for x in (ie, ia))
+    long = (ie.str.len_bytes() > _INT128_DIGITS) | (ia.str.len_bytes() > _INT128_DIGITS)
+    integer = (
+        pl.when(is_integer & ie_int.is_not_null() & ia_int.is_not_null())
+        .then(ie_int == ia_int)
+        .when(is_integer & ~long)
+        .then(False)  # a side is not a literal
+    )
+    sequence = pl.when(mode == Match.SEQUENCE).then(same | (pl.col(_JA) == pl.col(_JE)))
+    return pl.coalesce(contains, nfc, integer, sequence)
 
 
 def grade(
@@ -86,36 +127,47 @@ def grade(
     answer, graded as the empty string) and ``mode`` (a ``Match`` value). ``positional`` is
     computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
     """
-    expected, mode = pl.col(EXPECTED), pl.col(MODE)
-    answer = pl.col(ANSWER).fill_null("")
-    ascii_pair = is_ascii(expected) & is_ascii(answer)
-    needs_python = mode.is_in([Match.CONTAINS, Match.NFC]) & ~ascii_pair
-    python_verdict = pl.struct(expected, answer, mode, needs_python.alias("flagged")).map_batches(
+    expected, answer, mode = pl.col(EXPECTED), pl.col(ANSWER).fill_null(""), pl.col(MODE)
+    positional = pl.lit(True) if positional_where is None else positional_where
+    # Equal stripped texts have equal tokens: only the others are split.
+    tokens = ((mode == Match.SEQUENCE) | positional) & ~pl.col(_SAME)
+    prepared = (
+        pairs.with_columns(
+            py_strip(expected).alias(_E),
+            py_strip(answer).alias(_A),
+            (is_ascii(expected) & is_ascii(answer)).alias(_ASCII),
+        )
+        .with_columns((pl.col(_E) == pl.col(_A)).alias(_SAME))
+        .with_columns(
+            py_split_joined(pl.when(tokens).then(expected)).alias(_JE),
+            py_split_joined(pl.when(tokens).then(answer)).alias(_JA),
+        )
+        .with_columns(_fast_verdicts().alias(_FAST))
+    )
+    flagged = pl.col(_FAST).is_null() & mode.is_in(list(Match))
+    python_verdict = pl.struct(expected, answer, mode, flagged.alias("flagged")).map_batches(
         _python_verdicts, return_dtype=pl.Boolean, is_elementwise=True
     )
-    correct = (
-        pl.when(needs_python)
-        .then(python_verdict)
-        .when(mode == Match.CONTAINS)
-        .then(contains_ascii(expected, answer))
-        .when(mode == Match.NFC)
-        .then(py_strip(answer) == py_strip(expected))  # ASCII text is already NFC
-        .when(mode == Match.INTEGER)
-        .then(integer_equal(expected, answer))
-        .otherwise(sequence_equal(expected, answer))
+    graded = prepared.with_columns(
+        pl.coalesce(_FAST, pl.when(flagged).then(python_verdict)).alias(CORRECT)
+    ).cache()
+    split = positional_scores(graded.filter(positional & ~pl.col(_SAME)), key)
+    whole = pl.when(positional & pl.col(_SAME)).then(pl.lit(1.0))  # every token in place
+    return (
+        graded.join(split, on=key, how="left", nulls_equal=True)
+        .with_columns(pl.coalesce(POSITIONAL, whole).alias(POSITIONAL))
+        .drop(_E, _A, _ASCII, _SAME, _JE, _JA, _FAST)
     )
-    graded = pairs.with_columns(correct.alias(CORRECT))
-    wanted = graded if positional_where is None else graded.filter(positional_where)
-    return graded.join(positional_scores(wanted, key), on=key, how="left", nulls_equal=True)
 
 
 def positional_scores(pairs: pl.LazyFrame, key: list[str]) -> pl.LazyFrame:
     """Per pair: ``sum(g == e for g, e in zip(got, exp)) / len(exp)`` over the
-    ``str.split()`` tokens, whatever the pair's mode (the contract defines one formula)."""
+    ``str.split()`` tokens, whatever the pair's mode (the contract defines one formula);
+    ``pairs`` carry the joined tokens that ``grade`` prepares."""
     tokens = pairs.select(
         *key,
-        py_split_joined(pl.col(EXPECTED)).str.split(" ").alias("exp_tokens"),
-        py_split_joined(pl.col(ANSWER).fill_null("")).str.split(" ").alias("got_tokens"),
+        pl.col(_JE).str.split(" ").alias("exp_tokens"),
+        pl.col(_JA).str.split(" ").alias("got_tokens"),
     )
     per_token = tokens.with_columns(
         pl.int_ranges(pl.col("exp_tokens").list.len()).alias("position")

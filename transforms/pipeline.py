@@ -1,7 +1,17 @@
 """From canonical rows to scored episodes and rejects (lazily: nothing is collected here).
 
-``score_rows`` returns two LazyFrames sharing one plan; collect them together
-(``pl.collect_all``) so the rows are scanned once.
+``score_rows`` returns two LazyFrames sharing one plan, the scores and the rows of the
+unscored episodes; collect them together (``pl.collect_all``) so the rows are read once.
+``rejects_of`` turns the unscored rows into reject rows, with every reason; whole-night
+rules come last (``transforms.duplicates.reject_duplicates``).
+
+How the work is split, for speed:
+
+- ``content`` is read for ``answer`` rows only (a filter the Parquet scan applies while
+  reading): the other consumers read every other column from one cached frame.
+- The verdict of every episode comes from plain aggregations (``episode_facts``); only the
+  unscored episodes, a small share, get the detailed facts that name every rule and reason
+  (``rejects_of``).
 """
 
 from __future__ import annotations
@@ -10,9 +20,10 @@ from collections.abc import Callable, Mapping
 
 import polars as pl
 
-from schemas.contract import DUMP_DATE, Category, Col
+from schemas.contract import Category, Col, Kind
 from schemas.tables import (
     EPISODE_SCORES,
+    FEEDBACK_OUT_OF_RANGE,
     FORMULA_VERSION,
     N_ROWS,
     REJECTS,
@@ -28,17 +39,9 @@ from transforms import (
     procedural,
     runtime_rl,
 )
-from transforms.episodes import KEY, episode_facts
-from transforms.items import graded_items, unknown_answers
-from transforms.params import with_params
-from transforms.rules import (
-    EPISODE_CATEGORY,
-    OTHER_FILES,
-    episode_category,
-    explain,
-    judge,
-    with_status,
-)
+from transforms.episodes import KEY, SEGMENT, episode_facts, in_episode_order
+from transforms.items import graded_items
+from transforms.rules import EPISODE_CATEGORY, explain, with_status
 
 Scorer = Callable[[pl.LazyFrame, str], pl.LazyFrame]
 # Each category: its formula, and the components it writes (the others stay null).
@@ -54,66 +57,52 @@ SCORERS: dict[Category, tuple[Scorer, tuple[Component, ...]]] = {
 BASE_COLUMNS: tuple[str, ...] = tuple(c for c in EPISODE_SCORES if c not in set(Component))
 
 
-def judged_episodes(rows: pl.LazyFrame, duplicates: pl.LazyFrame | None = None) -> pl.LazyFrame:
-    """Every episode's facts, parameters, rules broken and status.
-
-    ``duplicates`` holds (file, episode_id, other_files) for episode ids found in more than
-    one file of the dump (see ``duplicate_episodes``).
-    """
-    return judge(_facts(rows, duplicates))
+def judged_episodes(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Every episode's detailed facts, parameters, rules broken and status, for canonical
+    rows in any order."""
+    facts = episode_facts(in_episode_order(rows), detailed=True)
+    return explain(with_status(facts)).drop(SEGMENT)
 
 
-def _facts(rows: pl.LazyFrame, duplicates: pl.LazyFrame | None) -> pl.LazyFrame:
-    facts = with_params(episode_facts(rows).with_columns(episode_category()), EPISODE_CATEGORY)
-    facts = facts.join(unknown_answers(rows), on=KEY, how="left", nulls_equal=True)
-    if duplicates is None:
-        facts = facts.with_columns(pl.lit(None, pl.String).alias(OTHER_FILES))
-    else:
-        facts = facts.join(duplicates, on=KEY, how="left", nulls_equal=True)
-    return facts
-
-
-def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
-    """From (file, dump_date, episode_id) rows of a dump: the episode ids found in several
-    files of one night, with the other files named. A night (``dump_date``; the whole dump
-    where it is null) is scored on its own, so ids need only be unique within one."""
-    night_id = [DUMP_DATE, Col.EPISODE_ID]
-    pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique([*KEY, DUMP_DATE])
-    files = pairs.group_by(night_id).agg(pl.col("file").sort().alias("all_files"))
+def rejects_of(unscored: pl.LazyFrame) -> pl.LazyFrame:
+    """One reject row per episode of ``unscored`` rows, with every rule and reason."""
     return (
-        pairs.join(files.filter(pl.col("all_files").list.len() > 1), on=night_id, nulls_equal=True)
-        .with_columns(
-            pl.col("all_files")
-            .list.set_difference(pl.concat_list(pl.col("file")))
-            .list.sort()
-            .list.join(", ")
-            .alias(OTHER_FILES)
-        )
-        .select(*KEY, OTHER_FILES)
+        judged_episodes(unscored)
+        .rename({N_ROWS: ROWS})
+        .select(*(pl.col(c).cast(t) for c, t in REJECTS.items()))
     )
 
 
 def score_rows(
-    rows: pl.LazyFrame,
-    formulas: Mapping[Category, str],
-    duplicates: pl.LazyFrame | None = None,
+    rows: pl.LazyFrame, formulas: Mapping[Category, str]
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """(episode scores, rejects) for canonical rows (``transforms.ingest.normalise``)."""
-    # The rows feed five aggregations and the judged episodes both outputs; polars does not
-    # share those subplans by itself (a file was scanned 64 times, params parsed 7 times).
-    rows = rows.cache()
-    judged = with_status(_facts(rows, duplicates)).cache()
-    scorable = judged.filter(pl.col(STATUS) == EpisodeStatus.SCORED).drop(Col.CATEGORY)
-    rejects = (
-        explain(judged.filter(pl.col(STATUS) != EpisodeStatus.SCORED))  # reasons: rejects only
-        .rename({N_ROWS: ROWS})
-        .select(*(pl.col(c).cast(t) for c, t in REJECTS.items()))
+    """(episode scores, unscored rows) for canonical rows (``transforms.ingest.normalise``),
+    one file's or several files' (episodes are keyed by file), in any order.
+
+    The unscored rows (every column but content) are those of the episodes that are not
+    scored; ``rejects_of`` explains them. They are few, so callers that score many files
+    explain them once for all (a plan of its own costs the same for ten rows or ten
+    thousand)."""
+    # Every consumer but the grading reads these columns: read and sort them once.
+    table = in_episode_order(rows.select(pl.exclude(Col.CONTENT))).cache()
+    verdicts = with_status(episode_facts(table)).cache()
+    scored = pl.col(STATUS) == EpisodeStatus.SCORED
+    unscored = verdicts.filter(~scored).select(SEGMENT)
+    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(SEGMENT)
+    episodes = verdicts.filter(scored)
+    # Content is read for the answers of scored episodes only.
+    answers = (
+        rows.filter(pl.col(Col.KIND) == Kind.ANSWER)
+        .select(*KEY, Col.ITEM_ID, Col.TURN, Col.CONTENT)
+        .join(episodes.select(SEGMENT, *KEY), on=KEY)
     )
     scorable = (
-        scorable.rename({EPISODE_CATEGORY: Col.CATEGORY})
-        .join(graded_items(rows), on=KEY, how="left")
-        .join(runtime_rl.interaction_facts(rows), on=KEY, how="left")
-        .join(procedural.round_facts(rows), on=KEY, how="left")
+        episodes.drop(Col.CATEGORY)
+        .rename({EPISODE_CATEGORY: Col.CATEGORY})
+        .join(graded_items(table, answers), on=SEGMENT, how="left")
+        .join(runtime_rl.interaction_facts(table), on=SEGMENT, how="left")
+        .join(procedural.round_facts(table), on=SEGMENT, how="left")
+        .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )
     per_category = [
@@ -125,4 +114,4 @@ def score_rows(
     scores = pl.concat(per_category, how="diagonal_relaxed").select(
         pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
     )
-    return scores, rejects
+    return scores, unscored_rows

@@ -14,7 +14,7 @@ import polars as pl
 from schemas.contract import Col, Kind
 from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
-from transforms.episodes import KEY
+from transforms.episodes import SEGMENT
 
 ZERO_GUARD: Final = 1e-9
 
@@ -50,7 +50,7 @@ def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
     trajectory = pl.when(pl.len() == 1).then(pl.lit(0.5)).otherwise((normalised + 1.0) / 2.0)
     return (
         rows.filter(pl.col(Col.KIND) == Kind.ROUND_END)
-        .group_by(KEY)
+        .group_by(SEGMENT)
         .agg(
             (_seqsum(scores * in_last_k) / k).alias(Component.ASYMPTOTE),
             trajectory.alias(Component.TRAJECTORY),

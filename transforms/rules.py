@@ -1,29 +1,81 @@
-"""The contract's rejection rules, one expression each over the episode facts.
+"""The contract's rejection rules, one expression each.
 
-Each rule is a ``RuleCheck``: a pure boolean expression (the episode breaks it) and a
-message expression in words a harness author understands. ``judge`` gathers every rule an
-episode breaks into ``rules`` (codes) and ``reasons`` (messages), and sets ``status``.
+Each rule is a ``RuleCheck``: a pure boolean expression over an episode's facts (the episode
+breaks it), a message in words a harness author understands and, for a rule that single
+rows break, the row condition (``row``) whose count per episode is the facts column the
+check reads.
+
+Two verdicts come from the same checks. ``with_status`` needs only whether *any* rule is
+broken: the row conditions are folded into one count per episode and kind of row
+(``problems``), which is what the fast passes over the rows aggregate. ``explain`` lists
+every rule and reason; it runs on the few unscored episodes, whose detailed facts count
+each row condition apart.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from functools import cache
+from typing import Final, Literal
 
 import polars as pl
 
-from schemas.contract import EPISODE_CONSTANT, NEEDS_ITEMS, REQUIRED, Category, Col
+from schemas.contract import (
+    EPISODE_CONSTANT,
+    NEEDS_ITEMS,
+    REQUIRED,
+    Category,
+    Col,
+    Kind,
+    Match,
+    Role,
+    Status,
+)
 from schemas.rules import Rule
 from schemas.tables import REASONS, RULES, STATUS, EpisodeStatus
-from transforms.episodes import distinct_count, null_count, unknown_count
 from transforms.params import PARAMS_MESSAGE, PARAMS_RULE
+from transforms.text import INTEGER_LITERAL, py_strip
 
 # The episode's category where it is known and the same on every row, else null.
 EPISODE_CATEGORY: Final = "episode_category"
 UNKNOWN_ANSWERS: Final = "unknown_answers"
 OTHER_FILES: Final = "other_files"
+N_ROWS: Final = "n_rows"
+N_STARTS: Final = "n_starts"
+N_EXAMPLES: Final = "n_examples"
+N_ITEMS: Final = "n_items"
+N_ROUNDS: Final = "n_rounds"
+HARNESS_ERRORS: Final = "harness_errors"
+REPEATED_TURNS: Final = "repeated_turns"
+REPEATED_ITEM_IDS: Final = "repeated_item_ids"
+REPEATED_ROUNDS: Final = "repeated_rounds"
 
+ENUMS: Final[dict[Col, list[str]]] = {
+    Col.CATEGORY: list(Category),
+    Col.ROLE: list(Role),
+    Col.KIND: list(Kind),
+    Col.MATCH: list(Match),
+}
 _CF_LL: Final = [Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING]
+
+
+def null_count(column: str) -> str:
+    return f"null_{column}"
+
+
+def distinct_count(column: str) -> str:
+    return f"distinct_{column}"
+
+
+def unknown_count(column: str) -> str:
+    return f"unknown_{column}"
+
+
+def largest(column: str) -> str:
+    """The facts column of the largest value of an episode-constant column (the smallest
+    keeps the column's own name: it is what a reject row reports)."""
+    return f"max_{column}"
 
 
 @dataclass(frozen=True)
@@ -31,20 +83,46 @@ class RuleCheck:
     rule: Rule
     broken: pl.Expr
     message: pl.Expr
+    row: pl.Expr | None = None  # a row-level rule: the condition a row breaks it by
+    of_kind: Kind | None = None  # ... which only rows of this kind can meet
+
+
+def problems(of_kind: Kind | None) -> str:
+    """The fast facts column counting the rows (of one kind, or any) that break some
+    row-level rule."""
+    return f"problem_rows_{of_kind or 'any'}"
+
+
+def is_kind(kind: Kind) -> pl.Expr:
+    return pl.col(Col.KIND) == kind
 
 
 def _n(column: str) -> pl.Expr:
     return pl.col(column).fill_null(0)
 
 
+def _rows(count: str, what: str) -> pl.Expr:
+    return pl.format("{} " + what, pl.col(count))
+
+
+def _row_check(
+    rule: Rule, count: str, row: pl.Expr, what: str, of_kind: Kind | None = None
+) -> RuleCheck:
+    """A rule that single rows break; ``count`` is the facts column counting them."""
+    condition = row.fill_null(False).alias(count)
+    return RuleCheck(rule, _n(count) > 0, _rows(count, what), condition, of_kind)
+
+
 def episode_category() -> pl.Expr:
-    """The category every row names, where it is one known category."""
+    """The category every row names, where it is one known category (no null, one value,
+    and that value one of the contract's)."""
+    category = pl.col(Col.CATEGORY)
     known = (
         (pl.col(null_count(Col.CATEGORY)) == 0)
-        & (pl.col(unknown_count(Col.CATEGORY)) == 0)
-        & (pl.col(distinct_count(Col.CATEGORY)) == 1)
+        & (category == pl.col(largest(Col.CATEGORY)))
+        & category.is_in(list(Category))
     )
-    return pl.when(known).then(pl.col(Col.CATEGORY)).alias(EPISODE_CATEGORY)
+    return pl.when(known).then(category).alias(EPISODE_CATEGORY)
 
 
 def _params_rule(rule: Rule) -> pl.Expr:
@@ -53,37 +131,39 @@ def _params_rule(rule: Rule) -> pl.Expr:
 
 def _params_ok() -> pl.Expr:
     """Parameters were read (a parameter that is invalid is null, so its checks are off)."""
-    return (pl.col("n_starts") == 1) & ~_params_rule(Rule.PARAMS_NOT_OBJECT)
+    return (pl.col(N_STARTS) == 1) & ~_params_rule(Rule.PARAMS_NOT_OBJECT)
 
 
-def _rows(count: str, what: str) -> pl.Expr:
-    return pl.format("{} " + what, pl.col(count))
-
-
-def checks() -> list[RuleCheck]:
-    """Every rule of the contract's "What is rejected" (and the README's decisions)."""
+@cache
+def checks() -> tuple[RuleCheck, ...]:
+    """Every rule of the contract's "What is rejected" (and the README's decisions) but the
+    whole-dump one (``transforms.duplicates``)."""
     category = pl.col(EPISODE_CATEGORY)
+    item, round_end = is_kind(Kind.ITEM), is_kind(Kind.ROUND_END)
+    value, expected = pl.col(Col.VALUE), pl.col(Col.EXPECTED)
     out = [
-        RuleCheck(
+        _row_check(
             Rule.NULL_REQUIRED,
-            _n(null_count(c)) > 0,
-            _rows(null_count(c), f"row(s) have a null `{c}`, which may not be null"),
+            null_count(c),
+            pl.col(c).is_null(),
+            f"row(s) have a null `{c}`, which may not be null",
         )
         for c in REQUIRED
         if c != Col.EPISODE_ID
     ]
     out += [
-        RuleCheck(
+        _row_check(
             Rule(f"unknown_{c}"),
-            _n(unknown_count(c)) > 0,
-            _rows(unknown_count(c), f"row(s) have a `{c}` the contract does not know"),
+            unknown_count(c),
+            pl.col(c).is_not_null() & ~pl.col(c).is_in(values),
+            f"row(s) have a `{c}` the contract does not know",
         )
-        for c in (Col.CATEGORY, Col.ROLE, Col.KIND, Col.MATCH)
+        for c, values in ENUMS.items()
     ]
     out += [
         RuleCheck(
             Rule.INCONSISTENT_FIELD,
-            _n(distinct_count(c)) > 1,
+            pl.col(c) != pl.col(largest(c)),  # nulls aside, one value: smallest == largest
             pl.format(f"`{c}` differs within the episode ({{}} values)", pl.col(distinct_count(c))),
         )
         for c in EPISODE_CONSTANT
@@ -91,25 +171,18 @@ def checks() -> list[RuleCheck]:
     out += [
         RuleCheck(
             Rule.DUPLICATE_TURN,
-            _n("repeated_turns") > 0,
-            _rows("repeated_turns", "row(s) repeat a `turn` of the episode"),
+            _n(REPEATED_TURNS) > 0,
+            _rows(REPEATED_TURNS, "row(s) repeat a `turn` of the episode"),
         ),
-        RuleCheck(
-            Rule.DUPLICATE_EPISODE_ACROSS_FILES,
-            pl.col(OTHER_FILES).is_not_null(),
-            pl.format("the episode_id also appears in {}", pl.col(OTHER_FILES)),
-        ),
-        RuleCheck(
-            Rule.MISSING_EPISODE_START, pl.col("n_starts") == 0, pl.lit("no `episode_start` row")
-        ),
+        RuleCheck(Rule.MISSING_EPISODE_START, _n(N_STARTS) == 0, pl.lit("no `episode_start` row")),
         RuleCheck(
             Rule.MULTIPLE_EPISODE_START,
-            pl.col("n_starts") > 1,
-            _rows("n_starts", "`episode_start` rows; exactly one is allowed"),
+            _n(N_STARTS) > 1,
+            _rows(N_STARTS, "`episode_start` rows; exactly one is allowed"),
         ),
     ]
     out += [
-        RuleCheck(rule, (pl.col("n_starts") == 1) & _params_rule(rule), pl.col(PARAMS_MESSAGE))
+        RuleCheck(rule, (pl.col(N_STARTS) == 1) & _params_rule(rule), pl.col(PARAMS_MESSAGE))
         for rule in (
             Rule.PARAMS_NOT_OBJECT,
             Rule.PARAMS_MISSING,
@@ -118,28 +191,34 @@ def checks() -> list[RuleCheck]:
         )
     ]
     out += [
-        RuleCheck(
+        _row_check(
             Rule.ITEM_WITHOUT_ID,
-            _n("items_without_id") > 0,
-            _rows("items_without_id", "`item` row(s) have no `item_id`"),
+            "items_without_id",
+            item & pl.col(Col.ITEM_ID).is_null(),
+            "`item` row(s) have no `item_id`",
+            Kind.ITEM,
         ),
         RuleCheck(
             Rule.DUPLICATE_ITEM_ID,
-            _n("repeated_item_ids") > 0,
-            _rows("repeated_item_ids", "`item` row(s) repeat an `item_id`"),
+            _n(REPEATED_ITEM_IDS) > 0,
+            _rows(REPEATED_ITEM_IDS, "`item` row(s) repeat an `item_id`"),
         ),
-        RuleCheck(
+        _row_check(
             Rule.EMPTY_EXPECTED,
-            _n("empty_expected") > 0,
-            _rows("empty_expected", "`item` row(s) have an `expected` that is null or blank"),
+            "empty_expected",
+            item & (py_strip(expected).fill_null("") == ""),
+            "`item` row(s) have an `expected` that is null or blank",
+            Kind.ITEM,
         ),
-        RuleCheck(
+        _row_check(
             Rule.INTEGER_EXPECTED_NOT_INTEGER,
-            _n("integer_not_literal") > 0,
-            _rows(
-                "integer_not_literal",
-                "`integer` item(s) have an `expected` that is not an integer literal",
-            ),
+            "integer_not_literal",
+            item
+            & (pl.col(Col.MATCH) == Match.INTEGER)
+            & expected.is_not_null()
+            & ~py_strip(expected).str.contains(INTEGER_LITERAL),
+            "`integer` item(s) have an `expected` that is not an integer literal",
+            Kind.ITEM,
         ),
         RuleCheck(
             Rule.ANSWER_UNKNOWN_ITEM,
@@ -148,93 +227,114 @@ def checks() -> list[RuleCheck]:
         ),
         RuleCheck(
             Rule.NO_ITEMS,
-            category.is_in(list(NEEDS_ITEMS)) & (_n("n_items") == 0),
+            category.is_in(list(NEEDS_ITEMS)) & (_n(N_ITEMS) == 0),
             pl.format("a {} episode needs items and has none", category),
         ),
         RuleCheck(
             Rule.TOO_MANY_ITEMS,
-            category.is_in(_CF_LL) & _params_ok() & (pl.col("n_items") > pl.col("num_test_items")),
+            category.is_in(_CF_LL) & _params_ok() & (pl.col(N_ITEMS) > pl.col("num_test_items")),
             pl.format(
                 "{} items, more than num_test_items = {}",
-                pl.col("n_items"),
+                pl.col(N_ITEMS),
                 pl.col("num_test_items"),
             ),
         ),
         RuleCheck(
             Rule.TOO_MANY_EXAMPLES,
-            category.is_in(_CF_LL) & _params_ok() & (pl.col("n_examples") > pl.col("max_examples")),
+            category.is_in(_CF_LL) & _params_ok() & (pl.col(N_EXAMPLES) > pl.col("max_examples")),
             pl.format(
                 "{} examples, more than max_examples = {}",
-                pl.col("n_examples"),
+                pl.col(N_EXAMPLES),
                 pl.col("max_examples"),
             ),
         ),
-        RuleCheck(
+        _row_check(
             Rule.NON_FINITE_VALUE,
-            _n("non_finite_values") > 0,
-            _rows("non_finite_values", "row(s) have a `value` that is NaN or infinite"),
+            "non_finite_values",
+            value.is_not_null() & ~value.is_finite(),
+            "row(s) have a `value` that is NaN or infinite",
         ),
-        RuleCheck(
+        _row_check(
             Rule.ROUND_VALUE_OUT_OF_RANGE,
-            _n("rounds_out_of_range") > 0,
-            _rows("rounds_out_of_range", "`round_end` value(s) lie outside [0, 1]"),
+            "rounds_out_of_range",
+            round_end & ((value < 0.0) | (value > 1.0)),  # NaN sorts above 1 in polars
+            "`round_end` value(s) lie outside [0, 1]",
+            Kind.ROUND_END,
         ),
-        RuleCheck(
+        _row_check(
             Rule.ROUND_MISSING_VALUE,
-            _n("rounds_without_value") > 0,
-            _rows("rounds_without_value", "`round_end` row(s) have no `value`"),
+            "rounds_without_value",
+            round_end & value.is_null(),
+            "`round_end` row(s) have no `value`",
+            Kind.ROUND_END,
         ),
-        RuleCheck(
+        _row_check(
             Rule.ROUND_MISSING_NUMBER,
-            _n("rounds_without_number") > 0,
-            _rows("rounds_without_number", "`round_end` row(s) have no `round`"),
+            "rounds_without_number",
+            round_end & pl.col(Col.ROUND).is_null(),
+            "`round_end` row(s) have no `round`",
+            Kind.ROUND_END,
         ),
         RuleCheck(
             Rule.DUPLICATE_ROUND,
-            _n("repeated_rounds") > 0,
-            _rows("repeated_rounds", "`round_end` row(s) repeat a `round`"),
+            _n(REPEATED_ROUNDS) > 0,
+            _rows(REPEATED_ROUNDS, "`round_end` row(s) repeat a `round`"),
         ),
         RuleCheck(
             Rule.WRONG_ROUND_COUNT,
             (category == Category.PROCEDURAL_LEARNING)
             & _params_ok()
-            & (pl.col("n_rounds") != pl.col("practice_rounds")),
+            & (pl.col(N_ROUNDS) != pl.col("practice_rounds")),
             pl.format(
                 "{} `round_end` rows; practice_rounds = {}",
-                pl.col("n_rounds"),
+                pl.col(N_ROUNDS),
                 pl.col("practice_rounds"),
             ),
         ),
     ]
-    return out
+    return tuple(out)
+
+
+def row_checks(of_kind: Kind | Literal["all"] | None = "all") -> list[RuleCheck]:
+    """The row-level checks (those of rows of one kind, or of any row, or all)."""
+    rows = [c for c in checks() if c.row is not None]
+    return rows if of_kind == "all" else [c for c in rows if c.of_kind == of_kind]
+
+
+ROW_KINDS: Final = tuple(dict.fromkeys(c.of_kind for c in row_checks()))
+
+
+def problem_rows(of_kind: Kind | None) -> pl.Expr:
+    """The aggregation counting the rows that break some row-level check of ``of_kind``
+    (run over rows of that kind, or over every row for None)."""
+    conditions = [c.row for c in row_checks(of_kind) if c.row is not None]
+    return pl.any_horizontal(conditions).sum().alias(problems(of_kind))
 
 
 HARNESS: Final = RuleCheck(
     Rule.HARNESS_ERROR,
-    _n("harness_errors") > 0,
+    _n(HARNESS_ERRORS) > 0,
     pl.lit("harness error: an `episode_end` has status `error`"),
+    (is_kind(Kind.EPISODE_END) & (pl.col(Col.STATUS) == Status.ERROR))
+    .fill_null(False)
+    .alias(HARNESS_ERRORS),
 )
 NO_EPISODE_ID: Final = RuleCheck(
     Rule.NO_EPISODE_ID,
     pl.col(Col.EPISODE_ID).is_null(),
-    pl.format("{} row(s) have no `episode_id`", pl.col("n_rows")),
+    pl.format("{} row(s) have no `episode_id`", pl.col(N_ROWS)),
 )
 
 
-def judge(episodes: pl.LazyFrame) -> pl.LazyFrame:
-    """Add ``rules``, ``reasons`` and ``status`` to every episode's facts.
-
-    Rows without an episode_id form one bucket per file that is never an episode: it
-    gets only ``no_episode_id``.
-    """
-    return explain(with_status(episodes))
-
-
 def with_status(episodes: pl.LazyFrame) -> pl.LazyFrame:
-    """Add ``status`` only: whether any rule is broken is a cheap boolean; the lists of
-    rules and reasons (``explain``) cost ~40 string columns per episode, so they are built
-    for the few unscored episodes only."""
-    broken = pl.any_horizontal(c.broken.fill_null(False) for c in checks())
+    """Add ``status``: whether any rule is broken, from the facts of either pass (row-level
+    rules through their ``problems`` counts alone).
+
+    Rows without an episode_id form one bucket per file that is never an episode.
+    """
+    episode_level = [c.broken.fill_null(False) for c in checks() if c.row is None]
+    rows = [_n(problems(kind)) > 0 for kind in ROW_KINDS]
+    broken = pl.any_horizontal(*rows, *episode_level)
     status = (
         pl.when(pl.col(Col.EPISODE_ID).is_null())
         .then(pl.lit(EpisodeStatus.REJECTED))
@@ -247,28 +347,29 @@ def with_status(episodes: pl.LazyFrame) -> pl.LazyFrame:
     return episodes.with_columns(status.alias(STATUS))
 
 
+def _listed(field: str, checks_: Sequence[RuleCheck]) -> pl.Expr:
+    values = [
+        pl.when(c.broken.fill_null(False)).then(
+            pl.lit(c.rule.value) if field == RULES else c.message.fill_null(c.rule.value)
+        )
+        for c in checks_
+    ]
+    return pl.concat_list(values).list.drop_nulls()
+
+
 def explain(episodes: pl.LazyFrame) -> pl.LazyFrame:
-    """Add ``rules`` and ``reasons`` (empty for a scored episode) to judged facts."""
+    """Add ``rules`` and ``reasons`` (empty for a scored episode) to detailed facts
+    (``transforms.episodes.episode_facts(..., detailed=True)``)."""
     episode_checks = [HARNESS, *checks()]
-
-    def listed(field: str, checks_: list[RuleCheck]) -> pl.Expr:
-        values = [
-            pl.when(c.broken.fill_null(False)).then(
-                pl.lit(c.rule.value) if field == RULES else c.message.fill_null(c.rule.value)
-            )
-            for c in checks_
-        ]
-        return pl.concat_list(values).list.drop_nulls()
-
     no_id = pl.col(Col.EPISODE_ID).is_null()
     rules_ = (
         pl.when(no_id)
-        .then(listed(RULES, [NO_EPISODE_ID]))
-        .otherwise(listed(RULES, episode_checks).list.unique(maintain_order=True))
+        .then(_listed(RULES, [NO_EPISODE_ID]))
+        .otherwise(_listed(RULES, episode_checks).list.unique(maintain_order=True))
     )
     reasons = (
         pl.when(no_id)
-        .then(listed(REASONS, [NO_EPISODE_ID]))
-        .otherwise(listed(REASONS, episode_checks))
+        .then(_listed(REASONS, [NO_EPISODE_ID]))
+        .otherwise(_listed(REASONS, episode_checks))
     )
     return episodes.with_columns(rules_.alias(RULES), reasons.alias(REASONS))

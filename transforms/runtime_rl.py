@@ -21,13 +21,14 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import Col, Kind
-from schemas.tables import SCORE, Component
-from transforms.episodes import KEY
+from schemas.tables import FEEDBACK_OUT_OF_RANGE, SCORE, Component
+from transforms.episodes import SEGMENT, of_kind
 from transforms.rounding import python_round4
 
 STEP_Y: Final = "step_y"
 PROGRESS_MAX: Final = "progress_max"
 PROGRESS_LAST: Final = "progress_last"
+FIRST_SOLVING_TURN: Final = "first_solving_turn"
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -39,27 +40,38 @@ COMPONENTS: tuple[Component, ...] = (
 
 
 def interaction_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: ``success``, ``step_y`` (null unless solved), last and largest progress."""
-    is_action = pl.col(Col.KIND) == Kind.ACTION
-    feedback = pl.col(Col.KIND) == Kind.FEEDBACK
-    solving = feedback & pl.col(Col.SOLVED).fill_null(False)
-    with_value = feedback & pl.col(Col.VALUE).is_not_null()
-    steps = (
-        rows.filter(is_action | feedback)
-        .select(*KEY, Col.TURN, Col.KIND, Col.SOLVED, Col.VALUE)
-        .with_columns(
-            is_action.cast(pl.Int64).cum_sum().over(KEY, order_by=Col.TURN).alias("actions_so_far")
-        )
+    """Per episode with feedback: ``success``, ``step_y`` (null unless solved), last and
+    largest progress, and feedback values outside [0, 1] (a warning)."""
+    value = pl.col(Col.VALUE)
+    feedback = of_kind(rows, Kind.FEEDBACK, Col.TURN, Col.SOLVED, Col.VALUE)
+    # Elementwise, then a plain minimum (a filter inside an aggregation is a slow path).
+    solving_turn = pl.when(pl.col(Col.SOLVED).fill_null(False)).then(pl.col(Col.TURN)).min()
+    per_episode = feedback.group_by(SEGMENT).agg(
+        solving_turn.alias(FIRST_SOLVING_TURN),
+        ((value < 0.0) | (value > 1.0)).fill_null(False).sum().alias(FEEDBACK_OUT_OF_RANGE),
     )
-    return steps.group_by(KEY).agg(
-        solving.any().alias(Component.SUCCESS),
-        pl.col("actions_so_far").filter(solving).min().alias(STEP_Y),
-        pl.col(Col.VALUE).filter(with_value).max().alias(PROGRESS_MAX),
-        pl.col(Col.VALUE)
-        .filter(with_value)
-        .sort_by(pl.col(Col.TURN).filter(with_value))
-        .last()
-        .alias(PROGRESS_LAST),
+    valued = feedback.filter(value.is_not_null()).group_by(SEGMENT)
+    progress = valued.agg(
+        value.max().alias(PROGRESS_MAX), value.max_by(Col.TURN).alias(PROGRESS_LAST)
+    )
+    # step_y: the actions before the first solving feedback (by turn).
+    solved = per_episode.filter(pl.col(FIRST_SOLVING_TURN).is_not_null())
+    steps = (
+        of_kind(rows, Kind.ACTION, Col.TURN)
+        .join(solved.select(SEGMENT, FIRST_SOLVING_TURN), on=SEGMENT)
+        .filter(pl.col(Col.TURN) < pl.col(FIRST_SOLVING_TURN))
+        .group_by(SEGMENT)
+        .agg(pl.len().alias(STEP_Y))
+    )
+    success = pl.col(FIRST_SOLVING_TURN).is_not_null()
+    return (
+        per_episode.join(progress, on=SEGMENT, how="left")
+        .join(steps, on=SEGMENT, how="left")
+        .with_columns(
+            success.alias(Component.SUCCESS),
+            pl.when(success).then(pl.col(STEP_Y).fill_null(0)).alias(STEP_Y),
+        )
+        .drop(FIRST_SOLVING_TURN)
     )
 
 

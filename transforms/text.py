@@ -47,18 +47,3 @@ def py_split_joined(expr: pl.Expr) -> pl.Expr:
     'a b c'
     """
     return expr.str.replace_all(_WHITESPACE_RUN, " ").str.strip_chars(" ")
-
-
-def integer_canonical(stripped: pl.Expr) -> pl.Expr:
-    """The canonical form of an ASCII integer literal (``+088`` -> ``88``, ``-0`` -> ``0``);
-    null where ``stripped`` is not such a literal.
-
-    >>> pl.select(integer_canonical(pl.lit("-007"))).item()
-    '-7'
-    """
-    sign = stripped.str.slice(0, 1)
-    digits = stripped.str.strip_chars_start("+-").str.strip_chars_start("0")
-    magnitude = pl.when(digits == "").then(pl.lit("0")).otherwise(digits)
-    negative = (sign == "-") & (magnitude != "0")
-    canonical = pl.when(negative).then(pl.lit("-") + magnitude).otherwise(magnitude)
-    return pl.when(stripped.str.contains(INTEGER_LITERAL)).then(canonical)

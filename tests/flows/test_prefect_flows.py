@@ -6,7 +6,6 @@ import inspect
 from importlib import import_module
 from pathlib import Path
 
-import polars as pl
 import yaml
 from prefect import Flow
 
@@ -27,12 +26,9 @@ def test_the_nightly_deployment_runs_nightly_flow_at_two_utc() -> None:
     assert deployment["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC"}]
 
 
-def test_the_cache_key_follows_content_formulas_and_duplicates() -> None:
+def test_the_cache_key_follows_path_content_and_formulas() -> None:
     dump_file = DumpFile(Path("/x/part-0.parquet"), "part-0.parquet")
-    none = pl.DataFrame(
-        schema={"file": pl.String, "episode_id": pl.String, "other_files": pl.String}
-    )
-    base = {"dump_file": dump_file, "duplicates": none, "formulas": resolve([]), "digest": "a"}
+    base = {"dump_file": dump_file, "formulas": resolve([]), "digest": "a"}
 
     def key(**changes: object) -> str:
         return file_cache_key(None, {**base, **changes})  # type: ignore[arg-type]
@@ -40,9 +36,4 @@ def test_the_cache_key_follows_content_formulas_and_duplicates() -> None:
     assert key() == key()
     assert key(digest="b") != key()
     assert key(formulas=resolve(["procedural_learning=v1"])) != key()
-    dup = pl.DataFrame({"file": ["part-0.parquet"], "episode_id": ["e"], "other_files": ["o"]})
-    assert key(duplicates=dup) != key()
-    other_file = pl.DataFrame(
-        {"file": ["part-9.parquet"], "episode_id": ["e"], "other_files": ["o"]}
-    )
-    assert key(duplicates=other_file) == key()
+    assert key(dump_file=DumpFile(Path("/x/part-1.parquet"), "part-1.parquet")) != key()

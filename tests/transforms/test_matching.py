@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 
 from schemas.contract import Match
 from tests.reference import grade as reference_grade
+from tests.reference import is_integer_literal
 from tests.reference import positional as reference_positional
 from tests.strategies import (
     WORDS,
     answer_text,
     any_text,
     expected_text,
+    same_integer,
     separator,
     variant,
     whitespace,
@@ -50,6 +52,10 @@ AWKWARD = [
     ("88", "٨٨"),
     ("88", "+088\u3000"),
     ("-0", "0"),
+    # Literals beyond int128 (39 characters and more) are Python's to compare.
+    ("1" + "0" * 40, "+0001" + "0" * 40),
+    ("0" * 39 + "7", "7"),
+    ("-" + "9" * 45, "-" + "9" * 44 + "8"),
 ]
 
 
@@ -124,3 +130,33 @@ def test_sequence_verdict_and_positional_score(cases: list[tuple[str, str, str |
         assert answer is not None
         assert row[CORRECT] is reference_grade(mode, expected, answer), (expected, answer)
         assert row[POSITIONAL] == reference_positional(expected, answer), (expected, answer)
+
+
+def _literal(sign: str, zeros: int, number: int, pad: str) -> str:
+    return pad + sign + "0" * zeros + str(number) + pad
+
+
+# Integer literals (and near misses) of every length: within int64, int128, and beyond.
+LITERALS = st.builds(
+    _literal,
+    st.sampled_from(["", "+", "-", "--", "+-"]),
+    st.sampled_from([0, 1, 3, 40]),
+    st.integers(0, 10**3) | st.integers(0, 10**30) | st.integers(0, 10**45),
+    st.sampled_from(["", " ", "\x1c", "\u3000"]),
+) | st.text(st.sampled_from("+-0123456789٣３_ .e"), max_size=6)
+
+
+@st.composite
+def integer_pairs(draw: st.DrawFn) -> tuple[str, str, str | None]:
+    expected = draw(LITERALS)
+    respelled = same_integer(expected) if is_integer_literal(expected) else LITERALS
+    answer = draw(LITERALS | respelled)
+    return Match.INTEGER, expected, answer
+
+
+@SETTINGS
+@given(st.lists(integer_pairs(), min_size=1, max_size=40))
+def test_integer_verdict_is_int_equality(cases: list[tuple[str, str, str | None]]) -> None:
+    for (mode, expected, answer), row in zip(cases, _graded(cases), strict=True):
+        assert answer is not None
+        assert row[CORRECT] is reference_grade(mode, expected, answer), (expected, answer)

@@ -11,11 +11,9 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.reference import is_integer_literal
 from tests.strategies import NOT_WHITESPACE, WHITESPACE, WORDS, any_text
 from transforms.text import (
     PY_WHITESPACE,
-    integer_canonical,
     is_ascii,
     py_split_joined,
     py_strip,
@@ -55,29 +53,3 @@ def test_py_split_joined_is_join_of_str_split(texts: list[str]) -> None:
 @given(TEXTS)
 def test_is_ascii_is_str_isascii(texts: list[str]) -> None:
     assert _apply(is_ascii, texts) == [t.isascii() for t in texts]
-
-
-def _literal(draw_sign: str, zeros: int, number: int, pad: str) -> str:
-    return pad + draw_sign + "0" * zeros + str(number) + pad
-
-
-LITERALS = st.lists(
-    st.builds(
-        _literal,
-        st.sampled_from(["", "+", "-", "--", "+-"]),
-        st.integers(0, 3),
-        st.integers(0, 10**30),
-        st.sampled_from(["", " ", "\x1c", "\u3000"]),
-    )
-    | st.text(st.sampled_from("+-0123456789٣３_ .e"), max_size=6),
-    min_size=1,
-    max_size=30,
-)
-
-
-@SETTINGS
-@given(LITERALS)
-def test_integer_canonical_is_int_of_the_ascii_literal(texts: list[str]) -> None:
-    stripped = [t.strip() for t in texts]
-    for text, canonical in zip(stripped, _apply(integer_canonical, stripped), strict=True):
-        assert canonical == (str(int(text)) if is_integer_literal(text) else None), text

@@ -1,0 +1,71 @@
+"""The one rule that needs the whole night: an ``episode_id`` must be unique within a night.
+
+Every file is judged and scored on its own (``transforms.pipeline.score_rows``); afterwards
+``reject_duplicates`` looks at the episode ids of every file of a night (``dump_date``; the
+whole dump where it is null) and rejects every copy of an id found in several files. A
+file's own result therefore depends on that file alone (what lets a run cache it).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from schemas.contract import DUMP_DATE, FILE, Col
+from schemas.rules import Rule
+from schemas.tables import N_ROWS, REASONS, REJECTS, ROWS, RULES, STATUS, EpisodeStatus
+from transforms.episodes import KEY
+from transforms.rules import OTHER_FILES
+
+_ALL_FILES: Final = "all_files"
+
+
+def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
+    """From (file, dump_date, episode_id) rows: the ids found in several files of one
+    night, one row per copy, with the other files named (``other_files``)."""
+    night_id = [DUMP_DATE, Col.EPISODE_ID]
+    pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique([*KEY, DUMP_DATE])
+    files = pairs.group_by(night_id).agg(pl.col(FILE).sort().alias(_ALL_FILES))
+    return (
+        pairs.join(files.filter(pl.col(_ALL_FILES).list.len() > 1), on=night_id, nulls_equal=True)
+        .with_columns(
+            pl.col(_ALL_FILES)
+            .list.set_difference(pl.concat_list(pl.col(FILE)))
+            .list.sort()
+            .list.join(", ")
+            .alias(OTHER_FILES)
+        )
+        .select(*KEY, OTHER_FILES)
+    )
+
+
+def _reason() -> pl.Expr:
+    return pl.format("the episode_id also appears in {}", pl.col(OTHER_FILES))
+
+
+def reject_duplicates(
+    scores: pl.LazyFrame, rejects: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """(scores, rejects) with every copy of a duplicated episode id rejected: a scored copy
+    becomes a reject row, an unscored one gets the rule and its reason added."""
+    ids = pl.concat([frame.select(FILE, DUMP_DATE, Col.EPISODE_ID) for frame in (scores, rejects)])
+    duplicates = duplicate_episodes(ids).cache()
+    rule = pl.lit([Rule.DUPLICATE_EPISODE_ACROSS_FILES.value], pl.List(pl.String))
+    moved = scores.join(duplicates, on=KEY).select(
+        *(c for c in REJECTS if c not in (STATUS, RULES, REASONS, ROWS)),
+        pl.lit(EpisodeStatus.REJECTED.value).alias(STATUS),
+        rule.alias(RULES),
+        pl.concat_list(_reason()).alias(REASONS),
+        pl.col(N_ROWS).alias(ROWS),
+    )
+    duplicated = pl.col(OTHER_FILES).is_not_null()
+    marked = rejects.join(duplicates, on=KEY, how="left").with_columns(
+        pl.when(duplicated).then(pl.col(RULES).list.concat(rule)).otherwise(pl.col(RULES)),
+        pl.when(duplicated)
+        .then(pl.col(REASONS).list.concat(pl.concat_list(_reason())))
+        .otherwise(pl.col(REASONS)),
+    )
+    kept = scores.join(duplicates, on=KEY, how="anti")
+    both = pl.concat([marked.select(list(REJECTS)), moved.select(list(REJECTS))])
+    return kept, both.select(pl.col(c).cast(t) for c, t in REJECTS.items())
