@@ -4,14 +4,13 @@ An episode is keyed by (file, episode_id): episodes never span files, and a copy
 episode_id in another file is a different (rejected) episode. The rows of each file without
 an episode_id form one bucket of their own.
 
-``in_episode_order`` sorts the rows by (file, episode_id, turn) and numbers the episodes
-(``SEGMENT``: consecutive integers). Every per-episode step then groups and joins on that
-integer over contiguous rows, which is several times faster than hashing the string key,
-and turn order is row order. A harness writes an episode's rows together and in turn
-order, so the sort finds them in order and costs little.
+``in_episode_order`` brings each episode's rows together in turn order (a harness writes
+them so; other rows are sorted) and numbers the episodes (``SEGMENT``: consecutive
+integers). Every per-episode step then groups and joins on that integer over contiguous
+rows, several times faster than hashing the string key, and turn order is row order.
 
-``episode_facts`` makes one pass over every row with plain aggregations only (counts,
-smallest and largest values), plus small passes over the ``item``, ``round_end``,
+``episode_facts`` makes one pass over every row with plain aggregations only (sums of row
+conditions, counts, first values), plus small passes over the ``item``, ``round_end``,
 ``episode_start`` and ``answer`` rows. Row-level rules are folded into one count per kind of
 row (``rules.problems``): that is enough to tell which episodes are scored.
 ``detailed=True`` also counts every row-level rule apart and the distinct values of the
@@ -37,20 +36,18 @@ from transforms.rules import (
     N_STARTS,
     REPEATED_ITEM_IDS,
     REPEATED_ROUNDS,
-    REPEATED_TURNS,
+    SEGMENT,
     UNKNOWN_ANSWERS,
+    changes,
     distinct_count,
     episode_category,
     is_kind,
-    largest,
     null_count,
-    problem_rows,
+    problem_row,
     row_checks,
 )
 
 KEY: Final = [FILE, Col.EPISODE_ID]
-# The episode's number within a frame sorted by ``in_episode_order``.
-SEGMENT: Final = "segment"
 _KIND_COUNTS: Final = {
     N_STARTS: Kind.EPISODE_START,
     N_EXAMPLES: Kind.EXAMPLE,
@@ -60,15 +57,34 @@ _KIND_COUNTS: Final = {
 
 
 def in_episode_order(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows sorted by file, episode_id (null last) and turn (null last), with
-    ``SEGMENT``: 0, 1, 2 ... one number per episode (and per file's rows without an id).
+    """The rows with each episode's rows together and in turn order, and ``SEGMENT``: 0, 1,
+    2 ... one number per episode (and per file's rows without an id).
+
+    Rows that are already so (as a harness writes them) keep their order; others are sorted
+    by file, episode_id and turn (nulls last).
 
     >>> rows = pl.LazyFrame({"file": ["f"] * 3, "episode_id": ["b", "a", "b"], "turn": [1, 0, 0]})
     >>> in_episode_order(rows).collect()["segment"].to_list()
     [0, 1, 1]
     """
-    ordered = rows.sort([FILE, Col.EPISODE_ID, Col.TURN], nulls_last=True)
-    return ordered.with_columns(pl.struct(*KEY).rle_id().alias(SEGMENT))
+    schema = {**rows.collect_schema(), SEGMENT: pl.UInt32()}
+    return rows.map_batches(_numbered_episodes, schema=schema)
+
+
+def _numbered_episodes(frame: pl.DataFrame) -> pl.DataFrame:
+    # A frame-level step (polars inside, no Python per row): sorting costs more than
+    # checking, and dumps come in order.
+    numbered = frame.with_columns(pl.struct(*KEY).rle_id().alias(SEGMENT))
+    turn, segment = pl.col(Col.TURN), pl.col(SEGMENT)
+    starts = (segment != segment.shift()).fill_null(True)
+    runs = numbered.filter(starts).select(KEY)
+    ordered = numbered.select(
+        turn.is_not_null().all() & (starts | (turn >= turn.shift())).all()
+    ).item()
+    if ordered and not runs.is_duplicated().any():  # each episode's rows in one run
+        return numbered
+    ordered_rows = frame.sort([FILE, Col.EPISODE_ID, Col.TURN], nulls_last=True)
+    return ordered_rows.with_columns(pl.struct(*KEY).rle_id().alias(SEGMENT))
 
 
 def repeats(column: str) -> pl.Expr:
@@ -84,42 +100,37 @@ def repeats(column: str) -> pl.Expr:
     return pl.len().cast(pl.Int64) - nulls - distinct
 
 
-def _repeated_turn() -> pl.Expr:
-    """True where a row has the turn of the row before it in the same episode: in episode
-    order, repeated turns are neighbours (nulls, last, repeat nothing)."""
-    same_episode = pl.col(SEGMENT) == pl.col(SEGMENT).shift()
-    return (same_episode & (pl.col(Col.TURN) == pl.col(Col.TURN).shift())).fill_null(False)
-
-
 def of_kind(rows: pl.LazyFrame, kind: Kind, *columns: str) -> pl.LazyFrame:
     """``SEGMENT`` and ``columns`` of the rows of one kind (in episode order)."""
-    return rows.filter(is_kind(kind)).select(SEGMENT, *columns)
+    return rows.filter(is_kind(kind)).select(SEGMENT, *dict.fromkeys(columns))
 
 
 def _summary(rows: pl.LazyFrame, detailed: bool) -> pl.LazyFrame:
-    """One pass over every row of every episode."""
+    """One pass over every row of every episode.
+
+    Row conditions are computed on the whole frame first (neighbouring rows compare in
+    episode order there, and an aggregation sums a column at full speed)."""
     constant = [str(c) for c in EPISODE_CONSTANT]
+    checked = [c.row for c in row_checks() if c.row is not None]
     assert HARNESS.row is not None
+    flags = [problem_row(None), HARNESS.row]
+    # The two row counts the episode's category needs (detailed: among the checks').
+    category = [null_count(Col.CATEGORY), changes(Col.CATEGORY)]
+    flags += checked if detailed else [c for c in checked if c.meta.output_name() in category]
     aggregations = [
         *(pl.col(c).first() for c in KEY),
         pl.len().alias(N_ROWS),
-        problem_rows(None),
-        HARNESS.row.sum(),
+        *(pl.col(f.meta.output_name()).sum() for f in flags),
         *(is_kind(kind).sum().alias(name) for name, kind in _KIND_COUNTS.items()),
-        _repeated_turn().sum().cast(pl.Int64).alias(REPEATED_TURNS),
-        # Smallest (what a reject reports) and largest: one value iff they are equal.
-        *(pl.col(c).min() for c in constant),
-        *(pl.col(c).max().alias(largest(c)) for c in constant),
-        pl.col(DUMP_DATE).min(),
+        # What a reject reports: the smallest value (a scored episode has one).
+        *((pl.col(c).min() if detailed else pl.col(c).first()) for c in constant),
+        pl.col(DUMP_DATE).first(),
     ]
     if detailed:
-        aggregations += [c.row.sum() for c in row_checks() if c.row is not None]
         aggregations += [
             pl.col(c).drop_nulls().n_unique().alias(distinct_count(c)) for c in constant
         ]
-    else:  # the one row count the episode's category needs (detailed: a row check's)
-        aggregations.append(pl.col(Col.CATEGORY).null_count().alias(null_count(Col.CATEGORY)))
-    return rows.group_by(SEGMENT).agg(aggregations)
+    return rows.with_columns(flags).group_by(SEGMENT).agg(aggregations)
 
 
 def unknown_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -140,10 +151,10 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
     parts = [
         of_kind(rows, Kind.ITEM, *_read_by(Kind.ITEM, Col.ITEM_ID))
         .group_by(SEGMENT)
-        .agg(repeats(Col.ITEM_ID).alias(REPEATED_ITEM_IDS), problem_rows(Kind.ITEM)),
+        .agg(repeats(Col.ITEM_ID).alias(REPEATED_ITEM_IDS), problem_row(Kind.ITEM).sum()),
         of_kind(rows, Kind.ROUND_END, *_read_by(Kind.ROUND_END, Col.ROUND))
         .group_by(SEGMENT)
-        .agg(repeats(Col.ROUND).alias(REPEATED_ROUNDS), problem_rows(Kind.ROUND_END)),
+        .agg(repeats(Col.ROUND).alias(REPEATED_ROUNDS), problem_row(Kind.ROUND_END).sum()),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
         of_kind(rows, Kind.EPISODE_START, Col.PARAMS)
         .group_by(SEGMENT)

@@ -27,16 +27,13 @@ def last_answers(answers: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def graded_items(rows: pl.LazyFrame, answers: pl.LazyFrame | None = None) -> pl.LazyFrame:
+def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Per episode: ``correct_count``, ``n_items`` and (observational learning) the mean
     positional score of its items (summed left to right in item order).
 
-    ``rows`` are in ``in_episode_order``; ``answers``: the ``answer`` rows (``SEGMENT``,
-    item_id, turn, content) where ``rows`` have no content (the scorer reads content for
-    answers only); by default they come from ``rows``.
+    ``rows`` are in ``in_episode_order``.
     """
-    if answers is None:
-        answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT)
+    answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT)
     default_mode = pl.col(Col.CATEGORY).replace_strict(
         {c.value: m.value for c, m in DEFAULT_MATCH.items()}, default=None, return_dtype=pl.String
     )

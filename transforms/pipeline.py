@@ -7,8 +7,8 @@ rules come last (``transforms.duplicates.reject_duplicates``).
 
 How the work is split, for speed:
 
-- ``content`` is read for ``answer`` rows only (a filter the Parquet scan applies while
-  reading): the other consumers read every other column from one cached frame.
+- The rows are read once into one cached frame in episode order, ``content`` kept for
+  ``answer`` rows only.
 - The verdict of every episode comes from plain aggregations (``episode_facts``); only the
   unscored episodes, a small share, get the detailed facts that name every rule and reason
   (``rejects_of``).
@@ -39,7 +39,7 @@ from transforms import (
     procedural,
     runtime_rl,
 )
-from transforms.episodes import KEY, SEGMENT, episode_facts, in_episode_order
+from transforms.episodes import SEGMENT, episode_facts, in_episode_order
 from transforms.items import graded_items
 from transforms.rules import EPISODE_CATEGORY, explain, with_status
 
@@ -83,23 +83,18 @@ def score_rows(
     scored; ``rejects_of`` explains them. They are few, so callers that score many files
     explain them once for all (a plan of its own costs the same for ten rows or ten
     thousand)."""
-    # Every consumer but the grading reads these columns: read and sort them once.
-    table = in_episode_order(rows.select(pl.exclude(Col.CONTENT))).cache()
+    # Content is graded for answers only: the other rows' is never kept.
+    answer_content = pl.when(pl.col(Col.KIND) == Kind.ANSWER).then(pl.col(Col.CONTENT))
+    table = in_episode_order(rows.with_columns(answer_content.alias(Col.CONTENT))).cache()
     verdicts = with_status(episode_facts(table)).cache()
     scored = pl.col(STATUS) == EpisodeStatus.SCORED
     unscored = verdicts.filter(~scored).select(SEGMENT)
-    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(SEGMENT)
+    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(SEGMENT, Col.CONTENT)
     episodes = verdicts.filter(scored)
-    # Content is read for the answers of scored episodes only.
-    answers = (
-        rows.filter(pl.col(Col.KIND) == Kind.ANSWER)
-        .select(*KEY, Col.ITEM_ID, Col.TURN, Col.CONTENT)
-        .join(episodes.select(SEGMENT, *KEY), on=KEY)
-    )
     scorable = (
         episodes.drop(Col.CATEGORY)
         .rename({EPISODE_CATEGORY: Col.CATEGORY})
-        .join(graded_items(table, answers), on=SEGMENT, how="left")
+        .join(graded_items(table), on=SEGMENT, how="left")
         .join(runtime_rl.interaction_facts(table), on=SEGMENT, how="left")
         .join(procedural.round_facts(table), on=SEGMENT, how="left")
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))

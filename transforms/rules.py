@@ -37,6 +37,9 @@ from schemas.tables import REASONS, RULES, STATUS, EpisodeStatus
 from transforms.params import PARAMS_MESSAGE, PARAMS_RULE
 from transforms.text import INTEGER_LITERAL, py_strip
 
+# The episode's number in rows sorted by ``transforms.episodes.in_episode_order``: consecutive
+# rows of one episode, in turn order. Rules on neighbouring rows need that order.
+SEGMENT: Final = "segment"
 # The episode's category where it is known and the same on every row, else null.
 EPISODE_CATEGORY: Final = "episode_category"
 UNKNOWN_ANSWERS: Final = "unknown_answers"
@@ -72,10 +75,9 @@ def unknown_count(column: str) -> str:
     return f"unknown_{column}"
 
 
-def largest(column: str) -> str:
-    """The facts column of the largest value of an episode-constant column (the smallest
-    keeps the column's own name: it is what a reject row reports)."""
-    return f"max_{column}"
+def changes(column: str) -> str:
+    """The facts column counting rows whose ``column`` differs from the row before."""
+    return f"changes_{column}"
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,11 @@ def _rows(count: str, what: str) -> pl.Expr:
     return pl.format("{} " + what, pl.col(count))
 
 
+def _after_row_of_same_episode() -> pl.Expr:
+    """True where the row before (in episode order) is of the same episode."""
+    return pl.col(SEGMENT) == pl.col(SEGMENT).shift()
+
+
 def _row_check(
     rule: Rule, count: str, row: pl.Expr, what: str, of_kind: Kind | None = None
 ) -> RuleCheck:
@@ -114,12 +121,12 @@ def _row_check(
 
 
 def episode_category() -> pl.Expr:
-    """The category every row names, where it is one known category (no null, one value,
-    and that value one of the contract's)."""
+    """The category every row names, where it is one known category (no null, each row's
+    that of the row before, and one of the contract's)."""
     category = pl.col(Col.CATEGORY)
     known = (
         (pl.col(null_count(Col.CATEGORY)) == 0)
-        & (category == pl.col(largest(Col.CATEGORY)))
+        & (pl.col(changes(Col.CATEGORY)) == 0)
         & category.is_in(list(Category))
     )
     return pl.when(known).then(category).alias(EPISODE_CATEGORY)
@@ -161,18 +168,25 @@ def checks() -> tuple[RuleCheck, ...]:
         for c, values in ENUMS.items()
     ]
     out += [
+        # A row that differs from the row before breaks it, which the fast verdict counts;
+        # with nulls between two values no neighbours differ, but then a null is a rule
+        # broken too. The detailed facts count distinct values: exact for the reason.
         RuleCheck(
             Rule.INCONSISTENT_FIELD,
-            pl.col(c) != pl.col(largest(c)),  # nulls aside, one value: smallest == largest
+            _n(distinct_count(c)) > 1,
             pl.format(f"`{c}` differs within the episode ({{}} values)", pl.col(distinct_count(c))),
+            (_after_row_of_same_episode() & (pl.col(c) != pl.col(c).shift()))
+            .fill_null(False)
+            .alias(changes(c)),
         )
         for c in EPISODE_CONSTANT
     ]
     out += [
-        RuleCheck(
+        _row_check(  # in turn order, a repeated turn is its neighbour's (nulls last)
             Rule.DUPLICATE_TURN,
-            _n(REPEATED_TURNS) > 0,
-            _rows(REPEATED_TURNS, "row(s) repeat a `turn` of the episode"),
+            REPEATED_TURNS,
+            _after_row_of_same_episode() & (pl.col(Col.TURN) == pl.col(Col.TURN).shift()),
+            "row(s) repeat a `turn` of the episode",
         ),
         RuleCheck(Rule.MISSING_EPISODE_START, _n(N_STARTS) == 0, pl.lit("no `episode_start` row")),
         RuleCheck(
@@ -304,11 +318,11 @@ def row_checks(of_kind: Kind | Literal["all"] | None = "all") -> list[RuleCheck]
 ROW_KINDS: Final = tuple(dict.fromkeys(c.of_kind for c in row_checks()))
 
 
-def problem_rows(of_kind: Kind | None) -> pl.Expr:
-    """The aggregation counting the rows that break some row-level check of ``of_kind``
-    (run over rows of that kind, or over every row for None)."""
+def problem_row(of_kind: Kind | None) -> pl.Expr:
+    """True where a row breaks some row-level check of ``of_kind`` (for rows of that kind,
+    or of any kind for None), named ``problems(of_kind)``; summed per episode."""
     conditions = [c.row for c in row_checks(of_kind) if c.row is not None]
-    return pl.any_horizontal(conditions).sum().alias(problems(of_kind))
+    return pl.any_horizontal(conditions).alias(problems(of_kind))
 
 
 HARNESS: Final = RuleCheck(

@@ -17,7 +17,8 @@ PY_WHITESPACE: Final = (
     "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
 )
-_WHITESPACE_RUN: Final = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PY_WHITESPACE) + "]+"
+# Python whitespace but the space, one character at a time (rare in text: cheap to find).
+_OTHER_WHITESPACE: Final = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PY_WHITESPACE if c != " ") + "]"
 # `[0-9]` in Rust's regex is ASCII only, as the contract's integer literal is.
 INTEGER_LITERAL: Final = r"^[+-]?[0-9]+$"
 
@@ -46,4 +47,7 @@ def py_split_joined(expr: pl.Expr) -> pl.Expr:
     >>> pl.select(py_split_joined(pl.lit("\\ta  b\\x1c c "))).item()
     'a b c'
     """
-    return expr.str.replace_all(_WHITESPACE_RUN, " ").str.strip_chars(" ")
+    # Every whitespace character to a space, then runs of spaces to one: replacing each
+    # run of whitespace at once (a match at every space) took three times as long.
+    spaced = expr.str.replace_all(_OTHER_WHITESPACE, " ").str.replace_all(" {2,}", " ")
+    return spaced.str.strip_chars(" ")
