@@ -18,7 +18,9 @@ PY_WHITESPACE: Final = (
     "\u2028\u2029\u202f\u205f\u3000"
 )
 # Python whitespace but the space, one character at a time (rare in text: cheap to find).
-_OTHER_WHITESPACE: Final = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PY_WHITESPACE if c != " ") + "]"
+_OTHER_WHITESPACE: Final = (
+    "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PY_WHITESPACE if c != " ") + "]"
+)
 # `[0-9]` in Rust's regex is ASCII only, as the contract's integer literal is.
 INTEGER_LITERAL: Final = r"^[+-]?[0-9]+$"
 
