@@ -47,7 +47,7 @@ from schemas.tables import (
     EpisodeStatus,
 )
 from transforms.aggregate import Bootstrap
-from transforms.duplicates import reject_duplicates
+from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import rejects_of, score_rows
 
@@ -234,13 +234,18 @@ _PLAN = pl.QueryOptFlags(comm_subplan_elim=False)
 def assemble(parts: Sequence[FilePart], formulas: dict[Category, str]) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
     repeated across the files of a night rejected, in a stable order."""
-    scores = pl.concat([p.scores for p in parts]) if parts else pl.DataFrame(schema=EPISODE_SCORES)
+    scores = pl.concat([pl.DataFrame(schema=EPISODE_SCORES), *(p.scores for p in parts)])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
-    rejects = pl.concat([rejects_of(unscored.lazy()), *(p.rejects.lazy() for p in parts)])
-    kept, rejected = pl.collect_all(list(reject_duplicates(scores.lazy(), rejects)))
+    rejects = pl.concat(
+        [rejects_of(unscored.lazy()).collect(engine="in-memory"), *(p.rejects for p in parts)]
+    )
+    duplicates = duplicate_episodes(episode_ids(scores.lazy(), rejects.lazy())).collect()
+    if not duplicates.is_empty():
+        marked = reject_duplicates(scores.lazy(), rejects.lazy(), duplicates.lazy())
+        scores, rejects = pl.collect_all(list(marked))
     return ScoreResult(
-        scores=_sorted(kept, [FILE, Col.EPISODE_ID]),
-        rejects=_sorted(rejected, [FILE, Col.EPISODE_ID]),
+        scores=_sorted(scores, [FILE, Col.EPISODE_ID]),
+        rejects=_sorted(rejects, [FILE, Col.EPISODE_ID]),
         files=[p.report for p in parts],
         formulas=formulas,
     )

@@ -9,7 +9,7 @@ import polars as pl
 
 from schemas.contract import DTYPES, FILE, Col
 from schemas.formulas import resolve
-from transforms.duplicates import reject_duplicates
+from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, partition_values
 from transforms.pipeline import rejects_of, score_rows
 
@@ -37,7 +37,9 @@ def run_pipeline(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(scores, rejects) of rows grouped by their "file", every file at once."""
     scores, unscored = score_rows(rows_frame(rows), resolve(formulas or {}))
-    kept, rejected = pl.collect_all(list(reject_duplicates(scores, rejects_of(unscored))))
+    rejects = rejects_of(unscored)
+    duplicates = duplicate_episodes(episode_ids(scores, rejects))
+    kept, rejected = pl.collect_all(list(reject_duplicates(scores, rejects, duplicates)))
     return kept, rejected
 
 

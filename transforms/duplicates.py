@@ -21,14 +21,22 @@ from transforms.rules import OTHER_FILES
 _ALL_FILES: Final = "all_files"
 
 
+def episode_ids(scores: pl.LazyFrame, rejects: pl.LazyFrame) -> pl.LazyFrame:
+    """(file, dump_date, episode_id) of every episode scored or not: one row per episode
+    of each file."""
+    return pl.concat([frame.select(FILE, DUMP_DATE, Col.EPISODE_ID) for frame in (scores, rejects)])
+
+
 def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
-    """From (file, dump_date, episode_id) rows: the ids found in several files of one
-    night, one row per copy, with the other files named (``other_files``)."""
+    """From (file, dump_date, episode_id) rows, one per episode of each file: the ids found
+    in several files of one night, one row per copy, with the other files named
+    (``other_files``)."""
     night_id = [DUMP_DATE, Col.EPISODE_ID]
-    pairs = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique([*KEY, DUMP_DATE])
-    files = pairs.group_by(night_id).agg(pl.col(FILE).sort().alias(_ALL_FILES))
+    present = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique()
+    copies = present.filter(pl.struct(night_id).is_duplicated())  # few: a harness bug
+    files = copies.group_by(night_id).agg(pl.col(FILE).sort().alias(_ALL_FILES))
     return (
-        pairs.join(files.filter(pl.col(_ALL_FILES).list.len() > 1), on=night_id, nulls_equal=True)
+        copies.join(files, on=night_id, nulls_equal=True)
         .with_columns(
             pl.col(_ALL_FILES)
             .list.set_difference(pl.concat_list(pl.col(FILE)))
@@ -45,12 +53,11 @@ def _reason() -> pl.Expr:
 
 
 def reject_duplicates(
-    scores: pl.LazyFrame, rejects: pl.LazyFrame
+    scores: pl.LazyFrame, rejects: pl.LazyFrame, duplicates: pl.LazyFrame
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """(scores, rejects) with every copy of a duplicated episode id rejected: a scored copy
-    becomes a reject row, an unscored one gets the rule and its reason added."""
-    ids = pl.concat([frame.select(FILE, DUMP_DATE, Col.EPISODE_ID) for frame in (scores, rejects)])
-    duplicates = duplicate_episodes(ids).cache()
+    """(scores, rejects) with every copy in ``duplicates`` (``duplicate_episodes``)
+    rejected: a scored copy becomes a reject row, an unscored one gets the rule and its
+    reason added."""
     rule = pl.lit([Rule.DUPLICATE_EPISODE_ACROSS_FILES.value], pl.List(pl.String))
     moved = scores.join(duplicates, on=KEY).select(
         *(c for c in REJECTS if c not in (STATUS, RULES, REASONS, ROWS)),
