@@ -48,12 +48,8 @@ from transforms.rules import (
 )
 
 KEY: Final = [FILE, Col.EPISODE_ID]
-_KIND_COUNTS: Final = {
-    N_STARTS: Kind.EPISODE_START,
-    N_EXAMPLES: Kind.EXAMPLE,
-    N_ITEMS: Kind.ITEM,
-    N_ROUNDS: Kind.ROUND_END,
-}
+# Rows of each kind the rules count (items, rounds and starts: in their own passes).
+_COUNTS: Final = (N_EXAMPLES, N_ITEMS, N_ROUNDS, N_STARTS)
 
 
 def in_episode_order(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -121,7 +117,7 @@ def _summary(rows: pl.LazyFrame, detailed: bool) -> pl.LazyFrame:
         *(pl.col(c).first() for c in KEY),
         pl.len().alias(N_ROWS),
         *(pl.col(f.meta.output_name()).sum() for f in flags),
-        *(is_kind(kind).sum().alias(name) for name, kind in _KIND_COUNTS.items()),
+        is_kind(Kind.EXAMPLE).sum().alias(N_EXAMPLES),
         # What a reject reports: the smallest value (a scored episode has one).
         *((pl.col(c).min() if detailed else pl.col(c).first()) for c in constant),
         pl.col(DUMP_DATE).first(),
@@ -151,20 +147,29 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
     parts = [
         of_kind(rows, Kind.ITEM, *_read_by(Kind.ITEM, Col.ITEM_ID))
         .group_by(SEGMENT)
-        .agg(repeats(Col.ITEM_ID).alias(REPEATED_ITEM_IDS), problem_row(Kind.ITEM).sum()),
+        .agg(
+            pl.len().alias(N_ITEMS),
+            repeats(Col.ITEM_ID).alias(REPEATED_ITEM_IDS),
+            problem_row(Kind.ITEM).sum(),
+        ),
         of_kind(rows, Kind.ROUND_END, *_read_by(Kind.ROUND_END, Col.ROUND))
         .group_by(SEGMENT)
-        .agg(repeats(Col.ROUND).alias(REPEATED_ROUNDS), problem_row(Kind.ROUND_END).sum()),
+        .agg(
+            pl.len().alias(N_ROUNDS),
+            repeats(Col.ROUND).alias(REPEATED_ROUNDS),
+            problem_row(Kind.ROUND_END).sum(),
+        ),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
         of_kind(rows, Kind.EPISODE_START, Col.PARAMS)
         .group_by(SEGMENT)
-        .agg(pl.col(Col.PARAMS).first()),
+        .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first()),
         unknown_answers(rows),
     ]
     facts = _summary(rows, detailed)
     for part in parts:
         facts = facts.join(part, on=SEGMENT, how="left")
-    return with_params(facts.with_columns(episode_category()), EPISODE_CATEGORY)
+    counted = facts.with_columns(pl.col(c).fill_null(0) for c in _COUNTS)  # no such rows
+    return with_params(counted.with_columns(episode_category()), EPISODE_CATEGORY)
 
 
 def _read_by(kind: Kind, *columns: str) -> list[str]:

@@ -1,8 +1,8 @@
 """Procedural learning: the seed's ``procedural_composite_score`` (v2) and the previous
 ``0.5 x weighted mean + 0.5 x test score`` (v1).
 
-All sums run left to right over the rounds in ``round`` order (``cum_sum().last()``), so the
-bits equal the seed's Python; ``mean(xs)`` is that sum over ``len(xs)``.
+All sums run left to right over the rounds in ``round`` order (running sums), so the bits
+equal the seed's Python; ``mean(xs)`` is that sum over ``len(xs)``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import polars as pl
 from schemas.contract import Col, Kind
 from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
-from transforms.episodes import SEGMENT
+from transforms.episodes import SEGMENT, of_kind
 
 ZERO_GUARD: Final = 1e-9
 
@@ -30,34 +30,58 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-def _seqsum(terms: pl.Expr) -> pl.Expr:
-    return terms.cum_sum().last()
+# Working columns of ``round_facts``: per round row, its episode's round count, the row's
+# position (0..n-1 in round order) and half the count (at least 1).
+_N, _POSITION, _K, _MEAN = "_rounds", "_position", "_last_half", "_mean_score"
+_ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY = "_sum_last", "_sum_xy", "_sum_xx", "_sum_iy"
+
+
+def _running_sum(terms: pl.Expr) -> pl.Expr:
+    """Each row's sum of its episode's terms up to it, left to right (in round order): an
+    episode's last row holds the seed's Python ``sum``, to the bit."""
+    return terms.cum_sum().over(SEGMENT)
 
 
 def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: asymptote, trajectory and consistency of its ``round_end`` scores."""
-    scores = pl.col(Col.VALUE).sort_by(Col.ROUND)
-    n = pl.len().cast(pl.Float64)
-    k = pl.max_horizontal(pl.lit(1), pl.len() // 2).cast(pl.Float64)
-    position = pl.int_range(pl.len()).cast(pl.Float64)  # 0..n-1 in round order
-    in_last_k = (position >= n - k).cast(pl.Float64)
-    mean_score = _seqsum(scores) / n
+    """Per episode: asymptote, trajectory and consistency of its ``round_end`` scores.
+
+    The sums are running sums over the rows in round order, read at each episode's last
+    row (window expressions over the episode number, not a Python-speed loop per group).
+    """
+    value, n, position, k = pl.col(Col.VALUE), pl.col(_N), pl.col(_POSITION), pl.col(_K)
     x_mean = (n - 1.0) / 2.0
-    slope = _seqsum((position - x_mean) * (scores - mean_score)) / _seqsum(
-        (position - x_mean) * (position - x_mean)
-    )
-    normalised = (slope / (1.0 / (n - 1.0))).clip(-1.0, 1.0)
-    trajectory = pl.when(pl.len() == 1).then(pl.lit(0.5)).otherwise((normalised + 1.0) / 2.0)
-    return (
-        rows.filter(pl.col(Col.KIND) == Kind.ROUND_END)
-        .group_by(SEGMENT)
-        .agg(
-            (_seqsum(scores * in_last_k) / k).alias(Component.ASYMPTOTE),
-            trajectory.alias(Component.TRAJECTORY),
-            (_seqsum((position + 1.0) * scores) / (n * (n + 1.0) / 2.0)).alias(
-                Component.CONSISTENCY
-            ),
+    rounds = (
+        of_kind(rows, Kind.ROUND_END, Col.ROUND, Col.VALUE)
+        .sort(SEGMENT, Col.ROUND)
+        .with_columns(
+            pl.len().over(SEGMENT).cast(pl.Float64).alias(_N),
+            pl.int_range(pl.len()).over(SEGMENT).cast(pl.Float64).alias(_POSITION),
+            _running_sum(value).alias(_MEAN),
         )
+        .with_columns(
+            pl.max_horizontal(pl.lit(1.0), (n / 2.0).floor()).alias(_K),
+            (pl.col(_MEAN).last().over(SEGMENT) / n).alias(_MEAN),
+        )
+        .with_columns(
+            _running_sum(value * (position >= n - k).cast(pl.Float64)).alias(_ASYMPTOTE),
+            _running_sum((position - x_mean) * (value - pl.col(_MEAN))).alias(_COVARIANCE),
+            _running_sum((position - x_mean) * (position - x_mean)).alias(_VARIANCE),
+            _running_sum((position + 1.0) * value).alias(_CONSISTENCY),
+        )
+    )
+    sums = rounds.group_by(SEGMENT).agg(
+        pl.col(_N, _K, _ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY).last()
+    )
+    slope = pl.col(_COVARIANCE) / pl.col(_VARIANCE)
+    normalised = (slope / (1.0 / (n - 1.0))).clip(-1.0, 1.0)
+    return sums.select(
+        SEGMENT,
+        (pl.col(_ASYMPTOTE) / k).alias(Component.ASYMPTOTE),
+        pl.when(n == 1.0)
+        .then(pl.lit(0.5))
+        .otherwise((normalised + 1.0) / 2.0)
+        .alias(Component.TRAJECTORY),
+        (pl.col(_CONSISTENCY) / (n * (n + 1.0) / 2.0)).alias(Component.CONSISTENCY),
     )
 
 
