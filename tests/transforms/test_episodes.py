@@ -1,0 +1,108 @@
+"""``transforms.episodes``: episode order and numbering, and the fast facts' verdict against
+the detailed facts' on generated dumps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.contract import FILE, Col
+from schemas.tables import STATUS
+from tests.dumps import Row
+from tests.run import rows_frame
+from tests.strategies import dumps
+from transforms.episodes import KEY, episode_facts, in_episode_order
+from transforms.rules import SEGMENT, with_status
+
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    schema = {FILE: pl.String, Col.EPISODE_ID: pl.String, Col.TURN: pl.Int64, "row": pl.Int64}
+    return pl.DataFrame([{**r, "row": i} for i, r in enumerate(rows)], schema=schema)
+
+
+def _ordered(frame: pl.DataFrame) -> pl.DataFrame:
+    return in_episode_order(frame.lazy()).collect()
+
+
+def _assert_numbered(before: pl.DataFrame, after: pl.DataFrame) -> None:
+    """Every row kept; one segment per (file, episode_id), numbered 0, 1, ... in row order;
+    each segment's rows together and in turn order."""
+    assert sorted(after["row"].to_list()) == sorted(before["row"].to_list())
+    segments = after[SEGMENT].to_list()
+    assert segments == sorted(segments)
+    assert sorted(set(segments)) == list(range(len(set(segments))))
+    per_segment = after.group_by(SEGMENT).agg(pl.struct(KEY).n_unique().alias("keys"))
+    assert per_segment["keys"].to_list() == [1] * per_segment.height
+    per_key = after.group_by(KEY).agg(pl.col(SEGMENT).n_unique().alias("segments"))
+    assert per_key["segments"].to_list() == [1] * per_key.height
+    named = after.filter(pl.col(Col.EPISODE_ID).is_not_null())
+    for _, episode in named.group_by(SEGMENT):
+        turns = episode[Col.TURN].to_list()
+        present = [t for t in turns if t is not None]
+        assert present == sorted(present) and turns[: len(present)] == present  # nulls last
+
+
+def test_rows_in_order_keep_their_order() -> None:
+    # Episodes together and in turn order, ids not sorted: as a harness writes them.
+    rows = [
+        {FILE: "f", Col.EPISODE_ID: "b", Col.TURN: 0},
+        {FILE: "f", Col.EPISODE_ID: "b", Col.TURN: 1},
+        {FILE: "f", Col.EPISODE_ID: "a", Col.TURN: 0},
+        {FILE: "f", Col.EPISODE_ID: "a", Col.TURN: 5},
+    ]
+    after = _ordered(_frame(rows))
+    assert after["row"].to_list() == [0, 1, 2, 3]
+    assert after[SEGMENT].to_list() == [0, 0, 1, 1]
+
+
+def test_split_and_unordered_episodes_are_sorted() -> None:
+    rows = [
+        {FILE: "f", Col.EPISODE_ID: "b", Col.TURN: 1},
+        {FILE: "f", Col.EPISODE_ID: "a", Col.TURN: 0},
+        {FILE: "f", Col.EPISODE_ID: "b", Col.TURN: 0},  # b again, and before its turn 1
+        {FILE: "f", Col.EPISODE_ID: None, Col.TURN: 3},
+        {FILE: "g", Col.EPISODE_ID: "a", Col.TURN: 0},  # another file's a
+        {FILE: "f", Col.EPISODE_ID: None, Col.TURN: None},
+    ]
+    before = _frame(rows)
+    after = _ordered(before)
+    _assert_numbered(before, after)
+    assert after["row"].to_list() == [1, 2, 0, 3, 5, 4]
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                FILE: st.sampled_from(["f", "g"]),
+                Col.EPISODE_ID: st.sampled_from(["a", "b", "c", None]),
+                Col.TURN: st.none() | st.integers(0, 4),
+            }
+        ),
+        max_size=25,
+    ),
+    st.booleans(),
+)
+def test_every_arrangement_is_numbered_by_episode(rows: list[dict[str, Any]], tidy: bool) -> None:
+    if tidy:  # episodes together and in turn order (the frame may then keep its order)
+        rows.sort(key=lambda r: (r[FILE], str(r[Col.EPISODE_ID]), r[Col.TURN] is None))
+    before = _frame(rows)
+    _assert_numbered(before, _ordered(before))
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=dumps(max_episodes=8))
+def test_the_fast_verdict_is_the_detailed_one(rows: list[Row]) -> None:
+    table = in_episode_order(rows_frame(rows).drop(Col.CONTENT)).collect().lazy()
+    verdicts = [
+        with_status(episode_facts(table, detailed=detailed)).select(*KEY, STATUS).collect()
+        for detailed in (False, True)
+    ]
+    fast, detailed = (v.sort(KEY, nulls_last=True) for v in verdicts)
+    assert fast.equals(detailed)
