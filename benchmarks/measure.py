@@ -1,7 +1,14 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
 under ``/usr/bin/time`` for the peak resident memory).
 
-python -m benchmarks.measure read|score|reference|hash DUMP
+python -m benchmarks.measure read|needed|score|reference|hash DUMP
+
+- ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
+- ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
+  content of ``answer`` rows (one pass, as ``transforms.pipeline.score_rows`` reads it).
+- ``score``: the scorer end to end (``flows.runs.score``, local, every table written).
+- ``reference``: the row-wise reference of the tests on the rows as Python dicts.
+- ``hash``: the sha256 of every file, as the manifest needs.
 """
 
 from __future__ import annotations
@@ -15,25 +22,32 @@ from pathlib import Path
 T0 = time.perf_counter()  # before the heavy imports: start-up counts in ``total_s``
 
 
-def _files(dump: Path) -> list[Path]:
+def files(dump: Path) -> list[Path]:
     return sorted(p for p in dump.rglob("*.parquet") if "_" not in p.name[:1])
 
 
 def main(what: str, dump: Path) -> dict[str, float]:
     import polars as pl
 
-    if what == "read":  # the baseline: one full polars read of every file
+    if what == "read":
         t = time.perf_counter()
-        frame = pl.scan_parquet(_files(dump)).collect()
+        frame = pl.scan_parquet(files(dump)).collect()
+        seconds = time.perf_counter() - t
+        return {"seconds": seconds, "rows": frame.height, "frame_bytes": frame.estimated_size()}
+    if what == "needed":
+        answers = pl.when(pl.col("kind") == "answer").then(pl.col("content"))
+        t = time.perf_counter()
+        scan = pl.scan_parquet(files(dump))
+        frame = scan.select(pl.exclude("content", "ts"), answers).collect()
         return {"seconds": time.perf_counter() - t, "rows": frame.height}
-    if what == "hash":  # sha256 of every input file, as the manifest needs
+    if what == "hash":
         from flows.warehouse import file_digest
 
         t = time.perf_counter()
-        for path in _files(dump):
+        for path in files(dump):
             file_digest(path)
         return {"seconds": time.perf_counter() - t}
-    if what == "score":  # the scorer end to end: read, judge, score, aggregate, write
+    if what == "score":
         from flows.runs import local_mapper, score
 
         with tempfile.TemporaryDirectory() as out:
@@ -42,7 +56,7 @@ def main(what: str, dump: Path) -> dict[str, float]:
             seconds = time.perf_counter() - t
         assert outcome.result is not None
         return {"seconds": seconds, **outcome.result.timings}
-    if what == "reference":  # the row-wise reference of the tests (rows as Python dicts)
+    if what == "reference":
         from flows.io import discover
         from schemas.contract import DUMP_DATE, FILE
         from tests.reference import reference_score

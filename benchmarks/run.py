@@ -1,12 +1,13 @@
 """The performance benchmarks of the README's "Performance" section (``make bench``).
 
-Generates simulated dumps (cached under benchmarks/data/, git-ignored), then measures, each
-in a fresh process under ``/usr/bin/time`` (peak resident memory): one full polars read of
-the files (the baseline), the sha256 of every file, the scorer end to end (``flows.runs.score``
-with the local mapper, tables written) and the row-wise reference of the tests. Prints
-medians of ``--repeat`` runs, ratios and peak memory.
+Generates simulated one-night dumps (seed 0, cached under benchmarks/data/, git-ignored),
+then measures, each in a fresh process under ``/usr/bin/time`` (peak resident memory):
+one full polars read of the files (the baseline), the part of the files any scorer must read,
+the scorer end to end (``flows.runs.score``, tables written) and, once, the row-wise
+reference of the tests. Prints medians of ``--repeat`` runs, ratios, peak memory and the
+issue's targets with what was measured against each.
 
-python -m benchmarks.run [--repeat 3] [--large] [--reference-episodes 12500]
+python -m benchmarks.run [--repeat 3] [--large]
 """
 
 from __future__ import annotations
@@ -19,12 +20,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
 TINY = 100
 GROWTH = (12_500, 25_000, 50_000, 100_000)  # episodes: ~26 rows each
-LARGE = 1_500_000  # ~40 M rows: larger than memory as one in-memory frame of all columns
+REFERENCE = 12_500
+# ~40 M rows (the issue's size), and ~106 M rows: more than this machine's memory as one
+# polars frame of every column.
+LARGE = (1_500_000, 4_000_000)
+GIB = 2**30
 
 
 def dump(episodes: int) -> Path:
@@ -66,64 +72,151 @@ def rows_of(root: Path) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in root.rglob("*.parquet"))
 
 
+@dataclass
+class Size:
+    episodes: int
+    rows: int
+    read: dict[str, float]
+    needed: dict[str, float]
+    score: dict[str, float]
+    net: float  # scorer seconds beyond the start-up of a tiny dump
+
+
+def _line(*cells: object, widths: tuple[int, ...]) -> str:
+    return " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--large", action="store_true", help=f"also {LARGE:,} episodes, once")
-    parser.add_argument("--reference-episodes", type=int, default=GROWTH[0])
+    parser.add_argument(
+        "--large", action="store_true", help="also ~40 M and ~106 M rows, once each"
+    )
     args = parser.parse_args()
 
-    cpus = os.cpu_count()
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     print(
-        f"machine: {platform.machine()}, {cpus} cores, {mem:.0f} GiB, Python "
-        f"{platform.python_version()}; medians of {args.repeat} runs, each a fresh process"
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {memory / GIB:.0f} GiB, "
+        f"Python {platform.python_version()}, polars {_version('polars')}; medians of "
+        f"{args.repeat} runs, each a fresh process; load average before: {os.getloadavg()[0]:.1f}"
     )
 
     tiny = median("score", dump(TINY), args.repeat)
     startup = tiny["total_s"]
     print(
-        f"\nstart-up: scoring a {TINY}-episode dump takes {startup:.2f} s in all "
-        f"(process start and imports included), peak {tiny['peak_mib']:.0f} MiB"
+        f"\nstart-up: scoring a {TINY}-episode dump takes {startup:.2f} s in all (process "
+        f"start, imports, tables written), peak {tiny['peak_mib']:.0f} MiB"
     )
 
-    header = (
-        f"{'episodes':>9} {'rows':>11} {'read s':>7} {'hash s':>7} {'score s':>8} "
-        f"{'-startup':>8} {'ratio':>6} {'rows/s':>10} {'read MiB':>9} {'score MiB':>9}"
+    widths = (9, 11, 7, 8, 8, 7, 8, 8, 10, 9, 9)
+    print(
+        "\n"
+        + _line(
+            "episodes",
+            "rows",
+            "read s",
+            "needed s",
+            "score s",
+            "net s",
+            "net/read",
+            "need/rd",
+            "rows/s",
+            "read MiB",
+            "score MiB",
+            widths=widths,
+        )
     )
-    print("\n" + header)
+    sizes = []
     for episodes in GROWTH:
         root = dump(episodes)
         read = median("read", root, args.repeat)
-        hashed = median("hash", root, args.repeat)
+        needed = median("needed", root, args.repeat)
         scored = median("score", root, args.repeat)
-        net = scored["total_s"] - startup
+        size = Size(episodes, rows_of(root), read, needed, scored, scored["total_s"] - startup)
+        sizes.append(size)
         print(
-            f"{episodes:>9,} {rows_of(root):>11,} {read['seconds']:>7.2f} "
-            f"{hashed['seconds']:>7.2f} {scored['total_s']:>8.2f} {net:>8.2f} "
-            f"{net / read['seconds']:>6.2f} {rows_of(root) / net:>10,.0f} "
-            f"{read['peak_mib']:>9.0f} {scored['peak_mib']:>9.0f}",
+            _line(
+                f"{episodes:,}",
+                f"{size.rows:,}",
+                f"{read['seconds']:.2f}",
+                f"{needed['seconds']:.2f}",
+                f"{scored['total_s']:.2f}",
+                f"{size.net:.2f}",
+                f"{size.net / read['seconds']:.2f}",
+                f"{needed['seconds'] / read['seconds']:.2f}",
+                f"{size.rows / size.net:,.0f}",
+                f"{read['peak_mib']:.0f}",
+                f"{scored['peak_mib']:.0f}",
+                widths=widths,
+            ),
             flush=True,
         )
-        steps = {k: v for k, v in scored.items() if k.endswith("_s") and k != "total_s"}
-        print(f"{'':>9} scorer steps: {steps}")
+    biggest = sizes[-1]
+    steps = {k: round(v, 2) for k, v in biggest.score.items() if k.endswith("_s")}
+    steps["validate_and_write_s"] = round(
+        biggest.score["seconds"] - steps["score_s"] - steps["aggregate_s"], 2
+    )
+    print(f"\nscorer steps at {biggest.episodes:,} episodes (seconds): {steps}")
 
-    root = dump(args.reference_episodes)
-    ref = measure("reference", root)
+    root = dump(REFERENCE)
+    reference = measure("reference", root)
     scored = median("score", root, args.repeat)
     print(
-        f"\nreference (row-wise, tests.reference) on {args.reference_episodes:,} episodes: "
-        f"{ref['seconds']:.1f} s (peak {ref['peak_mib']:.0f} MiB) against the scorer's "
-        f"{scored['seconds']:.2f} s: {ref['seconds'] / scored['seconds']:.0f}x faster"
+        f"\nreference (row-wise, tests.reference) on {REFERENCE:,} episodes: "
+        f"{reference['seconds']:.1f} s, not counting its reading, against the scorer's "
+        f"{scored['seconds']:.2f} s end to end: {reference['seconds'] / scored['seconds']:.0f}x"
     )
 
+    large = []
     if args.large:
-        root = dump(LARGE)
-        once = measure("score", root)
+        bytes_per_row = biggest.read["frame_bytes"] / biggest.rows
+        for episodes in LARGE:
+            root = dump(episodes)
+            once = measure("score", root)
+            rows = rows_of(root)
+            in_memory = rows * bytes_per_row
+            large.append((episodes, rows, once, in_memory))
+            print(
+                f"\nlarge: {episodes:,} episodes, {rows:,} rows ({in_memory / GIB:.1f} GiB as "
+                f"one polars frame of every column; this machine has {memory / GIB:.0f} GiB): "
+                f"scored in {once['total_s']:.1f} s, peak {once['peak_mib']:.0f} MiB (one run)",
+                flush=True,
+            )
+
+    print("\ntargets (issue 5):")
+    ratio = biggest.net / biggest.read["seconds"]
+    floor = biggest.needed["seconds"] / biggest.read["seconds"]
+    print(
+        f"- throughput, net <= 0.5 x full read at {biggest.episodes:,} episodes: "
+        f"{_verdict(ratio <= 0.5)} ({ratio:.2f} x; reading only what a scorer needs is "
+        f"already {floor:.2f} x)"
+    )
+    print(
+        f"- peak memory < 1 GiB at {biggest.episodes:,} episodes: "
+        f"{_verdict(biggest.score['peak_mib'] < 1024)} ({biggest.score['peak_mib']:.0f} MiB)"
+    )
+    for _, rows, once, in_memory in large:
         print(
-            f"\nlarge: {LARGE:,} episodes, {rows_of(root):,} rows: scored in "
-            f"{once['total_s']:.1f} s, peak {once['peak_mib']:.0f} MiB (one run)"
+            f"- peak memory < 4 GiB at {rows / 1e6:.0f} M rows ({in_memory / GIB:.1f} GiB in "
+            f"memory): {_verdict(once['peak_mib'] < 4096)} ({once['peak_mib']:.0f} MiB)"
         )
+    per_row = [s.net / s.rows * 1e6 for s in sizes]
+    linear = max(per_row) <= 1.5 * min(per_row)
+    print(
+        f"- time linear in rows: {_verdict(linear)} (net seconds per million rows, "
+        f"{len(sizes)} sizes: " + ", ".join(f"{p:.2f}" for p in per_row) + ")"
+    )
+    print(f"- start-up on a tiny dump < 5 s: {_verdict(startup < 5)} ({startup:.2f} s)")
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "NOT MET"
+
+
+def _version(name: str) -> str:
+    from importlib import metadata
+
+    return metadata.version(name)
 
 
 if __name__ == "__main__":

@@ -123,8 +123,15 @@ def _score(
     files = discover(input_root)
     if nights is not None:
         files = [f for f in files if f.partitions.get(DUMP_DATE) in nights]
-    result = assemble(mapper(files, formulas, digests), formulas)
-    result.timings["score_s"] = round(time.perf_counter() - t0, 3)
+    parts = mapper(files, formulas, digests)
+    t1 = time.perf_counter()
+    result = assemble(parts, formulas)
+    t2 = time.perf_counter()
+    result.timings |= {
+        "files_s": round(t1 - t0, 3),
+        "assemble_s": round(t2 - t1, 3),
+        "score_s": round(t2 - t0, 3),
+    }
     fault_point("scored")
     return result
 
