@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,12 @@ import polars as pl
 
 from flows.io import DumpFile, InputError, discover
 from flows.score import (
+    SCORER_VERSION,
     FilePart,
+    FileReport,
     ScoreResult,
     assemble,
-    build_tables,
+    night_tables,
     score_file,
 )
 from flows.store import MANIFEST, current_snapshot, fault_point
@@ -34,13 +37,17 @@ from flows.warehouse import (
     CATEGORY_SCORES,
     MODEL_SCORES,
     RESCORE_DIFF,
+    SnapshotWriter,
     file_digest,
     fingerprint,
+    manifest_base,
+    new_snapshot_of,
     with_provenance,
-    write_run,
 )
-from schemas.contract import DUMP_DATE, Category
+from schemas.contract import DUMP_DATE, Category, Col
 from schemas.formulas import resolve
+from schemas.tables import RULES
+from transforms.aggregate import Bootstrap
 from transforms.diff import rescore_diff
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
@@ -78,12 +85,33 @@ def dask_mapper(address: str) -> Mapper:
 
 
 @dataclass
+class RunSummary:
+    """What a run scored, kept small (the tables are on disk): counts, episodes scored and
+    not per category, reasons, formula versions and timings, summed over its nights."""
+
+    formulas: dict[Category, str]
+    counts: Counter[str] = field(default_factory=Counter)
+    scored: Counter[str] = field(default_factory=Counter)  # by category
+    unscored: Counter[str] = field(default_factory=Counter)  # by category ("(unknown)")
+    reasons: Counter[str] = field(default_factory=Counter)  # by rule
+    timings: dict[str, float] = field(default_factory=dict)  # seconds by step
+
+    def add(self, result: ScoreResult) -> None:
+        self.counts.update(result.counts)
+        self.scored.update(dict(result.scores.group_by(Col.CATEGORY).len().iter_rows()))
+        unscored = result.rejects.group_by(pl.col(Col.CATEGORY).fill_null("(unknown)")).len()
+        self.unscored.update(dict(unscored.iter_rows()))
+        rules = result.rejects.select(pl.col(RULES).explode().drop_nulls()).to_series()
+        self.reasons.update(dict(rules.value_counts().iter_rows()))
+
+
+@dataclass
 class Outcome:
     """What a run did, for the terminal, the run log and the Prefect artifact."""
 
     kind: str
     out: Path
-    result: ScoreResult | None = None
+    result: RunSummary | None = None
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
     diff: pl.DataFrame | None = None
@@ -98,7 +126,7 @@ class Outcome:
             "seconds": round(self.seconds, 3),
             "nights_scored": self.nights_scored,
             "nights_unchanged": self.nights_unchanged,
-            "counts": self.result.counts if self.result else None,
+            "counts": dict(self.result.counts) if self.result else None,
             "formula_versions": (
                 {str(c): v for c, v in self.result.formulas.items()} if self.result else None
             ),
@@ -112,40 +140,99 @@ def _log_run(out: Path, outcome: Outcome) -> None:
         log.write(json.dumps(outcome.record()) + "\n")
 
 
-def _score(
-    input_root: Path,
-    nights: Collection[str | None] | None,
+# What a run writes after its nights (a rescore's diff): (writer, the new model and category
+# tables of every night, every night's input fingerprint) -> manifest entries
+Finish = Callable[[SnapshotWriter, dict[str, pl.DataFrame], dict[str | None, str]], dict[str, Any]]
+
+
+def _score_and_write(
+    kind: str,
+    dump_root: Path,
+    out: Path,
+    files: Sequence[DumpFile],
     formulas: dict[Category, str],
     mapper: Mapper,
     digests: Mapping[str, str],
-) -> ScoreResult:
-    t0 = time.perf_counter()
-    files = discover(input_root)
-    if nights is not None:
-        files = [f for f in files if f.partitions.get(DUMP_DATE) in nights]
-    parts = mapper(files, formulas, digests)
-    t1 = time.perf_counter()
-    result = assemble(parts, formulas)
-    t2 = time.perf_counter()
-    result.timings |= {
-        "files_s": round(t1 - t0, 3),
-        "assemble_s": round(t2 - t1, 3),
-        "score_s": round(t2 - t0, 3),
-    }
-    fault_point("scored")
-    return result
+    finish: Finish | None = None,
+) -> Outcome:
+    """Score ``files`` night after night into a new snapshot of ``out``, then commit it.
+
+    A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
+    for copies, its tables made and written, and its frames dropped before the next night,
+    so memory holds one night however many a run scores (a rescore of years of history).
+    """
+    started, t0 = datetime.now(UTC), time.perf_counter()
+    bootstrap = Bootstrap()
+    # Partition by dump_date only where every file has one: a hive table mixing levels is
+    # unreadable. Otherwise dump_date stays an ordinary (null) column and one group is scored.
+    dated = bool(files) and all(DUMP_DATE in f.partitions for f in files)
+    groups: dict[str | None, list[DumpFile]] = {}
+    for f in files:
+        groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
+    nights = {n for n in groups if n is not None} if dated else None
+    summary = RunSummary(formulas)
+    kept: dict[str, list[pl.DataFrame]] = {MODEL_SCORES: [], CATEGORY_SCORES: []}
+    entries: dict[str, Any] = {}
+    reports: list[FileReport] = []
+    fingerprints: dict[str | None, str] = {}
+    with new_snapshot_of(out, nights) as writer:
+        for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
+            t1 = time.perf_counter()
+            parts = mapper(night_files, formulas, digests)
+            t2 = time.perf_counter()
+            result = assemble(parts, formulas)
+            del parts
+            fault_point("scored")
+            t3 = time.perf_counter()
+            tables = night_tables(result, bootstrap)
+            t4 = time.perf_counter()
+            fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
+            for name, table in tables.items():
+                writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints))
+            for name, frames in kept.items():
+                frames.append(tables[name])
+            summary.add(result)
+            steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
+            steps["write_s"] = time.perf_counter() - t4
+            for step, seconds in steps.items():
+                summary.timings[step] = summary.timings.get(step, 0.0) + seconds
+            if night is not None:
+                entries[night] = {
+                    "input_fingerprint": fingerprints[night],
+                    "counts": result.counts,
+                    "files": [asdict(r) for r in result.files],
+                }
+            reports += result.files
+            del result, tables
+        new = {name: pl.concat(frames) for name, frames in kept.items()}
+        extra = finish(writer, new, fingerprints) if finish else {}
+        summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
+        manifest = {
+            "scorer_version": SCORER_VERSION,
+            "input": str(dump_root),
+            **manifest_base(started, bootstrap),
+            "formula_versions": {str(c): v for c, v in formulas.items()},
+            "timings": dict(summary.timings),
+            "partitioned_by_dump_date": dated,
+            "counts": dict(summary.counts),
+            "nights": entries,
+            "files": [asdict(r) for r in reports],
+            **extra,
+        }
+        if not dated:
+            manifest["input_fingerprint"] = fingerprints.get(None)
+        writer.commit(manifest)
+    outcome = Outcome(kind, out, summary, sorted(nights or []))
+    outcome.seconds = time.perf_counter() - t0
+    return outcome
 
 
 def score(
     input_root: Path, out: Path, formulas: Sequence[str] = (), mapper: Mapper = local_mapper
 ) -> Outcome:
     """Score every file of the dump; replace the nights it holds (or, undated, everything)."""
-    started, t0 = datetime.now(UTC), time.perf_counter()
-    result = _score(input_root, None, resolve(formulas), mapper, {})
-    built = build_tables(result, input_root, started)
-    write_run(out, built.tables, built.manifest, built.nights)
-    outcome = Outcome("score", out, result, sorted(built.nights or []))
-    outcome.seconds = time.perf_counter() - t0
+    files = discover(input_root)
+    outcome = _score_and_write("score", input_root, out, files, resolve(formulas), mapper, {})
     _log_run(out, outcome)
     return outcome
 
@@ -220,18 +307,24 @@ def nightly(
 ) -> Outcome:
     """Score the nights that are new or changed since the last run into ``out``; leave the
     others untouched (not rewritten). With nothing to do, write nothing but the run log."""
-    started, t0 = datetime.now(UTC), time.perf_counter()
+    t0 = time.perf_counter()
     plan = plan_nightly(dump_root, out, verify)
-    outcome = Outcome("nightly", out, nights_scored=plan.to_score, nights_unchanged=plan.unchanged)
     if plan.to_score:
-        outcome.result = _score(dump_root, plan.to_score, resolve(formulas), mapper, plan.digests)
-        built = build_tables(outcome.result, dump_root, started)
-        built.manifest["nightly"] = {
-            "new": plan.new,
-            "changed": plan.changed,
-            "unchanged": plan.unchanged,
-        }
-        write_run(out, built.tables, built.manifest, built.nights)
+        files = [f for night in plan.to_score for f in plan.nights[night]]
+        planned = {"new": plan.new, "changed": plan.changed, "unchanged": plan.unchanged}
+        outcome = _score_and_write(
+            "nightly",
+            dump_root,
+            out,
+            files,
+            resolve(formulas),
+            mapper,
+            plan.digests,
+            lambda _writer, _tables, _fingerprints: {"nightly": planned},
+        )
+    else:
+        outcome = Outcome("nightly", out)
+    outcome.nights_unchanged = plan.unchanged
     outcome.seconds = time.perf_counter() - t0
     _log_run(out, outcome)
     return outcome
@@ -252,37 +345,44 @@ def rescore(
 ) -> Outcome:
     """Rescore the nights in [since, until] with ``formulas``, replacing them atomically, and
     write ``rescore_diff``: old and new scores and ranks of each model and category."""
-    started, t0 = datetime.now(UTC), time.perf_counter()
-    files = discover(dump_root)
-    nights = sorted(
-        {
-            f.partitions[DUMP_DATE]
-            for f in files
-            if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
-        }
-    )
+    t0 = time.perf_counter()
+    files = [
+        f
+        for f in discover(dump_root)
+        if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
+    ]
+    nights = sorted({f.partitions[DUMP_DATE] for f in files})
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
-    result = _score(dump_root, nights, resolve(formulas), mapper, {})
-    built = build_tables(result, dump_root, started)
-    old = _old_tables(out, nights)
-    diff = rescore_diff(
-        old[MODEL_SCORES],
-        old[CATEGORY_SCORES],
-        built.tables[MODEL_SCORES].lazy(),
-        built.tables[CATEGORY_SCORES].lazy(),
-    ).collect()
-    fingerprints: dict[str | None, str] = {
-        n: built.manifest["nights"][n]["input_fingerprint"] for n in nights
-    }
-    built.tables[RESCORE_DIFF] = with_provenance(
-        diff.drop("scorer_version", "input_fingerprint", strict=False),
-        built.manifest["scorer_version"],
-        fingerprints,
+    old = _old_tables(out, nights)  # before this run's snapshot replaces them
+    diffs: list[pl.DataFrame] = []
+
+    def finish(
+        writer: SnapshotWriter,
+        new: dict[str, pl.DataFrame],
+        fingerprints: dict[str | None, str],
+    ) -> dict[str, Any]:
+        diff = rescore_diff(
+            old[MODEL_SCORES],
+            old[CATEGORY_SCORES],
+            new[MODEL_SCORES].lazy(),
+            new[CATEGORY_SCORES].lazy(),
+        ).collect()
+        writer.write(
+            RESCORE_DIFF,
+            with_provenance(
+                diff.drop("scorer_version", "input_fingerprint", strict=False),
+                SCORER_VERSION,
+                fingerprints,
+            ),
+        )
+        diffs.append(diff)
+        return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
+
+    outcome = _score_and_write(
+        "rescore", dump_root, out, files, resolve(formulas), mapper, {}, finish
     )
-    built.manifest["rescore"] = {"since": str(since), "until": str(until), "nights": nights}
-    write_run(out, built.tables, built.manifest, built.nights)
-    outcome = Outcome("rescore", out, result, nights, diff=diff)
+    outcome.diff = diffs[0]
     outcome.seconds = time.perf_counter() - t0
     _log_run(out, outcome)
     return outcome

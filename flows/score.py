@@ -1,8 +1,8 @@
-"""Scoring a dump: read each file, judge and score its episodes, write the tables.
+"""Scoring a dump: read each file, judge and score its episodes, make the tables of a night.
 
-The work is in plain functions (``score_file``, ``score_dump``, ``build_tables``): the runs of
-``flows.runs`` (and through them the Prefect flows of ``flows.prefect_flows``) and the tests
-call them directly.
+The work is in plain functions (``score_file``, ``assemble``, ``score_dump``,
+``night_tables``): the runs of ``flows.runs`` (and through them the Prefect flows of
+``flows.prefect_flows``) and the tests call them directly.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import polars as pl
 
@@ -24,14 +23,7 @@ from flows.warehouse import (
 from flows.warehouse import (
     REJECTS as REJECTS_TABLE,
 )
-from flows.warehouse import (
-    aggregate,
-    file_digest,
-    fingerprint,
-    manifest_base,
-    with_provenance,
-    write_run,
-)
+from flows.warehouse import aggregate, file_digest
 from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
 from schemas.formulas import resolve
 from schemas.rows import DumpRows
@@ -262,75 +254,14 @@ def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     return frame.sort(by, nulls_last=True)
 
 
-@dataclass
-class Tables:
-    """Everything a run writes: the tables, the manifest, and the nights it replaces (None:
-    the tables are not partitioned by night and replace the whole output)."""
-
-    tables: dict[str, pl.DataFrame]
-    manifest: dict[str, Any]
-    nights: set[str] | None
-
-
-def build_tables(
-    result: ScoreResult, input_root: Path, started: datetime, bootstrap: Bootstrap | None = None
-) -> Tables:
-    """Aggregate and add provenance; the manifest of the run."""
-    bootstrap = bootstrap or Bootstrap()
+def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
+    """The tables of one night's result (or of an undated dump's): its episode scores and
+    rejects, and their task, category and model aggregates (no provenance yet)."""
     counts = result.counts
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
         raise RuntimeError(f"row accounting does not balance: {counts}")
-    # Partition by dump_date only where every file has one: a hive table mixing levels is
-    # unreadable. Otherwise dump_date stays an ordinary (null) column.
-    dated = bool(result.files) and all(f.dump_date is not None for f in result.files)
-    groups: dict[str | None, list[FileReport]] = {}
-    for report in result.files:
-        groups.setdefault(report.dump_date if dated else None, []).append(report)
-    fingerprints = {
-        night: fingerprint((f.file, f.sha256) for f in files) for night, files in groups.items()
-    }
-    t0 = time.perf_counter()
-    tables = {
+    return {
         EPISODE_SCORES_TABLE: result.scores,
         REJECTS_TABLE: result.rejects,
         **aggregate(result.scores, bootstrap),
     }
-    result.timings["aggregate_s"] = round(time.perf_counter() - t0, 3)
-    tables = {name: with_provenance(t, SCORER_VERSION, fingerprints) for name, t in tables.items()}
-    manifest = {
-        "scorer_version": SCORER_VERSION,
-        "input": str(input_root),
-        **manifest_base(started, bootstrap),
-        "formula_versions": {str(c): v for c, v in result.formulas.items()},
-        "timings": result.timings,
-        "partitioned_by_dump_date": dated,
-        "counts": counts,
-        "nights": {
-            night: {
-                "input_fingerprint": fingerprints[night],
-                "counts": result.restricted_to(night).counts,
-                "files": [asdict(f) for f in files],
-            }
-            for night, files in groups.items()
-            if night is not None
-        },
-        "files": [asdict(f) for f in result.files],
-    }
-    if not dated:
-        manifest["input_fingerprint"] = fingerprints.get(None)
-    nights = {n for n in groups if n is not None} if dated else None
-    return Tables(tables, manifest, nights)
-
-
-def write_outputs(
-    result: ScoreResult,
-    input_root: Path,
-    out: Path,
-    started: datetime,
-    bootstrap: Bootstrap | None = None,
-) -> dict[str, Any]:
-    """Aggregate, add provenance, validate and write every table and the manifest as one
-    atomic snapshot of ``out`` (``flows.store``)."""
-    built = build_tables(result, input_root, started, bootstrap)
-    write_run(out, built.tables, built.manifest, built.nights)
-    return built.manifest

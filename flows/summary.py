@@ -8,10 +8,9 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.runs import Outcome
-from flows.score import ScoreResult
+from flows.runs import Outcome, RunSummary
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.tables import RULES, SCORE
+from schemas.tables import SCORE
 
 
 def printable(text: object) -> str:
@@ -68,26 +67,18 @@ def leaderboard_lines(out: Path) -> list[str]:
     return lines
 
 
-def run_lines(result: ScoreResult, out: Path) -> list[str]:
+def run_lines(summary: RunSummary, out: Path) -> list[str]:
     """Episodes scored and not scored per category, the top reasons, the accounting, where."""
-    scored = dict(result.scores.group_by(Col.CATEGORY).len().iter_rows())
-    unscored = dict(
-        result.rejects.group_by(pl.col(Col.CATEGORY).fill_null("(unknown)")).len().iter_rows()
-    )
     lines = [f"{'category':<24}{'scored':>8}{'not scored':>12}"]
-    for category in sorted(set(scored) | set(unscored)):  # at most a few categories
+    for category in sorted(set(summary.scored) | set(summary.unscored)):  # a few categories
         lines.append(
-            f"{printable(category):<24}{scored.get(category, 0):>8}{unscored.get(category, 0):>12}"
+            f"{printable(category):<24}{summary.scored[category]:>8}"
+            f"{summary.unscored[category]:>12}"
         )
-    reasons = (
-        result.rejects.select(pl.col(RULES).explode().drop_nulls())
-        .to_series()
-        .value_counts(sort=True)
-    )
-    if reasons.height:
-        top = reasons.sort(["count", RULES], descending=[True, False]).head(5).iter_rows()
+    if summary.reasons:
+        top = sorted(summary.reasons.items(), key=lambda r: (-r[1], r[0]))[:5]
         lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in top))
-    counts = result.counts
+    counts = summary.counts
     lines.append(
         f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
         f"{counts['episodes_harness_error']} harness errors; "

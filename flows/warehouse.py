@@ -10,7 +10,8 @@ import hashlib
 import json
 import platform
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import cache
@@ -138,20 +139,49 @@ def environment() -> dict[str, str]:
     return versions
 
 
-def write_run(
-    out: Path,
-    tables: Mapping[str, pl.DataFrame],
-    manifest: dict[str, Any],
-    nights: set[str] | None,
-) -> Path:
-    """Validate every table, then write them as a new snapshot of ``out`` and commit it.
+class SnapshotWriter:
+    """The tables of a run written into a new snapshot of ``out``, a part at a time (a night
+    after another), then committed at once: readers see the old snapshot until the commit.
 
-    ``nights`` are the ``dump_date`` partitions this run replaces (the others are carried
-    over from the current snapshot); None: the tables are not partitioned by night and the
-    run replaces everything.
+    Get one from ``new_snapshot_of``. ``nights`` are the ``dump_date`` partitions the run
+    replaces (the others are carried over from the current snapshot); None: the tables are
+    not partitioned by night and the run replaces everything.
     """
-    for name, table in tables.items():
-        TABLES[name][0].validate(table, lazy=True)
+
+    def __init__(
+        self, out: Path, snapshot: Path, previous: Path | None, nights: set[str] | None
+    ) -> None:
+        self.out, self.snapshot, self.previous, self.nights = out, snapshot, previous, nights
+        self.empty: dict[str, pl.DataFrame] = {}  # each table's columns, for a table of no rows
+        self.committed = False
+
+    def write(self, name: str, table: pl.DataFrame) -> None:
+        """Validate ``table`` (pandera, data included) and write its partitions."""
+        model, partitions, order = TABLES[name]
+        model.validate(table, lazy=True)
+        by = ([DUMP_DATE] if self.nights is not None else []) + partitions
+        _write_table(table.sort(order, nulls_last=True), self.snapshot / name, by)
+        self.empty.setdefault(name, table.clear())
+        fault_point(f"wrote-{name}")
+
+    def commit(self, manifest: dict[str, Any]) -> None:
+        """Write the manifest (with the nights of earlier runs that this one kept) and make
+        the snapshot the current one."""
+        for name, empty in self.empty.items():  # a table of no rows, on every night: readable
+            table_dir = self.snapshot / name
+            if not any(table_dir.rglob("*.parquet")):
+                table_dir.mkdir(parents=True, exist_ok=True)
+                empty.write_parquet(table_dir / "part-0.parquet")
+        manifest = _merge_manifest(self.previous, manifest, self.nights)
+        (self.snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+        commit(self.out, self.snapshot, _present_tables(self.snapshot), self.previous)
+        self.committed = True
+
+
+@contextmanager
+def new_snapshot_of(out: Path, nights: set[str] | None) -> Iterator[SnapshotWriter]:
+    """Hold ``OUT/.lock``, start a snapshot (the nights not replaced hard-linked from the
+    current one) and yield its writer; a snapshot not committed is removed."""
     with locked(out):
         previous = current_snapshot(out)
         snapshot = new_snapshot(out)
@@ -168,18 +198,27 @@ def write_run(
                     ),
                 )
             fault_point("carried-over")
-            for name, table in tables.items():
-                _, partitions, order = TABLES[name]
-                by = ([DUMP_DATE] if nights is not None else []) + partitions
-                _write_table(table.sort(order, nulls_last=True), snapshot / name, by)
-                fault_point(f"wrote-{name}")
-            manifest = _merge_manifest(previous, manifest, nights)
-            (snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-            commit(out, snapshot, _present_tables(snapshot), previous)
+            writer = SnapshotWriter(out, snapshot, previous, nights)
+            yield writer
+            if not writer.committed:
+                discard(snapshot)
         except BaseException:
             discard(snapshot)
             raise
-    return snapshot
+
+
+def write_run(
+    out: Path,
+    tables: Mapping[str, pl.DataFrame],
+    manifest: dict[str, Any],
+    nights: set[str] | None,
+) -> Path:
+    """Validate and write every table, then commit them as one new snapshot of ``out``."""
+    with new_snapshot_of(out, nights) as writer:
+        for name, table in tables.items():
+            writer.write(name, table)
+        writer.commit(manifest)
+    return writer.snapshot
 
 
 def _present_tables(snapshot: Path) -> list[str]:
@@ -196,8 +235,6 @@ def _write_table(frame: pl.DataFrame, table_dir: Path, by: list[str]) -> None:
         folder = table_dir / partition_dir(dict(zip(by, values, strict=True)))
         folder.mkdir(parents=True, exist_ok=True)
         part.drop(by).write_parquet(folder / "part-0.parquet")
-    if not any(table_dir.rglob("*.parquet")):  # no rows on any night: an empty table, readable
-        frame.write_parquet(table_dir / "part-0.parquet")
 
 
 def _merge_manifest(

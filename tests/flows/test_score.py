@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -11,8 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from flows import runs
 from flows.io import InputError
-from flows.score import score_dump, write_outputs
+from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE
 from schemas.rules import Rule
 from tests.dumps import rule_dump, write_dump
@@ -53,11 +53,13 @@ def test_every_row_is_accounted_for(rule_dir: Path) -> None:
 
 def test_outputs_are_hive_tables_with_a_manifest(rule_dir: Path, tmp_path: Path) -> None:
     result = score_dump(rule_dir)
-    manifest = write_outputs(result, rule_dir, tmp_path, datetime.now(UTC))
+    outcome = runs.score(rule_dir, tmp_path)
     scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
     rejects = pl.scan_parquet(tmp_path / "rejects", hive_partitioning=True).collect()
     assert scores.height == result.scores.height and rejects.height == result.rejects.height
-    assert json.loads((tmp_path / "manifest.json").read_text())["counts"] == manifest["counts"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["counts"] == result.counts
+    assert outcome.result is not None and dict(outcome.result.counts) == result.counts
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert leftovers == [".lock"], "nothing but the lock file may stay hidden"
 
