@@ -46,9 +46,10 @@ demo: setup
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
 	$(BIN)/cogscore report demo-out --html demo-out/report.html
 
-# Performance figures of the README (dumps cached under benchmarks/data/; --large: ~40 M rows).
+# Performance figures of the README (dumps cached under benchmarks/data/, ~3 GB; --large:
+# ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes).
 bench: setup
-	$(BIN)/python -m benchmarks.run --large
+	$(BIN)/python -m benchmarks.run --repeat 5 --large
 
 clean:
 	rm -rf .tools $(VENV) demo-out demo-dump .pytest_cache .mypy_cache .ruff_cache .hypothesis

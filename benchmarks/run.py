@@ -30,6 +30,8 @@ REFERENCE = 12_500
 # ~40 M rows (the issue's size), and ~106 M rows: more than this machine's memory as one
 # polars frame of every column.
 LARGE = (1_500_000, 4_000_000)
+# History: nights of GROWTH[-1] episodes each, scored in one run (a rescore of them all).
+HISTORY_NIGHTS = 8
 GIB = 2**30
 
 
@@ -41,6 +43,20 @@ def dump(episodes: int) -> Path:
 
         print(f"generating {root} ...", file=sys.stderr, flush=True)
         simulate(root, date="2026-12-01", episodes=episodes, seed=0)
+        (root / ".complete").touch()
+    return root
+
+
+def history(nights: int, episodes: int) -> Path:
+    """``nights`` consecutive nights of ``episodes`` episodes each, generated once."""
+    root = DATA / f"history-{nights}x{episodes}"
+    if not (root / ".complete").exists():
+        from simulator import simulate
+
+        for night in range(nights):
+            date = f"2026-11-{night + 1:02d}"
+            print(f"generating {root} {date} ...", file=sys.stderr, flush=True)
+            simulate(root, date=date, episodes=episodes, seed=night)
         (root / ".complete").touch()
     return root
 
@@ -90,7 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
-        "--large", action="store_true", help="also ~40 M and ~106 M rows, once each"
+        "--large",
+        action="store_true",
+        help="also ~40 M and ~106 M rows in one night, and eight nights, once each",
     )
     args = parser.parse_args()
 
@@ -179,6 +197,15 @@ def main() -> None:
                 f"scored in {once['total_s']:.1f} s, peak {once['peak_mib']:.0f} MiB (one run)",
                 flush=True,
             )
+
+        root = history(HISTORY_NIGHTS, biggest.episodes)
+        once = measure("score", root)
+        print(
+            f"\nhistory: {HISTORY_NIGHTS} nights of {biggest.episodes:,} episodes "
+            f"({rows_of(root):,} rows) in one run: {once['total_s']:.1f} s, peak "
+            f"{once['peak_mib']:.0f} MiB (one night alone: {biggest.score['peak_mib']:.0f} MiB)",
+            flush=True,
+        )
 
     print("\ntargets (issue 5):")
     ratio = biggest.net / biggest.read["seconds"]

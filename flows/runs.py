@@ -4,7 +4,8 @@ with chosen formula versions, and what that moved).
 
 Each takes a ``Mapper`` that runs the per-file work: in this process, on a Dask cluster, or
 (``flows.prefect_flows``) as Prefect tasks. Files are the unit of distribution (episodes
-never span files); the reduction to aggregates happens once, here.
+never span files); nights are the unit of reduction: here, one night after another, each
+night's parts are assembled, aggregated and written before the next night is scored.
 """
 
 from __future__ import annotations
