@@ -145,20 +145,8 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
     file included): its key, counts, category, parameters (``transforms.params``) and what
     the rules read."""
     parts = [
-        of_kind(rows, Kind.ITEM, *_read_by(Kind.ITEM, Col.ITEM_ID))
-        .group_by(SEGMENT)
-        .agg(
-            pl.len().alias(N_ITEMS),
-            repeats(Col.ITEM_ID).alias(REPEATED_ITEM_IDS),
-            problem_row(Kind.ITEM).sum(),
-        ),
-        of_kind(rows, Kind.ROUND_END, *_read_by(Kind.ROUND_END, Col.ROUND))
-        .group_by(SEGMENT)
-        .agg(
-            pl.len().alias(N_ROUNDS),
-            repeats(Col.ROUND).alias(REPEATED_ROUNDS),
-            problem_row(Kind.ROUND_END).sum(),
-        ),
+        _kind_facts(rows, Kind.ITEM, Col.ITEM_ID, N_ITEMS, REPEATED_ITEM_IDS),
+        _kind_facts(rows, Kind.ROUND_END, Col.ROUND, N_ROUNDS, REPEATED_ROUNDS),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
         of_kind(rows, Kind.EPISODE_START, Col.PARAMS)
         .group_by(SEGMENT)
@@ -172,7 +160,15 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
     return with_params(counted.with_columns(episode_category()), EPISODE_CATEGORY)
 
 
-def _read_by(kind: Kind, *columns: str) -> list[str]:
-    """``columns`` and those the row-level checks of ``kind`` rows read."""
-    names = [n for c in row_checks(kind) if c.row is not None for n in c.row.meta.root_names()]
-    return list(dict.fromkeys([*columns, *names]))
+def _kind_facts(
+    rows: pl.LazyFrame, kind: Kind, key: str, count: str, repeated: str
+) -> pl.LazyFrame:
+    """Per episode, of its rows of one kind: how many, how many repeat a ``key`` (an item's
+    id, a round's number), and how many break a row-level rule of that kind."""
+    checks = [c.row for c in row_checks(kind) if c.row is not None]
+    read = dict.fromkeys([key, *(n for c in checks for n in c.meta.root_names())])
+    return (
+        of_kind(rows, kind, *read)
+        .group_by(SEGMENT)
+        .agg(pl.len().alias(count), repeats(key).alias(repeated), problem_row(kind).sum())
+    )
