@@ -1,12 +1,14 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
 under ``/usr/bin/time`` for the peak resident memory).
 
-python -m benchmarks.measure read|needed|score|reference|hash DUMP
+python -m benchmarks.measure read|needed|score|warm|reference|hash DUMP
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
 - ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
   content of ``answer`` rows (one pass, as ``transforms.pipeline.score_rows`` reads it).
 - ``score``: the scorer end to end (``flows.runs.score``, local, every table written).
+- ``warm``: the same, after scoring the tiny dump ``DUMP/../e100`` in the same process: what
+  the dump costs beyond start-up (imports, first calls).
 - ``reference``: the row-wise reference of the tests on the rows as Python dicts.
 - ``hash``: the sha256 of every file, as the manifest needs.
 """
@@ -47,10 +49,12 @@ def main(what: str, dump: Path) -> dict[str, float]:
         for path in files(dump):
             file_digest(path)
         return {"seconds": time.perf_counter() - t}
-    if what == "score":
+    if what in ("score", "warm"):
         from flows.runs import local_mapper, score
 
         with tempfile.TemporaryDirectory() as out:
+            if what == "warm":
+                score(dump.parent / "e100", Path(out) / "tiny", (), local_mapper)
             t = time.perf_counter()
             outcome = score(dump, Path(out) / "out", (), local_mapper)
             seconds = time.perf_counter() - t

@@ -94,7 +94,8 @@ class Size:
     rows: int
     read: dict[str, float]
     needed: dict[str, float]
-    score: dict[str, float]
+    score: dict[str, float]  # in a fresh process
+    warm: dict[str, float]  # after a tiny dump, in the same process
     net: float  # scorer seconds beyond the start-up of a tiny dump
 
 
@@ -121,11 +122,10 @@ def main() -> None:
 
     tiny = median("score", dump(TINY), args.repeat)
     startup = tiny["total_s"]
-    fixed = tiny["seconds"]  # the tiny run itself, in its fresh process (first calls included)
     print(
         f"\nstart-up: scoring a {TINY}-episode dump takes {startup:.2f} s in all (process "
-        f"start, imports, tables written; the run itself {fixed:.2f} s), peak "
-        f"{tiny['peak_mib']:.0f} MiB. net = a run's own seconds less the tiny run's"
+        f"start, imports, tables written), peak {tiny['peak_mib']:.0f} MiB. net: a dump's "
+        "run after the tiny one's in the same process (its cost beyond start-up)"
     )
 
     widths = (9, 11, 7, 8, 8, 7, 8, 8, 10, 9, 9)
@@ -152,7 +152,8 @@ def main() -> None:
         read = median("read", root, args.repeat)
         needed = median("needed", root, args.repeat)
         scored = median("score", root, args.repeat)
-        size = Size(episodes, rows_of(root), read, needed, scored, scored["seconds"] - fixed)
+        warm = median("warm", root, args.repeat)
+        size = Size(episodes, rows_of(root), read, needed, scored, warm, warm["seconds"])
         sizes.append(size)
         print(
             _line(
@@ -172,7 +173,7 @@ def main() -> None:
             flush=True,
         )
     biggest = sizes[-1]
-    steps = {k: round(v, 2) for k, v in biggest.score.items() if k.endswith("_s")}
+    steps = {k: round(v, 2) for k, v in biggest.warm.items() if k.endswith("_s") and k != "total_s"}
     print(f"\nscorer steps at {biggest.episodes:,} episodes (seconds, medians): {steps}")
 
     root = dump(REFERENCE)
@@ -189,22 +190,23 @@ def main() -> None:
         bytes_per_row = biggest.read["frame_bytes"] / biggest.rows
         for episodes in LARGE:
             root = dump(episodes)
-            once = measure("score", root)
+            once = measure("warm", root)
             rows = rows_of(root)
             in_memory = rows * bytes_per_row
             large.append((episodes, rows, once, in_memory))
             print(
                 f"\nlarge: {episodes:,} episodes, {rows:,} rows ({in_memory / GIB:.1f} GiB as "
                 f"one polars frame of every column; this machine has {memory / GIB:.0f} GiB): "
-                f"scored in {once['total_s']:.1f} s, peak {once['peak_mib']:.0f} MiB (one run)",
+                f"scored in {once['seconds']:.1f} s beyond start-up, peak {once['peak_mib']:.0f} "
+                "MiB (one run)",
                 flush=True,
             )
 
         root = history(HISTORY_NIGHTS, biggest.episodes)
-        once = measure("score", root)
+        once = measure("warm", root)
         print(
             f"\nhistory: {HISTORY_NIGHTS} nights of {biggest.episodes:,} episodes "
-            f"({rows_of(root):,} rows) in one run: {once['total_s']:.1f} s, peak "
+            f"({rows_of(root):,} rows) in one run: {once['seconds']:.1f} s, peak "
             f"{once['peak_mib']:.0f} MiB (one night alone: {biggest.score['peak_mib']:.0f} MiB)",
             flush=True,
         )
@@ -226,11 +228,11 @@ def main() -> None:
             f"- peak memory < 4 GiB at {rows / 1e6:.0f} M rows ({in_memory / GIB:.1f} GiB in "
             f"memory): {_verdict(once['peak_mib'] < 4096)} ({once['peak_mib']:.0f} MiB)"
         )
-    # A line through every size measured: net seconds against rows. Small dumps take a few
-    # tenths of a second, within the noise of this machine (+-0.3 s seen between runs), so
-    # each point may lie 0.3 s or 15% from the line, whichever is more.
+    # A line through every size measured: net seconds against rows. This machine's speed
+    # varies between runs (+-0.3 s, 20% seen), so each point may lie 0.3 s or 15% from the
+    # line, whichever is more.
     points = [(s.rows, s.net) for s in sizes]
-    points += [(rows, once["seconds"] - fixed) for _, rows, once, _ in large]
+    points += [(rows, once["seconds"]) for _, rows, once, _ in large]
     slope, intercept = _line_fit(points)
     worst = max(
         abs(net - (intercept + slope * rows)) / max(0.3, 0.15 * net) for rows, net in points
