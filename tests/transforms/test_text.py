@@ -21,7 +21,9 @@ from transforms.text import (
 
 # Strings mostly made of whitespace (Python's and look-alikes) around and between words.
 SPACED = st.lists(
-    st.sampled_from(WHITESPACE + NOT_WHITESPACE) | st.sampled_from(WORDS) | st.characters(),
+    st.sampled_from(WHITESPACE + NOT_WHITESPACE)
+    | st.sampled_from(WORDS)
+    | st.characters(codec="utf-8"),  # what a Parquet string can hold: no lone surrogates
     max_size=10,
 ).map("".join)
 TEXTS = st.lists(st.text() | SPACED | any_text(), min_size=1, max_size=30)
