@@ -39,7 +39,8 @@ def run_pipeline(
     scores, unscored = score_rows(rows_frame(rows), resolve(formulas or {}))
     rejects = rejects_of(unscored)
     duplicates = duplicate_episodes(episode_ids(scores, rejects))
-    kept, rejected = pl.collect_all(list(reject_duplicates(scores, rejects, duplicates)))
+    marked = reject_duplicates(scores, rejects, duplicates)
+    kept, rejected = pl.collect_all(list(marked), engine="in-memory")  # as flows.score runs it
     return kept, rejected
 
 
