@@ -142,9 +142,16 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
             )
             return _validated(rows), report, None
 
+    return None, report, _rejected(report, dump_file, problems)
+
+
+def _rejected(
+    report: FileReport, dump_file: DumpFile, problems: list[tuple[Rule, str]]
+) -> pl.DataFrame:
+    """Mark the file rejected with its problems; its one reject row (rows counted)."""
     report.status = "rejected"
     report.problems = [m for _, m in problems]
-    return None, report, _file_reject(dump_file, report.rows, problems)
+    return _file_reject(dump_file, report.rows, problems)
 
 
 T = TypeVar("T")
@@ -202,13 +209,28 @@ def score_file(
     rows, report, reject = read_file(dump_file)
     report.sha256 = digest or file_digest(dump_file.path)
     report.mtime_ns = dump_file.path.stat().st_mtime_ns
-    if rows is None:
-        assert reject is not None
-        return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), reject, report)
-    scores, unscored = pl.collect_all(
-        list(score_rows(rows, formulas)), engine="in-memory", optimizations=_PLAN
-    )
-    return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS), report)
+    if rows is not None:
+        plan = list(score_rows(rows, formulas))
+        try:
+            scores, unscored = retrying(
+                lambda: pl.collect_all(plan, engine="in-memory", optimizations=_PLAN)
+            )
+            return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS), report)
+        except (pl.exceptions.ComputeError, OSError) as error:
+            if _decodes(dump_file.path):  # the data reads: the error is the scorer's own
+                raise
+            problems = [(Rule.FILE_UNREADABLE, f"the file's data cannot be read: {error}")]
+            reject = _rejected(report, dump_file, problems)
+    assert reject is not None
+    return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), reject, report)
+
+
+def _decodes(path: Path) -> bool:
+    try:
+        pl.read_parquet(path)
+    except (pl.exceptions.ComputeError, OSError):
+        return False
+    return True
 
 
 def _no_rows() -> pl.DataFrame:

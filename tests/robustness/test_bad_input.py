@@ -39,9 +39,19 @@ def truncated(path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def corrupt_pages(path: Path) -> None:
+    """A valid footer over data pages that fail to decompress."""
+    pq.write_table(_table(2000), path, compression="zstd")
+    data = bytearray(path.read_bytes())
+    for i in range(8, len(data) // 2):
+        data[i] = (data[i] * 7 + 13) % 256
+    path.write_bytes(bytes(data))
+
+
 BREAKERS: dict[str, tuple[Callable[[Path], None], str, int]] = {
     # name: (how to write the bad file, the rule, the rows it must be counted with)
     "truncated": (truncated, "file_unreadable", 0),
+    "corrupt-pages": (corrupt_pages, "file_unreadable", 2000),
     "not-parquet": (lambda p: p.write_text("id,score\n1,0.5\n"), "file_unreadable", 0),
     "empty-file": (lambda p: p.write_bytes(b""), "file_unreadable", 0),
     "value-as-string": (
