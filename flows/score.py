@@ -46,19 +46,18 @@ from transforms.pipeline import rejects_of, score_rows
 SCORER_VERSION = "0.1.0"
 
 
-def _code_digest() -> str:
-    """The sha256 of the scoring code (schemas, transforms, this module): what a cached
-    per-file result depends on besides its input, so that a changed scorer never reuses
-    results of the one before, version number or not."""
-    top = Path(__file__).parents[1]
+def code_digest(top: Path = Path(__file__).parents[1]) -> str:
+    """The sha256 of the scoring code under ``top`` (schemas, transforms, this module): what
+    a cached per-file result depends on besides its input, so that a changed scorer never
+    reuses results of the one before, version number or not."""
+    code = [*(top / "schemas").glob("*.py"), *(top / "transforms").glob("*.py")]
     digest = hashlib.sha256()
-    for path in sorted([*(top / "schemas").glob("*.py"), *(top / "transforms").glob("*.py")]):
+    for path in sorted([*code, top / "flows" / "score.py"]):
         digest.update(path.relative_to(top).as_posix().encode() + b"\0" + path.read_bytes())
-    digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()
 
 
-SCORER_CODE: Final = _code_digest()
+SCORER_CODE: Final = code_digest()
 
 
 @dataclass
