@@ -74,20 +74,12 @@ class FileReport:
 
 @dataclass
 class ScoreResult:
+    """Scored episodes and rejects of some files (a night's, in a run)."""
+
     scores: pl.DataFrame
     rejects: pl.DataFrame
     files: list[FileReport]
     formulas: dict[Category, str]
-    timings: dict[str, float] = field(default_factory=dict)  # seconds per step
-
-    def restricted_to(self, night: str) -> ScoreResult:
-        """The part of the result that comes from one night's files."""
-        return ScoreResult(
-            scores=self.scores.filter(pl.col(DUMP_DATE) == night),
-            rejects=self.rejects.filter(pl.col(DUMP_DATE) == night),
-            files=[f for f in self.files if f.dump_date == night],
-            formulas=self.formulas,
-        )
 
     @property
     def counts(self) -> dict[str, int]:
