@@ -207,20 +207,6 @@ def new_snapshot_of(out: Path, nights: set[str] | None) -> Iterator[SnapshotWrit
             raise
 
 
-def write_run(
-    out: Path,
-    tables: Mapping[str, pl.DataFrame],
-    manifest: dict[str, Any],
-    nights: set[str] | None,
-) -> Path:
-    """Validate and write every table, then commit them as one new snapshot of ``out``."""
-    with new_snapshot_of(out, nights) as writer:
-        for name, table in tables.items():
-            writer.write(name, table)
-        writer.commit(manifest)
-    return writer.snapshot
-
-
 def _present_tables(snapshot: Path) -> list[str]:
     return [name for name in TABLES if (snapshot / name).is_dir()]
 

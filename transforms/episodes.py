@@ -48,7 +48,7 @@ from transforms.rules import (
 )
 
 KEY: Final = [FILE, Col.EPISODE_ID]
-# Rows of each kind the rules count (items, rounds and starts: in their own passes).
+# Rows of a kind that the rules count; an episode with no such rows has none (not null).
 _COUNTS: Final = (N_EXAMPLES, N_ITEMS, N_ROUNDS, N_STARTS)
 
 
@@ -70,7 +70,8 @@ def in_episode_order(rows: pl.LazyFrame) -> pl.LazyFrame:
 def _numbered_episodes(frame: pl.DataFrame) -> pl.DataFrame:
     # A frame-level step (polars inside, no Python per row): sorting costs more than
     # checking, and dumps come in order.
-    numbered = frame.with_columns(pl.struct(*KEY).rle_id().alias(SEGMENT))
+    number = pl.struct(*KEY).rle_id().alias(SEGMENT)  # a new number where the key changes
+    numbered = frame.with_columns(number)
     turn, segment = pl.col(Col.TURN), pl.col(SEGMENT)
     starts = (segment != segment.shift()).fill_null(True)
     runs = numbered.filter(starts).select(KEY)
@@ -80,7 +81,7 @@ def _numbered_episodes(frame: pl.DataFrame) -> pl.DataFrame:
     if ordered and not runs.is_duplicated().any():  # each episode's rows in one run
         return numbered
     ordered_rows = frame.sort([FILE, Col.EPISODE_ID, Col.TURN], nulls_last=True)
-    return ordered_rows.with_columns(pl.struct(*KEY).rle_id().alias(SEGMENT))
+    return ordered_rows.with_columns(number)
 
 
 def repeats(column: str) -> pl.Expr:

@@ -46,10 +46,14 @@ def interaction_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
     feedback = of_kind(rows, Kind.FEEDBACK, Col.TURN, Col.SOLVED, Col.VALUE)
     # Elementwise, then a plain minimum (a filter inside an aggregation is a slow path).
     solving_turn = pl.when(pl.col(Col.SOLVED).fill_null(False)).then(pl.col(Col.TURN)).min()
-    per_episode = feedback.group_by(SEGMENT).agg(
-        solving_turn.alias(FIRST_SOLVING_TURN),
-        ((value < 0.0) | (value > 1.0)).fill_null(False).sum().alias(FEEDBACK_OUT_OF_RANGE),
-    )
+    per_episode = (
+        feedback.group_by(SEGMENT)
+        .agg(
+            solving_turn.alias(FIRST_SOLVING_TURN),
+            ((value < 0.0) | (value > 1.0)).fill_null(False).sum().alias(FEEDBACK_OUT_OF_RANGE),
+        )
+        .cache()
+    )  # read twice: the result's base, and the solved episodes' steps
     valued = feedback.filter(value.is_not_null()).group_by(SEGMENT)
     progress = valued.agg(
         value.max().alias(PROGRESS_MAX), value.max_by(Col.TURN).alias(PROGRESS_LAST)
