@@ -1,0 +1,12 @@
+"""The store boundary: Delta tables in OUT, the runs table that pins them, a lease, dump listings.
+
+Modules, one concern each:
+
+- `location`: a URI plus storage options (`Location`, `storage_options`, `redact`);
+- `errors`: `StorageError` and its kinds, one line naming the URL;
+- `objects`: the only module that talks to obstore (list, get, conditional put, delete);
+- `lease`: one run at a time per output (`Lease`, `check_conditional_writes`);
+- `delta`: one night replaced per table and commit (`write_night`, `read_table`, `vacuum`, ...);
+- `runs_table`: the `runs` table, written last, whose rows pin every table's version;
+- `source`: a dump listed as files with size and version tokens (`list_dump`).
+"""

@@ -1,0 +1,99 @@
+"""Storage errors: one line, naming the URL, never a stack of Rust debug output.
+
+delta-rs and obstore report a failed request as a multi-line Rust error chain (ANSI arrows, a
+"Debug source" dump, the server's XML). A person running `cogscore nightly` needs one line that
+says which URL failed and what to fix, so every error from the storage layer is translated
+here into a `StorageError` whose message is that line. The classification is textual because
+the libraries raise the same Python types (`OSError`, `GenericError`) for every cause; the codes
+matched (`NoSuchBucket`, `InvalidAccessKeyId`, ...) are S3's, which MinIO, R2 and moto share.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+
+class StorageError(Exception):
+    """A storage operation failed; the message is one line naming the URL."""
+
+
+class OutputBusy(StorageError):
+    """Another run holds the output's lease (the message names it and when it expires)."""
+
+
+class LeaseLost(OutputBusy):
+    """Our lease expired and another run took it over: this run must stop writing."""
+
+
+class UnsafeStore(StorageError):
+    """The store ignores conditional writes, so two writers could both believe they won."""
+
+
+class LegacyLayout(StorageError):
+    """The output folder holds the snapshot layout (`current`, `_versions/`), not Delta tables."""
+
+
+_ANSI: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+# (pattern in the library's message, what it means for the person running the command)
+_CAUSES: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (
+        re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|ExpiredToken|InvalidToken"),
+        "the credentials were refused (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)",
+    ),
+    (re.compile(r"NoSuchBucket"), "the bucket does not exist"),
+    (
+        re.compile(r"AccessDenied|PermissionDenied|lacked the necessary privileges|Forbidden"),
+        "permission denied",
+    ),
+    (re.compile(r"[Pp]ermission denied"), "permission denied"),
+    (
+        re.compile(r"URL scheme is not allowed"),
+        "plain http endpoint refused (set AWS_ALLOW_HTTP=true for a test server)",
+    ),
+    (
+        re.compile(
+            r"error sending request|tcp connect error|Connection refused|dns error"
+            r"|timed out|operation timed out|Timeout|No route to host"
+        ),
+        "the endpoint is unreachable",
+    ),
+    (re.compile(r"No such file or directory|not found|NotFound|NoSuchKey"), "not found"),
+)
+
+
+def _first_line(text: str) -> str:
+    clean = _ANSI.sub("", text).strip()
+    line = clean.splitlines()[0] if clean else ""
+    return line[:200]
+
+
+def cause_of(exc: BaseException) -> str:
+    """What an exception from obstore, delta-rs or the OS means, in a few words.
+
+    >>> cause_of(OSError("404 Not Found: <Code>NoSuchBucket</Code>"))
+    'the bucket does not exist'
+    >>> cause_of(ValueError("something new\\nDebug source: ..."))
+    'something new'
+    """
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, FileNotFoundError) and "NoSuchBucket" not in str(exc):
+        return "not found"
+    text = _ANSI.sub("", str(exc))
+    for pattern, meaning in _CAUSES:
+        if pattern.search(text):
+            return meaning
+    return _first_line(text) or type(exc).__name__
+
+
+def translate(exc: BaseException, action: str, where: str) -> StorageError:
+    """A `StorageError` saying `action` on `where` (a URL without credentials) failed, and why.
+
+    >>> str(translate(OSError("tcp connect error: Connection refused"), "open", "s3://b/out"))
+    'cannot open s3://b/out: the endpoint is unreachable'
+    """
+    if isinstance(exc, StorageError):
+        return exc
+    return StorageError(f"cannot {action} {where}: {cause_of(exc)}")
