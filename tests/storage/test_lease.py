@@ -33,7 +33,7 @@ def test_second_holder_is_refused_with_the_holder_named(out):
 
 def test_expired_lease_is_taken_over(out):
     past = datetime.now(UTC) - timedelta(hours=7)
-    dead = Holder("gone-host", 4242, "run-dead", "cogscore nightly", past, past + timedelta(hours=6))
+    dead = Holder("gone-host", 4242, "run-dead", "nightly", past, past + timedelta(hours=6))
     assert objects.put_if_absent(out, LEASE_KEY, dead.to_json())
     with Lease(out, "run-2") as taken:
         assert _stored_holder(out).run_id == "run-2"
