@@ -56,9 +56,11 @@ def _engine(engine: Engine) -> Engine:
     return engine
 
 
-def _check(input_root: Path, out: Path, formula: list[str] | None) -> None:
-    """Fail fast, before any flow starts, on what the user can fix."""
-    from flows.io import InputError, check_writable, discover
+def _check(input_root: Path, out: Path, formula: list[str] | None, pinned: bool = True) -> None:
+    """Fail fast, before any flow starts, on what the user can fix. ``pinned``: the
+    formula versions asked for must be the output's own (score, nightly)."""
+    from flows.io import InputError, check_writable, discover, one_layout
+    from flows.runs import formulas_for
     from schemas.formulas import resolve
 
     try:
@@ -66,15 +68,32 @@ def _check(input_root: Path, out: Path, formula: list[str] | None) -> None:
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     try:
-        discover(input_root)
+        one_layout(input_root, discover(input_root))
         check_writable(out)
+        if pinned:
+            formulas_for(out, formula or [])
     except InputError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
 
 
 StrictOpt = Annotated[
-    bool, typer.Option("--strict", help="Exit 1 when any file or episode was not scored.")
+    bool,
+    typer.Option(
+        "--strict",
+        envvar="COGSCORE_STRICT",
+        help="Exit 1 when any file or episode was not scored (Prefect: the flow run ends "
+        "Failed); the tables are written all the same.",
+    ),
+]
+MarkerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-marker",
+        envvar="COGSCORE_REQUIRE_MARKER",
+        help="Score a night only once its dump_date folder holds _SUCCESS (the harness's "
+        "'complete' marker); nights without it are reported as waiting.",
+    ),
 ]
 
 
@@ -85,7 +104,8 @@ def _run(
     only then: importing Prefect alone costs about 2 s), and print the summary."""
     from flows.io import InputError
     from flows.store import OutputBusy
-    from flows.summary import outcome_lines, unscored_input
+    from flows.summary import StrictFailure, enforce_strict, outcome_lines
+    from flows.warehouse import OutputConflict
 
     t0 = time.perf_counter()
     try:
@@ -100,20 +120,23 @@ def _run(
                 from prefect_dask import DaskTaskRunner
 
                 flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
-            outcome = flow(**kwargs)
+            outcome = flow(**kwargs, strict=strict)
         else:
             from flows import runs
 
             mapper = runs.dask_mapper(dask_address) if dask_address else runs.local_mapper
-            outcome = getattr(runs, kind)(**kwargs, mapper=mapper)
-    except (InputError, OutputBusy) as error:
+            outcome = enforce_strict(getattr(runs, kind)(**kwargs, mapper=mapper), strict)
+    except (InputError, OutputBusy, OutputConflict) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
+    except StrictFailure as failure:
+        for line in outcome_lines(failure.outcome):
+            typer.echo(line)
+        typer.echo(f"error: {failure}", err=True)
+        raise typer.Exit(1) from None
     for line in outcome_lines(outcome):
         typer.echo(line)
     typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
-    if strict and unscored_input(outcome) is not None:
-        raise typer.Exit(1)
 
 
 @app.command()
@@ -124,8 +147,11 @@ def score(
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
 ) -> None:
-    """Score a whole dump into OUT (every table, its nights replaced atomically)."""
+    """Score a whole dump into OUT (every table, its nights replaced atomically).
+
+    Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
     _check(input_root, out, formula)
     _run(
         engine,
@@ -135,6 +161,7 @@ def score(
         input_root=input_root,
         out=out,
         formulas=formula or [],
+        require_marker=require_marker,
     )
 
 
@@ -146,11 +173,13 @@ def nightly(
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
     verify: Annotated[
         bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
     ] = False,
 ) -> None:
-    """Score only the dump_date partitions that are new or changed since the last run."""
+    """Score only the dump_date partitions that are new or changed since the last run,
+    with OUT's formula set."""
     _check(dump_root, out, formula)
     _run(
         engine,
@@ -161,6 +190,7 @@ def nightly(
         out=out,
         formulas=formula or [],
         verify=verify,
+        require_marker=require_marker,
     )
 
 
@@ -183,9 +213,21 @@ def rescore(
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Compute and print what would move; change nothing in OUT."),
+    ] = False,
+    diff_out: Annotated[
+        Path | None,
+        typer.Option("--diff-out", help="Also write the diff to this Parquet file."),
+    ] = None,
 ) -> None:
-    """Rescore a range of nights with chosen formula versions; show and write what moved."""
-    _check(dump_root, out, formula)
+    """Rescore a range of nights with chosen formula versions; show and write what moved.
+
+    Over every night OUT holds, the versions become OUT's formula set; over part of its
+    history the set stays, and those nights are named as scored with other versions."""
+    _check(dump_root, out, formula, pinned=False)
     if not formula:
         raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
     _run(
@@ -198,6 +240,9 @@ def rescore(
         formulas=formula,
         since=_day(since),
         until=_day(until),
+        dry_run=dry_run,
+        diff_out=diff_out,
+        require_marker=require_marker,
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
@@ -23,18 +24,27 @@ from prefect.context import TaskRunContext
 from flows import runs
 from flows.io import DumpFile
 from flows.score import SCORER_CODE, SCORER_VERSION, FilePart, score_file
-from flows.summary import outcome_markdown
+from flows.summary import enforce_strict, outcome_markdown
+from flows.warehouse import file_digest
 from schemas.contract import Category
 
 
 def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    """A file's result is reused while its path, its content, the formula versions and the
-    scorer (its version and its code) are the same. It depends on no other file: ids
-    repeated across files are rejected when the parts are assembled."""
+    """A file's result is reused while its content (sha256), the formula versions and the
+    scorer (its version and its code) are the same, and while it sits at the same place in
+    the dump (its relative path and partitions are columns of the result). It depends on no
+    other file: ids repeated across files are rejected when the parts are assembled.
+
+    Without a content digest there is no key: a key of the path alone once gave one dump's
+    scores to another dump of the same layout."""
     dump_file: DumpFile = parameters["dump_file"]
+    digest = parameters.get("digest")
+    if not digest:
+        raise ValueError(f"no content digest for {dump_file.relative}: refusing to cache it")
     formulas = json.dumps({str(k): v for k, v in sorted(parameters["formulas"].items())})
-    parts = [dump_file.relative, parameters["digest"] or "", formulas, SCORER_VERSION, SCORER_CODE]
-    return "cogscore-file-" + hashlib.sha256("|".join(parts).encode()).hexdigest()
+    place = json.dumps([dump_file.relative, sorted(dump_file.partitions.items())])
+    parts = [digest, place, formulas, SCORER_VERSION, SCORER_CODE]
+    return "cogscore-file-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
 @task(
@@ -57,9 +67,9 @@ def prefect_mapper(
     """The file tasks, submitted to the flow's task runner (local threads, or Dask)."""
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
-    futures = score_file_task.map(
-        files, unmapped(formulas), [digests.get(f.relative) for f in files]
-    )
+    # Every task gets its file's content digest: the cache key is made of it.
+    known = [digests.get(f.relative) or file_digest(f.path) for f in files]
+    futures = score_file_task.map(files, unmapped(formulas), known)
     parts = []
     for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
         part = future.result()
@@ -87,21 +97,62 @@ def _publish(outcome: runs.Outcome) -> runs.Outcome:
     return outcome
 
 
+def _flag(value: bool | str | None, variable: str) -> bool:
+    """A deployment parameter, else its environment variable (``COGSCORE_STRICT=1``)."""
+    if value is None:
+        value = os.environ.get(variable, "")
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+STRICT_ENV = "COGSCORE_STRICT"
+MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
+
+
 @flow(name="cogscore-score", validate_parameters=False)
-def score_flow(input_root: Path, out: Path, formulas: list[str] | None = None) -> runs.Outcome:
-    """Score every file of the dump at ``input_root`` into the tables under ``out``."""
-    return _publish(runs.score(Path(input_root), Path(out), formulas or [], prefect_mapper))
+def score_flow(
+    input_root: Path,
+    out: Path,
+    formulas: list[str] | None = None,
+    strict: bool | None = None,
+    require_marker: bool | None = None,
+) -> runs.Outcome:
+    """Score every file of the dump at ``input_root`` into the tables under ``out``.
+    ``strict``: the flow ends Failed when any input was not scored."""
+    outcome = runs.score(
+        Path(input_root),
+        Path(out),
+        formulas or [],
+        prefect_mapper,
+        _flag(require_marker, MARKER_ENV),
+    )
+    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
 
 
 @flow(name="cogscore-nightly", validate_parameters=False)
 def nightly_flow(
-    dump_root: Path, out: Path, formulas: list[str] | None = None, verify: bool = False
+    dump_root: Path,
+    out: Path,
+    formulas: list[str] | None = None,
+    verify: bool = False,
+    strict: bool | None = None,
+    require_marker: bool | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
-    scheduled deployment of ``prefect.yaml`` passes the paths as strings)."""
-    return _publish(
-        runs.nightly(Path(dump_root), Path(out), formulas or [], prefect_mapper, verify)
+    scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
+    flow ends Failed when any input was not scored; ``require_marker``: a night is scored
+    only once its folder holds ``_SUCCESS`` (else it is reported as waiting). Both default
+    to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER."""
+    outcome = runs.nightly(
+        Path(dump_root),
+        Path(out),
+        formulas or [],
+        prefect_mapper,
+        verify,
+        _flag(require_marker, MARKER_ENV),
     )
+    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
 
 
 @flow(name="cogscore-rescore", validate_parameters=False)
@@ -111,8 +162,22 @@ def rescore_flow(
     formulas: list[str],
     since: date | None = None,
     until: date | None = None,
+    dry_run: bool = False,
+    diff_out: Path | None = None,
+    strict: bool | None = None,
+    require_marker: bool | None = None,
 ) -> runs.Outcome:
-    """Rescore a range of nights with chosen formula versions; write what it moved."""
-    return _publish(
-        runs.rescore(Path(dump_root), Path(out), formulas, since, until, prefect_mapper)
+    """Rescore a range of nights with chosen formula versions; write what it moved
+    (``dry_run``: compute and show it, change nothing)."""
+    outcome = runs.rescore(
+        Path(dump_root),
+        Path(out),
+        formulas,
+        since,
+        until,
+        prefect_mapper,
+        dry_run,
+        Path(diff_out) if diff_out else None,
+        _flag(require_marker, MARKER_ENV),
     )
+    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))

@@ -10,6 +10,7 @@ night's parts are assembled, aggregated and written before the next night is sco
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -23,7 +24,14 @@ from typing import Any
 
 import polars as pl
 
-from flows.io import DumpFile, InputError, discover
+from flows.io import (
+    DumpFile,
+    InputError,
+    discover,
+    local_path,
+    marked_complete,
+    one_layout,
+)
 from flows.score import (
     SCORER_VERSION,
     FilePart,
@@ -38,6 +46,7 @@ from flows.warehouse import (
     CATEGORY_SCORES,
     MODEL_SCORES,
     RESCORE_DIFF,
+    DryRunWriter,
     SnapshotWriter,
     file_digest,
     fingerprint,
@@ -46,7 +55,7 @@ from flows.warehouse import (
     with_provenance,
 )
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.formulas import resolve
+from schemas.formulas import VERSIONS, chosen, describe, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
 from transforms.diff import rescore_diff
@@ -115,7 +124,12 @@ class Outcome:
     result: RunSummary | None = None
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
+    nights_waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    # The output's formula set, and its nights scored with other versions (what differs).
+    formula_set: dict[str, str] = field(default_factory=dict)
+    nights_off_set: dict[str, str] = field(default_factory=dict)
     diff: pl.DataFrame | None = None
+    dry_run: bool = False
     seconds: float = 0.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
 
@@ -127,6 +141,9 @@ class Outcome:
             "seconds": round(self.seconds, 3),
             "nights_scored": self.nights_scored,
             "nights_unchanged": self.nights_unchanged,
+            "nights_waiting": self.nights_waiting,
+            "formula_set": self.formula_set,
+            "nights_off_set": self.nights_off_set,
             "counts": dict(self.result.counts) if self.result else None,
             "formula_versions": (
                 {str(c): v for c, v in self.result.formulas.items()} if self.result else None
@@ -136,14 +153,102 @@ class Outcome:
 
 def _log_run(out: Path, outcome: Outcome) -> None:
     """Append what the run did to ``OUT/runs.jsonl`` (one JSON object a line)."""
+    if outcome.dry_run:
+        return
     out.mkdir(parents=True, exist_ok=True)
     with open(out / RUN_LOG, "a") as log:
         log.write(json.dumps(outcome.record()) + "\n")
 
 
+def previous_manifest(out: Path) -> dict[str, Any]:
+    snapshot = current_snapshot(out)
+    if snapshot is None or not (snapshot / MANIFEST).exists():
+        return {}
+    return dict(json.loads((snapshot / MANIFEST).read_text()))
+
+
+# -- formula versions: pinned per output ---------------------------------------------------
+
+
+def formula_set(manifest: Mapping[str, Any]) -> dict[Category, str] | None:
+    """The formula versions an output was scored with (None: a new output). Outputs written
+    before sets were recorded take their last run's versions."""
+    recorded = manifest.get("formula_set") or manifest.get("formula_versions")
+    if not recorded:
+        return None
+    pinned = {Category(c): v for c, v in recorded.items()}
+    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
+    if unknown:
+        raise InputError(
+            f"the output was scored with {describe(unknown)}, which this cogscore "
+            f"{SCORER_VERSION} does not have: run the version that wrote it, or a newer one"
+        )
+    return {c: pinned.get(c, resolve()[c]) for c in Category}
+
+
+def formulas_for(out: Path, asked: Sequence[str]) -> dict[Category, str]:
+    """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
+    defaults are (a new output: ``asked``, else the newest). Asking for another version
+    there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
+    named = chosen(asked)
+    pinned = formula_set(previous_manifest(local_path(out, "output")))
+    if pinned is None:
+        return resolve(named)
+    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
+    if conflicts:
+        raise InputError(
+            f"{out} is scored with {describe({c: pinned[c] for c in conflicts})}; "
+            f"--formula {describe(conflicts)} would mix versions across its nights. To change "
+            f"them, rescore: cogscore rescore DUMP_ROOT --out {out} --formula "
+            f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
+            "(over every night it changes the output's set)"
+        )
+    return pinned
+
+
+def nights_off_set(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The output's nights scored with versions other than its set: what differs, by night."""
+    pinned = formula_set(manifest)
+    if pinned is None:
+        return {}
+    off = {}
+    for night, entry in manifest.get("nights", {}).items():
+        versions = entry.get("formula_versions")
+        if versions is None:
+            continue  # recorded before nights kept their versions
+        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
+        if differ:
+            off[night] = describe(differ)
+    return dict(sorted(off.items()))
+
+
+def _describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
+    return {str(c): v for c, v in versions.items()}
+
+
 # What a run writes after its nights (a rescore's diff): (writer, the new model and category
 # tables of every night, every night's input fingerprint) -> manifest entries
-Finish = Callable[[SnapshotWriter, dict[str, pl.DataFrame], dict[str | None, str]], dict[str, Any]]
+Finish = Callable[
+    [SnapshotWriter | DryRunWriter, dict[str, pl.DataFrame], dict[str | None, str]],
+    dict[str, Any],
+]
+
+
+def _check_layout(out: Path, manifest: Mapping[str, Any], dated: bool) -> None:
+    """A run replaces only the nights it scores: an undated dump cannot go into an output of
+    nights (it would replace them all), nor nights into an undated output."""
+    if not manifest or manifest.get("partitioned_by_dump_date", True) == dated:
+        return
+    if dated:
+        raise InputError(
+            f"{out} holds the scores of an undated dump (no dump_date); scoring nights into "
+            "it would replace them: give another --out"
+        )
+    raise InputError(
+        f"{out} holds nights ({', '.join(sorted(manifest.get('nights', {}))[:3])}, …); an "
+        "undated dump would replace them all: put its files in a dump_date=YYYY-MM-DD "
+        "folder, or give another --out"
+    )
 
 
 def _score_and_write(
@@ -155,18 +260,24 @@ def _score_and_write(
     mapper: Mapper,
     digests: Mapping[str, str],
     finish: Finish | None = None,
+    new_set: dict[Category, str] | None = None,
+    dry_run: bool = False,
 ) -> Outcome:
     """Score ``files`` night after night into a new snapshot of ``out``, then commit it.
 
     A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
     for copies, its tables made and written, and its frames dropped before the next night,
     so memory holds one night however many a run scores (a rescore of years of history).
+    ``new_set``: the output's formula set after this run (default: as it was, or, for a new
+    output, ``formulas``). ``dry_run``: tables made and checked, nothing written.
     """
     started, t0 = datetime.now(UTC), time.perf_counter()
     bootstrap = Bootstrap()
-    # Partition by dump_date only where every file has one: a hive table mixing levels is
-    # unreadable. Otherwise dump_date stays an ordinary (null) column and one group is scored.
+    # Partition by dump_date only where every file has one (discover refuses a mix).
     dated = bool(files) and all(DUMP_DATE in f.partitions for f in files)
+    previous = previous_manifest(out)
+    _check_layout(out, previous, dated)
+    pinned = new_set or formula_set(previous) or formulas
     groups: dict[str | None, list[DumpFile]] = {}
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
@@ -176,7 +287,12 @@ def _score_and_write(
     entries: dict[str, Any] = {}
     reports: list[FileReport] = []
     fingerprints: dict[str | None, str] = {}
-    with new_snapshot_of(out, nights) as writer:
+    writing = (
+        contextlib.nullcontext(DryRunWriter(out, nights))
+        if dry_run
+        else new_snapshot_of(out, nights)
+    )
+    with writing as writer:
         for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
             t1 = time.perf_counter()
             parts = mapper(night_files, formulas, digests)
@@ -200,6 +316,7 @@ def _score_and_write(
             if night is not None:
                 entries[night] = {
                     "input_fingerprint": fingerprints[night],
+                    "formula_versions": _describe_set(formulas),
                     "counts": result.counts,
                     "files": [asdict(r) for r in result.files],
                 }
@@ -212,7 +329,8 @@ def _score_and_write(
             "scorer_version": SCORER_VERSION,
             "input": str(dump_root),
             **manifest_base(started, bootstrap),
-            "formula_versions": {str(c): v for c, v in formulas.items()},
+            "formula_set": _describe_set(pinned),
+            "formula_versions": _describe_set(formulas),
             "timings": dict(summary.timings),
             "partitioned_by_dump_date": dated,
             "counts": dict(summary.counts),
@@ -222,27 +340,56 @@ def _score_and_write(
         }
         if not dated:
             manifest["input_fingerprint"] = fingerprints.get(None)
-        writer.commit(manifest)
-    outcome = Outcome(kind, out, summary, sorted(nights or []))
+        committed = writer.commit(manifest)
+    outcome = Outcome(kind, out, summary, sorted(nights or []), dry_run=dry_run)
+    outcome.formula_set = _describe_set(pinned)
+    outcome.nights_off_set = nights_off_set(committed)
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
 
-def score(
-    input_root: Path, out: Path, formulas: Sequence[str] = (), mapper: Mapper = local_mapper
-) -> Outcome:
-    """Score every file of the dump; replace the nights it holds (or, undated, everything)."""
-    files = discover(input_root)
-    outcome = _score_and_write("score", input_root, out, files, resolve(formulas), mapper, {})
-    _log_run(out, outcome)
+def _ready(
+    dump_root: Path, files: Sequence[DumpFile], require_marker: bool
+) -> tuple[list[DumpFile], list[str]]:
+    """The files of nights a run may score, and the nights still waiting for the harness's
+    ``_SUCCESS`` marker (only where markers are required)."""
+    if not require_marker:
+        return list(files), []
+    nights = {f.partitions.get(DUMP_DATE) for f in files}
+    waiting = {n for n in nights if not marked_complete(dump_root, n)}
+    ready = [f for f in files if f.partitions.get(DUMP_DATE) not in waiting]
+    return ready, sorted(n or "(undated)" for n in waiting)
+
+
+def _nothing_to_do(kind: str, out: Path, manifest: Mapping[str, Any]) -> Outcome:
+    outcome = Outcome(kind, out)
+    outcome.formula_set = {str(c): v for c, v in (formula_set(manifest) or {}).items()}
+    outcome.nights_off_set = nights_off_set(manifest)
     return outcome
 
 
-def previous_manifest(out: Path) -> dict[str, Any]:
-    snapshot = current_snapshot(out)
-    if snapshot is None or not (snapshot / MANIFEST).exists():
-        return {}
-    return dict(json.loads((snapshot / MANIFEST).read_text()))
+def score(
+    input_root: Path,
+    out: Path,
+    formulas: Sequence[str] = (),
+    mapper: Mapper = local_mapper,
+    require_marker: bool = False,
+) -> Outcome:
+    """Score every file of the dump; replace the nights it holds (or, undated, everything)
+    with the output's formula set (``formulas``: for a new output, else they must agree)."""
+    t0 = time.perf_counter()
+    input_root, out = local_path(input_root, "input"), local_path(out, "output")
+    versions = formulas_for(out, formulas)
+    files = one_layout(input_root, discover(input_root))
+    files, waiting = _ready(input_root, files, require_marker)
+    if files:
+        outcome = _score_and_write("score", input_root, out, files, versions, mapper, {})
+    else:
+        outcome = _nothing_to_do("score", out, previous_manifest(out))
+    outcome.nights_waiting = waiting
+    outcome.seconds = time.perf_counter() - t0
+    _log_run(out, outcome)
+    return outcome
 
 
 @dataclass
@@ -252,23 +399,28 @@ class NightlyPlan:
     new: list[str]
     changed: list[str]
     unchanged: list[str]
+    waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
 
     @property
     def to_score(self) -> list[str]:
         return sorted([*self.new, *self.changed])
 
 
-def plan_nightly(dump_root: Path, out: Path, verify: bool = False) -> NightlyPlan:
+def plan_nightly(
+    dump_root: Path, out: Path, verify: bool = False, require_marker: bool = False
+) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
-    from the one scored last) or unchanged. A file whose size and modification time are
-    those recorded last keeps its recorded digest unless ``verify``; every other file is
-    read and hashed."""
+    from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
+    ``require_marker``). A file whose size and modification time are those recorded last
+    keeps its recorded digest unless ``verify``; every other file is read and hashed."""
+    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
     files = discover(dump_root)
     undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
     if undated:
         raise InputError(
             f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
         )
+    files, waiting = _ready(dump_root, files, require_marker)
     earlier = previous_manifest(out).get("nights", {})
     known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
     digests = {}
@@ -296,7 +448,7 @@ def plan_nightly(dump_root: Path, out: Path, verify: bool = False) -> NightlyPla
             changed.append(night)
         else:
             unchanged.append(night)
-    return NightlyPlan(nights, digests, new, changed, unchanged)
+    return NightlyPlan(nights, digests, new, changed, unchanged, waiting)
 
 
 def nightly(
@@ -305,11 +457,15 @@ def nightly(
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     verify: bool = False,
+    require_marker: bool = False,
 ) -> Outcome:
-    """Score the nights that are new or changed since the last run into ``out``; leave the
-    others untouched (not rewritten). With nothing to do, write nothing but the run log."""
+    """Score the nights that are new or changed since the last run into ``out`` with the
+    output's formula set; leave the others untouched (not rewritten). With nothing to do,
+    write nothing but the run log."""
     t0 = time.perf_counter()
-    plan = plan_nightly(dump_root, out, verify)
+    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
+    versions = formulas_for(out, formulas)
+    plan = plan_nightly(dump_root, out, verify, require_marker)
     if plan.to_score:
         files = [f for night in plan.to_score for f in plan.nights[night]]
         planned = {"new": plan.new, "changed": plan.changed, "unchanged": plan.unchanged}
@@ -318,14 +474,15 @@ def nightly(
             dump_root,
             out,
             files,
-            resolve(formulas),
+            versions,
             mapper,
             plan.digests,
             lambda _writer, _tables, _fingerprints: {"nightly": planned},
         )
     else:
-        outcome = Outcome("nightly", out)
+        outcome = _nothing_to_do("nightly", out, previous_manifest(out))
     outcome.nights_unchanged = plan.unchanged
+    outcome.nights_waiting = plan.waiting
     outcome.seconds = time.perf_counter() - t0
     _log_run(out, outcome)
     return outcome
@@ -343,23 +500,37 @@ def rescore(
     since: date | None = None,
     until: date | None = None,
     mapper: Mapper = local_mapper,
+    dry_run: bool = False,
+    diff_out: Path | None = None,
+    require_marker: bool = False,
 ) -> Outcome:
-    """Rescore the nights in [since, until] with ``formulas``, replacing them atomically, and
-    write ``rescore_diff``: old and new scores and ranks of each model and category."""
+    """Rescore the nights in [since, until] with ``formulas`` (the output's set for the
+    categories not named), replacing them atomically, and write ``rescore_diff``: old and
+    new scores and ranks of each model and category. Over every night the output holds, the
+    versions become its formula set; over part of history the set stays, and those nights
+    are reported as scored with other versions. ``dry_run``: compute and show the diff
+    (and write it to ``diff_out``), change nothing in ``out``."""
     t0 = time.perf_counter()
+    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
+    previous = previous_manifest(out)
+    pinned = formula_set(previous)
+    versions = {**(pinned or resolve()), **chosen(formulas)}
     files = [
         f
         for f in discover(dump_root)
         if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
     ]
+    files, waiting = _ready(dump_root, files, require_marker)
     nights = sorted({f.partitions[DUMP_DATE] for f in files})
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
+    every_night = set(previous.get("nights", {})) <= set(nights)
+    new_set = versions if every_night or pinned is None else pinned
     old = _old_tables(out, nights)  # before this run's snapshot replaces them
     diffs: list[pl.DataFrame] = []
 
     def finish(
-        writer: SnapshotWriter,
+        writer: SnapshotWriter | DryRunWriter,
         new: dict[str, pl.DataFrame],
         fingerprints: dict[str | None, str],
     ) -> dict[str, Any]:
@@ -369,21 +540,24 @@ def rescore(
             new[MODEL_SCORES].lazy(),
             new[CATEGORY_SCORES].lazy(),
         ).collect()
-        writer.write(
-            RESCORE_DIFF,
-            with_provenance(
-                diff.drop("scorer_version", "input_fingerprint", strict=False),
-                SCORER_VERSION,
-                fingerprints,
-            ),
+        table = with_provenance(
+            diff.drop("scorer_version", "input_fingerprint", strict=False),
+            SCORER_VERSION,
+            fingerprints,
         )
+        writer.write(RESCORE_DIFF, table)
+        if diff_out is not None:
+            target = local_path(diff_out, "--diff-out")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            table.write_parquet(target)
         diffs.append(diff)
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(
-        "rescore", dump_root, out, files, resolve(formulas), mapper, {}, finish
+        "rescore", dump_root, out, files, versions, mapper, {}, finish, new_set, dry_run
     )
     outcome.diff = diffs[0]
+    outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     _log_run(out, outcome)
     return outcome

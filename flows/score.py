@@ -11,6 +11,7 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -43,7 +44,16 @@ from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplic
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import rejects_of, score_rows
 
-SCORER_VERSION = "0.1.0"
+
+def _installed_version() -> str:
+    """cogscore's version from its package metadata (pyproject.toml), wherever it runs."""
+    try:
+        return metadata.version("cogscore")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "0+unknown"
+
+
+SCORER_VERSION: Final = _installed_version()
 
 
 def code_digest(top: Path = Path(__file__).parents[1]) -> str:

@@ -83,14 +83,17 @@ def new_snapshot(out: Path) -> Path:
     return snapshot
 
 
-def carry_over(previous: Path | None, snapshot: Path, keep: Callable[[Path], bool]) -> None:
-    """Hard-link into ``snapshot`` every Parquet file of ``previous`` for which ``keep`` holds
-    (its path relative to the snapshot); a filesystem without hard links gets copies."""
+def carry_over(
+    previous: Path | None, snapshot: Path, keep: Callable[[Path], bool], pattern: str = "*.parquet"
+) -> None:
+    """Hard-link into ``snapshot`` every file of ``previous`` matching ``pattern`` for which
+    ``keep`` holds (its path relative to the snapshot); a filesystem without hard links gets
+    copies."""
     if previous is None:
         return
-    for source in previous.rglob("*.parquet"):
+    for source in previous.rglob(pattern):
         relative = source.relative_to(previous)
-        if not keep(relative):
+        if not source.is_file() or not keep(relative):
             continue
         target = snapshot / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -100,24 +103,42 @@ def carry_over(previous: Path | None, snapshot: Path, keep: Callable[[Path], boo
             shutil.copy2(source, target)
 
 
-def commit(out: Path, snapshot: Path, tables: Iterable[str], previous: Path | None) -> None:
+def foreign_entries(out: Path, names: Iterable[str]) -> list[str]:
+    """The ``names`` (tables, the manifest) that exist in ``out`` as something other than
+    this store's links: cogscore did not write them, and must not replace them."""
+    return [name for name in names if (out / name).exists() and not (out / name).is_symlink()]
+
+
+def carry_over_foreign(previous: Path | None, snapshot: Path, ours: Callable[[Path], bool]) -> None:
+    """Hard-link into ``snapshot`` every file of ``previous`` that this store did not write
+    (a note dropped into ``OUT/rejects/``): cogscore never deletes a file it did not write."""
+    if previous is not None:
+        carry_over(previous, snapshot, lambda rel: not ours(rel), pattern="*")
+
+
+def commit(
+    out: Path,
+    snapshot: Path,
+    tables: Iterable[str],
+    previous: Path | None,
+    known_links: Iterable[str] = (),
+) -> None:
     """Make ``snapshot`` the current one (one atomic rename), then remove every other
-    snapshot but ``previous`` (readers may still be on it)."""
+    snapshot but ``previous`` (readers may still be on it). ``out`` and ``previous`` are
+    resolved paths (a relative ``out`` once made the previous snapshot look stale)."""
     tmp = out / f".{CURRENT}-{uuid.uuid4().hex}"
     tmp.symlink_to(snapshot.relative_to(out))
     fault_point("before-commit")
     os.replace(tmp, out / CURRENT)
     fault_point("after-commit")
+    tables = list(tables)
     for name in (*tables, MANIFEST):
         link = out / name
-        if not link.is_symlink():  # static links; a real folder is a pre-snapshot output
-            if link.is_dir():
-                shutil.rmtree(link)
-            elif link.exists():
-                link.unlink()
+        if not link.is_symlink():  # refused before the run if something else is there
             link.symlink_to(Path(CURRENT) / name)
-    for link in out.iterdir():  # a table this snapshot does not have
-        if link.is_symlink() and not link.exists():
+    for name in known_links:  # a table this snapshot does not have (rescore_diff)
+        link = out / name
+        if name not in tables and link.is_symlink() and not link.exists():
             link.unlink()
     for stale in (out / VERSIONS).iterdir():
         if stale not in (snapshot, previous):

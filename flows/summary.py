@@ -122,25 +122,66 @@ def unscored_input(outcome: Outcome) -> str | None:
     )
 
 
+class StrictFailure(Exception):
+    """A strict run with input that was not scored: it fails (exit 1; Prefect: Failed)
+    after its tables are written, so the scores of the rest stay published."""
+
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+
+
+def enforce_strict(outcome: Outcome, strict: bool) -> Outcome:
+    """``outcome``, or ``StrictFailure`` when ``strict`` and some input was not scored."""
+    if strict and (status := unscored_input(outcome)) is not None:
+        raise StrictFailure(outcome, f"strict run failed: {status}")
+    return outcome
+
+
+def formula_lines(outcome: Outcome) -> list[str]:
+    """The nights waiting for their marker, and those scored with other formula versions
+    than the output's set (every run names them)."""
+    lines = []
+    if outcome.nights_waiting:
+        lines.append(
+            f"waiting for the _SUCCESS marker (not scored): {', '.join(outcome.nights_waiting)}"
+        )
+    if outcome.nights_off_set:
+        pinned = ",".join(f"{c}={v}" for c, v in outcome.formula_set.items())
+        lines.append(f"formula set of {outcome.out}: {pinned}")
+        lines += [
+            f"  night {printable(night)} scored with other versions: {differ}"
+            for night, differ in outcome.nights_off_set.items()
+        ]
+    return lines
+
+
 def outcome_lines(outcome: Outcome) -> list[str]:
     """The terminal summary of a run."""
     lines = []
+    if outcome.dry_run:
+        lines.append(f"dry run: nothing in {outcome.out} was changed")
     if outcome.kind == "nightly":
         lines.append(
             f"nightly: {len(outcome.nights_scored)} night(s) scored "
             f"({', '.join(outcome.nights_scored) or 'nothing new'}), "
             f"{len(outcome.nights_unchanged)} unchanged"
         )
-    if outcome.result is not None:
+    if outcome.result is not None and outcome.dry_run:
+        lines += run_lines(outcome.result, outcome.out)[:-1]  # no tables were written
+    elif outcome.result is not None:
         lines += [*leaderboard_lines(outcome.out), "", *run_lines(outcome.result, outcome.out)]
     elif (outcome.out / "model_scores").exists():  # nothing new: what the tables hold
         lines += [*leaderboard_lines(outcome.out), "", f"tables unchanged in {outcome.out}/"]
     if outcome.diff is not None:
         lines += [
             "",
-            "what the rescore moved (overall score per model):",
+            "what the rescore "
+            + ("would move" if outcome.dry_run else "moved")
+            + " (overall score per model):",
             *diff_lines(outcome.diff),
         ]
+    lines += formula_lines(outcome)
     if (status := unscored_input(outcome)) is not None:
         lines.append(status)
     return lines

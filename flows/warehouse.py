@@ -26,10 +26,12 @@ from flows.io import partition_dir
 from flows.store import (
     MANIFEST,
     carry_over,
+    carry_over_foreign,
     commit,
     current_snapshot,
     discard,
     fault_point,
+    foreign_entries,
     locked,
     new_snapshot,
 )
@@ -113,12 +115,23 @@ def with_provenance(
     )
 
 
+PROJECT_ROOT: Final = Path(__file__).resolve().parents[1]
+
+
 @cache
-def git_commit() -> str:
+def git_commit(top: Path = PROJECT_ROOT) -> str:
+    """The commit of cogscore's own checkout, where it runs from one: ``top`` must be the
+    root of a git work tree (not a folder inside another repository, as site-packages of a
+    virtual environment kept in some project would be) whose ``pyproject.toml`` is
+    cogscore's. Installed elsewhere: "unknown" (the version says what ran)."""
+    pyproject = top / "pyproject.toml"
+    if not (top / ".git").exists() or not pyproject.is_file():
+        return "unknown"
+    if 'name = "cogscore"' not in pyproject.read_text(errors="replace"):
+        return "unknown"
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).parent,
+            ["git", "-C", str(top), "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             timeout=5,
@@ -164,9 +177,9 @@ class SnapshotWriter:
         self.empty.setdefault(name, table.clear())
         fault_point(f"wrote-{name}")
 
-    def commit(self, manifest: dict[str, Any]) -> None:
+    def commit(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Write the manifest (with the nights of earlier runs that this one kept) and make
-        the snapshot the current one."""
+        the snapshot the current one; the manifest as written."""
         for name, empty in self.empty.items():  # a table of no rows, on every night: readable
             table_dir = self.snapshot / name
             if not any(table_dir.rglob("*.parquet")):
@@ -174,18 +187,43 @@ class SnapshotWriter:
                 empty.write_parquet(table_dir / "part-0.parquet")
         manifest = _merge_manifest(self.previous, manifest, self.nights)
         (self.snapshot / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        commit(self.out, self.snapshot, _present_tables(self.snapshot), self.previous)
+        commit(self.out, self.snapshot, _present_tables(self.snapshot), self.previous, TABLES)
         self.committed = True
+        return manifest
+
+
+class DryRunWriter:
+    """A writer that checks each table as ``SnapshotWriter`` does and writes nothing: a
+    rescore's dry run computes what it would change and leaves the output as it is."""
+
+    def __init__(self, out: Path | None = None, nights: set[str] | None = None) -> None:
+        self.out, self.nights = out, nights
+
+    def write(self, name: str, table: pl.DataFrame) -> None:
+        TABLES[name][0].validate(table, lazy=True)
+
+    def commit(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """The manifest the run would have written (nothing is written)."""
+        previous = current_snapshot(self.out) if self.out is not None else None
+        return _merge_manifest(previous, manifest, self.nights)
 
 
 @contextmanager
 def new_snapshot_of(out: Path, nights: set[str] | None) -> Iterator[SnapshotWriter]:
     """Hold ``OUT/.lock``, start a snapshot (the nights not replaced hard-linked from the
     current one) and yield its writer; a snapshot not committed is removed."""
+    out = out.resolve()
     with locked(out):
+        foreign = foreign_entries(out, [*TABLES, MANIFEST])
+        if foreign:
+            raise OutputConflict(
+                f"{out} holds {', '.join(foreign)} that cogscore did not write there (not its "
+                "links to the current snapshot); choose another --out, or move them away"
+            )
         previous = current_snapshot(out)
         snapshot = new_snapshot(out)
         try:
+            carry_over_foreign(previous, snapshot, _ours)
             if nights is not None:
                 replaced = {partition_dir({DUMP_DATE: night}) for night in nights}
                 carry_over(
@@ -205,6 +243,17 @@ def new_snapshot_of(out: Path, nights: set[str] | None) -> Iterator[SnapshotWrit
         except BaseException:
             discard(snapshot)
             raise
+
+
+class OutputConflict(Exception):
+    """``OUT`` holds something this store did not write where it would write: refused."""
+
+
+def _ours(relative: Path) -> bool:
+    """Files this store writes in a snapshot: the manifest and the tables' part files."""
+    if relative.as_posix() == MANIFEST:
+        return True
+    return relative.parts[0] in TABLES and relative.suffix == ".parquet"
 
 
 def _present_tables(snapshot: Path) -> list[str]:

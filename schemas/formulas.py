@@ -25,10 +25,19 @@ def resolve(selected: Iterable[str] | Mapping[str, str] = ()) -> dict[Category, 
     >>> resolve(["procedural_learning=v1"])[Category.PROCEDURAL_LEARNING]
     'v1'
     """
+    return {**DEFAULTS, **chosen(selected)}
+
+
+def chosen(selected: Iterable[str] | Mapping[str, str] = ()) -> dict[Category, str]:
+    """Only the versions named in ``selected`` (checked), by category.
+
+    >>> chosen(["procedural_learning=v1"])
+    {<Category.PROCEDURAL_LEARNING: 'procedural_learning'>: 'v1'}
+    """
     pairs = (
         selected.items() if isinstance(selected, Mapping) else (_split(text) for text in selected)
     )
-    chosen = dict(DEFAULTS)
+    picked: dict[Category, str] = {}
     for name, version in pairs:
         try:
             category = Category(name)
@@ -40,8 +49,18 @@ def resolve(selected: Iterable[str] | Mapping[str, str] = ()) -> dict[Category, 
             raise ValueError(
                 f"{category} has no formula {version!r}; one of {', '.join(VERSIONS[category])}"
             )
-        chosen[category] = version
-    return chosen
+        picked[category] = version
+    return picked
+
+
+def describe(versions: Mapping[Category, str] | Mapping[str, str]) -> str:
+    """``CATEGORY=VERSION`` pairs in category order, as the tables write them.
+
+    >>> describe({Category.RUNTIME_RL: "v1", Category.PROCEDURAL_LEARNING: "v2"})
+    'runtime_rl=v1,procedural_learning=v2'
+    """
+    named = {str(c): v for c, v in versions.items()}
+    return ",".join(f"{c}={named[c]}" for c in Category if c in named)
 
 
 def _split(text: str) -> tuple[str, str]:

@@ -51,9 +51,33 @@ def test_every_row_is_accounted_for(rule_dir: Path) -> None:
     assert counts["episodes_harness_error"] >= 2
 
 
-def test_outputs_are_hive_tables_with_a_manifest(rule_dir: Path, tmp_path: Path) -> None:
-    result = score_dump(rule_dir)
-    outcome = runs.score(rule_dir, tmp_path)
+NIGHT = "dump_date=2026-12-03"
+
+
+@pytest.fixture(scope="module")
+def dated_rule_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rule dump with its undated files moved into a night of their own."""
+    rows, _ = rule_dump()
+    root = tmp_path_factory.mktemp("dated_rule_dump")
+    moved = [
+        r
+        if DUMP_DATE in partition_values(r[FILE])
+        else r | {FILE: f"dump_date=2026-12-03/{r[FILE]}"}
+        for r in rows
+    ]
+    write_dump(moved, root)
+    return root
+
+
+def test_a_dump_mixing_dated_and_undated_files_is_refused(rule_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"mixes files .* \(part-0.parquet, part-1.parquet\)"):
+        runs.score(rule_dir, tmp_path)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_outputs_are_hive_tables_with_a_manifest(dated_rule_dir: Path, tmp_path: Path) -> None:
+    result = score_dump(dated_rule_dir)
+    outcome = runs.score(dated_rule_dir, tmp_path)
     scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
     rejects = pl.scan_parquet(tmp_path / "rejects", hive_partitioning=True).collect()
     assert scores.height == result.scores.height and rejects.height == result.rejects.height

@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from flows import runs
 from flows.runs import score as run
 from flows.score import score_dump
 from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS
@@ -251,7 +252,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     both = {t: read(out, t) for t in CORE_TABLES}
-    run(one_night, out, ["procedural_learning=v1"])
+    runs.rescore(one_night, out, ["procedural_learning=v1"])  # replaces that night's partitions
     for table in CORE_TABLES:
         after = read(out, table)
         night = pl.col("dump_date").cast(pl.String) == "2026-11-30"
@@ -279,8 +280,8 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     flag = tmp_path / "paused"
     env = {**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)}
     script = (
-        "from pathlib import Path; from flows.runs import score as run; "
-        f"run(Path({str(EXAMPLE_DUMP)!r}), Path({str(out)!r}), ['procedural_learning=v1'])"
+        "from pathlib import Path; from flows.runs import rescore; "
+        f"rescore(Path({str(EXAMPLE_DUMP)!r}), Path({str(out)!r}), ['procedural_learning=v1'])"
     )
     victim = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env)
     deadline = time.monotonic() + 120
@@ -291,7 +292,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     victim.wait()
     for table, frame in before.items():  # the previous output, complete and readable
         assert_frame_equal(read(out, table), frame)
-    run(EXAMPLE_DUMP, out, ["procedural_learning=v1"])
+    runs.rescore(EXAMPLE_DUMP, out, ["procedural_learning=v1"])
     procedural = read(out, "episode_scores").filter(category="procedural_learning")
     assert set(procedural["formula_version"]) == {"v1"}
     assert len(list((out / VERSIONS).iterdir())) == 2, "the killed run's snapshot is removed"
