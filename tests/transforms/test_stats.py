@@ -1,0 +1,205 @@
+"""``transforms.stats`` against trusted libraries: p-values and quantiles equal scipy's to
+1e-12, Holm and Benjamini–Hochberg equal statsmodels' ``multipletests`` bit for bit, the
+clustered standard error equals statsmodels' cluster-robust OLS/WLS to 1e-10 (scipy and
+statsmodels are test dependencies only)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
+
+from transforms.stats import (
+    adjust_over,
+    benjamini_hochberg,
+    cluster_robust_variance,
+    clustered_se_difference,
+    mde_factor,
+    minimum_detectable_effect,
+    normal_p_two_sided,
+    normal_p_values,
+    z_quantile,
+)
+
+Z_VALUES = np.concatenate(
+    [
+        np.linspace(-12.0, 12.0, 4801),
+        np.random.default_rng(1).normal(0.0, 3.0, 2000),
+        [0.0, -0.0, 1e-300, 5e-324, 1.959963984540054, 37.5, 38.5, 1e3],
+    ]
+)
+
+
+def test_p_values_equal_scipy_to_1e_12() -> None:
+    expected = 2.0 * scipy_stats.norm.sf(np.abs(Z_VALUES))
+    got = np.array([normal_p_two_sided(float(z)) for z in Z_VALUES])
+    assert np.max(np.abs(got - expected)) <= 1e-12
+    # in the tail, relative agreement too (the p-values the verdicts hinge on are small)
+    small = expected > 1e-300
+    assert np.max(np.abs(got[small] / expected[small] - 1.0)) <= 1e-12
+    np.testing.assert_array_equal(normal_p_values(Z_VALUES), got)
+    assert math.isnan(normal_p_two_sided(math.nan))
+    assert normal_p_two_sided(math.inf) == 0.0
+
+
+def test_quantiles_equal_scipy_to_1e_12() -> None:
+    qs = np.concatenate([np.linspace(1e-9, 1 - 1e-9, 2001), [0.5, 0.8, 0.9, 0.95, 0.975, 0.995]])
+    got = np.array([z_quantile(float(q)) for q in qs])
+    np.testing.assert_allclose(got, scipy_stats.norm.ppf(qs), rtol=1e-12, atol=1e-12)
+
+
+def test_mde_is_the_difference_detected_with_the_power_asked() -> None:
+    for alpha, power in [(0.05, 0.8), (0.01, 0.9), (0.1, 0.5)]:
+        factor = scipy_stats.norm.ppf(1 - alpha / 2) + scipy_stats.norm.ppf(power)
+        assert mde_factor(alpha, power) == pytest.approx(factor, abs=1e-12)
+        se = 0.0123
+        mde = minimum_detectable_effect(se, alpha, power)
+        crit = scipy_stats.norm.ppf(1 - alpha / 2)
+        # power of the two-sided test when the true difference is the MDE: the near tail
+        # is the power asked, the far tail adds next to nothing
+        near = scipy_stats.norm.sf(crit - mde / se)
+        assert near == pytest.approx(power, abs=1e-12)
+        assert scipy_stats.norm.cdf(-crit - mde / se) < 1e-3
+
+
+P_LISTS = st.lists(
+    st.one_of(
+        st.floats(0.0, 1.0),
+        st.sampled_from([0.0, 1.0, 0.05, 0.01, 1e-12, 0.5]),  # ties and edges
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+# multipletests runs gc.collect() on every Holm call (~50 ms here): few examples, plus the
+# edge cases below.
+@settings(max_examples=40, deadline=None)
+@given(P_LISTS)
+def test_holm_and_bh_equal_multipletests_exactly(ps: list[float]) -> None:
+    p = np.array(ps)
+    np.testing.assert_array_equal(holm_np(p), multipletests(p, method="holm")[1])
+    np.testing.assert_array_equal(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+
+
+def test_holm_and_bh_edge_cases_equal_multipletests_exactly() -> None:
+    cases = [
+        [0.0],
+        [1.0],
+        [0.04, 0.04, 0.04],
+        [0.01, 0.02, 0.03, 0.04, 0.05],
+        [0.9, 0.5, 0.3, 0.01, 0.0],
+        [0.3, 0.1, 0.1, 0.7, 0.6, 0.1],
+        list(np.random.default_rng(0).uniform(0, 0.2, 100)),
+    ]
+    for case in cases:
+        p = np.array(case)
+        np.testing.assert_array_equal(holm_np(p), multipletests(p, method="holm")[1])
+        np.testing.assert_array_equal(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+
+
+def holm_np(p: np.ndarray) -> np.ndarray:
+    from transforms.stats import holm
+
+    return holm(p)
+
+
+def test_nan_p_values_are_not_tests() -> None:
+    p = np.array([0.01, np.nan, 0.04, 0.03, np.nan])
+    present = ~np.isnan(p)
+    for ours, method in [(holm_np, "holm"), (benjamini_hochberg, "fdr_bh")]:
+        got = ours(p)
+        assert np.isnan(got[~present]).all()
+        np.testing.assert_array_equal(got[present], multipletests(p[present], method=method)[1])
+    assert np.isnan(holm_np(np.array([np.nan]))).all()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.none(), st.floats(0, 1))), max_size=50))
+def test_polars_adjustment_equals_multipletests_per_group(
+    rows: list[tuple[int, float | None]],
+) -> None:
+    frame = pl.DataFrame(rows, schema={"g": pl.Int64, "p": pl.Float64}, orient="row")
+    for method, sm_method in [("holm", "holm"), ("bh", "fdr_bh")]:
+        out = adjust_over(frame, "p", ["g"], method, "q")
+        assert out.select("g", "p").equals(frame)  # rows keep their order
+        for g in set(frame["g"].to_list()):
+            part = out.filter(pl.col("g") == g)
+            present = part.filter(pl.col("p").is_not_null())
+            assert part.filter(pl.col("p").is_null())["q"].null_count() == part["p"].null_count()
+            if len(present):
+                expected = multipletests(present["p"].to_numpy(), method=sm_method)[1]
+                np.testing.assert_array_equal(present["q"].to_numpy(), expected)
+
+
+def _design(rng: np.random.Generator, n_clusters: int, weights: bool) -> tuple[np.ndarray, ...]:
+    """Observations of two groups in clusters: some clusters hold both groups (paired),
+    some one group only, with 1-3 observations per group and cluster."""
+    y, in_a, cluster, w = [], [], [], []
+    for c in range(n_clusters):
+        kind = rng.integers(0, 3)  # 0: both groups, 1: a only, 2: b only
+        for group in (True, False):
+            if (kind == 1 and not group) or (kind == 2 and group):
+                continue
+            for _ in range(rng.integers(1, 4)):
+                y.append(rng.normal(0.5 + 0.1 * group, 0.2) + 0.1 * math.sin(c))
+                in_a.append(group)
+                cluster.append(c)
+                w.append(rng.uniform(0.2, 2.0) if weights else 1.0)
+    return np.array(y), np.array(in_a), np.array(cluster), np.array(w)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clustered_se_equals_statsmodels_cluster_ols(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    y, in_a, cluster, w = _design(rng, 25, weights=seed % 2 == 1)
+    exog = sm.add_constant(in_a.astype(float))
+    fit = sm.WLS(y, exog, weights=w).fit(
+        cov_type="cluster", cov_kwds={"groups": cluster, "use_correction": False}
+    )
+    ours = clustered_se_difference(y, in_a, cluster, weights=w)
+    assert ours == pytest.approx(fit.bse[1], rel=1e-10, abs=1e-12)
+    # statsmodels' default correction is G/(G-1) x (N-1)/(N-K) on the CR0 variance
+    default = sm.WLS(y, exog, weights=w).fit(cov_type="cluster", cov_kwds={"groups": cluster})
+    g, n = len(np.unique(cluster)), len(y)
+    corrected = ours**2 * g / (g - 1) * (n - 1) / (n - 2)
+    assert corrected == pytest.approx(default.bse[1] ** 2, rel=1e-10)
+
+
+def test_corrected_se_is_the_paired_and_the_welch_standard_error() -> None:
+    rng = np.random.default_rng(7)
+    a = rng.normal(0.6, 0.2, 40)
+    b = a - 0.05 + rng.normal(0, 0.1, 40)
+    y = np.concatenate([a, b])
+    in_a = np.repeat([True, False], 40)
+    paired = clustered_se_difference(y, in_a, np.tile(np.arange(40), 2), correction=True)
+    t = scipy_stats.ttest_rel(a, b)
+    assert paired == pytest.approx((a - b).mean() / t.statistic, rel=1e-12)
+    c = rng.normal(0.5, 0.3, 25)
+    y = np.concatenate([a, c])
+    in_a = np.repeat([True, False], [40, 25])
+    welch = clustered_se_difference(y, in_a, np.arange(65), correction=True)
+    t = scipy_stats.ttest_ind(a, c, equal_var=False)
+    assert welch == pytest.approx((a.mean() - c.mean()) / t.statistic, rel=1e-12)
+
+
+def test_cluster_robust_variance_is_miller_clustered_variance_of_a_mean() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=30)
+    clusters = rng.integers(0, 6, 30)
+    fit = sm.OLS(x, np.ones(30)).fit(
+        cov_type="cluster", cov_kwds={"groups": clusters, "use_correction": False}
+    )
+    ours = cluster_robust_variance((x - x.mean()) / 30, clusters)
+    assert math.sqrt(ours) == pytest.approx(fit.bse[0], rel=1e-10)
+    g = len(np.unique(clusters))
+    with_correction = cluster_robust_variance((x - x.mean()) / 30, clusters, correction=True)
+    assert with_correction == pytest.approx(ours * g / (g - 1), rel=1e-14)
+    assert math.isnan(cluster_robust_variance(np.array([0.1, -0.1]), np.array([1, 1]), True))
