@@ -12,30 +12,61 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.contract import (
+from tests.reference import contract as c
+from tests.reference import formulas as f
+from tests.reference.contract import (
+    ACTION,
+    ANSWER,
+    CATEGORIES,
+    CATEGORY,
+    CONCEPT_LIKE,
+    CONTENT,
     DEFAULT_MATCH,
     DUMP_DATE,
     EPISODE_CONSTANT,
+    EPISODE_END,
+    EPISODE_ID,
+    EPISODE_START,
+    ERROR,
+    EXAMPLE,
+    EXPECTED,
+    FEEDBACK,
     FILE,
+    INTEGER,
+    ITEM,
+    ITEM_ID,
+    KIND,
+    KINDS,
+    MATCH,
+    MATCH_MODES,
+    MODEL,
     NEEDS_ITEMS,
+    PARAMS,
+    PARAMS_COLUMN,
+    PROCEDURAL,
+    PROGRESS_MODES,
     REQUIRED,
-    Category,
-    Col,
-    Kind,
-    Match,
-    Role,
-    Status,
+    ROLE,
+    ROLES,
+    ROUND,
+    ROUND_END,
+    RUN_ID,
+    RUNTIME_RL,
+    SOLVED,
+    STATUS,
+    TASK,
+    TURN,
+    VALUE,
+    Rule,
 )
-from schemas.params import PARAMS, PROGRESS_MODES, ParamType
-from schemas.rules import Rule
-from tests.reference import formulas as f
 from tests.reference.matching import grade, is_integer_literal, positional
 
 Row = dict[str, Any]
 
-# Per category: the formula versions, the default first.
-FORMULA_VERSIONS: dict[Category, tuple[str, ...]] = {c: ("v1",) for c in Category}
-FORMULA_VERSIONS[Category.PROCEDURAL_LEARNING] = ("v2", "v1")
+# Per category: the formula versions, the default first (procedural learning: v2 is the
+# seed's four components, v1 its "previous formula", kept for rescoring history).
+FORMULA_VERSIONS: dict[str, tuple[str, ...]] = {name: ("v1",) for name in CATEGORIES}
+FORMULA_VERSIONS[PROCEDURAL] = ("v2", "v1")
 
 # fmt: off
 SCORE_FIELDS = (
@@ -47,14 +78,13 @@ SCORE_FIELDS = (
 # fmt: on
 
 _ENUM_COLUMNS = (
-    (Col.CATEGORY, frozenset(Category), Rule.UNKNOWN_CATEGORY),
-    (Col.ROLE, frozenset(Role), Rule.UNKNOWN_ROLE),
-    (Col.KIND, frozenset(Kind), Rule.UNKNOWN_KIND),
-    (Col.MATCH, frozenset(Match), Rule.UNKNOWN_MATCH),
+    (CATEGORY, frozenset(CATEGORIES), Rule.UNKNOWN_CATEGORY),
+    (ROLE, frozenset(ROLES), Rule.UNKNOWN_ROLE),
+    (KIND, frozenset(KINDS), Rule.UNKNOWN_KIND),
+    (MATCH, frozenset(MATCH_MODES), Rule.UNKNOWN_MATCH),
 )
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1  # README: int parameters are 32-bit
 _TOO_LONG_INT = object()  # a JSON integer too long for int(): outside every parameter's range
-_CONCEPT_LIKE = (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
 
 
 @dataclass
@@ -69,13 +99,13 @@ class ReferenceResult:
 # --- small helpers
 
 
-def _of_kind(rows: list[Row], kind: Kind) -> list[Row]:
-    return [r for r in rows if r.get(Col.KIND) == kind]
+def _of_kind(rows: list[Row], kind: str) -> list[Row]:
+    return [r for r in rows if r.get(KIND) == kind]
 
 
 def _by_turn(rows: list[Row]) -> list[Row]:
     """Rows ordered by turn (null turns last; ties keep input order)."""
-    return sorted(rows, key=lambda r: (r.get(Col.TURN) is None, r.get(Col.TURN) or 0))
+    return sorted(rows, key=lambda r: (r.get(TURN) is None, r.get(TURN) or 0))
 
 
 def _first_non_null(rows: list[Row], col: str) -> Any:
@@ -106,15 +136,15 @@ def _parse_object(raw: str | None) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def _param_rule(kind: ParamType, v: Any) -> Rule | None:
+def _param_rule(kind: str, v: Any) -> str | None:
     """The rule a present parameter value breaks, if any (README decisions)."""
-    if kind is ParamType.INT:  # a JSON integer (not a bool, not 5.0) in the int32 range
+    if kind == c.INT:  # a JSON integer (not a bool, not 5.0) in the int32 range
         if v is _TOO_LONG_INT:
             return Rule.PARAMS_INVALID_VALUE
         if type(v) is not int:
             return Rule.PARAMS_WRONG_TYPE
         return None if _INT_MIN <= v <= _INT_MAX else Rule.PARAMS_INVALID_VALUE
-    if kind is ParamType.FLOAT:  # a finite JSON number, integers accepted
+    if kind == c.FLOAT:  # a finite JSON number, integers accepted
         if v is _TOO_LONG_INT:
             return Rule.PARAMS_INVALID_VALUE
         if type(v) not in (int, float):
@@ -129,11 +159,11 @@ def _param_rule(kind: ParamType, v: Any) -> Rule | None:
 
 
 def _resolve_params(
-    category: Category, obj: dict[str, Any], n_items: int
-) -> tuple[dict[str, Any], set[Rule]]:
+    category: str, obj: dict[str, Any], n_items: int
+) -> tuple[dict[str, Any], set[str]]:
     """The valid (or defaulted) parameters, and the rules that the others break."""
     resolved: dict[str, Any] = {}
-    rules: set[Rule] = set()
+    rules: set[str] = set()
     for p in PARAMS[category]:
         if p.name not in obj:
             if p.required:
@@ -155,13 +185,13 @@ def _resolve_params(
 # --- validation
 
 
-def _check(rows: list[Row]) -> tuple[set[Rule], Category | None, dict[str, Any] | None]:
+def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None]:
     """Every rule one episode (one file's rows of one episode_id) breaks.
 
     Returns (rules, category or None when not known and the same on every row,
     resolved params or None when they could not be read).
     """
-    rules: set[Rule] = set()
+    rules: set[str] = set()
 
     # Rows: nulls, enum values, non-finite values (any kind).
     for r in rows:
@@ -170,34 +200,34 @@ def _check(rows: list[Row]) -> tuple[set[Rule], Category | None, dict[str, Any] 
         for col, allowed, rule in _ENUM_COLUMNS:
             if r.get(col) is not None and r.get(col) not in allowed:
                 rules.add(rule)
-        value = r.get(Col.VALUE)
+        value = r.get(VALUE)
         if value is not None and not math.isfinite(value):
             rules.add(Rule.NON_FINITE_VALUE)
 
     # Identity.
-    if _has_repeats([r[Col.TURN] for r in rows if r.get(Col.TURN) is not None]):
+    if _has_repeats([r[TURN] for r in rows if r.get(TURN) is not None]):
         rules.add(Rule.DUPLICATE_TURN)
     for col in EPISODE_CONSTANT:
         if len({r[col] for r in rows if r.get(col) is not None}) > 1:
             rules.add(Rule.INCONSISTENT_FIELD)
-    categories = {r.get(Col.CATEGORY) for r in rows}
-    category: Category | None = None
+    categories = {r.get(CATEGORY) for r in rows}
+    category: str | None = None
     if len(categories) == 1:
         only = categories.pop()
-        if only is not None and only in frozenset(Category):
-            category = Category(only)
+        if only is not None and only in CATEGORIES:
+            category = only
 
-    items = _of_kind(rows, Kind.ITEM)
+    items = _of_kind(rows, ITEM)
 
     # Start and parameters (parameter checks need exactly one episode_start).
-    starts = _of_kind(rows, Kind.EPISODE_START)
+    starts = _of_kind(rows, EPISODE_START)
     params: dict[str, Any] | None = None
     if not starts:
         rules.add(Rule.MISSING_EPISODE_START)
     elif len(starts) > 1:
         rules.add(Rule.MULTIPLE_EPISODE_START)
     else:
-        obj = _parse_object(starts[0].get(Col.PARAMS))
+        obj = _parse_object(starts[0].get(PARAMS_COLUMN))
         if obj is None:
             rules.add(Rule.PARAMS_NOT_OBJECT)
         elif category is not None:
@@ -205,49 +235,45 @@ def _check(rows: list[Row]) -> tuple[set[Rule], Category | None, dict[str, Any] 
             rules |= param_rules
 
     # Items and answers (category-independent).
-    item_ids = [it.get(Col.ITEM_ID) for it in items]
+    item_ids = [it.get(ITEM_ID) for it in items]
     named_ids = [i for i in item_ids if i is not None]
     if None in item_ids:
         rules.add(Rule.ITEM_WITHOUT_ID)
     if _has_repeats(named_ids):
         rules.add(Rule.DUPLICATE_ITEM_ID)
     for it in items:
-        expected = it.get(Col.EXPECTED)
+        expected = it.get(EXPECTED)
         if expected is None or expected.strip() == "":
             rules.add(Rule.EMPTY_EXPECTED)
-        if (
-            it.get(Col.MATCH) == Match.INTEGER
-            and expected is not None
-            and not is_integer_literal(expected)
-        ):
+        if it.get(MATCH) == INTEGER and expected is not None and not is_integer_literal(expected):
             rules.add(Rule.INTEGER_EXPECTED_NOT_INTEGER)
-    for a in _of_kind(rows, Kind.ANSWER):
-        if a.get(Col.ITEM_ID) is None or a.get(Col.ITEM_ID) not in named_ids:
+    for a in _of_kind(rows, ANSWER):
+        if a.get(ITEM_ID) is None or a.get(ITEM_ID) not in named_ids:
             rules.add(Rule.ANSWER_UNKNOWN_ITEM)
 
     # Rounds (the count only for procedural learning).
-    round_ends = _of_kind(rows, Kind.ROUND_END)
+    round_ends = _of_kind(rows, ROUND_END)
     for r in round_ends:
-        value = r.get(Col.VALUE)
+        value = r.get(VALUE)
         if value is None:
             rules.add(Rule.ROUND_MISSING_VALUE)
         elif not 0.0 <= value <= 1.0:  # NaN and infinities are outside too
             rules.add(Rule.ROUND_VALUE_OUT_OF_RANGE)
-        if r.get(Col.ROUND) is None:
+        if r.get(ROUND) is None:
             rules.add(Rule.ROUND_MISSING_NUMBER)
-    if _has_repeats([r[Col.ROUND] for r in round_ends if r.get(Col.ROUND) is not None]):
+    if _has_repeats([r[ROUND] for r in round_ends if r.get(ROUND) is not None]):
         rules.add(Rule.DUPLICATE_ROUND)
 
     # Category-specific counts (need the category; those against a parameter need it valid).
     if category in NEEDS_ITEMS and not items:
         rules.add(Rule.NO_ITEMS)
-    if category in _CONCEPT_LIKE and params is not None:
+    if category in CONCEPT_LIKE and params is not None:
         if "num_test_items" in params and len(items) > params["num_test_items"]:
             rules.add(Rule.TOO_MANY_ITEMS)
-        if "max_examples" in params and len(_of_kind(rows, Kind.EXAMPLE)) > params["max_examples"]:
+        if "max_examples" in params and len(_of_kind(rows, EXAMPLE)) > params["max_examples"]:
             rules.add(Rule.TOO_MANY_EXAMPLES)
     if (
-        category is Category.PROCEDURAL_LEARNING
+        category == PROCEDURAL
         and params is not None
         and "practice_rounds" in params
         and len(round_ends) != params["practice_rounds"]
@@ -258,24 +284,24 @@ def _check(rows: list[Row]) -> tuple[set[Rule], Category | None, dict[str, Any] 
 
 
 def _is_harness_error(rows: list[Row]) -> bool:
-    return any(r.get(Col.STATUS) == Status.ERROR for r in _of_kind(rows, Kind.EPISODE_END))
+    return any(r.get(STATUS) == ERROR for r in _of_kind(rows, EPISODE_END))
 
 
 # --- scoring of a valid episode
 
 
-def _grade_items(rows: list[Row], category: Category) -> list[tuple[bool, float]]:
+def _grade_items(rows: list[Row], category: str) -> list[tuple[bool, float]]:
     """(right, positional) per item, items in turn order; rows are sorted by turn."""
     latest: dict[str, str] = {}  # item_id -> content of its highest-turn answer
-    for r in _of_kind(rows, Kind.ANSWER):
-        content = r.get(Col.CONTENT)
-        latest[r[Col.ITEM_ID]] = "" if content is None else content
+    for r in _of_kind(rows, ANSWER):
+        content = r.get(CONTENT)
+        latest[r[ITEM_ID]] = "" if content is None else content
     graded = []
-    for it in _of_kind(rows, Kind.ITEM):
-        mode = it.get(Col.MATCH) or DEFAULT_MATCH[category]
-        answer = latest.get(it[Col.ITEM_ID], "")  # unanswered: wrong
-        right = it[Col.ITEM_ID] in latest and grade(mode, it[Col.EXPECTED], answer)
-        graded.append((right, positional(it[Col.EXPECTED], answer)))
+    for it in _of_kind(rows, ITEM):
+        mode = it.get(MATCH) or DEFAULT_MATCH[category]
+        answer = latest.get(it[ITEM_ID], "")  # unanswered: wrong
+        right = it[ITEM_ID] in latest and grade(mode, it[EXPECTED], answer)
+        graded.append((right, positional(it[EXPECTED], answer)))
     return graded
 
 
@@ -284,13 +310,13 @@ def _score_runtime_rl(rows: list[Row], params: dict[str, Any], out: dict[str, An
     step_y: int | None = None  # actions before the first solving feedback
     values: list[float] = []  # non-null feedback values, by turn
     for r in rows:
-        if r.get(Col.KIND) == Kind.ACTION:
+        if r.get(KIND) == ACTION:
             actions += 1
-        elif r.get(Col.KIND) == Kind.FEEDBACK:
-            if r.get(Col.SOLVED) is True and step_y is None:
+        elif r.get(KIND) == FEEDBACK:
+            if r.get(SOLVED) is True and step_y is None:
                 step_y = actions
-            if r.get(Col.VALUE) is not None:
-                values.append(r[Col.VALUE])
+            if r.get(VALUE) is not None:
+                values.append(r[VALUE])
     solved = step_y is not None
     if not values:
         raw_progress = 0.0
@@ -310,28 +336,26 @@ def _score_runtime_rl(rows: list[Row], params: dict[str, Any], out: dict[str, An
     )
 
 
-def _score(
-    rows: list[Row], category: Category, params: dict[str, Any], version: str
-) -> dict[str, Any]:
+def _score(rows: list[Row], category: str, params: dict[str, Any], version: str) -> dict[str, Any]:
     rows = _by_turn(rows)
     out: dict[str, Any] = dict.fromkeys(SCORE_FIELDS)
     first = rows[0]
     out.update(
-        run_id=first[Col.RUN_ID],
-        model=first[Col.MODEL],
-        task=first[Col.TASK],
-        category=category.value,
+        run_id=first[RUN_ID],
+        model=first[MODEL],
+        task=first[TASK],
+        category=category,
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
         # Contract: a feedback value outside [0, 1] is legal but counted as a warning.
         feedback_out_of_range=sum(
             1
-            for r in _of_kind(rows, Kind.FEEDBACK)
-            if r.get(Col.VALUE) is not None and not 0.0 <= r[Col.VALUE] <= 1.0
+            for r in _of_kind(rows, FEEDBACK)
+            if r.get(VALUE) is not None and not 0.0 <= r[VALUE] <= 1.0
         ),
     )
-    if category is Category.RUNTIME_RL:
+    if category == RUNTIME_RL:
         _score_runtime_rl(rows, params, out)
         return out
 
@@ -339,12 +363,12 @@ def _score(
     correct = len([1 for right, _ in graded if right])
     n_items = len(graded)
     out.update(correct_count=correct, n_items=n_items, accuracy=correct / n_items)
-    if category in (Category.ASSOCIATIVE_LEARNING, Category.OBSERVATIONAL_LEARNING):
+    if category in (c.ASSOCIATIVE, c.OBSERVATIONAL):
         out["score"] = correct / n_items
-        if category is Category.OBSERVATIONAL_LEARNING:
+        if category == c.OBSERVATIONAL:
             out["positional"] = f.mean([pos for _, pos in graded])
-    elif category in _CONCEPT_LIKE:
-        examples_used = len(_of_kind(rows, Kind.EXAMPLE))
+    elif category in CONCEPT_LIKE:
+        examples_used = len(_of_kind(rows, EXAMPLE))
         p = params
         out.update(
             accuracy=correct / p["num_test_items"],
@@ -362,8 +386,8 @@ def _score(
             ),
         )
     else:  # procedural learning
-        round_ends = sorted(_of_kind(rows, Kind.ROUND_END), key=lambda r: r[Col.ROUND])
-        round_scores = [r[Col.VALUE] for r in round_ends]
+        round_ends = sorted(_of_kind(rows, ROUND_END), key=lambda r: r[ROUND])
+        round_scores = [r[VALUE] for r in round_ends]
         test_score = correct / n_items
         asymptote, trajectory, consistency = f.procedural_parts(round_scores)
         score_fn = f.procedural_composite_score if version == "v2" else f.procedural_v1_score
@@ -380,24 +404,26 @@ def _score(
 # --- the whole dump
 
 
-def _versions(formulas: dict[str, str] | None) -> dict[Category, str]:
+def _versions(formulas: dict[str, str] | None) -> dict[str, str]:
     chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()}
     for name, version in (formulas or {}).items():
-        category = Category(name)
+        category = str(name)
+        if category not in FORMULA_VERSIONS:
+            raise ValueError(f"unknown category {category!r}")
         if version not in FORMULA_VERSIONS[category]:
             raise ValueError(f"no formula {version!r} for {category}")
         chosen[category] = version
     return chosen
 
 
-def _reject(rows: list[Row], rules: set[Rule], status: str) -> dict[str, Any]:
+def _reject(rows: list[Row], rules: set[str], status: str) -> dict[str, Any]:
     return {
         "status": status,
         "rules": rules,
         "rows": len(rows),
-        "model": _first_non_null(rows, Col.MODEL),
-        "task": _first_non_null(rows, Col.TASK),
-        "category": _first_non_null(rows, Col.CATEGORY),
+        "model": _first_non_null(rows, MODEL),
+        "task": _first_non_null(rows, TASK),
+        "category": _first_non_null(rows, CATEGORY),
         "dump_date": rows[0].get(DUMP_DATE),
     }
 
@@ -412,7 +438,7 @@ def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> 
     versions = _versions(formulas)
     episodes: dict[tuple[str | None, str], list[Row]] = {}
     for row in rows:
-        episodes.setdefault((row.get(Col.EPISODE_ID), row[FILE]), []).append(row)
+        episodes.setdefault((row.get(EPISODE_ID), row[FILE]), []).append(row)
     # README: episode ids must be unique within a night (a dump_date folder, or the whole
     # dump where there is none), so that each night is scored on its own.
     files_of: dict[tuple[str | None, str], set[str]] = {}

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schemas.rules import Rule
 from tests.reference import (
     composite_score,
     concept_score,
@@ -23,6 +20,7 @@ from tests.reference import (
     procedural_v1_score,
     reference_score,
 )
+from tests.reference.contract import FILE_RULES, RULES, Rule
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 CONCEPT = json.loads((GOLDEN / "concept_formation.json").read_text())
@@ -78,139 +76,37 @@ def test_procedural_zero_guard_and_single_round() -> None:
     assert (
         procedural_composite_score([0.0, 0.0, 0.0], 0.0) == 0.0
     )  # else trajectory would add 0.125
-    assert procedural_composite_score([0.4], 0.0) == pytest.approx(
-        0.25 * 0.4 + 0.25 * 0.5 + 0.20 * 0.4
-    )
+    # One round: asymptote 0.4, trajectory 0.5 (flat), consistency 0.4:
+    # 0.25 x 0.4 + 0.25 x 0.5 + 0.20 x 0.4 = 0.1 + 0.125 + 0.08.
+    assert procedural_composite_score([0.4], 0.0) == pytest.approx(0.305, abs=1e-12)
 
 
 def test_composite_score_hand_values() -> None:
     assert composite_score(True, 3, 20, 2, 0.5) == 0.8875  # eff = 1 - 0.9 / 18 = 0.95
-    assert composite_score(True, 20, 20, 7, 0.0) == round(
-        0.55 + 0.25 * 0.10, 4
-    )  # floor at last step
+    assert composite_score(True, 20, 20, 7, 0.0) == 0.575  # 0.55 + 0.25 x floor 0.10
     assert composite_score(True, 0, 20, 7, 2.0) == 1.0  # step_y clamped to 1; progress to 1
     assert composite_score(False, 0, 20, 7, 0.3) == 0.06
 
 
-# --- match modes
-
-LONG_S = "\N{LATIN SMALL LETTER LONG S}"
-DOTLESS_I = "\N{LATIN SMALL LETTER DOTLESS I}"
-SIGMA = "\N{GREEK SMALL LETTER SIGMA}"
-FINAL_SIGMA = "\N{GREEK SMALL LETTER FINAL SIGMA}"
-KELVIN = "\N{KELVIN SIGN}"
-AWKWARD = [
-    ("s", LONG_S),
-    ("S", LONG_S),
-    (LONG_S, "s"),
-    ("i", "İ"),
-    ("İ", "i"),
-    ("I", DOTLESS_I),
-    ("ss", "ß"),
-    ("ß", "SS"),
-    ("ß", "ẞ"),
-    (SIGMA, FINAL_SIGMA),
-    ("Σ", FINAL_SIGMA),
-    (FINAL_SIGMA, "Σ"),
-    ("k", KELVIN),
-    (KELVIN, "K"),
-    ("yes", "\x1cYES\u00a0"),
-    ("a.b", "axb"),
-    ("UNKNOWN", "Plex is unknown."),
-    ("é", "e\u0301"),
-]
+# --- match modes: the verdicts of tests/golden/matching.json are pinned in
+# tests/transforms/test_matching_golden.py, for the reference and the vectorised matcher alike.
 
 
-@pytest.mark.parametrize(
-    ("expected", "answer"), AWKWARD, ids=[f"{e!r}-in-{a!r}" for e, a in AWKWARD]
-)
-def test_contains(expected: str, answer: str) -> None:
-    verdict = bool(re.search(re.escape(expected.strip()), answer.strip(), re.IGNORECASE))
-    assert grade("contains", expected, answer) is verdict
-
-
-def test_contains_documented_verdicts() -> None:
-    assert grade("contains", "i", "İ") and grade(
-        "contains", "k", KELVIN
-    )  # re's simple case folding
-    assert not grade("contains", "ss", "ß") and not grade(
-        "contains", "a.b", "axb"
-    )  # no full folding; escaped
-
-
-def _int_verdict(expected: str, answer: str) -> bool:
-    lit = re.compile(r"[+-]?[0-9]+", re.ASCII)
-    e, a = expected.strip(), answer.strip()
-    return bool(lit.fullmatch(e) and lit.fullmatch(a)) and int(e) == int(a)
-
-
-INTEGERS = [
-    ("88", "088"),
-    ("0", "-0"),
-    ("+5", "5"),
-    ("-5", "5"),
-    ("88", "٨٨"),
-    ("88", "８８"),
-    ("1000", "1_000"),
-    ("12", " 12\x1c"),
-    ("12", "\u00a012\u00a0"),
-    ("12", "12.0"),
-    ("12", "twelve: 12"),
-    ("-007", "-7"),
-]
-
-
-@pytest.mark.parametrize(
-    ("expected", "answer"), INTEGERS, ids=[f"{e!r}-vs-{a!r}" for e, a in INTEGERS]
-)
-def test_integer(expected: str, answer: str) -> None:
-    assert grade("integer", expected, answer) is _int_verdict(expected, answer)
-
-
-def test_integer_documented_verdicts() -> None:
-    assert grade("integer", "88", "088") and grade("integer", "0", "-0")
-    assert int("٨٨") == 88 and not grade("integer", "88", "٨٨")  # int() is wider than the contract
-    huge = "9" * 5000  # beyond int()'s default 4300-digit limit
-    assert grade("integer", huge, "+000" + huge) and not grade("integer", huge, "-" + huge)
+def test_integer_literals_beyond_int_digit_limit() -> None:
+    """int() refuses more than 4300 digits; the contract's literal comparison does not."""
+    huge = "9" * 5000
+    assert grade("integer", huge, "+000" + huge)
+    assert not grade("integer", huge, "-" + huge)
+    assert not grade("integer", huge, huge + "9")
 
 
 @given(
     st.integers(-(10**30), 10**30), st.integers(-(10**30), 10**30), st.integers(0, 3), st.booleans()
 )
 def test_integer_equality_is_int_equality(a: int, b: int, zeros: int, plus: bool) -> None:
+    """Two respellings of Python ints (sign, leading zeros) match exactly when a == b."""
     b_text = ("+" if plus and b >= 0 else "") + ("-" if b < 0 else "") + "0" * zeros + str(abs(b))
     assert grade("integer", str(a), b_text) is (a == b)
-
-
-NFC = [("é", "e\u0301"), ("é", "É"), ("n\u0295", "n"), ("ǹ", " n\u0300\x1c"), ("Å", "\u212b")]
-
-
-@pytest.mark.parametrize(("expected", "answer"), NFC, ids=[f"{e!r}-vs-{a!r}" for e, a in NFC])
-def test_nfc(expected: str, answer: str) -> None:
-    verdict = unicodedata.normalize("NFC", answer.strip()) == unicodedata.normalize(
-        "NFC", expected.strip()
-    )
-    assert grade("nfc", expected, answer) is verdict
-
-
-def test_nfc_documented_verdicts() -> None:
-    assert grade("nfc", "é", "e\u0301") and not grade("nfc", "é", "É")
-
-
-SEQUENCES = [
-    ("a b", "a\x1cb"),
-    ("a b", "a\u00a0 b\n"),
-    ("a b", "a b c"),
-    ("a b", "a\u200bb"),
-    ("a b", "b a"),
-]
-
-
-@pytest.mark.parametrize(
-    ("expected", "answer"), SEQUENCES, ids=[f"{e!r}-vs-{a!r}" for e, a in SEQUENCES]
-)
-def test_sequence(expected: str, answer: str) -> None:
-    assert grade("sequence", expected, answer) is (answer.split() == expected.split())
 
 
 def test_positional() -> None:
@@ -409,7 +305,7 @@ REJECTIONS = [
 @pytest.mark.parametrize(
     ("rows", "rules"), [c[1:] for c in REJECTIONS], ids=[c[0] for c in REJECTIONS]
 )
-def test_rejection(rows: list[dict[str, Any]], rules: set[Rule]) -> None:
+def test_rejection(rows: list[dict[str, Any]], rules: set[str]) -> None:
     result = reference_score(rows)
     assert not result.scored
     assert result.rejected[KEY]["rules"] == rules
@@ -455,14 +351,9 @@ def test_harness_error() -> None:
 
 
 def test_every_row_rule_is_tested() -> None:
-    file_rules = {
-        R.FILE_UNREADABLE,
-        R.MISSING_COLUMN,
-        R.WRONG_COLUMN_TYPE,
-    }  # not row-level: no dicts to check
     tested = {rule for c in REJECTIONS for rule in c[2]}
     tested |= {R.NO_EPISODE_ID, R.DUPLICATE_EPISODE_ACROSS_FILES, R.HARNESS_ERROR}
-    assert tested == set(Rule) - file_rules
+    assert tested == RULES - FILE_RULES  # file rules are not row-level: no dicts to check
 
 
 # --- scoring
@@ -509,7 +400,8 @@ def test_concept_and_language_learning() -> None:
     out = reference_score(rows).scored[KEY]
     eff = 1.0 - 2 / 12  # effective free zone max(3, 4) = 4; 6 used
     assert (out["examples_used"], out["accuracy"], out["efficiency"]) == (6, 0.5, eff)
-    assert out["score"] == 0.5 * (0.40 + 0.60 * eff) and out["correct_count"] == 2
+    # 0.5 x (0.40 + 0.60 x 10/12) = 0.5 x 0.9
+    assert out["score"] == pytest.approx(0.45, abs=1e-12) and out["correct_count"] == 2
     zero = reference_score(concept(examples=16)).scored[KEY]
     assert (zero["score"], zero["efficiency"]) == (0.0, 0.0)
     lang = episode(
@@ -549,7 +441,8 @@ def test_runtime_rl() -> None:
         feedback(None),
         params='{"budget": 20, "min_explore": 2, "progress": "last"}',
     )
-    assert reference_score(last).scored[KEY]["score"] == round(0.55 + 0.25 * 0.95 + 0.20 * 0.1, 4)
+    # last non-null progress 0.1: 0.55 + 0.25 x 0.95 + 0.20 x 0.1
+    assert reference_score(last).scored[KEY]["score"] == 0.8075
     early = reference_score(
         episode("runtime_rl", feedback(1.7, True), ACTION, params='{"budget": 20}')
     )
@@ -576,12 +469,12 @@ def test_procedural_rounds_ordered_by_round_and_versions() -> None:
         "procedural_learning", *body, item("t1", "x"), item("t2", "y"), answer("t1", "x")
     )
     new = reference_score(rows).scored[KEY]
-    assert (
-        new["score"] == procedural_composite_score(learner, 0.5) and new["formula_version"] == "v2"
-    )
+    # The seed's Learner: 0.30 x 0.5 + 0.25 x 0.85 + 0.25 x 0.92 + 0.20 x 9.9/15 (prints 0.72)
+    assert new["score"] == pytest.approx(0.7245, abs=1e-12) and new["formula_version"] == "v2"
     assert (new["transfer"], new["asymptote"], new["trajectory"]) == (0.5, (0.8 + 0.9) / 2, 0.92)
     old = reference_score(rows, {"procedural_learning": "v1"}).scored[KEY]
-    assert old["score"] == procedural_v1_score(learner, 0.5) and old["formula_version"] == "v1"
+    # 0.5 x 0.66 + 0.5 x 0.5 (the seed prints 0.58)
+    assert old["score"] == pytest.approx(0.58, abs=1e-12) and old["formula_version"] == "v1"
     with pytest.raises(ValueError):
         reference_score(rows, {"runtime_rl": "v2"})
 
