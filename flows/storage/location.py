@@ -28,7 +28,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from datetime import timedelta
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from flows.storage.errors import StorageError
@@ -57,6 +58,7 @@ _AWS_ENV: Final[tuple[tuple[str, str], ...]] = (
 )
 _SECRET_WORDS: Final = ("secret", "token", "password", "key", "sas", "credential", "signature")
 _SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
+_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,20 @@ class Location:
         return cls(text.rstrip("/"), opts)
 
 
+def duration(text: str) -> timedelta:
+    """A timeout option's value: `30s`, `500ms`, `2min`, `1h` or a number of seconds.
+
+    >>> duration("500ms"), duration("2min")
+    (datetime.timedelta(microseconds=500000), datetime.timedelta(seconds=120))
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise StorageError(f"not a duration: {text!r} (expected e.g. 30s, 500ms, 2min)")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    scale = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[unit]
+    return timedelta(seconds=value * scale)
+
+
 def parse_storage_options(pairs: Iterable[str]) -> dict[str, str]:
     """`KEY=VALUE` strings (from `--storage-option`, repeated) as a dict with lower-case keys.
 
@@ -195,6 +211,27 @@ def storage_options(location: Location, env: Mapping[str, str] | None = None) ->
     if endpoint.startswith("http://"):
         merged.setdefault("aws_allow_http", "true")
     return merged
+
+
+def polars_options(options: Mapping[str, str]) -> dict[str, Any] | None:
+    """`options` as polars' readers take them (None when empty).
+
+    polars reads `max_retries` itself and insists on an int (a string raises "expected int");
+    its own retry deadline is `retry_timeout_ms`. `retry_timeout` stays for delta-rs, which
+    polars' `scan_delta` calls to read the log.
+
+    >>> polars_options({"max_retries": "3", "retry_timeout": "30s", "aws_region": "x"})
+    {'max_retries': 3, 'retry_timeout': '30s', 'aws_region': 'x', 'retry_timeout_ms': 30000}
+    """
+    if not options:
+        return None
+    converted: dict[str, Any] = dict(options)
+    if "max_retries" in converted:
+        converted["max_retries"] = int(converted["max_retries"])
+    if "retry_timeout" in converted and "retry_timeout_ms" not in converted:
+        seconds = duration(converted["retry_timeout"]).total_seconds()
+        converted["retry_timeout_ms"] = int(seconds * 1000)
+    return converted
 
 
 def redact(options: Mapping[str, str]) -> dict[str, str]:

@@ -23,11 +23,10 @@ import contextlib
 import fcntl
 import functools
 import os
-import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 import obstore
@@ -35,7 +34,7 @@ from obstore.exceptions import AlreadyExistsError, PreconditionError
 from obstore.store import LocalStore, from_url
 
 from flows.storage.errors import StorageError, translate
-from flows.storage.location import Location, storage_options
+from flows.storage.location import Location, duration, storage_options
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
@@ -78,7 +77,6 @@ _DELTA_ONLY: Final = frozenset(
         "aws_s3_get_internal_server_error_retries",
     }
 )
-_DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -97,20 +95,6 @@ class StoredObject:
 
     data: bytes
     etag: str
-
-
-def _duration(text: str) -> timedelta:
-    """`30s`, `500ms`, `2min`, `1h` or a number of seconds.
-
-    >>> _duration("500ms"), _duration("2min")
-    (datetime.timedelta(microseconds=500000), datetime.timedelta(seconds=120))
-    """
-    match = _DURATION.match(text)
-    if match is None:
-        raise StorageError(f"not a duration: {text!r} (expected e.g. 30s, 500ms, 2min)")
-    value, unit = float(match.group(1)), match.group(2) or "s"
-    scale = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[unit]
-    return timedelta(seconds=value * scale)
 
 
 def obstore_settings(
@@ -135,7 +119,7 @@ def obstore_settings(
         elif key == "max_retries":
             retry["max_retries"] = int(value)
         elif key == "retry_timeout":
-            retry["retry_timeout"] = _duration(value)
+            retry["retry_timeout"] = duration(value)
         elif key.startswith(prefix) and key not in _DELTA_ONLY:
             config[key] = value
     return config, client, retry  # type: ignore[return-value]

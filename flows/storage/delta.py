@@ -1,0 +1,452 @@
+"""The output tables as Delta Lake tables at OUT/<table>: one night replaced per commit.
+
+A night is replaced with ONE predicate overwrite (`dump_date = '2026-12-01'`, or
+`dump_date IS NULL` for an undated dump): delta-rs writes the new files, then commits a log
+entry that removes that night's old files and adds the new ones. Other nights' files are not
+touched (the same paths stay in the log), readers see the night before or after, never half,
+and the table's history records every replacement with our commit metadata (run id, night).
+A table that does not exist is created by its first write.
+
+An undated night (`night=None`) is the partition `dump_date=__HIVE_DEFAULT_PARTITION__`:
+delta-rs writes it, `dump_date IS NULL` replaces exactly it, and polars, pyarrow and DuckDB
+read the column back as null (tested). It is workable.
+
+Dtype hygiene (lake notes): delta-rs crashes on Categorical (cast to String), refuses
+Null-typed columns (given String), and refuses time-zone-naive timestamps under the table's
+protocol (made UTC; Delta stores microseconds). `dump_date` stays a String partition column:
+`DeltaTable.partitions()` returns strings whatever the type, and a Date column written into a
+String table would be cast silently.
+
+Staged files, for "workers write their files, the driver commits once per night":
+`write_data_files` writes a night's Parquet files into the table folder (not yet part of the
+table: readers do not see them) and returns their `AddAction`s; `commit_files` commits any
+number of such stagings for one night in one transaction. delta-rs expresses the overwrite
+with `create_write_transaction(mode="overwrite", partition_filters=[("dump_date", "=",
+night)])`: it derives the remove actions of that partition itself (an explicit `RemoveAction`
+is only allowed with `mode="append"`). The undated partition is named by the empty string
+(`None` is refused by the binding). Unlike a predicate write, nothing checks that the staged
+files exist or hold what their stats say: that is the caller's contract.
+
+Vacuum is never run implicitly. `vacuum(..., full=True)` removes every file that no version
+in the retention window references, which includes the complete-but-uncommitted files that a
+killed run leaves behind (the default "lite" vacuum misses them). It must run under the lease:
+a running writer's staged files are unreferenced until its commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any, Final
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import Schema as DeltaSchema
+from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+from flows.storage import objects
+from flows.storage.errors import LegacyLayout, StorageError, translate
+from flows.storage.location import Location, polars_options, storage_options
+
+NIGHT_COLUMN: Final = "dump_date"
+NULL_PARTITION: Final = "__HIVE_DEFAULT_PARTITION__"
+_NIGHT: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TABLE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def check_night(night: str | None) -> str | None:
+    """`night` if it is None or a real date written YYYY-MM-DD, else `ValueError`.
+
+    >>> check_night("2026-12-01"), check_night(None)
+    ('2026-12-01', None)
+    >>> check_night("2026-12-01' OR '1'='1")
+    Traceback (most recent call last):
+    ...
+    ValueError: a night is a date written YYYY-MM-DD or None, not "2026-12-01' OR '1'='1"
+    """
+    if night is None:
+        return None
+    if not isinstance(night, str) or not _NIGHT.match(night):
+        raise ValueError(f"a night is a date written YYYY-MM-DD or None, not {night!r}")
+    date.fromisoformat(night)  # 2026-02-30 is refused here
+    return night
+
+
+def night_predicate(night: str | None) -> str:
+    """The overwrite predicate of one night (validated, so nothing can be injected).
+
+    >>> night_predicate("2026-12-01"), night_predicate(None)
+    ("dump_date = '2026-12-01'", 'dump_date IS NULL')
+    """
+    checked = check_night(night)
+    return f"{NIGHT_COLUMN} IS NULL" if checked is None else f"{NIGHT_COLUMN} = '{checked}'"
+
+
+def _table(location: Location, table: str) -> Location:
+    if not _TABLE.match(table):
+        raise ValueError(f"a table name is lower-case letters, digits and _, not {table!r}")
+    return location.child(table)
+
+
+def _options(location: Location) -> dict[str, str] | None:
+    return storage_options(location) or None
+
+
+@contextlib.contextmanager
+def _errors(action: str, where: Location) -> Iterator[None]:
+    try:
+        yield
+    except (StorageError, ValueError):
+        raise
+    except Exception as exc:
+        raise translate(exc, action, where.display) from None
+
+
+def _open(where: Location) -> DeltaTable | None:
+    with _errors("open table", where):
+        try:
+            return DeltaTable(where.uri, storage_options=_options(where))
+        except TableNotFoundError:
+            return None
+
+
+def _instance(dtype: Any) -> pl.DataType:
+    return dtype() if isinstance(dtype, type) else dtype  # type: ignore[no-any-return]
+
+
+def _delta_dtype(dtype: pl.DataType) -> pl.DataType:
+    if isinstance(dtype, pl.Categorical | pl.Enum | pl.Null):
+        return pl.String()
+    if isinstance(dtype, pl.Datetime):
+        return pl.Datetime("us", "UTC")
+    if isinstance(dtype, pl.List):
+        return pl.List(_delta_dtype(_instance(dtype.inner)))
+    if isinstance(dtype, pl.Struct):
+        return pl.Struct({f.name: _delta_dtype(_instance(f.dtype)) for f in dtype.fields})
+    return dtype
+
+
+def delta_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with dtypes Delta takes: Categorical and Null as String, timestamps UTC in µs.
+
+    A time-zone-naive timestamp is taken to be UTC already (every timestamp here is).
+
+    >>> delta_ready(pl.DataFrame({"a": [None], "c": ["x"]},
+    ...             schema={"a": pl.Null, "c": pl.Categorical})).dtypes
+    [String, String]
+    """
+    columns = []
+    for name, dtype in frame.schema.items():
+        column = pl.col(name)
+        if isinstance(dtype, pl.Datetime):
+            column = (
+                column.dt.replace_time_zone("UTC")
+                if dtype.time_zone is None
+                else column.dt.convert_time_zone("UTC")
+            )
+        wanted = _delta_dtype(dtype)
+        if name == NIGHT_COLUMN:
+            wanted = pl.String()
+        columns.append(column.cast(wanted) if wanted != dtype else column)
+    return frame.select(columns)
+
+
+def _night_frame(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
+    if NIGHT_COLUMN not in frame.columns:
+        raise ValueError(f"the frame has no {NIGHT_COLUMN} column (night {night})")
+    ready = delta_ready(frame)
+    values = ready.get_column(NIGHT_COLUMN)
+    stray = values.is_not_null() if night is None else (values != night) | values.is_null()
+    if stray.any():
+        raise ValueError(f"rows of other nights than {night} in a write of night {night}")
+    return ready
+
+
+def _commit(metadata: Mapping[str, Any] | None, night: str | None) -> CommitProperties:
+    return CommitProperties(custom_metadata={**(metadata or {}), "night": night})
+
+
+def write_night(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    night: str | None,
+    *,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace night `night` of `OUT/table` by `frame` in one commit; the new table version.
+
+    Every row of `frame` must belong to `night` (`ValueError` otherwise, before any write).
+    An empty frame deletes the night. `partition_by` applies when the table is created.
+    `commit_metadata` (JSON values: run id, formula versions...) goes into the commit, beside
+    `night`, and so into `history()`.
+    """
+    check_night(night)
+    where = _table(location, table)
+    ready = _night_frame(frame, night)
+    predicate = night_predicate(night)
+    properties = _commit(commit_metadata, night)
+    with _errors(f"write night {night} of table", where):
+        existing = _open(where)
+        if existing is None:
+            write_deltalake(
+                where.uri,
+                ready,
+                mode="overwrite",
+                predicate=predicate,
+                partition_by=list(partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return DeltaTable(where.uri, storage_options=_options(where)).version()
+        write_deltalake(
+            existing, ready, mode="overwrite", predicate=predicate, commit_properties=properties
+        )
+        return existing.version()
+
+
+def table_version(location: Location, table: str) -> int | None:
+    """The latest version of `OUT/table`, or None if it is not a Delta table (yet)."""
+    existing = _open(_table(location, table))
+    return None if existing is None else existing.version()
+
+
+def table_versions(location: Location, tables: Sequence[str]) -> dict[str, int]:
+    """The latest version of each of `tables` that exists (what a run records when done)."""
+    versions = {table: table_version(location, table) for table in tables}
+    return {table: version for table, version in versions.items() if version is not None}
+
+
+def read_table(location: Location, table: str, version: int | None = None) -> pl.LazyFrame:
+    """`OUT/table` at `version` (None: the latest) as a LazyFrame; `dump_date` a String."""
+    where = _table(location, table)
+    if _open(where) is None:
+        raise StorageError(f"cannot read {where.display}: no Delta table there")
+    with _errors(f"read version {version} of table", where):
+        options = polars_options(storage_options(where))
+        return pl.scan_delta(where.uri, version=version, storage_options=options)
+
+
+def history(location: Location, table: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The commits of `OUT/table`, newest first, each with our metadata (run id, night)."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        return []
+    with _errors("read the history of table", where):
+        return existing.history(limit)
+
+
+def restore(location: Location, table: str, version: int) -> int:
+    """Make `version`'s content the latest of `OUT/table` (a new commit); the new version."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        raise StorageError(f"cannot restore {where.display}: no Delta table there")
+    with _errors(f"restore version {version} of table", where):
+        existing.restore(version)
+        return DeltaTable(where.uri, storage_options=_options(where)).version()
+
+
+def vacuum(
+    location: Location,
+    tables: Sequence[str],
+    retain: timedelta = timedelta(days=7),
+    dry_run: bool = False,
+    keep: Mapping[str, Sequence[int]] | None = None,
+) -> list[str]:
+    """Delete files no version of the last `retain` needs, and uncommitted leftovers.
+
+    Returns the deleted (or, with `dry_run`, deletable) files as `table/path`. Time travel to
+    versions older than `retain` stops working, except to the versions in `keep` (per table:
+    e.g. those the runs table pins). `retain` is counted in whole hours (delta-rs). Run it
+    only while holding the lease: a running writer's staged files look like leftovers.
+    """
+    removed: list[str] = []
+    for table in tables:
+        where = _table(location, table)
+        existing = _open(where)
+        if existing is None:
+            continue
+        with _errors("vacuum table", where):
+            paths = existing.vacuum(
+                retention_hours=int(retain.total_seconds() // 3600),
+                dry_run=dry_run,
+                enforce_retention_duration=False,
+                full=True,
+                keep_versions=list((keep or {}).get(table, ())) or None,
+            )
+        removed.extend(f"{table}/{path}" for path in sorted(paths))
+    return removed
+
+
+def check_layout(location: Location, tables: Sequence[str]) -> None:
+    """`LegacyLayout` if OUT holds the snapshot store's layout instead of Delta tables.
+
+    The snapshot store (flows/store.py) keeps `OUT/current` and `OUT/_versions/`, and its
+    tables are plain hive-partitioned Parquet: writing Delta tables over them would mix both.
+    """
+    if location.is_local:
+        import os
+
+        legacy = [n for n in ("current", "_versions") if os.path.lexists(f"{location.uri}/{n}")]
+        if legacy:
+            raise LegacyLayout(
+                f"{location.display} holds the snapshot layout ({', '.join(legacy)}):"
+                " write Delta tables into a new folder, or convert this one first"
+            )
+    for table in tables:
+        where = _table(location, table)
+        if _open(where) is not None:
+            continue
+        try:
+            stray = objects.list_files(where, suffix=None)
+        except StorageError:
+            continue  # nothing there: the table will be created
+        if stray:
+            raise LegacyLayout(
+                f"{where.display} holds files but no Delta log ({stray[0].relative}, ...)"
+            )
+
+
+# --- staged files: written by workers, committed once per night by the driver ---------
+
+
+@dataclass(frozen=True)
+class StagedFiles:
+    """Files of one night written into a table folder but not committed (picklable)."""
+
+    night: str | None
+    adds: list[AddAction]
+    schema: pa.Schema = field(repr=False)
+    partition_by: tuple[str, ...]
+
+
+def _partition_path(partition_by: Sequence[str], values: Sequence[Any]) -> str:
+    parts = []
+    for column, value in zip(partition_by, values, strict=True):
+        text = NULL_PARTITION if value is None else quote(str(value), safe="-_.")
+        parts.append(f"{column}={text}")
+    return "/".join(parts)
+
+
+def _stats(data: pl.DataFrame) -> str:
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for name, dtype in data.schema.items():
+        column = data.get_column(name)
+        if dtype.is_nested():
+            continue
+        nulls[name] = column.null_count()
+        if column.null_count() == column.len():
+            continue
+        numeric = dtype.is_integer() or (dtype.is_float() and not column.is_nan().any())
+        short = dtype == pl.String and column.str.len_chars().max() <= 64  # type: ignore[operator]
+        if numeric or short:
+            minimum[name], maximum[name] = column.min(), column.max()
+        elif dtype == pl.Date:
+            minimum[name], maximum[name] = str(column.min()), str(column.max())
+    return json.dumps(
+        {"numRecords": data.height, "minValues": minimum, "maxValues": maximum, "nullCount": nulls}
+    )
+
+
+def write_data_files(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    night: str | None,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+) -> StagedFiles:
+    """Write `frame` (one night) as Parquet files into `OUT/table/`, uncommitted.
+
+    One file per partition, named with a fresh UUID (`part-<uuid>.parquet`, so two workers
+    never collide), partition columns left out of the files as Delta does. Readers do not
+    see them until `commit_files`; a killed run leaves them to `vacuum`.
+    """
+    check_night(night)
+    where = _table(location, table)
+    ready = _night_frame(frame, night)
+    columns = list(partition_by)
+    adds: list[AddAction] = []
+    groups = ready.partition_by(columns, as_dict=True, maintain_order=True) if ready.height else {}
+    for values, group in groups.items():
+        key = f"{_partition_path(columns, values)}/part-{uuid.uuid4()}.parquet"
+        buffer = io.BytesIO()
+        data = group.drop(columns)
+        data.write_parquet(buffer, compression="snappy")
+        content = buffer.getvalue()
+        if objects.put_if_absent(where, key, content) is None:
+            raise StorageError(f"cannot stage {where.child(key).display}: it exists")
+        partitions = {
+            c: (None if v is None else str(v)) for c, v in zip(columns, values, strict=True)
+        }
+        adds.append(
+            AddAction(key, len(content), partitions, int(time.time() * 1000), True, _stats(data))
+        )
+    return StagedFiles(night, adds, ready.to_arrow().schema, tuple(columns))
+
+
+def _same_columns(table: DeltaTable, schema: pa.Schema) -> bool:
+    ours = DeltaSchema.from_arrow(schema)
+    return [(f.name, f.type) for f in table.schema().fields] == [
+        (f.name, f.type) for f in ours.fields
+    ]
+
+
+def commit_files(
+    location: Location,
+    table: str,
+    night: str | None,
+    staged: Sequence[StagedFiles],
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace night `night` of `OUT/table` by the staged files, in one commit; the version."""
+    check_night(night)
+    where = _table(location, table)
+    if not staged:
+        raise ValueError(f"nothing staged for night {night} of {table}")
+    if any(s.night != night for s in staged):
+        raise ValueError(f"files staged for another night than {night}")
+    first = staged[0]
+    if any(s.schema != first.schema or s.partition_by != first.partition_by for s in staged):
+        raise ValueError(f"files staged for night {night} of {table} differ in columns")
+    adds = [add for s in staged for add in s.adds]
+    properties = _commit(commit_metadata, night)
+    with _errors(f"commit night {night} of table", where):
+        existing = _open(where)
+        if existing is None:
+            create_table_with_add_actions(
+                where.uri,
+                DeltaSchema.from_arrow(first.schema),
+                adds,
+                mode="error",
+                partition_by=list(first.partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return DeltaTable(where.uri, storage_options=_options(where)).version()
+        if not _same_columns(existing, first.schema):
+            raise StorageError(f"cannot commit to {where.display}: the staged columns differ")
+        existing.create_write_transaction(
+            list[AddAction | RemoveAction](adds),
+            mode="overwrite",
+            schema=first.schema,
+            partition_by=list(first.partition_by),
+            partition_filters=[(NIGHT_COLUMN, "=", "" if night is None else night)],
+            commit_properties=properties,
+        )
+        existing.update_incremental()  # the binding does not move the table to its commit
+        return existing.version()

@@ -1,0 +1,313 @@
+"""Delta tables: one night per commit, time travel, vacuum, staged files; local and on moto."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import deltalake
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from flows.storage import delta, objects
+from flows.storage.errors import LegacyLayout, StorageError
+from flows.storage.location import Location
+from tests.s3server import free_port
+
+
+def night_frame(night: str | None, n: int = 5, offset: int = 0) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "episode_id": [f"e{offset + i}" for i in range(n)],
+            "model": ["m1", "m2"] * (n // 2) + ["m1"] * (n % 2),
+            "score": [float(offset + i) / 10 for i in range(n)],
+            "dump_date": [night] * n,
+        },
+        schema={
+            "episode_id": pl.String,
+            "model": pl.String,
+            "score": pl.Float64,
+            "dump_date": pl.String,
+        },
+    )
+
+
+def files_by_night(out: Location, table: str, version: int | None = None) -> dict:
+    table_ = deltalake.DeltaTable(
+        out.child(table).uri, storage_options=delta._options(out), version=version
+    )
+    actions = pa.table(table_.get_add_actions(flatten=True)).to_pylist()
+    found: dict = {}
+    for action in actions:
+        found.setdefault(action["partition.dump_date"], set()).add(action["path"])
+    return found
+
+
+def test_one_night_replaced_other_nights_files_untouched(out):
+    assert delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01") == 0
+    v1 = delta.write_night(out, "scores", night_frame("2026-12-02", offset=100), "2026-12-02")
+    before = files_by_night(out, "scores")
+    v2 = delta.write_night(
+        out,
+        "scores",
+        night_frame("2026-12-01", n=3, offset=50),
+        "2026-12-01",
+        commit_metadata={"run_id": "run-7"},
+    )
+    assert (v1, v2) == (1, 2)
+    after = files_by_night(out, "scores")
+    assert after["2026-12-02"] == before["2026-12-02"]  # the same files, not rewritten
+    assert after["2026-12-01"].isdisjoint(before["2026-12-01"])
+    rows = delta.read_table(out, "scores").collect().sort("episode_id")
+    assert rows.filter(pl.col("dump_date") == "2026-12-01")["episode_id"].to_list() == [
+        "e50",
+        "e51",
+        "e52",
+    ]
+    assert rows.filter(pl.col("dump_date") == "2026-12-02").height == 5
+    latest = delta.history(out, "scores")[0]
+    assert latest["operationParameters"]["predicate"] == "dump_date = '2026-12-01'"
+    assert (latest["run_id"], latest["night"]) == ("run-7", "2026-12-01")
+    assert delta.table_version(out, "scores") == 2
+    assert delta.table_version(out, "absent") is None
+    assert delta.table_versions(out, ["scores", "absent"]) == {"scores": 2}
+
+
+def test_time_travel_by_version(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame("2026-12-01", n=2, offset=9), "2026-12-01")
+    assert delta.read_table(out, "scores", version=0).collect().height == 5
+    assert delta.read_table(out, "scores", version=1).collect().height == 2
+    assert delta.read_table(out, "scores").collect().schema["dump_date"] == pl.String
+
+
+def test_undated_night_is_the_null_partition(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame(None, n=4), None)
+    delta.write_night(out, "scores", night_frame(None, n=2, offset=20), None)
+    rows = delta.read_table(out, "scores").collect()
+    assert rows.filter(pl.col("dump_date").is_null())["episode_id"].sort().to_list() == [
+        "e20",
+        "e21",
+    ]
+    assert rows.filter(pl.col("dump_date") == "2026-12-01").height == 5
+    assert delta.history(out, "scores")[0]["operationParameters"]["predicate"] == (
+        "dump_date IS NULL"
+    )
+
+
+def test_empty_frame_deletes_the_night(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    delta.write_night(out, "scores", night_frame("2026-12-01", n=0), "2026-12-01")
+    assert delta.read_table(out, "scores").collect()["dump_date"].unique().to_list() == [
+        "2026-12-02"
+    ]
+
+
+def test_rows_of_another_night_or_a_bad_night_are_refused_before_writing(tmp_path):
+    out = Location.parse(str(tmp_path))
+    mixed = pl.concat([night_frame("2026-12-01"), night_frame("2026-12-02")])
+    with pytest.raises(ValueError, match="other nights"):
+        delta.write_night(out, "scores", mixed, "2026-12-01")
+    with pytest.raises(ValueError, match="other nights"):
+        delta.write_night(out, "scores", night_frame("2026-12-01"), None)
+    for bad in ("2026-12-01' OR '1'='1", "2026-02-30", "20261201", "2026-12-01 "):
+        with pytest.raises(ValueError):
+            delta.write_night(out, "scores", night_frame(bad), bad)
+    with pytest.raises(ValueError, match="table name"):
+        delta.write_night(out, "../x", night_frame("2026-12-01"), "2026-12-01")
+    assert not (tmp_path / "scores").exists()
+
+
+def test_dtypes_are_made_delta_ready(tmp_path):
+    out = Location.parse(str(tmp_path))
+    frame = pl.DataFrame(
+        {
+            "model": pl.Series(["a", "b"], dtype=pl.Categorical),
+            "empty": pl.Series([None, None], dtype=pl.Null),
+            "at": [datetime(2026, 12, 1, 2, 0), datetime(2026, 12, 1, 3, 0)],
+            "dump_date": pl.Series(["2026-12-01"] * 2).str.to_date(),
+        }
+    )
+    delta.write_night(out, "t", frame, "2026-12-01")
+    back = delta.read_table(out, "t").collect()
+    assert back.schema == pl.Schema(
+        {
+            "model": pl.String,
+            "empty": pl.String,
+            "at": pl.Datetime("us", "UTC"),
+            "dump_date": pl.String,
+        }
+    )
+    assert back["at"].to_list()[0] == datetime(2026, 12, 1, 2, 0, tzinfo=UTC)
+
+
+def test_readers_we_did_not_write_see_the_same_rows(tmp_path, monkeypatch):
+    out = Location.parse(str(tmp_path / "out"))
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame(None, n=2, offset=7), None)
+    uri = out.child("scores").uri
+    arrow = deltalake.DeltaTable(uri).to_pyarrow_table()
+    assert sorted(arrow.column("episode_id").to_pylist()) == sorted(
+        [f"e{i}" for i in range(5)] + ["e7", "e8"]
+    )
+    duckdb = pytest.importorskip("duckdb")
+    extension = pytest.importorskip("duckdb_extension_delta")
+    monkeypatch.setenv("HOME", tempfile.mkdtemp())  # DuckDB keeps its state under HOME
+    path = next(Path(extension.__path__[0]).rglob("delta.duckdb_extension"))
+    con = duckdb.connect()
+    con.execute(f"LOAD '{path}'")  # the wheel's file: no download
+    rows = con.execute(
+        f"select dump_date, count(*) from delta_scan('{uri}') group by 1 order by 1"
+    ).fetchall()
+    assert rows == [("2026-12-01", 5), (None, 2)]
+
+
+def _leave_uncommitted_files(out: Location, table: str) -> list[str]:
+    """What a run killed between writing its files and committing leaves in the folder."""
+    keys = []
+    for night in ("2026-12-01", "2026-12-03"):
+        buffer = __import__("io").BytesIO()
+        night_frame(night).drop("dump_date").write_parquet(buffer)
+        key = f"dump_date={night}/part-00000-killed-{night}.snappy.parquet"
+        assert objects.put_if_absent(out.child(table), key, buffer.getvalue())
+        keys.append(key)
+    return keys
+
+
+def test_vacuum_removes_uncommitted_leftovers_and_keeps_committed_files(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    leftovers = _leave_uncommitted_files(out, "scores")
+    committed = files_by_night(out, "scores")
+    assert delta.vacuum(out, ["scores"], retain=timedelta(hours=1)) == []  # too young
+    planned = delta.vacuum(out, ["scores"], retain=timedelta(0), dry_run=True)
+    assert sorted(planned) == sorted(f"scores/{key}" for key in leftovers)
+    assert delta.vacuum(out, ["scores", "absent"], retain=timedelta(0)) == planned
+    remaining = {f.relative for f in objects.list_files(out.child("scores"))}
+    assert remaining == {path for paths in committed.values() for path in paths}
+    assert delta.read_table(out, "scores").collect().height == 10
+
+
+def test_vacuum_keeps_the_versions_asked_for(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame("2026-12-01", offset=10), "2026-12-01")
+    kept = delta.vacuum(out, ["scores"], retain=timedelta(0), dry_run=True, keep={"scores": [0]})
+    assert kept == []
+    removed = delta.vacuum(out, ["scores"], retain=timedelta(0))
+    assert len(removed) == 1  # version 0's file: time travel to it is gone
+    assert delta.read_table(out, "scores").collect().height == 5
+
+
+def test_restore_makes_an_old_version_the_latest(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    assert delta.restore(out, "scores", 0) == 2
+    assert delta.read_table(out, "scores").collect()["dump_date"].unique().to_list() == [
+        "2026-12-01"
+    ]
+
+
+def test_staged_files_commit_once_replacing_one_night(out):
+    first = delta.write_data_files(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    assert delta.table_version(out, "scores") is None  # staged: not a table yet
+    assert delta.commit_files(out, "scores", "2026-12-01", [first]) == 0
+    delta.commit_files(
+        out,
+        "scores",
+        "2026-12-02",
+        [delta.write_data_files(out, "scores", night_frame("2026-12-02"), "2026-12-02")],
+    )
+    before = files_by_night(out, "scores")
+    # two workers stage the new 2026-12-01; nobody sees their files before the commit
+    workers = [
+        delta.write_data_files(
+            out, "scores", night_frame("2026-12-01", 2, 40 + 10 * w), "2026-12-01"
+        )
+        for w in range(2)
+    ]
+    assert delta.read_table(out, "scores").collect().height == 10
+    version = delta.commit_files(out, "scores", "2026-12-01", workers, {"run_id": "r9"})
+    assert version == 2 and delta.table_version(out, "scores") == 2
+    after = files_by_night(out, "scores")
+    assert after["2026-12-02"] == before["2026-12-02"]
+    assert len(after["2026-12-01"]) == 2 and after["2026-12-01"].isdisjoint(before["2026-12-01"])
+    rows = delta.read_table(out, "scores").collect()
+    assert sorted(rows.filter(pl.col("dump_date") == "2026-12-01")["episode_id"].to_list()) == [
+        "e40",
+        "e41",
+        "e50",
+        "e51",
+    ]
+    assert delta.history(out, "scores")[0]["run_id"] == "r9"
+    # the row count comes from the stats we wrote (numRecords)
+    table = deltalake.DeltaTable(out.child("scores").uri, storage_options=delta._options(out))
+    assert table.count() == 9
+
+
+def test_staged_undated_night(out):
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    delta.write_night(out, "scores", night_frame(None, n=3), None)
+    staged = delta.write_data_files(out, "scores", night_frame(None, n=1, offset=70), None)
+    delta.commit_files(out, "scores", None, [staged])
+    rows = delta.read_table(out, "scores").collect()
+    assert rows.filter(pl.col("dump_date").is_null())["episode_id"].to_list() == ["e70"]
+    assert rows.filter(pl.col("dump_date") == "2026-12-01").height == 5
+
+
+def test_staged_files_of_other_columns_are_refused(tmp_path):
+    out = Location.parse(str(tmp_path))
+    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    odd = night_frame("2026-12-02").with_columns(pl.lit(1).alias("extra"))
+    staged = delta.write_data_files(out, "scores", odd, "2026-12-02")
+    with pytest.raises(StorageError, match="staged columns differ"):
+        delta.commit_files(out, "scores", "2026-12-02", [staged])
+    with pytest.raises(ValueError, match="another night"):
+        delta.commit_files(out, "scores", "2026-12-03", [staged])
+
+
+def test_unreachable_endpoint_fails_fast_naming_the_table():
+    out = Location.parse(
+        "s3://bucket/out",
+        {
+            "aws_endpoint_url": f"http://127.0.0.1:{free_port()}",
+            "aws_region": "us-east-1",
+            "aws_access_key_id": "k",
+            "aws_secret_access_key": "s",
+        },
+    )
+    started = time.monotonic()
+    with pytest.raises(StorageError) as caught:
+        delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    assert time.monotonic() - started < 10
+    assert (
+        str(caught.value) == "cannot open table s3://bucket/out/scores: the endpoint is unreachable"
+    )
+
+
+def test_missing_bucket_and_wrong_credentials(s3_server, bucket):
+    missing = Location.parse("s3://no-such-bucket-here/out", s3_server.options)
+    with pytest.raises(StorageError, match="no-such-bucket-here/out/scores: the bucket does not"):
+        delta.write_night(missing, "scores", night_frame("2026-12-01"), "2026-12-01")
+    wrong = Location.parse(
+        f"s3://{bucket}/out", {**s3_server.options, "aws_secret_access_key": "wrong"}
+    )
+    with s3_server.authentication(), pytest.raises(StorageError, match="credentials were refused"):
+        delta.table_version(wrong, "scores")
+
+
+def test_legacy_layout_is_refused(tmp_path):
+    out = Location.parse(str(tmp_path))
+    delta.check_layout(out, ["scores"])  # empty: fine
+    (tmp_path / "scores" / "dump_date=2026-12-01").mkdir(parents=True)
+    (tmp_path / "scores" / "dump_date=2026-12-01" / "part-0.parquet").write_bytes(b"x")
+    with pytest.raises(LegacyLayout, match="no Delta log"):
+        delta.check_layout(out, ["scores"])
+    os.symlink(tmp_path / "_versions", tmp_path / "current")
+    with pytest.raises(LegacyLayout, match="snapshot layout"):
+        delta.check_layout(out, [])
