@@ -159,9 +159,11 @@ T = TypeVar("T")
 READ_ATTEMPTS = 3
 
 
-def retrying(read: Callable[[], T], attempts: int = READ_ATTEMPTS, delay: float = 0.5) -> T:
+def retrying(read: Callable[[], T], attempts: int | None = None, delay: float = 0.5) -> T:
     """``read()``, tried again after an OS-level error (a file briefly unreadable, a network
-    filesystem hiccup); what is still failing after ``attempts`` is raised."""
+    filesystem hiccup); what is still failing after ``attempts`` (``READ_ATTEMPTS``, read
+    when called) is raised."""
+    attempts = READ_ATTEMPTS if attempts is None else attempts
     for attempt in range(1, attempts + 1):
         try:
             return read()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -88,21 +89,47 @@ def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) 
     assert not (out / CURRENT).exists()
 
 
-def test_a_transient_read_error_is_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _flaky_row_count(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, int]:
+    """``row_count`` fails ``failures`` times (transiently) for one file, then reads."""
     real = flows.score.row_count
-    failures = {"left": 2}
+    target = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
+    state = {"left": failures, "calls": 0}
 
     def flaky(path: Path) -> int:
-        if failures["left"] and path.name == "part-0.parquet":
-            failures["left"] -= 1
-            raise OSError("Resource temporarily unavailable")
+        if path == target:
+            state["calls"] += 1
+            if state["left"]:
+                state["left"] -= 1
+                raise OSError("Resource temporarily unavailable")
         return real(path)
 
     monkeypatch.setattr(flows.score, "row_count", flaky)
-    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 3)
+    return state
+
+
+def test_a_transient_read_error_is_retried_up_to_read_attempts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three failures: more than the default READ_ATTEMPTS (3) survives, so the file is read
+    # only if the patched value reaches `retrying` (it is read when called).
+    state = _flaky_row_count(monkeypatch, failures=3)
+    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 4)
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 0
-    assert failures["left"] == 0
+    assert state == {"left": 0, "calls": 4}
+
+
+def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One failure, which the default READ_ATTEMPTS would retry away.
+    state = _flaky_row_count(monkeypatch, failures=1)
+    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 1)
+    outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
+    assert outcome.result is not None and outcome.result.counts["files_rejected"] == 1
+    assert state == {"left": 0, "calls": 1}
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    (rejected,) = [f for f in manifest["files"] if f["status"] == "rejected"]
+    assert rejected["file"] == "dump_date=2026-12-01/part-0.parquet"
+    assert "Resource temporarily unavailable" in " ".join(rejected["problems"])
 
 
 def test_a_permanent_read_error_rejects_the_file(
