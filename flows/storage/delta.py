@@ -248,14 +248,32 @@ def history(location: Location, table: str, limit: int | None = None) -> list[di
         return existing.history(limit)
 
 
-def restore(location: Location, table: str, version: int) -> int:
+def restore(
+    location: Location,
+    table: str,
+    version: int,
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
     """Make `version`'s content the latest of `OUT/table` (a new commit); the new version."""
     where = _table(location, table)
     existing = _open(where)
     if existing is None:
         raise StorageError(f"cannot restore {where.display}: no Delta table there")
     with _errors(f"restore version {version} of table", where):
-        existing.restore(version)
+        existing.restore(version, commit_properties=_commit(commit_metadata, None))
+        return DeltaTable(where.uri, storage_options=_options(where)).version()
+
+
+def truncate(
+    location: Location, table: str, commit_metadata: Mapping[str, Any] | None = None
+) -> int:
+    """Remove every row of `OUT/table` (a new commit; history and old versions stay)."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        raise StorageError(f"cannot empty {where.display}: no Delta table there")
+    with _errors("empty table", where):
+        existing.delete(commit_properties=_commit(commit_metadata, None))
         return DeltaTable(where.uri, storage_options=_options(where)).version()
 
 

@@ -1,0 +1,251 @@
+"""The `runs` table: one row per run and night, appended LAST; the commit point readers pin.
+
+Delta commits one table at a time, so a run that replaces a night in five tables makes five
+commits, and a reader of the tables' latest versions can see some replaced and some not. The
+run's rows in `OUT/runs` are appended in one commit after every table is written; each row
+names the version of every output table at that moment (`table_versions`, a JSON object
+`{"episode_scores": 12, ...}`), so the latest succeeded run names one consistent state of the
+whole output, and so does any earlier succeeded run (time travel by run id).
+
+What a reader sees:
+
+- `read_pinned(out, table)`: the table at the version the latest succeeded run recorded.
+  Mid-run and after a crash it keeps seeing the previous succeeded run's output, whole.
+- `delta.read_table(out, table)` (the latest version): mid-run, the nights this run has
+  already replaced in the tables it has reached; after a crash, that same mix, until the next
+  run repairs it. Only tools that want "whatever is there now" should read this way.
+
+The repair rule: every run, once it holds the lease and before it writes, calls `repair`:
+each table whose latest version is beyond the version pinned by the latest succeeded run is
+restored to the pinned version (a new commit, so history keeps the failed run's commits), and
+a table no succeeded run pinned is emptied. Latest is then pinned again. The failed run's
+nights are nights that no succeeded row records with their current input fingerprint
+(`night_fingerprints`), so `nightly` plans them as new or changed and scores them again.
+Files a killed run wrote but never committed stay until `delta.vacuum`.
+
+A failed run that could still write (an exception, not kill -9) appends its rows with status
+`failed`: they record what it did but pin nothing. "Latest" is the greatest `finished` time
+(then `started`, then run id): runs do not overlap (the lease), so host clocks would have to
+be wrong by the length of a run to misorder them.
+
+A row's `night` is the night it reports (`None`: the undated night of an undated dump); a run
+that scored nothing (nightly with nothing new) writes one row with `night` and
+`input_fingerprint` both null, so that it still records the versions it saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+import polars as pl
+from deltalake import CommitProperties, write_deltalake
+
+from flows.storage import delta
+from flows.storage.errors import StorageError, translate
+from flows.storage.location import Location, storage_options
+
+RUNS_TABLE: Final = "runs"
+COUNT_COLUMNS: Final = (
+    "files_read",
+    "files_rejected",
+    "rows_read",
+    "rows_scored",
+    "rows_rejected",
+    "episodes_scored",
+    "episodes_rejected",
+    "episodes_harness_error",
+    "warnings_feedback_out_of_range",
+)
+_COUNTS: Final[dict[str, pl.DataType]] = {column: pl.Int64() for column in COUNT_COLUMNS}
+RUNS_SCHEMA: Final = pl.Schema(
+    {
+        "run_id": pl.String(),
+        "kind": pl.String(),
+        "status": pl.String(),
+        "started": pl.Datetime("us", "UTC"),
+        "finished": pl.Datetime("us", "UTC"),
+        "night": pl.String(),
+        **_COUNTS,
+        "formula_versions": pl.String(),  # JSON object {category: version}
+        "scorer_version": pl.String(),
+        "input_fingerprint": pl.String(),
+        "table_versions": pl.String(),  # JSON object {table: version}
+    }
+)
+
+
+class RunStatus(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One row of the runs table: a run's report on one night (or on no night)."""
+
+    run_id: str
+    kind: str  # score | nightly | rescore
+    status: RunStatus
+    started: datetime
+    finished: datetime
+    night: str | None
+    table_versions: Mapping[str, int]
+    counts: Mapping[str, int] = field(default_factory=dict)  # COUNT_COLUMNS; absent = null
+    formula_versions: Mapping[str, str] = field(default_factory=dict)
+    scorer_version: str = ""
+    input_fingerprint: str | None = None
+
+    def record(self) -> dict[str, Any]:
+        unknown = set(self.counts) - set(COUNT_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown count columns {sorted(unknown)}")
+        delta.check_night(self.night)
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "status": RunStatus(self.status).value,
+            "started": self.started.astimezone(UTC),
+            "finished": self.finished.astimezone(UTC),
+            "night": self.night,
+            **{column: self.counts.get(column) for column in COUNT_COLUMNS},
+            "formula_versions": json.dumps(dict(self.formula_versions), sort_keys=True),
+            "scorer_version": self.scorer_version,
+            "input_fingerprint": self.input_fingerprint,
+            "table_versions": json.dumps(dict(self.table_versions), sort_keys=True),
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RunRow:
+        return cls(
+            run_id=record["run_id"],
+            kind=record["kind"],
+            status=RunStatus(record["status"]),
+            started=record["started"],
+            finished=record["finished"],
+            night=record["night"],
+            table_versions=json.loads(record["table_versions"]),
+            counts={c: record[c] for c in COUNT_COLUMNS if record[c] is not None},
+            formula_versions=json.loads(record["formula_versions"]),
+            scorer_version=record["scorer_version"],
+            input_fingerprint=record["input_fingerprint"],
+        )
+
+
+def record_run(location: Location, rows: Sequence[RunRow]) -> int:
+    """Append a run's rows in one commit (the run's commit point); the runs table's version.
+
+    Every row of the run carries the same run id, status and `table_versions`: the versions
+    of all output tables after the run's last write (`delta.table_versions`).
+    """
+    if not rows:
+        raise ValueError("a run records at least one row")
+    first = rows[0]
+    for row in rows:
+        same = (row.run_id, row.status, dict(row.table_versions))
+        if same != (first.run_id, first.status, dict(first.table_versions)):
+            raise ValueError("the rows of one run share run id, status and table versions")
+    frame = pl.DataFrame([row.record() for row in rows], schema=RUNS_SCHEMA, orient="row")
+    where = location.child(RUNS_TABLE)
+    metadata = {"run_id": first.run_id, "status": first.status.value}
+    try:
+        write_deltalake(
+            where.uri,
+            frame,
+            mode="append",
+            storage_options=storage_options(where) or None,
+            commit_properties=CommitProperties(custom_metadata=metadata),
+        )
+    except Exception as exc:
+        raise translate(exc, f"record run {first.run_id} in", where.display) from None
+    version = delta.table_version(location, RUNS_TABLE)
+    assert version is not None
+    return version
+
+
+def read_runs(location: Location) -> pl.DataFrame:
+    """Every row of the runs table (none if no run was recorded), oldest run first."""
+    if delta.table_version(location, RUNS_TABLE) is None:
+        return RUNS_SCHEMA.to_frame()
+    rows = delta.read_table(location, RUNS_TABLE).collect()
+    return rows.sort(["finished", "started", "run_id", "night"], nulls_last=False)
+
+
+def _run_rows(location: Location, run_id: str | None) -> pl.DataFrame:
+    runs = read_runs(location)
+    if run_id is None:
+        runs = runs.filter(pl.col("status") == RunStatus.SUCCEEDED.value)
+        if runs.is_empty():
+            return runs
+        run_id = runs.row(-1, named=True)["run_id"]
+    return runs.filter(pl.col("run_id") == run_id)
+
+
+def latest_finished(location: Location) -> RunRow | None:
+    """The last row of the latest succeeded run, or None if no run has succeeded."""
+    rows = _run_rows(location, None)
+    return None if rows.is_empty() else RunRow.from_record(rows.row(-1, named=True))
+
+
+def versions_as_of(location: Location, run_id: str | None = None) -> dict[str, int]:
+    """The table versions a succeeded run recorded (None: the latest succeeded run)."""
+    rows = _run_rows(location, run_id)
+    if rows.is_empty():
+        which = f"run {run_id}" if run_id else "succeeded run"
+        raise StorageError(f"no {which} in {location.child(RUNS_TABLE).display}")
+    row = RunRow.from_record(rows.row(-1, named=True))
+    if row.status is not RunStatus.SUCCEEDED:
+        raise StorageError(f"run {row.run_id} {row.status}: its table versions are not a state")
+    return dict(row.table_versions)
+
+
+def read_pinned(location: Location, table: str, run_id: str | None = None) -> pl.LazyFrame:
+    """`OUT/table` as the latest succeeded run (or run `run_id`) left it."""
+    versions = versions_as_of(location, run_id)
+    if table not in versions:
+        run = run_id or "the latest succeeded run"
+        raise StorageError(f"{run} recorded no version of {location.child(table).display}")
+    return delta.read_table(location, table, versions[table])
+
+
+def night_fingerprints(location: Location) -> dict[str | None, str]:
+    """Per night, the input fingerprint the latest succeeded run that scored it recorded.
+
+    What `nightly` compares a dump's nights with: a night absent here, or with another
+    fingerprint, is new or changed (a failed run's nights are absent).
+    """
+    runs = read_runs(location).filter(
+        (pl.col("status") == RunStatus.SUCCEEDED.value) & pl.col("input_fingerprint").is_not_null()
+    )
+    return {row["night"]: row["input_fingerprint"] for row in runs.iter_rows(named=True)}
+
+
+def repair(location: Location, tables: Sequence[str]) -> dict[str, int]:
+    """Bring every table back to the version the latest succeeded run pinned; what moved.
+
+    Call with the lease held, before writing (see the module's docstring for the rule).
+    Returns {table: its new version} for the tables restored or emptied.
+    """
+    latest = latest_finished(location)
+    pins = dict(latest.table_versions) if latest is not None else {}
+    repaired: dict[str, int] = {}
+    for table in tables:
+        version = delta.table_version(location, table)
+        if version is None:
+            continue
+        pinned = pins.get(table)
+        if pinned is not None and version <= pinned:
+            continue
+        mark = {"repair": "restore" if pinned is not None else "empty", "to_version": pinned}
+        last = delta.history(location, table, limit=1)[0]
+        if all(last.get(key) == value for key, value in mark.items()):
+            continue  # repaired already, by a run that then failed too
+        if pinned is None:
+            repaired[table] = delta.truncate(location, table, mark)
+        else:
+            repaired[table] = delta.restore(location, table, pinned, mark)
+    return repaired
