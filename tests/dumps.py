@@ -10,7 +10,8 @@ Every episode not in that mapping must be scored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Any
 
@@ -34,7 +35,7 @@ from examples.dumpkit import (
     to_arrow_type,
     write_dump,
 )
-from schemas.contract import Category, Match, Role, Status
+from schemas.contract import FILE, Category, Col, Match, Role, Status
 from schemas.rules import Rule
 
 __all__ = [
@@ -47,10 +48,12 @@ __all__ = [
     "action",
     "answer",
     "arrow_types",
+    "built_counts",
     "episode",
     "episode_end",
     "episode_start",
     "example",
+    "example_dump_counts",
     "feedback",
     "item",
     "message",
@@ -542,3 +545,43 @@ def rule_dump() -> tuple[list[Row], Expected]:
         params={"practice_rounds": 5},
     )
     return rows, expected
+
+
+def built_counts(
+    rows: Sequence[Row], expected: Expected, night: str | None = None
+) -> dict[str, int]:
+    """The manifest's counts that a dump's builder implies: ``rows`` it wrote and the
+    ``expected`` rules of every episode it spoiled (all others must be scored), over the
+    whole dump or the files of one ``dump_date`` night. Derived, never typed in."""
+    if night is not None:
+        folder = f"dump_date={night}/"
+        rows = [r for r in rows if r[FILE].startswith(folder)]
+        expected = {k: v for k, v in expected.items() if k[1].startswith(folder)}
+    episodes: dict[tuple[str | None, str], int] = {}
+    for r in rows:
+        key = (r.get(Col.EPISODE_ID), r[FILE])
+        episodes[key] = episodes.get(key, 0) + 1
+    rejected_rows = sum(n for key, n in episodes.items() if key in expected)
+    harness = sum(Rule.HARNESS_ERROR in rules for rules in expected.values())
+    return {
+        "rows_read": len(rows),
+        "rows_scored": len(rows) - rejected_rows,
+        "rows_rejected": rejected_rows,
+        "episodes_scored": len(episodes) - len(expected),
+        "episodes_rejected": sum(k[0] is not None for k in expected) - harness,
+        "episodes_harness_error": harness,
+    }
+
+
+@functools.cache
+def _example() -> tuple[list[Row], Expected]:
+    from examples.make_example_dump import build_rows
+
+    return build_rows()
+
+
+def example_dump_counts(night: str | None = None) -> dict[str, int]:
+    """``built_counts`` of the example dump (``examples/dump``, which
+    ``examples.make_example_dump.build_rows`` writes: tests/test_dumps.py checks that the
+    committed files are its output)."""
+    return built_counts(*_example(), night)
