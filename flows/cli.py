@@ -23,8 +23,11 @@ class Engine(StrEnum):
     PREFECT = "prefect"
 
 
-InputArg = Annotated[Path, typer.Argument(metavar="DUMP_ROOT", help="Folder of Parquet files.")]
-OutOpt = Annotated[Path, typer.Option("--out", help="Output folder for the tables.")]
+# Strings, not Paths: a Path would fold "s3://b/x" into "s3:/b/x" before a message names it.
+InputArg = Annotated[
+    str, typer.Argument(metavar="DUMP_ROOT", help="Folder of Parquet files (or one file).")
+]
+OutOpt = Annotated[str, typer.Option("--out", help="Output folder for the tables.")]
 FormulaOpt = Annotated[
     list[str] | None,
     typer.Option("--formula", help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable)."),
@@ -56,10 +59,10 @@ def _engine(engine: Engine) -> Engine:
     return engine
 
 
-def _check(input_root: Path, out: Path, formula: list[str] | None, pinned: bool = True) -> None:
+def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = True) -> None:
     """Fail fast, before any flow starts, on what the user can fix. ``pinned``: the
     formula versions asked for must be the output's own (score, nightly)."""
-    from flows.io import InputError, check_writable, discover, one_layout
+    from flows.io import InputError, check_writable, discover, local_path, one_layout
     from flows.runs import formulas_for
     from schemas.formulas import resolve
 
@@ -68,10 +71,11 @@ def _check(input_root: Path, out: Path, formula: list[str] | None, pinned: bool 
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     try:
-        one_layout(input_root, discover(input_root))
-        check_writable(out)
+        root, target = local_path(input_root, "input"), local_path(out, "output")
+        one_layout(root, discover(root))
+        check_writable(target)
         if pinned:
-            formulas_for(out, formula or [])
+            formulas_for(target, formula or [])
     except InputError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

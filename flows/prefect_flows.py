@@ -112,8 +112,8 @@ MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
 
 @flow(name="cogscore-score", validate_parameters=False)
 def score_flow(
-    input_root: Path,
-    out: Path,
+    input_root: Path | str,
+    out: Path | str,
     formulas: list[str] | None = None,
     strict: bool | None = None,
     require_marker: bool | None = None,
@@ -121,8 +121,8 @@ def score_flow(
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored."""
     outcome = runs.score(
-        Path(input_root),
-        Path(out),
+        input_root,
+        out,
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
@@ -132,8 +132,8 @@ def score_flow(
 
 @flow(name="cogscore-nightly", validate_parameters=False)
 def nightly_flow(
-    dump_root: Path,
-    out: Path,
+    dump_root: Path | str,
+    out: Path | str,
     formulas: list[str] | None = None,
     verify: bool = False,
     strict: bool | None = None,
@@ -145,8 +145,8 @@ def nightly_flow(
     only once its folder holds ``_SUCCESS`` (else it is reported as waiting). Both default
     to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER."""
     outcome = runs.nightly(
-        Path(dump_root),
-        Path(out),
+        dump_root,
+        out,
         formulas or [],
         prefect_mapper,
         verify,
@@ -157,27 +157,27 @@ def nightly_flow(
 
 @flow(name="cogscore-rescore", validate_parameters=False)
 def rescore_flow(
-    dump_root: Path,
-    out: Path,
+    dump_root: Path | str,
+    out: Path | str,
     formulas: list[str],
     since: date | None = None,
     until: date | None = None,
     dry_run: bool = False,
-    diff_out: Path | None = None,
+    diff_out: Path | str | None = None,
     strict: bool | None = None,
     require_marker: bool | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
     outcome = runs.rescore(
-        Path(dump_root),
-        Path(out),
+        dump_root,
+        out,
         formulas,
         since,
         until,
         prefect_mapper,
         dry_run,
-        Path(diff_out) if diff_out else None,
+        diff_out,
         _flag(require_marker, MARKER_ENV),
     )
     return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))

@@ -27,8 +27,10 @@ import polars as pl
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
+from flows.runs import nights_off_set
 from schemas.contract import DUMP_DATE, Category, Col, Kind
 from schemas.tables import RULES, SCORE, STATUS, EpisodeStatus
+from transforms.aggregate import FORMULA_VERSIONS
 
 TABLES: Final = (
     "episode_scores",
@@ -225,7 +227,7 @@ def accuracy_by_examples(episodes: pl.DataFrame, category: Category) -> pl.DataF
 def over_time(models: pl.DataFrame) -> pl.DataFrame:
     return (
         models.filter(pl.col(DUMP_DATE).is_not_null())
-        .select(DUMP_DATE, Col.MODEL, SCORE, "ci_low", "ci_high", "rank")
+        .select(DUMP_DATE, Col.MODEL, SCORE, "ci_low", "ci_high", "rank", FORMULA_VERSIONS)
         .sort(DUMP_DATE, Col.MODEL)
     )
 
@@ -569,7 +571,12 @@ def examples_section(
     )
 
 
-def over_time_section(history: pl.DataFrame, colours: dict[str, str]) -> Section:
+def over_time_section(
+    history: pl.DataFrame, colours: dict[str, str], off_set: dict[str, str] | None = None
+) -> Section:
+    """Each model's overall score per night; a line never joins nights scored with other
+    formula versions (each set of versions is a line of its own), and the nights scored
+    with versions other than the output's set are marked (x) and named."""
     n = history[DUMP_DATE].n_unique()
     if n < 2:
         return Section(
@@ -577,10 +584,29 @@ def over_time_section(history: pl.DataFrame, colours: dict[str, str]) -> Section
             "Across nights",
             f"The tables hold {n} night: nothing to show over time yet.",
         )
+    off_set = off_set or {}
     fig = go.Figure()
-    _per_model_traces(
-        fig, history, colours, DUMP_DATE, SCORE, kind="line", low="ci_low", high="ci_high"
-    )
+    lines = history.partition_by(Col.MODEL, FORMULA_VERSIONS, maintain_order=True)
+    for rows in sorted(lines, key=lambda r: (r[Col.MODEL][0], r[DUMP_DATE].min())):
+        model, versions = rows[Col.MODEL][0], rows[FORMULA_VERSIONS][0]
+        marked = [night in off_set for night in rows[DUMP_DATE].to_list()]
+        name = label(model) if not any(marked) else f"{label(model)} ({label(versions)})"
+        fig.add_trace(
+            go.Scatter(
+                mode="lines+markers",
+                name=name,
+                x=[label(v) for v in rows[DUMP_DATE].to_list()],
+                y=rows[SCORE].to_list(),
+                error_y=_errors(rows, SCORE, "ci_low", "ci_high"),
+                marker={
+                    "color": colours[model],
+                    "symbol": ["x" if m else "circle" for m in marked],
+                    "size": [11 if m else 7 for m in marked],
+                },
+                hovertemplate=f"{label(model)}<br>%{{x}}: %{{y:.3f}}<br>"
+                f"{label(versions)}<extra></extra>",
+            )
+        )
     _layout(
         fig,
         "Overall score per model over nights (95% bootstrap interval)",
@@ -591,7 +617,15 @@ def over_time_section(history: pl.DataFrame, colours: dict[str, str]) -> Section
     return Section(
         "nights",
         "Across nights",
-        f"Each model's overall score in each of the {n} nights of <code>model_scores</code>.",
+        f"Each model's overall score in each of the {n} nights of <code>model_scores</code>."
+        + (
+            " Nights scored with formula versions other than the output's set (marked x, "
+            "each version set a line of its own): "
+            + "; ".join(f"{html.escape(n)}: {html.escape(v)}" for n, v in off_set.items())
+            + "."
+            if off_set
+            else ""
+        ),
         [fig],
     )
 
@@ -758,7 +792,7 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
             colours,
             shown,
         ),
-        over_time_section(over_time(models), colours),
+        over_time_section(over_time(models), colours, nights_off_set(wh.manifest)),
     ]
     rejects = wh["rejects"]
     if rejects.is_empty():

@@ -369,8 +369,8 @@ def _nothing_to_do(kind: str, out: Path, manifest: Mapping[str, Any]) -> Outcome
 
 
 def score(
-    input_root: Path,
-    out: Path,
+    input_root: Path | str,
+    out: Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     require_marker: bool = False,
@@ -407,7 +407,7 @@ class NightlyPlan:
 
 
 def plan_nightly(
-    dump_root: Path, out: Path, verify: bool = False, require_marker: bool = False
+    dump_root: Path | str, out: Path | str, verify: bool = False, require_marker: bool = False
 ) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
@@ -452,8 +452,8 @@ def plan_nightly(
 
 
 def nightly(
-    dump_root: Path,
-    out: Path,
+    dump_root: Path | str,
+    out: Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     verify: bool = False,
@@ -494,14 +494,14 @@ def _in_range(night: str, since: date | None, until: date | None) -> bool:
 
 
 def rescore(
-    dump_root: Path,
-    out: Path,
+    dump_root: Path | str,
+    out: Path | str,
     formulas: Sequence[str],
     since: date | None = None,
     until: date | None = None,
     mapper: Mapper = local_mapper,
     dry_run: bool = False,
-    diff_out: Path | None = None,
+    diff_out: Path | str | None = None,
     require_marker: bool = False,
 ) -> Outcome:
     """Rescore the nights in [since, until] with ``formulas`` (the output's set for the

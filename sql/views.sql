@@ -2,27 +2,33 @@
 -- Set the output folder first, then read this file:
 --   SET VARIABLE cogscore_out = '/path/to/OUT';
 --   .read sql/views.sql
--- Every table is hive-partitioned (dump_date=…/[category=…/]part-0.parquet).
+-- Every table is hive-partitioned (dump_date=…/[category=…/]part-0.parquet); dump_date
+-- is read as a string YYYY-MM-DD, as every reader of the tables sees it.
 
 CREATE OR REPLACE VIEW episode_scores AS
 SELECT * FROM read_parquet(getvariable('cogscore_out') || '/episode_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true);
+                           hive_partitioning = true, union_by_name = true,
+                           hive_types = {'dump_date': VARCHAR});
 
 CREATE OR REPLACE VIEW rejects AS
 SELECT * FROM read_parquet(getvariable('cogscore_out') || '/rejects/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true);
+                           hive_partitioning = true, union_by_name = true,
+                           hive_types = {'dump_date': VARCHAR});
 
 CREATE OR REPLACE VIEW task_scores AS
 SELECT * FROM read_parquet(getvariable('cogscore_out') || '/task_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true);
+                           hive_partitioning = true, union_by_name = true,
+                           hive_types = {'dump_date': VARCHAR});
 
 CREATE OR REPLACE VIEW category_scores AS
 SELECT * FROM read_parquet(getvariable('cogscore_out') || '/category_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true);
+                           hive_partitioning = true, union_by_name = true,
+                           hive_types = {'dump_date': VARCHAR});
 
 CREATE OR REPLACE VIEW model_scores AS
 SELECT * FROM read_parquet(getvariable('cogscore_out') || '/model_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true);
+                           hive_partitioning = true, union_by_name = true,
+                           hive_types = {'dump_date': VARCHAR});
 
 -- The latest night's leaderboard: one row per model, best first.
 CREATE OR REPLACE VIEW leaderboard AS
@@ -32,9 +38,28 @@ FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
 ORDER BY rank, model;
 
--- Each model's overall score night by night.
+-- The output's formula set: the version of each category that its runs score with
+-- (pinned when the output was created; changed only by a rescore of every night).
+CREATE OR REPLACE VIEW formula_set AS
+SELECT k AS category, json_extract_string(j, '$.' || k) AS formula_version
+FROM (SELECT json_extract(content, '$.formula_set') AS j
+      FROM read_text(getvariable('cogscore_out') || '/manifest.json')) AS manifest,
+     unnest(json_keys(j)) AS t(k);
+
+-- Nights whose categories were scored with versions other than the set (a partial rescore).
+CREATE OR REPLACE VIEW formula_differences AS
+SELECT DISTINCT c.dump_date, c.category, c.formula_version, s.formula_version AS set_version
+FROM category_scores AS c JOIN formula_set AS s USING (category)
+WHERE c.formula_version <> s.formula_version
+ORDER BY c.dump_date, c.category;
+
+-- Each model's overall score night by night. `series` changes where the formula versions
+-- change: draw one line per series, never a line that joins scores of different formulas.
+-- `off_formula_set`: the night was scored with versions other than the output's set.
 CREATE OR REPLACE VIEW model_trend AS
-SELECT model, dump_date, score, ci_low, ci_high, rank
+SELECT model, dump_date, score, ci_low, ci_high, rank, formula_versions,
+       model || ' [' || formula_versions || ']' AS series,
+       dump_date IN (SELECT dump_date FROM formula_differences) AS off_formula_set
 FROM model_scores
 ORDER BY model, dump_date;
 

@@ -1,6 +1,51 @@
-"""Test-wide settings: Prefect sends no telemetry and waits long enough for its server."""
+"""Test-wide settings and fixtures.
+
+Prefect sends no telemetry, waits long enough for its server, and keeps its state (the
+persisted task cache above all) in homes of the tests' own, never in ``~/.prefect``: a test
+that passed on a cache hit left by an earlier run would prove nothing.
+"""
 
 import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+# Before Prefect is imported anywhere: this session's default home (a fixture gives each
+# flow test a home of its own on top of it).
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="cogscore-tests-prefect-")
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    """One temporary Prefect API server for the session (it takes 15-25 s to start)."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield str(PREFECT_API_URL.value())
+
+
+@pytest.fixture
+def prefect_home(
+    prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """A Prefect home of this test's own, its result store (the task cache) empty; also
+    for the subprocesses the test starts."""
+    from prefect.settings import (
+        PREFECT_HOME,
+        PREFECT_RESULTS_LOCAL_STORAGE_PATH,
+        temporary_settings,
+    )
+
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    monkeypatch.setenv("PREFECT_RESULTS_LOCAL_STORAGE_PATH", str(home / "storage"))
+    with temporary_settings(
+        updates={PREFECT_HOME: home, PREFECT_RESULTS_LOCAL_STORAGE_PATH: home / "storage"}
+    ):
+        yield home

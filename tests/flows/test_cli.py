@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
-import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -58,16 +56,7 @@ def test_usage_errors_are_messages(tmp_path: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def prefect_api() -> Iterator[str]:
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=180):
-        yield str(PREFECT_API_URL.value())
-
-
-def test_prefect_flows_give_the_local_tables(prefect_api: str, tmp_path: Path) -> None:
+def test_prefect_flows_give_the_local_tables(prefect_home: Path, tmp_path: Path) -> None:
     cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
     output = cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     assert "nightly: 2 night(s) scored" in output
@@ -89,7 +78,9 @@ def test_prefect_flows_give_the_local_tables(prefect_api: str, tmp_path: Path) -
     assert "what the rescore moved" in moved
 
 
-def test_prefect_dask_task_runner_gives_the_local_tables(prefect_api: str, tmp_path: Path) -> None:
+def test_prefect_dask_task_runner_gives_the_local_tables(
+    prefect_api: str, prefect_home: Path, tmp_path: Path
+) -> None:
     from distributed import LocalCluster
 
     cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
@@ -117,7 +108,7 @@ def test_prefect_dask_task_runner_gives_the_local_tables(prefect_api: str, tmp_p
 
 
 def test_a_cached_file_result_records_this_files_own_mtime(
-    prefect_api: str, tmp_path: Path
+    prefect_home: Path, tmp_path: Path
 ) -> None:
     import json
     import shutil
