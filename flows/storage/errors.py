@@ -59,14 +59,17 @@ _CAUSES: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
         ),
         "the endpoint is unreachable",
     ),
-    (re.compile(r"No such file or directory|not found|NotFound|NoSuchKey"), "not found"),
+    (
+        re.compile(r"No such file or directory|not found|Not Found|NotFound|NoSuchKey"),
+        "not found",
+    ),
 )
 
 
 def _first_line(text: str) -> str:
-    clean = _ANSI.sub("", text).strip()
-    line = clean.splitlines()[0] if clean else ""
-    return line[:200]
+    """The library's message up to its debug dump, on one line, at most 200 characters."""
+    clean = _ANSI.sub("", text).split("Debug source:")[0].replace("↳", " ")
+    return " ".join(clean.split())[:200]
 
 
 def cause_of(exc: BaseException) -> str:
