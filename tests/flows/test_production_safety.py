@@ -395,10 +395,13 @@ def test_the_commit_is_recorded_only_from_cogscores_own_checkout(tmp_path: Path)
         assert git_commit.__wrapped__(ROOT) == head.stdout.strip()
 
 
-def test_the_manifest_records_the_installed_version(tmp_path: Path) -> None:
+def test_the_manifest_records_the_installed_version_and_the_input_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from importlib import metadata
 
-    runs.score(EXAMPLE_DUMP, tmp_path / "out")
+    monkeypatch.chdir(EXAMPLE_DUMP.parent)
+    runs.score(EXAMPLE_DUMP.name, tmp_path / "out")
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["scorer_version"] == metadata.version("cogscore")
     assert manifest["input"] == str(EXAMPLE_DUMP.resolve())
