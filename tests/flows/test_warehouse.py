@@ -312,5 +312,85 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path) -> None:
     assert leaderboard == sorted(
         zip(models["model"], models["rank"], strict=True), key=lambda r: r[1]
     )
-    for view in ("model_trend", "category_profile", "reject_reasons"):
-        assert con.execute(f"SELECT count(*) FROM {view}").fetchone()[0] > 0
+
+
+def _night(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col("dump_date").cast(pl.String))
+
+
+def _views(out: Path) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute(f"SET VARIABLE cogscore_out = '{out}'")
+    con.execute((ROOT / "sql" / "views.sql").read_text())
+    return con
+
+
+def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> None:
+    got = (
+        _views(scored_out)
+        .execute(
+            "SELECT model, CAST(dump_date AS VARCHAR), score, ci_low, ci_high, rank FROM model_trend"
+        )
+        .fetchall()
+    )
+    models = _night(read(scored_out, "model_scores")).sort("model", "dump_date")
+    want = list(models.select("model", "dump_date", "score", "ci_low", "ci_high", "rank").rows())
+    assert got == want and len({r[1] for r in want}) == 2  # both nights, in order
+
+
+def test_category_profile_view_is_one_column_per_category(scored_out: Path) -> None:
+    con = _views(scored_out)
+    result = con.execute("SELECT * FROM category_profile")
+    names = [d[0] for d in result.description]
+    got = {
+        (str(r["dump_date"]), r["model"]): {c: r[c] for c in names[2:]}
+        for r in (dict(zip(names, row, strict=True)) for row in result.fetchall())
+    }
+    categories = _night(read(scored_out, "category_scores"))
+    want: dict[tuple[str, str], dict[str, float | None]] = {}
+    for r in categories.iter_rows(named=True):
+        cells = want.setdefault((r["dump_date"], r["model"]), dict.fromkeys(names[2:]))
+        cells[r["category"]] = r["score"]
+    assert names[:2] == ["dump_date", "model"]
+    assert set(names[2:]) == set(categories["category"])  # every category has a column
+    assert got == want
+
+
+def test_reject_reasons_view_counts_what_the_dump_builder_spoiled(scored_out: Path) -> None:
+    rows = (
+        _views(scored_out)
+        .execute(
+            "SELECT CAST(dump_date AS VARCHAR), model, status, rule, episodes, rows "
+            "FROM reject_reasons"
+        )
+        .fetchall()
+    )
+    got = {(d, m, s, rule): (n, r) for d, m, s, rule, n, r in rows}
+    # From the rejects table, exploded by rule in polars ...
+    rejects = _night(read(scored_out, "rejects")).explode("rules")
+    grouped = rejects.group_by("dump_date", "model", "status", "rules").agg(
+        pl.len().alias("episodes"), pl.col("rows").sum()
+    )
+    assert got == {
+        (r["dump_date"], r["model"], r["status"], r["rules"]): (r["episodes"], r["rows"])
+        for r in grouped.iter_rows(named=True)
+    }
+    # ... and from the example dump's own record of the episodes it spoiled.
+    from examples.make_example_dump import build_rows
+
+    built_rows, expected = build_rows()
+    size: dict[tuple[str | None, str], int] = defaultdict(int)
+    model: dict[tuple[str | None, str], str] = {}
+    for r in built_rows:
+        size[(r["episode_id"], r["file"])] += 1
+        model[(r["episode_id"], r["file"])] = r["model"]
+    spoiled: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for key, rules in expected.items():
+        night = key[1].split("/")[0].removeprefix("dump_date=")
+        for rule in rules:
+            spoiled[(night, model[key], rule)][0] += 1
+            spoiled[(night, model[key], rule)][1] += size[key]
+    assert {(d, m, rule): [n, r] for (d, m, _, rule), (n, r) in got.items()} == dict(spoiled)
+    statuses = {rule: status for (_, _, status, rule) in got}
+    assert statuses.pop("harness_error") == "harness_error"
+    assert set(statuses.values()) == {"rejected"}
