@@ -293,16 +293,18 @@ def test_an_object_store_output_is_a_clear_error_not_a_local_folder(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("engine", ["local", "prefect"])
 def test_relative_paths_keep_the_previous_snapshot_and_report_from_anywhere(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str, prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`make demo` uses relative paths; a second run once deleted the previous snapshot."""
     work = tmp_path / "work"
     shutil.copytree(EXAMPLE_DUMP, work / "dump")
     monkeypatch.chdir(work)
-    cli("score", "dump", "--out", "out", "--engine", "local")
+    cli("nightly", "dump", "--out", "out", "--engine", engine)
     first = tree_digest(work / "out")
-    cli("rescore", "dump", "--out", "out", "--engine", "local", "--formula", f"{PROCEDURAL}=v1")
+    args = ("--out", "out", "--engine", engine, "--formula", f"{PROCEDURAL}=v1")
+    cli("rescore", "dump", *args)
     after = tree_digest(work / "out")
     kept = {k: v for k, v in first.items() if k.startswith("_versions/")}
     assert kept and kept.items() <= after.items(), "the previous snapshot was deleted"
