@@ -6,9 +6,11 @@ import os
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tests.dumps import example_dump_counts
 from tests.flows.test_runs import table_hashes
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
@@ -30,7 +32,11 @@ def failing(*args: str | Path) -> str:
 def test_score_writes_the_tables_and_prints_the_leaderboard(tmp_path: Path) -> None:
     output = cogscore("score", EXAMPLE_DUMP, "--out", tmp_path, "--engine", "local")
     assert "leaderboard of 2026-12-01" in output and "oracle-large" in output
-    assert "1912 rows read = 1791 scored + 121 rejected" in output
+    built = example_dump_counts()  # what the example dump's builder wrote and spoiled
+    assert (
+        f"{built['rows_read']} rows read = {built['rows_scored']} scored"
+        f" + {built['rows_rejected']} rejected" in output
+    )
     scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
     assert set(scores["dump_date"].cast(pl.String)) == {"2026-11-30", "2026-12-01"}
 
@@ -76,6 +82,60 @@ def test_prefect_flows_give_the_local_tables(prefect_home: Path, tmp_path: Path)
         "2026-12-01",
     )
     assert "what the rescore moved" in moved
+    assert_rescore_diff(tmp_path / "flow", tmp_path / "local", "2026-12-01")
+
+
+def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(model, category or "overall") -> (old, new) score of a rescore of ``night`` to
+    procedural v1, computed from a v2 run's episode scores with the README's definitions:
+    v1 = 0.5 x consistency (the weighted mean) + 0.5 x transfer (the test score); a task
+    is the mean of its episodes, a category the mean of its tasks, a model's overall score
+    the mean of its categories."""
+    episodes = (
+        pl.scan_parquet(local / "episode_scores", hive_partitioning=True)
+        .collect()
+        .filter(pl.col("dump_date").cast(pl.String) == night)
+    )
+    v1 = 0.5 * pl.col("consistency") + 0.5 * pl.col("transfer")
+    episodes = episodes.with_columns(
+        pl.col("score").alias("old"),
+        pl.when(pl.col("category") == "procedural_learning")
+        .then(v1)
+        .otherwise(pl.col("score"))
+        .alias("new"),
+    )
+    tasks = episodes.group_by("model", "category", "task").agg(pl.col("old", "new").mean())
+    categories = tasks.group_by("model", "category").agg(pl.col("old", "new").mean())
+    models = categories.group_by("model").agg(pl.col("old", "new").mean())
+    out = {(r["model"], r["category"]): (r["old"], r["new"]) for r in categories.to_dicts()}
+    out |= {(r["model"], "overall"): (r["old"], r["new"]) for r in models.to_dicts()}
+    return out
+
+
+def assert_rescore_diff(out: Path, local: Path, night: str) -> None:
+    """The rescore_diff table holds what the rescore moved, computed independently."""
+    diff = pl.scan_parquet(out / "rescore_diff", hive_partitioning=True).collect()
+    assert set(diff["dump_date"].cast(pl.String)) == {night}  # --since: that night only
+    rows = {(r["model"], r["category"]): r for r in diff.to_dicts()}
+    want = expected_rescore(local, night)
+    assert set(rows) == set(want)
+    for key, (old, new) in want.items():
+        row = rows[key]
+        assert row["old_score"] == pytest.approx(old, rel=1e-12), key
+        assert row["new_score"] == pytest.approx(new, rel=1e-12), key
+        assert row["delta"] == pytest.approx(new - old, abs=1e-12), key
+    procedural = [r for (_, c), r in rows.items() if c == "procedural_learning"]
+    assert procedural and all(r["delta"] != 0 for r in procedural)  # v1 moved every model
+    assert {(r["old_formula"], r["new_formula"]) for r in procedural} == {("v2", "v1")}
+    others = [r for (_, c), r in rows.items() if c not in ("procedural_learning", "overall")]
+    assert others and all(r["delta"] == 0 for r in others)
+    overall = {m: r for (m, c), r in rows.items() if c == "overall"}
+    for model, row in overall.items():  # ranks: 1 + the models with a better score
+        for side in ("old", "new"):
+            better = sum(o[f"{side}_score"] > row[f"{side}_score"] for o in overall.values())
+            assert row[f"{side}_rank"] == 1 + better, (model, side)
+        assert "procedural_learning=v1" in row["new_formula"]
+        assert "procedural_learning=v2" in row["old_formula"]
 
 
 def test_prefect_dask_task_runner_gives_the_local_tables(
