@@ -147,17 +147,9 @@ def delta_ready(frame: pl.DataFrame) -> pl.DataFrame:
     """
     columns = []
     for name, dtype in frame.schema.items():
-        column = pl.col(name)
-        if isinstance(dtype, pl.Datetime):
-            column = (
-                column.dt.replace_time_zone("UTC")
-                if dtype.time_zone is None
-                else column.dt.convert_time_zone("UTC")
-            )
-        wanted = _delta_dtype(dtype)
-        if name == NIGHT_COLUMN:
-            wanted = pl.String()
-        columns.append(column.cast(wanted) if wanted != dtype else column)
+        # A cast to UTC reads naive timestamps as UTC and converts zoned ones.
+        wanted = pl.String() if name == NIGHT_COLUMN else _delta_dtype(dtype)
+        columns.append(pl.col(name).cast(wanted) if wanted != dtype else pl.col(name))
     return frame.select(columns)
 
 

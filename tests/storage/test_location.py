@@ -95,3 +95,10 @@ def test_storage_option_without_equals_is_refused_without_echoing_it():
     with pytest.raises(StorageError) as caught:
         parse_storage_options([SECRET])
     assert SECRET not in str(caught.value)
+
+
+def test_an_http_endpoint_implies_allow_http():
+    local_server = Location.parse("s3://b/o", {"aws_endpoint_url": "http://127.0.0.1:9000"})
+    assert storage_options(local_server, env={})["aws_allow_http"] == "true"
+    tls = Location.parse("s3://b/o", {"aws_endpoint_url": "https://minio.example:9000"})
+    assert "aws_allow_http" not in storage_options(tls, env={})
