@@ -1,0 +1,688 @@
+"""``transforms.compare``: the comparison statistics equal trusted libraries (statsmodels'
+cluster-robust least squares, scipy's normal distribution and t-tests, statsmodels'
+multipletests), are calibrated (simulated A/A comparisons reject at the nominal rate, a
+planted difference equal to the reported MDE is detected with 80% power, A/A nights raise
+no more alerts than nominal) and have the properties a difference must have (swapping the
+models negates it and keeps its p-value; shifting a model's scores shifts it)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
+
+from transforms import aggregate
+from transforms.compare import (
+    A_BETTER,
+    B_BETTER,
+    INSTANCE_ID,
+    LEVEL_ALERT,
+    LEVEL_NONE,
+    LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
+    OVERALL,
+    PAIRED_FULL,
+    PAIRED_NONE,
+    PAIRED_PARTIAL,
+    UNRESOLVED,
+    model_comparisons,
+    rank_intervals,
+    regressions,
+    rescore_rank_changes,
+    rescore_significance,
+    significance_tiers,
+)
+
+COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
+TASKS = (("c1", "t1"), ("c1", "t2"), ("c2", "t3"), ("c2", "t4"))
+
+
+def simulate(
+    rng: np.random.Generator,
+    nights: int,
+    models: tuple[str, ...] = ("a", "b"),
+    tasks: tuple[tuple[str, str], ...] = TASKS,
+    shared: int = 20,
+    alone: int = 10,
+    shift: dict[str, float] | None = None,
+    instance_sd: float = 0.15,
+    noise_sd: float = 0.15,
+) -> pl.DataFrame:
+    """Episode scores of ``nights`` nights, drawn at once: per night, model and task,
+    ``shared`` episodes on the task's instances (the same instances, with the same
+    difficulty, for every model and night) and ``alone`` episodes without an instance id
+    (a difficulty of their own). score = 0.5 + difficulty + shift[model] + noise."""
+    shift = shift or {}
+    n_models, n_tasks, per = len(models), len(tasks), shared + alone
+    shape = (nights, n_models, n_tasks, per)
+    difficulty = np.concatenate(
+        [
+            np.broadcast_to(
+                rng.normal(0, instance_sd, (1, 1, n_tasks, shared)),
+                (nights, n_models, n_tasks, shared),
+            ),
+            rng.normal(0, instance_sd, (nights, n_models, n_tasks, alone)),
+        ],
+        axis=-1,
+    )
+    offsets = np.array([shift.get(m, 0.0) for m in models])[None, :, None, None]
+    score = 0.5 + difficulty + offsets + rng.normal(0, noise_sd, shape)
+    night, model, task, episode = (a.ravel() for a in np.indices(shape))
+    frame = pl.DataFrame(
+        {
+            "night": night,
+            "model": np.array(models)[model],
+            "category": np.array([c for c, _ in tasks])[task],
+            "task": np.array([t for _, t in tasks])[task],
+            "episode_id": np.arange(night.size),
+            "score": score.ravel(),
+            "slot": episode,
+        }
+    )
+    return frame.select(
+        pl.format("2026-{}", pl.col("night").cast(pl.String).str.zfill(4)).alias("dump_date"),
+        "model",
+        "category",
+        "task",
+        pl.col("episode_id").cast(pl.String).str.zfill(9),
+        "score",
+        pl.when(pl.col("slot") < shared)
+        .then(pl.format("{}-{}", pl.col("task"), pl.col("slot")))
+        .otherwise(None)
+        .alias(INSTANCE_ID),
+    )
+
+
+def rows_frame(rows: list[tuple[object, ...]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows,
+        schema={
+            "dump_date": pl.String,
+            "model": pl.String,
+            "category": pl.String,
+            "task": pl.String,
+            "episode_id": pl.String,
+            "score": pl.Float64,
+            INSTANCE_ID: pl.String,
+        },
+        orient="row",
+    )
+
+
+def one_row(table: pl.DataFrame, **where: str) -> dict[str, object]:
+    rows = table.filter(*(pl.col(k) == v for k, v in where.items())).to_dicts()
+    assert len(rows) == 1, (where, rows)
+    return rows[0]
+
+
+def mixed_design(seed: int) -> pl.DataFrame:
+    """Two categories (2 and 3 tasks), three models, model c missing task t5; per task some
+    instances shared (several episodes per instance and model), some episodes alone."""
+    rng = np.random.default_rng(seed)
+    rows: list[tuple[object, ...]] = []
+    tasks = [("c1", "t1"), ("c1", "t2"), ("c2", "t3"), ("c2", "t4"), ("c2", "t5")]
+    episode = 0
+    for model, offset in [("a", 0.05), ("b", 0.0), ("c", -0.02)]:
+        for category, task in tasks:
+            if model == "c" and task == "t5":
+                continue
+            for instance in range(8):
+                for _ in range(int(rng.integers(1, 4))):
+                    value = 0.5 + offset + 0.1 * math.sin(instance + len(task)) + rng.normal(0, 0.1)
+                    rows.append(("d1", model, category, task, f"e{episode}", value, f"i{instance}"))
+                    episode += 1
+            for _ in range(int(rng.integers(2, 6))):
+                value = 0.5 + offset + rng.normal(0, 0.15)
+                rows.append(("d1", model, category, task, f"e{episode}", value, None))
+                episode += 1
+    return rows_frame(rows)
+
+
+# ---------------------------------------------------------------------------------------
+# Scores and the standard errors equal the libraries
+
+
+def test_scores_are_those_of_aggregate_bit_for_bit() -> None:
+    frame = mixed_design(0).with_columns(pl.lit("v1").alias("formula_version"))
+    boot = aggregate.Bootstrap(resamples=4)
+    lazy = frame.lazy()
+    reps = aggregate.task_replicates(lazy, boot)
+    tasks = aggregate.task_scores(lazy, reps, boot)
+    cat_reps = aggregate.category_replicates(reps)
+    categories = aggregate.category_scores(tasks, cat_reps, boot).collect()
+    models = aggregate.model_scores(
+        categories.lazy(), aggregate.model_replicates(cat_reps), boot
+    ).collect()
+    table = model_comparisons(frame)
+    for row in table.iter_rows(named=True):
+        for side in ("a", "b"):
+            model = row[f"model_{side}"]
+            if row["scope"] == OVERALL:
+                expected = one_row(models, model=model)["score"]
+            else:
+                expected = one_row(categories, model=model, category=row["scope"])["score"]
+            assert row[f"score_{side}"] == expected  # the same bits
+        assert row["diff"] == row["score_a"] - row["score_b"]
+
+
+def _cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per model and task: the episodes, the task mean and √(G/(G-1)), G the clusters."""
+    cluster = pl.coalesce(
+        pl.format("i:{}", INSTANCE_ID), pl.format("e:{}:{}", "model", "episode_id")
+    )
+    with_cluster = frame.with_columns(
+        pl.format("{}/{}/", "category", "task").add(cluster).alias("cluster")
+    )
+    return with_cluster.with_columns(
+        pl.col("score").mean().over("model", "task").alias("cell_mean"),
+        pl.col("cluster").n_unique().over("model", "task").alias("g"),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_se_equals_statsmodels_cluster_robust_ols(seed: int) -> None:
+    """Tasks fixed: the diff is a contrast of the (model, task) cell means; its variance is
+    the cluster-robust (instance clusters) variance of that contrast in the OLS fit of the
+    scores on one dummy per cell. statsmodels runs without its small-sample correction
+    (``use_correction=False``) on scores whose residuals are scaled by each cell's own
+    factor √(G/(G-1)), the correction the comparison applies (docs/comparisons.md)."""
+    frame = mixed_design(seed)
+    table = model_comparisons(frame)
+    data = _cells(frame).with_columns(
+        (
+            pl.col("cell_mean")
+            + (pl.col("score") - pl.col("cell_mean")) * (pl.col("g") / (pl.col("g") - 1)).sqrt()
+        ).alias("scaled"),
+        pl.format("{}|{}", "model", "task").alias("cell"),
+    )
+    cells = sorted(set(data["cell"].to_list()))
+    exog = np.stack([(data["cell"] == c).to_numpy().astype(float) for c in cells], axis=1)
+    groups = np.unique(data["cluster"].to_numpy(), return_inverse=True)[1]
+    fit = sm.OLS(data["scaled"].to_numpy(), exog).fit(
+        cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
+    )
+    cov = fit.cov_params()
+    tasks_of = {
+        (m, c): sorted(set(data.filter(model=m, category=c)["task"].to_list()))
+        for m in "abc"
+        for c in ("c1", "c2")
+    }
+    checked = 0
+    for row in table.filter(pl.col("model_a") < pl.col("model_b")).iter_rows(named=True):
+        weights = np.zeros(len(cells))
+        for model, sign in ((row["model_a"], 1.0), (row["model_b"], -1.0)):
+            scope = ("c1", "c2") if row["scope"] == OVERALL else (row["scope"],)
+            for category in scope:
+                for task in tasks_of[(model, category)]:
+                    weights[cells.index(f"{model}|{task}")] += (
+                        sign / len(scope) / len(tasks_of[(model, category)])
+                    )
+        expected = math.sqrt(weights @ cov @ weights)
+        assert row["se"] == pytest.approx(expected, rel=1e-10, abs=1e-14)
+        assert weights @ fit.params == pytest.approx(row["diff"], abs=1e-12)
+        checked += 1
+    assert checked == 9  # 3 pairs x (c1, c2, overall)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_se_tasks_equals_statsmodels_wls_clustered_by_task(seed: int) -> None:
+    """Tasks a sample: within a category, the WLS fit of the scores on (1, model a) with
+    weights 1/(tasks x episodes of the cell) and task clusters, CR0 times G/(G-1); overall,
+    the sum over categories (strata) of (1/C)² times that."""
+    frame = mixed_design(seed)
+    table = model_comparisons(frame)
+    data = _cells(frame)
+    for a, b in [("a", "b"), ("a", "c"), ("b", "c")]:
+        strata = 0.0
+        for category in ("c1", "c2"):
+            part = data.filter(pl.col("model").is_in([a, b]), category=category)
+            n_tasks = part.group_by("model").agg(pl.col("task").n_unique().alias("n_t"))
+            part = part.join(n_tasks, on="model").with_columns(
+                pl.len().over("model", "task").alias("n_cell")
+            )
+            weights = 1.0 / (part["n_t"] * part["n_cell"]).cast(pl.Float64).to_numpy()
+            exog = sm.add_constant((part["model"] == a).to_numpy().astype(float))
+            task_ids = np.unique(part["task"].to_numpy(), return_inverse=True)[1]
+            fit = sm.WLS(part["score"].to_numpy(), exog, weights=weights).fit(
+                cov_type="cluster", cov_kwds={"groups": task_ids, "use_correction": False}
+            )
+            g = len(np.unique(task_ids))
+            variance = fit.bse[1] ** 2 * g / (g - 1)
+            row = one_row(table, scope=category, model_a=a, model_b=b)
+            assert row["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
+            assert fit.params[1] == pytest.approx(row["diff"], abs=1e-12)
+            strata += variance / 4
+        overall = one_row(table, scope=OVERALL, model_a=a, model_b=b)
+        assert overall["se_tasks"] == pytest.approx(math.sqrt(strata), rel=1e-10)
+
+
+def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
+    rng = np.random.default_rng(11)
+    a = rng.uniform(0, 1, 30)
+    b = np.clip(a - 0.1 + rng.normal(0, 0.1, 30), 0, 1)
+    rows = [("d", "a", "c", "t", f"a{i}", float(a[i]), f"i{i}") for i in range(30)]
+    rows += [("d", "b", "c", "t", f"b{i}", float(b[i]), f"i{i}") for i in range(30)]
+    row = one_row(model_comparisons(rows_frame(rows)), scope=OVERALL, model_a="a")
+    t = scipy_stats.ttest_rel(a, b)
+    assert row["se"] == pytest.approx(float(np.mean(a - b)) / t.statistic, rel=1e-12)
+    assert (row["paired"], row["n_pairs"], row["n_tasks"]) == (PAIRED_FULL, 30, 1)
+    assert row["se_tasks"] is None  # one task: no spread of tasks to measure
+    c = rng.uniform(0, 1, 17)
+    rows = [("d", "a", "c", "t", f"a{i}", float(a[i]), None) for i in range(30)]
+    rows += [("d", "c", "c", "t", f"c{i}", float(c[i]), None) for i in range(17)]
+    row = one_row(model_comparisons(rows_frame(rows)), scope="c", model_a="a")
+    t = scipy_stats.ttest_ind(a, c, equal_var=False)
+    assert row["se"] == pytest.approx((a.mean() - c.mean()) / t.statistic, rel=1e-12)
+    assert (row["paired"], row["n_pairs"]) == (PAIRED_NONE, 0)
+
+
+def test_p_value_interval_and_mde_equal_scipy() -> None:
+    table = model_comparisons(mixed_design(5))
+    diff, se = table["diff"].to_numpy(), table["se"].to_numpy()
+    z975, z80 = scipy_stats.norm.ppf(0.975), scipy_stats.norm.ppf(0.8)
+    np.testing.assert_allclose(
+        table["p_value"].to_numpy(), 2 * scipy_stats.norm.sf(np.abs(diff / se)), rtol=0, atol=1e-12
+    )
+    low, high = scipy_stats.norm.interval(0.95, loc=diff, scale=se)
+    np.testing.assert_allclose(table["ci_low"].to_numpy(), low, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(table["ci_high"].to_numpy(), high, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(table["mde"].to_numpy(), (z975 + z80) * se, rtol=1e-12)
+    assert set(table["paired"].to_list()) == {PAIRED_PARTIAL}
+
+
+def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
+    rng = np.random.default_rng(2)
+    frame = simulate(
+        rng, 2, models=("a", "b", "c", "d"), shared=10, alone=5, shift={"a": 0.08, "d": -0.04}
+    )
+    table = model_comparisons(frame)
+    assert table.height == 2 * 3 * 12  # nights x scopes x ordered pairs
+    for (_, _), group in table.group_by("dump_date", "scope"):
+        half = group.filter(pl.col("model_a") < pl.col("model_b")).sort("model_a", "model_b")
+        assert half.height == 6
+        expected = multipletests(half["p_value"].to_numpy(), method="holm")[1]
+        np.testing.assert_array_equal(half["p_holm"].to_numpy(), expected)
+        for row in half.iter_rows(named=True):
+            mirror = one_row(group, model_a=row["model_b"], model_b=row["model_a"])
+            assert mirror["p_holm"] == row["p_holm"]
+            verdict = (
+                UNRESOLVED if row["p_holm"] >= 0.05 else (A_BETTER if row["diff"] > 0 else B_BETTER)
+            )
+            assert row["verdict"] == verdict
+            assert mirror["verdict"] == {A_BETTER: B_BETTER, B_BETTER: A_BETTER}.get(
+                verdict, verdict
+            )
+    assert one_row(table, dump_date="2026-0000", scope=OVERALL, model_a="a", model_b="d")[
+        "verdict"
+    ] == (A_BETTER)
+
+
+def test_rows_of_a_pair_mirror_each_other_exactly() -> None:
+    table = model_comparisons(mixed_design(1))
+    for row in table.iter_rows(named=True):
+        mirror = one_row(table, scope=row["scope"], model_a=row["model_b"], model_b=row["model_a"])
+        assert mirror["diff"] == -row["diff"]
+        assert (mirror["ci_low"], mirror["ci_high"]) == (-row["ci_high"], -row["ci_low"])
+        for same in ("se", "se_tasks", "p_value", "p_holm", "mde", "n_pairs", "n_tasks"):
+            assert mirror[same] == row[same]
+        assert (mirror["n_episodes_a"], mirror["score_a"]) == (
+            row["n_episodes_b"],
+            row["score_b"],
+        )
+
+
+def test_overall_compares_only_models_covering_the_same_categories() -> None:
+    rng = np.random.default_rng(4)
+    frame = simulate(rng, 1, models=("a", "b", "c"), shared=6, alone=2)
+    frame = frame.filter((pl.col("model") != "c") | (pl.col("category") == "c1"))
+    table = model_comparisons(frame)
+    overall = table.filter(scope=OVERALL)
+    assert sorted(zip(overall["model_a"], overall["model_b"], strict=True)) == [
+        ("a", "b"),
+        ("b", "a"),
+    ]
+    assert table.filter(scope="c1").height == 6
+    assert table.filter(scope="c2").height == 2
+    ranks = rank_intervals(frame, resamples=50)
+    c = one_row(ranks, model="c")
+    assert (c["ranked_among"], c["n_ranked"], c["rank_low"], c["rank_high"]) == ("c1", 1, 1, 1)
+    assert set(ranks.filter(pl.col("model") != "c")["ranked_among"].to_list()) == {"c1,c2"}
+    tiers = significance_tiers(table)
+    assert sorted(tiers["model"].to_list()) == ["a", "b"]  # c has nobody to be compared with
+
+
+def test_a_single_episode_or_instance_leaves_the_variance_unknown() -> None:
+    rows = [("d", "a", "c", "t", "a1", 0.5, None), ("d", "a", "c", "t", "a2", 0.7, None)]
+    rows += [("d", "b", "c", "t", "b1", 0.4, None)]
+    row = one_row(model_comparisons(rows_frame(rows)), scope="c", model_a="a")
+    assert row["diff"] == pytest.approx(0.2)
+    assert (row["se"], row["p_value"], row["p_holm"], row["verdict"]) == (
+        None,
+        None,
+        None,
+        UNRESOLVED,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Properties
+
+
+@st.composite
+def small_frames(draw: st.DrawFn) -> pl.DataFrame:
+    rows: list[tuple[object, ...]] = []
+    n = 0
+    for model in ("a", "b", "c")[: draw(st.integers(2, 3))]:
+        for category, task in (("c1", "t1"), ("c1", "t2"), ("c2", "t3")):
+            for _ in range(draw(st.integers(2, 5))):
+                instance = draw(st.one_of(st.none(), st.sampled_from(["i1", "i2", "i3", "i4"])))
+                score = draw(st.floats(0.0, 1.0))
+                rows.append(("d", model, category, task, f"e{n}", score, instance))
+                n += 1
+    return rows_frame(rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_frames())
+def test_swapping_models_negates_diff_and_keeps_p(frame: pl.DataFrame) -> None:
+    table = model_comparisons(frame)
+    swapped = model_comparisons(frame.with_columns(pl.col("model").replace({"a": "b", "b": "a"})))
+    for row in table.filter(model_a="a", model_b="b").iter_rows(named=True):
+        other = one_row(swapped, scope=row["scope"], model_a="a", model_b="b")
+        assert other["diff"] == -row["diff"]
+        if row["p_value"] is None:
+            assert other["p_value"] is None
+        else:
+            assert other["p_value"] == pytest.approx(row["p_value"], rel=1e-12, abs=1e-15)
+            assert other["se"] == pytest.approx(row["se"], rel=1e-12, abs=1e-15)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_frames(), st.floats(-2.0, 2.0))
+def test_shifting_a_model_shifts_diff_by_the_constant(frame: pl.DataFrame, c: float) -> None:
+    table = model_comparisons(frame)
+    moved = model_comparisons(
+        frame.with_columns(
+            pl.when(pl.col("model") == "a")
+            .then(pl.col("score") + c)
+            .otherwise(pl.col("score"))
+            .alias("score")
+        )
+    )
+    for row in table.filter(model_a="a").iter_rows(named=True):
+        other = one_row(moved, scope=row["scope"], model_a="a", model_b=row["model_b"])
+        assert other["diff"] == pytest.approx(row["diff"] + c, abs=1e-12)
+        if row["se"] is not None:
+            assert other["se"] == pytest.approx(row["se"], abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# Calibration by simulation (seeded: the figures are those of these draws)
+
+
+def _overall_ab(table: pl.DataFrame) -> pl.DataFrame:
+    return table.filter(scope=OVERALL, model_a="a", model_b="b")
+
+
+def test_aa_comparisons_reject_at_the_nominal_rate_and_the_mde_has_80_percent_power() -> None:
+    """2,000 nights of two models from one distribution (instances partly shared):
+    5% ± 1.5% rejected at α = 0.05 (after Holm, which is a no-op for one pair). Then 2,000
+    fresh nights with a planted difference equal to the MDE the A/A nights report: 80% ± 5%
+    detected."""
+    aa = _overall_ab(model_comparisons(simulate(np.random.default_rng(20261202), 2000)))
+    assert aa.height == 2000
+    assert set(aa["paired"].to_list()) == {PAIRED_PARTIAL}
+    rejected = (aa["verdict"] != UNRESOLVED).mean()
+    assert rejected == pytest.approx(0.05, abs=0.015), rejected
+    mde = float(aa["mde"].mean())
+    planted = _overall_ab(
+        model_comparisons(simulate(np.random.default_rng(7), 2000, shift={"a": mde}))
+    )
+    detected = (planted["verdict"] == A_BETTER).mean()
+    assert detected == pytest.approx(0.80, abs=0.05), (mde, detected)
+
+
+def test_aa_comparisons_without_pairing_reject_at_the_nominal_rate() -> None:
+    frame = simulate(np.random.default_rng(99), 2000, shared=0, alone=25)
+    aa = _overall_ab(model_comparisons(frame))
+    assert set(aa["paired"].to_list()) == {PAIRED_NONE}
+    rejected = (aa["p_value"] < 0.05).mean()
+    assert rejected == pytest.approx(0.05, abs=0.015), rejected
+
+
+@pytest.mark.parametrize("baseline", ["previous", "mean"])
+def test_aa_nights_raise_no_more_alerts_than_nominal(baseline: str) -> None:
+    """200 nights of three unchanged models: alerts (BH q < 0.05 and a drop beyond the
+    MDE) and watches (a drop with raw p < 0.05) at no more than the nominal 5%."""
+    frame = simulate(np.random.default_rng(3), 200, models=("a", "b", "c"), shared=20, alone=5)
+    table = regressions(frame, baseline=baseline, k=7)  # type: ignore[arg-type]
+    assert table.height == 199 * 3 * 3
+    assert table["level"].is_in([LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT]).all()
+    alert = (table["level"] == LEVEL_ALERT).mean()
+    watch = (table["level"] == LEVEL_WATCH).mean()
+    assert alert <= 0.05, alert
+    assert watch <= 0.05, watch
+    two_sided = (table["p_value"] < 0.05).mean()  # the test itself: about nominal
+    assert two_sided == pytest.approx(0.05, abs=0.025), two_sided
+
+
+# ---------------------------------------------------------------------------------------
+# Regressions
+
+
+def test_a_planted_drop_is_an_alert_and_bh_runs_over_the_night() -> None:
+    frame = simulate(np.random.default_rng(8), 4, models=("a", "b", "c"), shared=40, alone=0)
+    frame = frame.with_columns(
+        pl.when((pl.col("model") == "b") & (pl.col("dump_date") == "2026-0003"))
+        .then(pl.col("score") - 0.1)
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    table = regressions(frame)
+    row = one_row(table, dump_date="2026-0003", model="b", scope=OVERALL)
+    assert row["level"] == LEVEL_ALERT
+    assert row["baseline_dates"] == "2026-0002"
+    assert row["change"] == pytest.approx(row["score"] - row["baseline_score"])
+    assert row["paired"] == PAIRED_FULL  # the same instances every night
+    for _, night in table.group_by("dump_date"):
+        expected = multipletests(night["p_value"].to_numpy(), method="fdr_bh")[1]
+        np.testing.assert_array_equal(night["q_bh"].to_numpy(), expected)
+    rises = table.filter(pl.col("change") > 0)
+    assert not rises["level"].is_in([LEVEL_ALERT, LEVEL_WATCH]).any()
+    high_margin = regressions(frame, margin=0.5)
+    assert one_row(high_margin, dump_date="2026-0003", model="b", scope=OVERALL)["level"] == (
+        LEVEL_WATCH
+    )
+
+
+def test_mean_baseline_uses_the_last_k_nights() -> None:
+    frame = simulate(np.random.default_rng(9), 5, models=("a",), shared=10, alone=0)
+    table = regressions(frame, baseline="mean", k=3)
+    row = one_row(table, dump_date="2026-0004", model="a", scope=OVERALL)
+    assert row["baseline_dates"] == "2026-0001,2026-0002,2026-0003"
+    assert row["n_baseline_nights"] == 3
+    nightly = model_comparisons(frame)  # no pairs, but the scores are per night
+    assert nightly.is_empty()
+    scores = (
+        frame.group_by("dump_date", "task")
+        .agg(pl.col("score").mean())
+        .group_by("dump_date")
+        .agg(pl.col("score").mean())
+    )
+    base = scores.filter(pl.col("dump_date").is_in(["2026-0001", "2026-0002", "2026-0003"]))
+    assert row["baseline_score"] == pytest.approx(base["score"].mean(), abs=1e-12)
+    assert one_row(table, dump_date="2026-0001", model="a", scope=OVERALL)["n_baseline_nights"] == 1
+
+
+def test_formula_coverage_and_harness_changes_are_not_regressions() -> None:
+    frame = simulate(np.random.default_rng(10), 3, models=("a", "b"), shared=30, alone=0)
+    frame = frame.with_columns(
+        pl.when((pl.col("model") == "a") & (pl.col("dump_date") == "2026-0002"))
+        .then(pl.col("score") - 0.3)
+        .otherwise(pl.col("score"))
+        .alias("score"),
+        pl.when((pl.col("model") == "a") & (pl.col("dump_date") == "2026-0002"))
+        .then(pl.lit("v2"))
+        .otherwise(pl.lit("v1"))
+        .alias("formula_version"),
+    )
+    # b loses task t4 on the last night: c2 and the overall score change their definition
+    frame = frame.filter(
+        ~(
+            (pl.col("model") == "b")
+            & (pl.col("dump_date") == "2026-0002")
+            & (pl.col("task") == "t4")
+        )
+    )
+    metadata = pl.DataFrame(
+        {
+            "dump_date": ["2026-0000", "2026-0001", "2026-0002"] * 2,
+            "model": ["a"] * 3 + ["b"] * 3,
+            "harness_errors": [0, 0, 0, 0, 3, 3],
+        }
+    )
+    table = regressions(frame, metadata=metadata)
+    for scope in ("c1", "c2", OVERALL):
+        a = one_row(table, dump_date="2026-0002", model="a", scope=scope)
+        assert a["level"] == LEVEL_NOT_COMPARABLE
+        assert "formula versions changed" in a["reason"]
+        assert a["q_bh"] is None
+    assert (
+        "tasks covered changed"
+        in one_row(table, dump_date="2026-0002", model="b", scope="c2")["reason"]
+    )
+    assert one_row(table, dump_date="2026-0002", model="b", scope="c1")["level"] != (
+        LEVEL_NOT_COMPARABLE
+    )
+    harness = one_row(table, dump_date="2026-0001", model="b", scope="c1")
+    assert harness["level"] == LEVEL_NOT_COMPARABLE
+    assert "harness errors changed: 0" in harness["reason"]
+    tolerant = regressions(frame, metadata=metadata, harness_error_tolerance=5)
+    assert one_row(tolerant, dump_date="2026-0001", model="b", scope="c1")["reason"] is None
+
+
+# ---------------------------------------------------------------------------------------
+# Rescore
+
+
+def test_rescore_is_paired_episode_by_episode() -> None:
+    rng = np.random.default_rng(12)
+    old_scores = rng.uniform(0, 1, 40)
+    new_scores = np.clip(old_scores + rng.normal(0.02, 0.05, 40), 0, 1)
+    old = rows_frame(
+        [("d", "a", "c", "t", f"e{i}", float(s), None) for i, s in enumerate(old_scores)]
+    )
+    new = old.with_columns(pl.Series("score", new_scores))
+    table = rescore_significance(old, new)
+    row = one_row(table, scope=OVERALL)
+    t = scipy_stats.ttest_rel(new_scores, old_scores)
+    assert row["delta"] == pytest.approx(float(np.mean(new_scores - old_scores)), abs=1e-12)
+    assert row["se"] == pytest.approx(row["delta"] / t.statistic, rel=1e-12)
+    assert row["p_value"] == pytest.approx(
+        2 * scipy_stats.norm.sf(abs(row["delta"] / row["se"])), abs=1e-12
+    )
+    assert (row["paired"], row["n_pairs"]) == (PAIRED_FULL, 40)
+
+
+def test_rank_change_significance() -> None:
+    """c passes b by a wobble of its episodes that averages out (a change of 0.004 against
+    a standard error of about 0.014: not significant); d passes everybody, every episode
+    moved by 0.6 (significant)."""
+    base = np.random.default_rng(13).uniform(0.2, 0.8, 50)
+    wobble = np.where(np.arange(50) % 2 == 0, 0.1, -0.1)
+    old_offsets = {"a": 0.2, "b": 0.0, "c": -0.002, "d": -0.3}
+    new_offsets = {
+        "a": 0.2 + 0 * wobble,
+        "b": 0 * wobble,
+        "c": 0.002 + wobble,
+        "d": 0.3 + 0 * wobble,
+    }
+    rows_old, rows_new = [], []
+    for model, offset in old_offsets.items():
+        for i in range(50):
+            key = ("d", model, "c", "t", f"{model}{i}")
+            rows_old.append((*key, float(base[i] + offset), f"i{i}"))
+            rows_new.append((*key, float(base[i] + new_offsets[model][i]), f"i{i}"))
+    frame, new = rows_frame(rows_old), rows_frame(rows_new)
+    changes = rescore_rank_changes(frame, new)
+    pairs = {(r["model_a"], r["model_b"]): r for r in changes.iter_rows(named=True)}
+    assert set(pairs) == {("c", "b"), ("d", "a"), ("d", "b"), ("d", "c")}
+    assert not pairs[("c", "b")]["significant"]
+    assert pairs[("c", "b")]["change"] == pytest.approx(0.004, abs=1e-12)
+    assert pairs[("c", "b")]["se"] == pytest.approx(0.1 / math.sqrt(49), rel=1e-9)
+    assert all(pairs[("d", m)]["significant"] for m in "abc")
+    holm = multipletests(changes["p_value"].to_numpy(), method="holm")[1]
+    np.testing.assert_array_equal(changes["p_holm"].to_numpy(), holm)
+    per_model = rescore_significance(frame, new).filter(scope=OVERALL)
+    significant = dict(zip(per_model["model"], per_model["rank_change_significant"], strict=True))
+    assert significant == {"a": True, "b": True, "c": True, "d": True}
+    assert one_row(per_model, model="d")["delta"] == pytest.approx(0.6, abs=1e-12)
+    wobbled = rescore_rank_changes(frame, new.filter(pl.col("model") != "d"))
+    assert wobbled["significant"].to_list() == [False]
+    only_wobble = rescore_significance(frame, new.filter(pl.col("model") != "d"))
+    flags = only_wobble.filter(scope=OVERALL)["rank_change_significant"].to_list()
+    assert flags == [None, False, False]  # a's order is unchanged
+
+
+# ---------------------------------------------------------------------------------------
+# Rank intervals and tiers
+
+
+def test_rank_intervals_resample_instances_jointly() -> None:
+    """b is a minus 0.01 on every instance, with instances that differ a lot: resampled
+    jointly (pairing kept) a is first in every replicate; resampled per model it would not
+    be. Without instance ids the episodes are resampled per model: the ranks overlap."""
+    rng = np.random.default_rng(14)
+    base = rng.uniform(0, 1, 30)
+    rows = [("d", "a", "c", "t", f"a{i}", float(base[i]), f"i{i}") for i in range(30)]
+    rows += [("d", "b", "c", "t", f"b{i}", float(base[i] - 0.01), f"i{i}") for i in range(30)]
+    paired = rank_intervals(rows_frame(rows), resamples=500)
+    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in paired.iter_rows(named=True)] == [
+        ("a", 1, 1),
+        ("b", 2, 2),
+    ]
+    unpaired = rank_intervals(rows_frame([(*r[:6], None) for r in rows]), resamples=500)
+    assert [
+        (r["model"], r["rank_low"], r["rank_high"]) for r in unpaired.iter_rows(named=True)
+    ] == [
+        ("a", 1, 2),
+        ("b", 1, 2),
+    ]
+    assert rank_intervals(rows_frame(rows), resamples=500, seed=1).equals(paired)  # seeded
+    again = rank_intervals(rows_frame(rows), resamples=500)
+    assert again.equals(paired)
+
+
+def test_rank_intervals_follow_the_score_weighting() -> None:
+    frame = simulate(
+        np.random.default_rng(15), 1, models=("a", "b", "c"), shift={"a": 0.3, "c": -0.3}
+    )
+    ranks = rank_intervals(frame, resamples=200)
+    assert [
+        (r["model"], r["group_rank"], r["rank_low"], r["rank_high"])
+        for r in ranks.iter_rows(named=True)
+    ] == [
+        ("a", 1, 1, 1),
+        ("b", 2, 2, 2),
+        ("c", 3, 3, 3),
+    ]
+
+
+def test_significance_tiers() -> None:
+    frame = simulate(
+        np.random.default_rng(16),
+        1,
+        models=("a", "b", "c", "d"),
+        shared=40,
+        alone=0,
+        shift={"a": 0.3, "b": 0.29, "c": 0.0, "d": -0.3},
+    )
+    tiers = significance_tiers(model_comparisons(frame))
+    assert dict(zip(tiers["model"], tiers["tier"], strict=True)) == {"a": 1, "b": 1, "c": 2, "d": 3}
