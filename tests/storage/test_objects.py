@@ -137,3 +137,34 @@ def test_permission_denied_on_a_local_folder(tmp_path, monkeypatch):
             objects.put_if_absent(Location.parse(str(folder)), "x", b"1")
     finally:
         folder.chmod(0o700)
+
+
+def test_a_hung_endpoint_fails_within_the_timeouts_given():
+    """A server that accepts connections and never answers: our options reach the client."""
+    import socket
+
+    from flows.storage import delta
+
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)
+        location = Location.parse(
+            "s3://bucket/out",
+            {
+                "aws_endpoint_url": f"http://127.0.0.1:{hung.getsockname()[1]}",
+                "aws_region": "us-east-1",
+                "aws_access_key_id": "k",
+                "aws_secret_access_key": "s",
+                "timeout": "1s",
+                "max_retries": "1",
+                "retry_timeout": "2s",
+            },
+        )
+        for attempt in (
+            lambda: objects.list_files(location),
+            lambda: delta.table_version(location, "t"),
+        ):
+            started = time.monotonic()
+            with pytest.raises(StorageError, match="the endpoint is unreachable"):
+                attempt()
+            assert time.monotonic() - started < 8  # object_store's defaults: 30 s and more
