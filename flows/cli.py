@@ -48,9 +48,36 @@ DaskOpt = Annotated[
 ]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from flows.score import SCORER_VERSION
+
+        typer.echo(f"cogscore {SCORER_VERSION}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print cogscore's version."
+        ),
+    ] = False,
+) -> None:
     """cogscore: validate transcript dumps and score every episode exactly."""
+
+
+@app.command()
+def formulas() -> None:
+    """List every formula version of every category, and the newest (what a new output
+    pins unless --formula says otherwise)."""
+    from schemas.formulas import DEFAULTS, DESCRIPTIONS, VERSIONS
+
+    for category, versions in VERSIONS.items():
+        for version in versions:
+            newest = " (newest)" if DEFAULTS[category] == version else ""
+            typer.echo(f"{category}={version}{newest}: {DESCRIPTIONS[category, version]}")
 
 
 def _engine(engine: Engine) -> Engine:
@@ -255,7 +282,7 @@ def simulate(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the dump into.")],
     day: Annotated[
         str | None,
-        typer.Option("--date", help="The dump_date folder, YYYY-MM-DD [default: today (UTC)]."),
+        typer.Option("--date", help="The dump_date folder, YYYY-MM-DD (default: today, UTC)."),
     ] = None,
     no_date: Annotated[
         bool, typer.Option("--no-date", help="No dump_date folder: files straight under OUT.")
@@ -325,7 +352,7 @@ def report(
     out: Annotated[Path, typer.Argument(metavar="OUT", help="The output folder of a run.")],
     html_file: Annotated[Path, typer.Option("--html", help="The HTML file to write.")],
     night: Annotated[
-        str | None, typer.Option(help="The night to show, YYYY-MM-DD [default: the latest].")
+        str | None, typer.Option(help="The night to show, YYYY-MM-DD (default: the latest night).")
     ] = None,
 ) -> None:
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""

@@ -17,6 +17,20 @@ VERSIONS: Final[dict[Category, tuple[str, ...]]] = {
     Category.PROCEDURAL_LEARNING: ("v1", "v2"),
 }
 DEFAULTS: Final[dict[Category, str]] = {c: v[-1] for c, v in VERSIONS.items()}
+# One line per version, for `cogscore formulas`.
+DESCRIPTIONS: Final[dict[tuple[Category, str], str]] = {
+    (Category.ASSOCIATIVE_LEARNING, "v1"): "right items / items",
+    (Category.CONCEPT_FORMATION, "v1"): "accuracy x (0.40 + 0.60 x efficiency beyond the "
+    "free examples); 0 when no item is right",
+    (Category.LANGUAGE_LEARNING, "v1"): "as concept formation (NFC-exact forms)",
+    (Category.OBSERVATIONAL_LEARNING, "v1"): "whole sequences right / items (positional "
+    "score kept as a diagnostic)",
+    (Category.RUNTIME_RL, "v1"): "round(0.55 x solved + 0.25 x efficiency + 0.20 x progress, 4)",
+    (Category.PROCEDURAL_LEARNING, "v1"): "0.5 x weighted learning mean + 0.5 x test score "
+    "(the previous formula)",
+    (Category.PROCEDURAL_LEARNING, "v2"): "0.30 x transfer + 0.25 x asymptote + 0.25 x "
+    "trajectory + 0.20 x consistency (the seed's)",
+}
 
 
 def resolve(selected: Iterable[str] | Mapping[str, str] = ()) -> dict[Category, str]:
