@@ -4,9 +4,15 @@ will show)."""
 
 from __future__ import annotations
 
+import io
+import shutil
 from pathlib import Path
 
 import polars as pl
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from flows.runs import Outcome, RunSummary
 from schemas.contract import DUMP_DATE, Category, Col
@@ -25,46 +31,79 @@ def printable(text: object) -> str:
 
 FENCE = "`" * 3
 
-SHORT = {
-    c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
-}
-
 
 def _table(out: Path, name: str) -> pl.DataFrame:
     frame = pl.scan_parquet(out / name, hive_partitioning=True).collect()
     return frame.with_columns(pl.col(DUMP_DATE).cast(pl.String)) if DUMP_DATE in frame else frame
 
 
+# Headers short enough that the leaderboard of six categories fits in 100 columns.
+COLUMN = {
+    Category.ASSOCIATIVE_LEARNING: "assoc.",
+    Category.CONCEPT_FORMATION: "concept",
+    Category.LANGUAGE_LEARNING: "language",
+    Category.OBSERVATIONAL_LEARNING: "observ.",
+    Category.RUNTIME_RL: "RL",
+    Category.PROCEDURAL_LEARNING: "proced.",
+}
+WIDTH = 100
+
+
+def render(table: Table, width: int | None = None) -> list[str]:
+    """``table`` as plain text lines (no colour codes) at ``width`` columns (at least 100,
+    or the terminal's width where it is wider): cells wrap, they are never cut."""
+    width = max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+    console.print(table)
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+
+
+def _table_of_columns() -> Table:
+    # A header rule and one space between columns: six categories fit in 100 columns.
+    return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
+
+
+def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
+    """Rank, model (in full: long names wrap), score with its 95% interval, categories
+    covered, then each category's score."""
+    present = [c for c in Category if c in set(categories[Col.CATEGORY])]
+    by_model = {
+        (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
+    }
+    table = _table_of_columns()
+    table.add_column("rank", justify="right", no_wrap=True)
+    table.add_column("model", overflow="fold", ratio=1, min_width=12)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("95% interval", no_wrap=True)
+    table.add_column("cats", justify="right", no_wrap=True)
+    for category in present:
+        table.add_column(COLUMN[category], justify="right", no_wrap=True)
+    for row in models.sort("rank", Col.MODEL).iter_rows(named=True):  # one line per model
+        cells = [
+            f"{by_model[(row[Col.MODEL], c)]:.3f}" if (row[Col.MODEL], c) in by_model else "-"
+            for c in present
+        ]
+        table.add_row(
+            str(row["rank"]),
+            escape(printable(row[Col.MODEL])),
+            f"{row[SCORE]:.3f}",
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
+            str(row["categories_covered"]),
+            *cells,
+        )
+    return table
+
+
 def leaderboard_lines(out: Path) -> list[str]:
-    """Rank, model, score with its 95% interval and categories covered, then each model's
-    category scores, for the latest night in ``out``."""
+    """The leaderboard of the latest night in ``out``."""
     models, categories = _table(out, "model_scores"), _table(out, "category_scores")
     if models.is_empty():
         return ["no episode was scored"]
     night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
     models = models.filter(pl.col(DUMP_DATE) == night) if night is not None else models
     categories = categories.filter(pl.col(DUMP_DATE) == night) if night is not None else categories
-    present = [c for c in Category if c in set(categories[Col.CATEGORY])]
-    by_model = {
-        (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
-    }
-    lines = [f"leaderboard{f' of {printable(night)}' if night else ''} (score, 95% interval):"]
-    header = f"{'rank':>4}  {'model':<20}{'score':>7}  {'interval':<15}{'cats':>5}"
-    lines.append(header + "".join(f"{SHORT[c]:>14}" for c in present))
-    for row in models.sort("rank", Col.MODEL).iter_rows(named=True):  # one line per model
-        interval = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-        cells = "".join(
-            f"{by_model[(row[Col.MODEL], c)]:>14.3f}"
-            if (row[Col.MODEL], c) in by_model
-            else f"{'-':>14}"
-            for c in present
-        )
-        lines.append(
-            f"{row['rank']:>4}  {printable(row[Col.MODEL])[:19]:<20}{row[SCORE]:>7.3f}  "
-            f"{interval:<15}"
-            f"{row['categories_covered']:>5}{cells}"
-        )
-    return lines
+    title = f"leaderboard{f' of {printable(night)}' if night else ''} (score, 95% interval):"
+    return [title, *render(leaderboard_table(models, categories))]
 
 
 def run_lines(summary: RunSummary, out: Path) -> list[str]:
@@ -93,18 +132,21 @@ def run_lines(summary: RunSummary, out: Path) -> list[str]:
 def diff_lines(diff: pl.DataFrame) -> list[str]:
     """What a rescore moved: each model's overall score and rank, old and new."""
     overall = diff.filter(pl.col("level") == "model").sort(DUMP_DATE, "new_rank", Col.MODEL)
-    lines = [f"{'night':<12}{'model':<20}{'old':>8}{'new':>8}{'delta':>9}{'rank':>10}"]
+    table = _table_of_columns()
+    table.add_column("night", no_wrap=True)
+    table.add_column("model", overflow="fold", ratio=1, min_width=12)
+    for name in ("old", "new", "delta", "rank"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in overall.iter_rows(named=True):  # one line per model and night
-        old = "-" if row["old_score"] is None else f"{row['old_score']:.3f}"
-        new = "-" if row["new_score"] is None else f"{row['new_score']:.3f}"
-        delta = "-" if row["delta"] is None else f"{row['delta']:+.3f}"
-        ranks = f"{row['old_rank'] or '-'} -> {row['new_rank'] or '-'}"
-        lines.append(
-            f"{printable(row[DUMP_DATE] or ''):<12}{printable(row[Col.MODEL])[:19]:<20}"
-            f"{old:>8}{new:>8}{delta:>9}"
-            f"{ranks:>10}"
+        table.add_row(
+            escape(printable(row[DUMP_DATE] or "")),
+            escape(printable(row[Col.MODEL])),
+            "-" if row["old_score"] is None else f"{row['old_score']:.3f}",
+            "-" if row["new_score"] is None else f"{row['new_score']:.3f}",
+            "-" if row["delta"] is None else f"{row['delta']:+.3f}",
+            f"{row['old_rank'] or '-'} -> {row['new_rank'] or '-'}",
         )
-    return lines
+    return render(table)
 
 
 def unscored_input(outcome: Outcome) -> str | None:
