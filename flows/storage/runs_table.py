@@ -79,6 +79,10 @@ RUNS_SCHEMA: Final = pl.Schema(
 )
 
 
+# Commits that change no row: a table whose only commits after its pin are these is intact.
+_NO_DATA_CHANGE: Final = frozenset({"VACUUM START", "VACUUM END"})
+
+
 class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -228,7 +232,8 @@ def repair(location: Location, tables: Sequence[str]) -> dict[str, int]:
     """Bring every table back to the version the latest succeeded run pinned; what moved.
 
     Call with the lease held, before writing (see the module's docstring for the rule).
-    Returns {table: its new version} for the tables restored or emptied.
+    Returns {table: its new version} for the tables restored or emptied. Vacuum commits
+    (which change no row) and an earlier repair are not undone again.
     """
     latest = latest_finished(location)
     pins = dict(latest.table_versions) if latest is not None else {}
@@ -241,9 +246,10 @@ def repair(location: Location, tables: Sequence[str]) -> dict[str, int]:
         if pinned is not None and version <= pinned:
             continue
         mark = {"repair": "restore" if pinned is not None else "empty", "to_version": pinned}
-        last = delta.history(location, table, limit=1)[0]
-        if all(last.get(key) == value for key, value in mark.items()):
-            continue  # repaired already, by a run that then failed too
+        newer = delta.history(location, table, limit=None if pinned is None else version - pinned)
+        changes = [c for c in newer if c.get("operation") not in _NO_DATA_CHANGE]
+        if not changes or all(changes[0].get(key) == value for key, value in mark.items()):
+            continue  # only vacuums since, or repaired already by a run that then failed too
         if pinned is None:
             repaired[table] = delta.truncate(location, table, mark)
         else:

@@ -165,3 +165,12 @@ def test_rows_of_one_run_must_agree(tmp_path):
         )
     with pytest.raises(ValueError, match="at least one"):
         record_run(out, [])
+
+
+def test_repair_leaves_a_vacuumed_table_alone(out):
+    write_run(out, "run-1", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
+    write_run(out, "run-2", {"2026-12-01": 30}, record=RunStatus.SUCCEEDED, start=1)
+    assert delta.vacuum(out, TABLES, retain=timedelta(0))  # run-1's files: two commits each
+    assert delta.table_version(out, "episode_scores") == 3
+    assert repair(out, TABLES) == {}
+    assert episodes(read_pinned(out, "episode_scores")) == ["e30", "e31", "e32"]
