@@ -20,7 +20,7 @@ from flows.storage.runs_table import (
     repair,
     versions_as_of,
 )
-from tests.storage.test_delta import night_frame
+from tests.storage.frames import night_frame
 
 TABLES = ("episode_scores", "model_scores")
 T0 = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)
