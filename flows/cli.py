@@ -90,7 +90,9 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
     """Fail fast, before any flow starts, on what the user can fix. ``pinned``: the
     formula versions asked for must be the output's own (score, nightly)."""
     from flows.io import InputError, check_writable, discover, local_path, one_layout
+    from flows.output import Output
     from flows.runs import formulas_for
+    from flows.storage.errors import StorageError
     from schemas.formulas import resolve
 
     try:
@@ -98,12 +100,13 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     try:
-        root, target = local_path(input_root, "input"), local_path(out, "output")
+        root, output = local_path(input_root, "input"), Output.at(out)
         one_layout(root, discover(root))
-        check_writable(target)
+        if output.location.is_local:
+            check_writable(Path(output.location.uri))
         if pinned:
-            formulas_for(target, formula or [])
-    except InputError as error:
+            formulas_for(output, formula or [])
+    except (InputError, StorageError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
 
@@ -117,6 +120,32 @@ StrictOpt = Annotated[
         "Failed); the tables are written all the same.",
     ),
 ]
+StorageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--storage-option",
+        metavar="KEY=VALUE",
+        help="An option of the object store (repeatable), e.g. aws_endpoint_url=http://…; "
+        "also COGSCORE_STORAGE_OPTIONS=KEY=VALUE,KEY=VALUE, and the standard AWS_* "
+        "variables for credentials. Never printed or recorded.",
+    ),
+]
+
+
+def _storage_options(pairs: list[str] | None) -> None:
+    """Make ``--storage-option`` pairs this process's storage options (every reader and
+    writer of a location merges ``COGSCORE_STORAGE_OPTIONS``; Dask workers need their own)."""
+    from flows.storage.location import ENV_OPTIONS, parse_storage_options
+
+    if not pairs:
+        return
+    try:
+        parse_storage_options(pairs)
+    except Exception as error:
+        raise typer.BadParameter(str(error), param_hint="--storage-option") from None
+    os.environ[ENV_OPTIONS] = ",".join(pairs)
+
+
 MarkerOpt = Annotated[
     bool,
     typer.Option(
@@ -128,15 +157,25 @@ MarkerOpt = Annotated[
 ]
 
 
+def _command_line() -> str:
+    """This command as typed, less the values of --storage-option (they may hold secrets)."""
+    words, hide = [os.path.basename(sys.argv[0])], False
+    for word in sys.argv[1:]:
+        words.append("***" if hide else word)
+        hide = word == "--storage-option"
+        if word.startswith("--storage-option="):
+            words[-1] = "--storage-option=***"
+    return " ".join(words)
+
+
 def _run(
     engine: Engine, dask_address: str | None, kind: str, strict: bool = False, **kwargs: Any
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
     only then: importing Prefect alone costs about 2 s), and print the summary."""
     from flows.io import InputError
-    from flows.store import OutputBusy
+    from flows.storage.errors import StorageError
     from flows.summary import StrictFailure, enforce_strict, outcome_lines
-    from flows.warehouse import OutputConflict
 
     t0 = time.perf_counter()
     try:
@@ -156,8 +195,10 @@ def _run(
             from flows import runs
 
             mapper = runs.dask_mapper(dask_address) if dask_address else runs.local_mapper
-            outcome = enforce_strict(getattr(runs, kind)(**kwargs, mapper=mapper), strict)
-    except (InputError, OutputBusy, OutputConflict) as error:
+            context = runs.RunContext(command=_command_line(), engine="local")
+            run = getattr(runs, kind)
+            outcome = enforce_strict(run(**kwargs, mapper=mapper, context=context), strict)
+    except (InputError, StorageError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     except StrictFailure as failure:
@@ -179,10 +220,12 @@ def score(
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
+    storage_option: StorageOpt = None,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
+    _storage_options(storage_option)
     _check(input_root, out, formula)
     _run(
         engine,
@@ -208,9 +251,11 @@ def nightly(
     verify: Annotated[
         bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
     ] = False,
+    storage_option: StorageOpt = None,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
+    _storage_options(storage_option)
     _check(dump_root, out, formula)
     _run(
         engine,
@@ -253,11 +298,13 @@ def rescore(
         Path | None,
         typer.Option("--diff-out", help="Also write the diff to this Parquet file."),
     ] = None,
+    storage_option: StorageOpt = None,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
     Over every night OUT holds, the versions become OUT's formula set; over part of its
     history the set stays, and those nights are named as scored with other versions."""
+    _storage_options(storage_option)
     _check(dump_root, out, formula, pinned=False)
     if not formula:
         raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
@@ -349,24 +396,65 @@ def simulate(
 
 @app.command()
 def report(
-    out: Annotated[Path, typer.Argument(metavar="OUT", help="The output folder of a run.")],
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The output of a run (folder or URL).")],
     html_file: Annotated[Path, typer.Option("--html", help="The HTML file to write.")],
     night: Annotated[
         str | None, typer.Option(help="The night to show, YYYY-MM-DD (default: the latest night).")
     ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="RUN_ID",
+            help="Show the tables as run RUN_ID left them (default: the latest finished run).",
+        ),
+    ] = None,
+    storage_option: StorageOpt = None,
 ) -> None:
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
     from flows.report import ReportError, write_report
+    from flows.storage.errors import StorageError
 
+    _storage_options(storage_option)
     t0 = time.perf_counter()
     try:
-        path = write_report(out, html_file, night=night)
-    except ReportError as error:
+        path = write_report(out, html_file, night=night, as_of=as_of)
+    except (ReportError, StorageError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     typer.echo(str(path))
     size = path.stat().st_size
     typer.echo(f"report of {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", err=True)
+
+
+@app.command()
+def sql(
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", metavar="RUN_ID", help="The tables as run RUN_ID left them."),
+    ] = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
+    views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
+    from flows.output import Output
+    from flows.sql import connect
+    from flows.storage.errors import StorageError
+
+    _storage_options(storage_option)
+    try:
+        con = connect(Output.at(out), as_of)
+        relation = con.sql(query)
+    except StorageError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except Exception as error:  # a DuckDB error in the query: the user's to fix
+        typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
+        raise typer.Exit(2) from None
+    if relation is not None:
+        typer.echo(str(relation))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from prefect.context import TaskRunContext
 from flows import runs
 from flows.io import DumpFile
 from flows.score import SCORER_CODE, SCORER_VERSION, FilePart, score_file
+from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
 from flows.warehouse import file_digest
 from schemas.contract import Category
@@ -110,6 +111,20 @@ STRICT_ENV = "COGSCORE_STRICT"
 MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
 
 
+def _context(kind: str, storage_options: list[str] | None) -> runs.RunContext:
+    """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
+    ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
+    from prefect.runtime import flow_run
+
+    if storage_options:
+        os.environ[ENV_OPTIONS] = ",".join(storage_options)
+    return runs.RunContext(
+        run_id=str(flow_run.id or runs.new_run_id()),
+        command=f"prefect flow cogscore-{kind} ({flow_run.name})",
+        engine="prefect",
+    )
+
+
 @flow(name="cogscore-score", validate_parameters=False)
 def score_flow(
     input_root: Path | str,
@@ -117,6 +132,7 @@ def score_flow(
     formulas: list[str] | None = None,
     strict: bool | None = None,
     require_marker: bool | None = None,
+    storage_options: list[str] | None = None,
 ) -> runs.Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored."""
@@ -126,6 +142,7 @@ def score_flow(
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
+        _context("score", storage_options),
     )
     return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
 
@@ -138,6 +155,7 @@ def nightly_flow(
     verify: bool = False,
     strict: bool | None = None,
     require_marker: bool | None = None,
+    storage_options: list[str] | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
@@ -151,6 +169,7 @@ def nightly_flow(
         prefect_mapper,
         verify,
         _flag(require_marker, MARKER_ENV),
+        _context("nightly", storage_options),
     )
     return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
 
@@ -166,6 +185,7 @@ def rescore_flow(
     diff_out: Path | str | None = None,
     strict: bool | None = None,
     require_marker: bool | None = None,
+    storage_options: list[str] | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
@@ -179,5 +199,6 @@ def rescore_flow(
         dry_run,
         diff_out,
         _flag(require_marker, MARKER_ENV),
+        _context("rescore", storage_options),
     )
     return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))

@@ -27,19 +27,12 @@ import polars as pl
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
+from flows.output import TABLES, Output
 from flows.runs import nights_off_set
 from schemas.contract import DUMP_DATE, Category, Col, Kind
 from schemas.tables import RULES, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import FORMULA_VERSIONS
 
-TABLES: Final = (
-    "episode_scores",
-    "rejects",
-    "task_scores",
-    "category_scores",
-    "model_scores",
-    "rescore_diff",
-)
 SHORT: Final = {
     c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
 }
@@ -58,40 +51,33 @@ class ReportError(Exception):
 class Warehouse:
     """The tables of one output folder (``dump_date`` as a string), and its manifest."""
 
-    out: Path
-    manifest: dict[str, Any]
+    out: Output
+    manifest: dict[str, Any]  # what the output holds (``Output.state``)
     tables: dict[str, pl.DataFrame]
 
     def __getitem__(self, name: str) -> pl.DataFrame:
         return self.tables[name]
 
 
-def read_table(out: Path, name: str) -> pl.DataFrame:
-    """A table of ``out`` with its hive partitions (empty when it was never written)."""
-    folder = out / name
-    if not folder.exists() or not any(folder.rglob("*.parquet")):
-        return pl.DataFrame()
-    frame = pl.scan_parquet(folder, hive_partitioning=True).collect()
-    return frame.with_columns(pl.col(DUMP_DATE).cast(pl.String)) if DUMP_DATE in frame else frame
-
-
-def read_warehouse(out: Path) -> Warehouse:
-    if not (out / "manifest.json").exists() or read_table(out, "model_scores").is_empty():
+def read_warehouse(out: Output, as_of: str | None = None) -> Warehouse:
+    """The tables of ``out`` as its latest finished run (or run ``as_of``) left them."""
+    state = out.state(as_of)
+    if not state or out.read("model_scores", as_of).is_empty():
         raise ReportError(f"{out} holds no scores: run cogscore score or nightly into it first")
-    manifest = json.loads((out / "manifest.json").read_text())
-    return Warehouse(out, manifest, {name: read_table(out, name) for name in TABLES})
+    return Warehouse(out, state, {name: out.read(name, as_of) for name in TABLES})
 
 
 def round_rows(manifest: dict[str, Any], night: str | None) -> tuple[pl.DataFrame | None, str]:
     """The ``round_end`` rows (episode_id, round, value) of the night's input files, read from
     the dump named in the manifest, and where they came from; ``None`` and why not when a
     file is gone or changed since it was scored (its size or modification time differ)."""
-    root = Path(manifest.get("input", ""))
-    entries = (
-        manifest.get("nights", {}).get(night, {}).get("files", [])
+    entry = (
+        manifest.get("nights", {}).get(night, {})
         if night is not None
-        else manifest.get("files", [])
+        else manifest.get("undated", {})
     )
+    root = Path(entry.get("input") or manifest.get("input") or "")
+    entries = entry.get("files", [])
     entries = [e for e in entries if e.get("status") == "scored"]
     if not entries:
         return None, "the manifest lists no scored input file for this night"
@@ -897,9 +883,12 @@ def render(wh: Warehouse, night: str | None = None) -> str:
     )
 
 
-def write_report(out: Path, path: Path, night: str | None = None) -> Path:
-    """Write the report of ``out`` to ``path`` (atomically: a reader never sees half)."""
-    page = render(read_warehouse(out), night)
+def write_report(
+    out: Output | Path | str, path: Path, night: str | None = None, as_of: str | None = None
+) -> Path:
+    """Write the report of ``out`` (as run ``as_of`` left it: by default the latest
+    finished run) to ``path`` (atomically: a reader never sees half)."""
+    page = render(read_warehouse(Output.at(out), as_of), night)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.write_text(page, encoding="utf-8")

@@ -11,7 +11,6 @@ night's parts are assembled, aggregated and written before the next night is sco
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 import uuid
 from collections import Counter
@@ -32,26 +31,29 @@ from flows.io import (
     marked_complete,
     one_layout,
 )
+from flows.output import (
+    CATEGORY_SCORES,
+    MODEL_SCORES,
+    RESCORE_DIFF,
+    TABLES,
+    Output,
+    Writer,
+    fault_point,
+    record_failure,
+)
 from flows.score import (
     SCORER_VERSION,
     FilePart,
-    FileReport,
     ScoreResult,
     assemble,
     night_tables,
     score_file,
 )
-from flows.store import MANIFEST, current_snapshot, fault_point
+from flows.storage.runs_table import RunRow, RunStatus
 from flows.warehouse import (
-    CATEGORY_SCORES,
-    MODEL_SCORES,
-    RESCORE_DIFF,
-    DryRunWriter,
-    SnapshotWriter,
     file_digest,
     fingerprint,
-    manifest_base,
-    new_snapshot_of,
+    run_details,
     with_provenance,
 )
 from schemas.contract import DUMP_DATE, Category, Col
@@ -62,7 +64,6 @@ from transforms.diff import rescore_diff
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 Mapper = Callable[[Sequence[DumpFile], dict[Category, str], Mapping[str, str]], list[FilePart]]
-RUN_LOG = "runs.jsonl"
 FILES_AT_ONCE = 2
 
 
@@ -120,7 +121,7 @@ class Outcome:
     """What a run did, for the terminal, the run log and the Prefect artifact."""
 
     kind: str
-    out: Path
+    out: Output
     result: RunSummary | None = None
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
@@ -151,29 +152,16 @@ class Outcome:
         }
 
 
-def _log_run(out: Path, outcome: Outcome) -> None:
-    """Append what the run did to ``OUT/runs.jsonl`` (one JSON object a line)."""
-    if outcome.dry_run:
-        return
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / RUN_LOG, "a") as log:
-        log.write(json.dumps(outcome.record()) + "\n")
-
-
-def previous_manifest(out: Path) -> dict[str, Any]:
-    snapshot = current_snapshot(out)
-    if snapshot is None or not (snapshot / MANIFEST).exists():
-        return {}
-    return dict(json.loads((snapshot / MANIFEST).read_text()))
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 # -- formula versions: pinned per output ---------------------------------------------------
 
 
-def formula_set(manifest: Mapping[str, Any]) -> dict[Category, str] | None:
-    """The formula versions an output was scored with (None: a new output). Outputs written
-    before sets were recorded take their last run's versions."""
-    recorded = manifest.get("formula_set") or manifest.get("formula_versions")
+def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
+    """The formula versions an output scores with (None: a new output)."""
+    recorded = state.get("formula_set")
     if not recorded:
         return None
     pinned = {Category(c): v for c, v in recorded.items()}
@@ -186,36 +174,35 @@ def formula_set(manifest: Mapping[str, Any]) -> dict[Category, str] | None:
     return {c: pinned.get(c, resolve()[c]) for c in Category}
 
 
-def formulas_for(out: Path, asked: Sequence[str]) -> dict[Category, str]:
+def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
     """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
     defaults are (a new output: ``asked``, else the newest). Asking for another version
     there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
+    output = Output.at(out)
     named = chosen(asked)
-    pinned = formula_set(previous_manifest(local_path(out, "output")))
+    pinned = formula_set(output.state())
     if pinned is None:
         return resolve(named)
     conflicts = {c: v for c, v in named.items() if pinned[c] != v}
     if conflicts:
         raise InputError(
-            f"{out} is scored with {describe({c: pinned[c] for c in conflicts})}; "
+            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
             f"--formula {describe(conflicts)} would mix versions across its nights. To change "
-            f"them, rescore: cogscore rescore DUMP_ROOT --out {out} --formula "
+            f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
             f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
             "(over every night it changes the output's set)"
         )
     return pinned
 
 
-def nights_off_set(manifest: Mapping[str, Any]) -> dict[str, str]:
+def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
     """The output's nights scored with versions other than its set: what differs, by night."""
-    pinned = formula_set(manifest)
+    pinned = formula_set(state)
     if pinned is None:
         return {}
     off = {}
-    for night, entry in manifest.get("nights", {}).items():
-        versions = entry.get("formula_versions")
-        if versions is None:
-            continue  # recorded before nights kept their versions
+    for night, entry in state.get("nights", {}).items():
+        versions = entry.get("formula_versions") or {}
         differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
         if differ:
             off[night] = describe(differ)
@@ -226,35 +213,52 @@ def _describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
     return {str(c): v for c, v in versions.items()}
 
 
+class DryRun:
+    """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
+    nothing, records nothing."""
+
+    def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        TABLES[table][0].validate(frame, lazy=True)
+
+    def night_done(self) -> None:
+        pass
+
+
 # What a run writes after its nights (a rescore's diff): (writer, the new model and category
-# tables of every night, every night's input fingerprint) -> manifest entries
-Finish = Callable[
-    [SnapshotWriter | DryRunWriter, dict[str, pl.DataFrame], dict[str | None, str]],
-    dict[str, Any],
-]
+# tables of every night, every night's input fingerprint) -> details for the run record
+Finish = Callable[[Writer | DryRun, dict[str, pl.DataFrame], dict[str | None, str]], dict[str, Any]]
 
 
-def _check_layout(out: Path, manifest: Mapping[str, Any], dated: bool) -> None:
+def _check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
     """A run replaces only the nights it scores: an undated dump cannot go into an output of
     nights (it would replace them all), nor nights into an undated output."""
-    if not manifest or manifest.get("partitioned_by_dump_date", True) == dated:
+    if not state or state.get("partitioned_by_dump_date", True) == dated:
         return
     if dated:
         raise InputError(
-            f"{out} holds the scores of an undated dump (no dump_date); scoring nights into "
+            f"{output} holds the scores of an undated dump (no dump_date); scoring nights into "
             "it would replace them: give another --out"
         )
     raise InputError(
-        f"{out} holds nights ({', '.join(sorted(manifest.get('nights', {}))[:3])}, …); an "
+        f"{output} holds nights ({', '.join(sorted(state.get('nights', {}))[:3])}, …); an "
         "undated dump would replace them all: put its files in a dump_date=YYYY-MM-DD "
         "folder, or give another --out"
     )
 
 
+@dataclass
+class RunContext:
+    """Who runs, for the run record: its id, its command and engine."""
+
+    run_id: str = field(default_factory=new_run_id)
+    command: str = ""
+    engine: str = "local"
+
+
 def _score_and_write(
     kind: str,
     dump_root: Path,
-    out: Path,
+    output: Output,
     files: Sequence[DumpFile],
     formulas: dict[Category, str],
     mapper: Mapper,
@@ -262,90 +266,135 @@ def _score_and_write(
     finish: Finish | None = None,
     new_set: dict[Category, str] | None = None,
     dry_run: bool = False,
+    context: RunContext | None = None,
+    details: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Score ``files`` night after night into a new snapshot of ``out``, then commit it.
+    """Score ``files`` night after night into ``output``, then record the run.
 
     A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
-    for copies, its tables made and written, and its frames dropped before the next night,
-    so memory holds one night however many a run scores (a rescore of years of history).
-    ``new_set``: the output's formula set after this run (default: as it was, or, for a new
-    output, ``formulas``). ``dry_run``: tables made and checked, nothing written.
+    for copies, its tables made and written (one predicate overwrite per table), and its
+    frames dropped before the next night, so memory holds one night however many a run
+    scores (a rescore of years of history). The run's rows in the runs table, appended last,
+    are the commit point. ``new_set``: the output's formula set after this run (default: as
+    it was, or, for a new output, ``formulas``). ``dry_run``: tables made and checked,
+    nothing written.
     """
+    context = context or RunContext()
     started, t0 = datetime.now(UTC), time.perf_counter()
     bootstrap = Bootstrap()
     # Partition by dump_date only where every file has one (discover refuses a mix).
     dated = bool(files) and all(DUMP_DATE in f.partitions for f in files)
-    previous = previous_manifest(out)
-    _check_layout(out, previous, dated)
-    pinned = new_set or formula_set(previous) or formulas
+    state = output.state()
+    _check_layout(output, state, dated)
+    pinned = new_set or formula_set(state) or formulas
     groups: dict[str | None, list[DumpFile]] = {}
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
-    nights = {n for n in groups if n is not None} if dated else None
     summary = RunSummary(formulas)
     kept: dict[str, list[pl.DataFrame]] = {MODEL_SCORES: [], CATEGORY_SCORES: []}
-    entries: dict[str, Any] = {}
-    reports: list[FileReport] = []
+    rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
+    run: dict[str, Any] = {
+        "run_id": context.run_id,
+        "kind": kind,
+        "started": started,
+        "scorer_version": SCORER_VERSION,
+        "input": str(dump_root),
+        "partitioned": dated,
+        "formula_versions": _describe_set(formulas),
+        "formula_set": _describe_set(pinned),
+    }
     writing = (
-        contextlib.nullcontext(DryRunWriter(out, nights))
+        contextlib.nullcontext(DryRun())
         if dry_run
-        else new_snapshot_of(out, nights)
+        else output.writing(context.run_id, context.command)
     )
     with writing as writer:
-        for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
-            t1 = time.perf_counter()
-            parts = mapper(night_files, formulas, digests)
-            t2 = time.perf_counter()
-            result = assemble(parts, formulas)
-            del parts
-            fault_point("scored")
-            t3 = time.perf_counter()
-            tables = night_tables(result, bootstrap)
-            t4 = time.perf_counter()
-            fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
-            for name, table in tables.items():
-                writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints))
-            for name, frames in kept.items():
-                frames.append(tables[name])
-            summary.add(result)
-            steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
-            steps["write_s"] = time.perf_counter() - t4
-            for step, seconds in steps.items():
-                summary.timings[step] = summary.timings.get(step, 0.0) + seconds
-            if night is not None:
-                entries[night] = {
-                    "input_fingerprint": fingerprints[night],
-                    "formula_versions": _describe_set(formulas),
-                    "counts": result.counts,
-                    "files": [asdict(r) for r in result.files],
-                }
-            reports += result.files
-            del result, tables
-        new = {name: pl.concat(frames) for name, frames in kept.items()}
-        extra = finish(writer, new, fingerprints) if finish else {}
+        clear_diff = not dry_run and finish is None and RESCORE_DIFF in output.versions()
+        try:
+            for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
+                t1 = time.perf_counter()
+                parts = mapper(night_files, formulas, digests)
+                t2 = time.perf_counter()
+                result = assemble(parts, formulas)
+                del parts
+                fault_point("scored")
+                t3 = time.perf_counter()
+                tables = night_tables(result, bootstrap)
+                t4 = time.perf_counter()
+                fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
+                for name, table in tables.items():
+                    writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints), night)
+                if clear_diff:  # a night scored again: its old rescore diff no longer holds
+                    writer.write(RESCORE_DIFF, _no_diff(), night)
+                writer.night_done()
+                for name, frames in kept.items():
+                    frames.append(tables[name])
+                summary.add(result)
+                steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
+                steps["write_s"] = time.perf_counter() - t4
+                for step, seconds in steps.items():
+                    summary.timings[step] = summary.timings.get(step, 0.0) + seconds
+                rows.append(
+                    RunRow(
+                        **run,
+                        status=RunStatus.SUCCEEDED,
+                        finished=started,  # set at the commit
+                        night=night,
+                        table_versions={},
+                        counts=result.counts,
+                        input_fingerprint=fingerprints[night],
+                        files=[asdict(r) for r in result.files],
+                    )
+                )
+                del result, tables
+            new = {name: pl.concat(frames) for name, frames in kept.items()}
+            extra = finish(writer, new, fingerprints) if finish else {}
+        except BaseException:
+            if isinstance(writer, Writer) and rows:
+                record_failure(output, _finished(rows, {}))
+            raise
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
-        manifest = {
-            "scorer_version": SCORER_VERSION,
-            "input": str(dump_root),
-            **manifest_base(started, bootstrap),
-            "formula_set": _describe_set(pinned),
-            "formula_versions": _describe_set(formulas),
-            "timings": dict(summary.timings),
-            "partitioned_by_dump_date": dated,
-            "counts": dict(summary.counts),
-            "nights": entries,
-            "files": [asdict(r) for r in reports],
+        record = {
+            **run_details(bootstrap),
+            **(details or {}),
             **extra,
+            "engine": context.engine,
+            "command": context.command,
+            "timings": dict(summary.timings),
         }
-        if not dated:
-            manifest["input_fingerprint"] = fingerprints.get(None)
-        committed = writer.commit(manifest)
-    outcome = Outcome(kind, out, summary, sorted(nights or []), dry_run=dry_run)
+        if isinstance(writer, Writer):
+            writer.commit(_finished(rows, record))
+    after = state_after(state, rows) if dry_run else output.state()
+    outcome = Outcome(kind, output, summary, sorted(n for n in groups if n is not None))
+    outcome.dry_run = dry_run
+    outcome.run_id = context.run_id
     outcome.formula_set = _describe_set(pinned)
-    outcome.nights_off_set = nights_off_set(committed)
+    outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow]:
+    from dataclasses import replace
+
+    now = datetime.now(UTC)
+    return [replace(row, finished=now, details=dict(details)) for row in rows]
+
+
+def state_after(state: Mapping[str, Any], rows: Sequence[RunRow]) -> dict[str, Any]:
+    """``state`` with the nights of ``rows`` as they would be (a dry run's view)."""
+    nights = dict(state.get("nights", {}))
+    for row in rows:
+        if row.night is not None:
+            nights[row.night] = {"formula_versions": dict(row.formula_versions)}
+    return {**state, "nights": nights}
+
+
+def _no_diff() -> pl.DataFrame:
+    from flows.output import empty_table
+
+    return empty_table(RESCORE_DIFF)
 
 
 def _ready(
@@ -361,34 +410,63 @@ def _ready(
     return ready, sorted(n or "(undated)" for n in waiting)
 
 
-def _nothing_to_do(kind: str, out: Path, manifest: Mapping[str, Any]) -> Outcome:
-    outcome = Outcome(kind, out)
-    outcome.formula_set = {str(c): v for c, v in (formula_set(manifest) or {}).items()}
-    outcome.nights_off_set = nights_off_set(manifest)
+def _nothing_to_do(
+    kind: str,
+    dump_root: Path,
+    output: Output,
+    context: RunContext,
+    details: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """A run with nothing to score: recorded all the same (status ``nothing_to_do``)."""
+    state = output.state()
+    now = datetime.now(UTC)
+    row = RunRow(
+        run_id=context.run_id,
+        kind=kind,
+        status=RunStatus.NOTHING_TO_DO,
+        started=now,
+        finished=now,
+        night=None,
+        table_versions={},
+        scorer_version=SCORER_VERSION,
+        input=str(dump_root),
+        partitioned=state.get("partitioned_by_dump_date"),
+        formula_set=state.get("formula_set", {}),
+        details={**(details or {}), "engine": context.engine, "command": context.command},
+    )
+    with output.writing(context.run_id, context.command) as writer:
+        writer.commit([row])
+    outcome = Outcome(kind, output)
+    outcome.run_id = context.run_id
+    outcome.formula_set = dict(state.get("formula_set", {}))
+    outcome.nights_off_set = nights_off_set(state)
     return outcome
 
 
 def score(
     input_root: Path | str,
-    out: Path | str,
+    out: Output | Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     require_marker: bool = False,
+    context: RunContext | None = None,
 ) -> Outcome:
     """Score every file of the dump; replace the nights it holds (or, undated, everything)
     with the output's formula set (``formulas``: for a new output, else they must agree)."""
     t0 = time.perf_counter()
-    input_root, out = local_path(input_root, "input"), local_path(out, "output")
-    versions = formulas_for(out, formulas)
+    context = context or RunContext()
+    input_root, output = local_path(input_root, "input"), Output.at(out)
+    versions = formulas_for(output, formulas)
     files = one_layout(input_root, discover(input_root))
     files, waiting = _ready(input_root, files, require_marker)
     if files:
-        outcome = _score_and_write("score", input_root, out, files, versions, mapper, {})
+        outcome = _score_and_write(
+            "score", input_root, output, files, versions, mapper, {}, context=context
+        )
     else:
-        outcome = _nothing_to_do("score", out, previous_manifest(out))
+        outcome = _nothing_to_do("score", input_root, output, context, {"waiting": waiting})
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
-    _log_run(out, outcome)
     return outcome
 
 
@@ -407,13 +485,16 @@ class NightlyPlan:
 
 
 def plan_nightly(
-    dump_root: Path | str, out: Path | str, verify: bool = False, require_marker: bool = False
+    dump_root: Path | str,
+    out: Output | Path | str,
+    verify: bool = False,
+    require_marker: bool = False,
 ) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
     ``require_marker``). A file whose size and modification time are those recorded last
     keeps its recorded digest unless ``verify``; every other file is read and hashed."""
-    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
+    dump_root, output = local_path(dump_root, "input"), Output.at(out)
     files = discover(dump_root)
     undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
     if undated:
@@ -421,7 +502,7 @@ def plan_nightly(
             f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
         )
     files, waiting = _ready(dump_root, files, require_marker)
-    earlier = previous_manifest(out).get("nights", {})
+    earlier = output.state().get("nights", {})
     known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
     digests = {}
     nights: dict[str, list[DumpFile]] = {}
@@ -453,38 +534,45 @@ def plan_nightly(
 
 def nightly(
     dump_root: Path | str,
-    out: Path | str,
+    out: Output | Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     verify: bool = False,
     require_marker: bool = False,
+    context: RunContext | None = None,
 ) -> Outcome:
     """Score the nights that are new or changed since the last run into ``out`` with the
     output's formula set; leave the others untouched (not rewritten). With nothing to do,
-    write nothing but the run log."""
+    the run is recorded and nothing else is written."""
     t0 = time.perf_counter()
-    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
-    versions = formulas_for(out, formulas)
-    plan = plan_nightly(dump_root, out, verify, require_marker)
+    context = context or RunContext()
+    dump_root, output = local_path(dump_root, "input"), Output.at(out)
+    versions = formulas_for(output, formulas)
+    plan = plan_nightly(dump_root, output, verify, require_marker)
+    planned = {
+        "new": plan.new,
+        "changed": plan.changed,
+        "unchanged": plan.unchanged,
+        "waiting": plan.waiting,
+    }
     if plan.to_score:
         files = [f for night in plan.to_score for f in plan.nights[night]]
-        planned = {"new": plan.new, "changed": plan.changed, "unchanged": plan.unchanged}
         outcome = _score_and_write(
             "nightly",
             dump_root,
-            out,
+            output,
             files,
             versions,
             mapper,
             plan.digests,
-            lambda _writer, _tables, _fingerprints: {"nightly": planned},
+            context=context,
+            details={"nightly": planned},
         )
     else:
-        outcome = _nothing_to_do("nightly", out, previous_manifest(out))
+        outcome = _nothing_to_do("nightly", dump_root, output, context, {"nightly": planned})
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting
     outcome.seconds = time.perf_counter() - t0
-    _log_run(out, outcome)
     return outcome
 
 
@@ -495,7 +583,7 @@ def _in_range(night: str, since: date | None, until: date | None) -> bool:
 
 def rescore(
     dump_root: Path | str,
-    out: Path | str,
+    out: Output | Path | str,
     formulas: Sequence[str],
     since: date | None = None,
     until: date | None = None,
@@ -503,17 +591,19 @@ def rescore(
     dry_run: bool = False,
     diff_out: Path | str | None = None,
     require_marker: bool = False,
+    context: RunContext | None = None,
 ) -> Outcome:
     """Rescore the nights in [since, until] with ``formulas`` (the output's set for the
-    categories not named), replacing them atomically, and write ``rescore_diff``: old and
-    new scores and ranks of each model and category. Over every night the output holds, the
-    versions become its formula set; over part of history the set stays, and those nights
-    are reported as scored with other versions. ``dry_run``: compute and show the diff
-    (and write it to ``diff_out``), change nothing in ``out``."""
+    categories not named), replacing them, and write ``rescore_diff``: old and new scores
+    and ranks of each model and category. Over every night the output holds, the versions
+    become its formula set; over part of history the set stays, and those nights are
+    reported as scored with other versions. ``dry_run``: compute and show the diff (and
+    write it to ``diff_out``), change nothing in ``out``."""
     t0 = time.perf_counter()
-    dump_root, out = local_path(dump_root, "input"), local_path(out, "output")
-    previous = previous_manifest(out)
-    pinned = formula_set(previous)
+    context = context or RunContext()
+    dump_root, output = local_path(dump_root, "input"), Output.at(out)
+    state = output.state()
+    pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}
     files = [
         f
@@ -524,19 +614,19 @@ def rescore(
     nights = sorted({f.partitions[DUMP_DATE] for f in files})
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
-    every_night = set(previous.get("nights", {})) <= set(nights)
+    every_night = set(state.get("nights", {})) <= set(nights)
     new_set = versions if every_night or pinned is None else pinned
-    old = _old_tables(out, nights)  # before this run's snapshot replaces them
+    old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
 
     def finish(
-        writer: SnapshotWriter | DryRunWriter,
+        writer: Writer | DryRun,
         new: dict[str, pl.DataFrame],
         fingerprints: dict[str | None, str],
     ) -> dict[str, Any]:
         diff = rescore_diff(
-            old[MODEL_SCORES],
-            old[CATEGORY_SCORES],
+            old[MODEL_SCORES].lazy(),
+            old[CATEGORY_SCORES].lazy(),
             new[MODEL_SCORES].lazy(),
             new[CATEGORY_SCORES].lazy(),
         ).collect()
@@ -545,7 +635,8 @@ def rescore(
             SCORER_VERSION,
             fingerprints,
         )
-        writer.write(RESCORE_DIFF, table)
+        for night in nights:
+            writer.write(RESCORE_DIFF, table.filter(pl.col(DUMP_DATE) == night), night)
         if diff_out is not None:
             target = local_path(diff_out, "--diff-out")
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -554,35 +645,27 @@ def rescore(
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(
-        "rescore", dump_root, out, files, versions, mapper, {}, finish, new_set, dry_run
+        "rescore",
+        dump_root,
+        output,
+        files,
+        versions,
+        mapper,
+        {},
+        finish,
+        new_set,
+        dry_run,
+        context,
     )
     outcome.diff = diffs[0]
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
-    _log_run(out, outcome)
     return outcome
 
 
-def _old_tables(out: Path, nights: list[str]) -> dict[str, pl.LazyFrame]:
+def _old_tables(output: Output, nights: list[str]) -> dict[str, pl.DataFrame]:
     """The current model and category scores of ``nights`` (empty where never scored)."""
-    snapshot = current_snapshot(out)
-    tables = {}
-    for name in (MODEL_SCORES, CATEGORY_SCORES):
-        if snapshot is not None and any((snapshot / name).rglob("*.parquet")):
-            frame = pl.scan_parquet(snapshot / name, hive_partitioning=True).with_columns(
-                pl.col(DUMP_DATE).cast(pl.String)
-            )
-            tables[name] = frame.filter(pl.col(DUMP_DATE).is_in(nights))
-        else:
-            tables[name] = pl.LazyFrame(
-                schema={
-                    DUMP_DATE: pl.String,
-                    "model": pl.String,
-                    "category": pl.String,
-                    "score": pl.Float64,
-                    "rank": pl.Int64,
-                    "formula_version": pl.String,
-                    "formula_versions": pl.String,
-                }
-            )
-    return tables
+    return {
+        name: output.read(name).filter(pl.col(DUMP_DATE).is_in(nights))
+        for name in (MODEL_SCORES, CATEGORY_SCORES)
+    }

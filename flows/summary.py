@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import shutil
-from pathlib import Path
 
 import polars as pl
 from rich import box
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from flows.output import CATEGORY_SCORES, MODEL_SCORES, Output
 from flows.runs import Outcome, RunSummary
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import SCORE
@@ -30,11 +30,6 @@ def printable(text: object) -> str:
 
 
 FENCE = "`" * 3
-
-
-def _table(out: Path, name: str) -> pl.DataFrame:
-    frame = pl.scan_parquet(out / name, hive_partitioning=True).collect()
-    return frame.with_columns(pl.col(DUMP_DATE).cast(pl.String)) if DUMP_DATE in frame else frame
 
 
 # Headers short enough that the leaderboard of six categories fits in 100 columns.
@@ -94,9 +89,9 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
     return table
 
 
-def leaderboard_lines(out: Path) -> list[str]:
+def leaderboard_lines(out: Output) -> list[str]:
     """The leaderboard of the latest night in ``out``."""
-    models, categories = _table(out, "model_scores"), _table(out, "category_scores")
+    models, categories = out.read(MODEL_SCORES), out.read(CATEGORY_SCORES)
     if models.is_empty():
         return ["no episode was scored"]
     night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
@@ -106,7 +101,7 @@ def leaderboard_lines(out: Path) -> list[str]:
     return [title, *render(leaderboard_table(models, categories))]
 
 
-def run_lines(summary: RunSummary, out: Path) -> list[str]:
+def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
     """Episodes scored and not scored per category, the top reasons, the accounting, where."""
     lines = [f"{'category':<24}{'scored':>8}{'not scored':>12}"]
     for category in sorted(set(summary.scored) | set(summary.unscored)):  # a few categories
@@ -125,7 +120,7 @@ def run_lines(summary: RunSummary, out: Path) -> list[str]:
         f" + {counts['rows_rejected']} rejected"
     )
     tables = "episode_scores, rejects, task_scores, category_scores, model_scores"
-    lines.append(f"tables in {out}/ ({tables}); manifest {out}/manifest.json")
+    lines.append(f"Delta tables in {out} ({tables}); run {run_id} recorded in its runs table")
     return lines
 
 
@@ -210,11 +205,16 @@ def outcome_lines(outcome: Outcome) -> list[str]:
             f"{len(outcome.nights_unchanged)} unchanged"
         )
     if outcome.result is not None and outcome.dry_run:
-        lines += run_lines(outcome.result, outcome.out)[:-1]  # no tables were written
+        # no tables were written
+        lines += run_lines(outcome.result, outcome.out, outcome.run_id)[:-1]
     elif outcome.result is not None:
-        lines += [*leaderboard_lines(outcome.out), "", *run_lines(outcome.result, outcome.out)]
-    elif (outcome.out / "model_scores").exists():  # nothing new: what the tables hold
-        lines += [*leaderboard_lines(outcome.out), "", f"tables unchanged in {outcome.out}/"]
+        lines += [
+            *leaderboard_lines(outcome.out),
+            "",
+            *run_lines(outcome.result, outcome.out, outcome.run_id),
+        ]
+    elif not outcome.out.read(MODEL_SCORES).is_empty():  # nothing new: what the tables hold
+        lines += [*leaderboard_lines(outcome.out), "", f"tables unchanged in {outcome.out}"]
     if outcome.diff is not None:
         lines += [
             "",

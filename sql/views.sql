@@ -1,34 +1,14 @@
--- Views over cogscore's warehouse tables, for DuckDB (1.1 or newer).
--- Set the output folder first, then read this file:
---   SET VARIABLE cogscore_out = '/path/to/OUT';
---   .read sql/views.sql
--- Every table is hive-partitioned (dump_date=…/[category=…/]part-0.parquet); dump_date
--- is read as a string YYYY-MM-DD, as every reader of the tables sees it.
-
-CREATE OR REPLACE VIEW episode_scores AS
-SELECT * FROM read_parquet(getvariable('cogscore_out') || '/episode_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true,
-                           hive_types = {'dump_date': VARCHAR});
-
-CREATE OR REPLACE VIEW rejects AS
-SELECT * FROM read_parquet(getvariable('cogscore_out') || '/rejects/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true,
-                           hive_types = {'dump_date': VARCHAR});
-
-CREATE OR REPLACE VIEW task_scores AS
-SELECT * FROM read_parquet(getvariable('cogscore_out') || '/task_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true,
-                           hive_types = {'dump_date': VARCHAR});
-
-CREATE OR REPLACE VIEW category_scores AS
-SELECT * FROM read_parquet(getvariable('cogscore_out') || '/category_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true,
-                           hive_types = {'dump_date': VARCHAR});
-
-CREATE OR REPLACE VIEW model_scores AS
-SELECT * FROM read_parquet(getvariable('cogscore_out') || '/model_scores/**/*.parquet',
-                           hive_partitioning = true, union_by_name = true,
-                           hive_types = {'dump_date': VARCHAR});
+-- Views over cogscore's tables, for DuckDB (any version).
+-- They need the tables as relations named episode_scores, rejects, task_scores,
+-- category_scores, model_scores, rescore_diff and runs. Two ways to have them:
+--   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
+--                                             run left it (deltalake's Arrow datasets), then
+--                                             reads this file: local folders and s3:// alike;
+--   or, in DuckDB 1.5.5 with the delta extension (duckdb-extension-delta):
+--     SET VARIABLE cogscore_out = '/path/to/OUT';
+--     .read sql/tables.sql                    (delta_scan of each table's latest version)
+--     .read sql/views.sql
+-- dump_date is a string YYYY-MM-DD in every table.
 
 -- The latest night's leaderboard: one row per model, best first.
 CREATE OR REPLACE VIEW leaderboard AS
@@ -42,8 +22,9 @@ ORDER BY rank, model;
 -- (pinned when the output was created; changed only by a rescore of every night).
 CREATE OR REPLACE VIEW formula_set AS
 SELECT k AS category, json_extract_string(j, '$.' || k) AS formula_version
-FROM (SELECT json_extract(content, '$.formula_set') AS j
-      FROM read_text(getvariable('cogscore_out') || '/manifest.json')) AS manifest,
+FROM (SELECT formula_set AS j FROM runs
+      WHERE status IN ('succeeded', 'nothing_to_do')
+      ORDER BY finished DESC, started DESC LIMIT 1) AS latest,
      unnest(json_keys(j)) AS t(k);
 
 -- Nights whose categories were scored with versions other than the set (a partial rescore).

@@ -186,7 +186,9 @@ def write_night(
     """
     check_night(night)
     where = _table(location, table)
-    ready = _night_frame(frame, night)
+    # Plain Arrow strings, not polars' string views: a reader's filter (DuckDB over the
+    # Arrow dataset) compares its literals with the files' types, and has no kernel for views.
+    ready = _night_frame(frame, night).to_arrow(compat_level=pl.CompatLevel.oldest())
     predicate = night_predicate(night)
     properties = _commit(commit_metadata, night)
     with _errors(f"write night {night} of table", where):

@@ -72,9 +72,14 @@ RUNS_SCHEMA: Final = pl.Schema(
         "night": pl.String(),
         **_COUNTS,
         "formula_versions": pl.String(),  # JSON object {category: version}
+        "formula_set": pl.String(),  # JSON object: the output's set after the run
         "scorer_version": pl.String(),
+        "input": pl.String(),  # the dump root: an absolute path or a URL (no credentials)
+        "partitioned": pl.Boolean(),  # by dump_date (a dump of nights), or undated
         "input_fingerprint": pl.String(),
+        "files": pl.String(),  # JSON list: the night's input files (size, digest, rows, ...)
         "table_versions": pl.String(),  # JSON object {table: version}
+        "details": pl.String(),  # JSON object: the run's own record (engine, command, ...)
     }
 )
 
@@ -85,7 +90,12 @@ _NO_DATA_CHANGE: Final = frozenset({"VACUUM START", "VACUUM END"})
 
 class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
+    NOTHING_TO_DO = "nothing_to_do"  # a state all the same: it pins the versions it saw
     FAILED = "failed"
+
+
+# Runs whose table versions are a consistent state of the output.
+PINNING: Final = (RunStatus.SUCCEEDED.value, RunStatus.NOTHING_TO_DO.value)
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,11 @@ class RunRow:
     formula_versions: Mapping[str, str] = field(default_factory=dict)
     scorer_version: str = ""
     input_fingerprint: str | None = None
+    formula_set: Mapping[str, str] = field(default_factory=dict)
+    input: str | None = None
+    partitioned: bool | None = None
+    files: Sequence[Mapping[str, Any]] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         unknown = set(self.counts) - set(COUNT_COLUMNS)
@@ -118,9 +133,14 @@ class RunRow:
             "night": self.night,
             **{column: self.counts.get(column) for column in COUNT_COLUMNS},
             "formula_versions": json.dumps(dict(self.formula_versions), sort_keys=True),
+            "formula_set": json.dumps(dict(self.formula_set), sort_keys=True),
             "scorer_version": self.scorer_version,
+            "input": self.input,
+            "partitioned": self.partitioned,
             "input_fingerprint": self.input_fingerprint,
+            "files": json.dumps(list(self.files), default=str),
             "table_versions": json.dumps(dict(self.table_versions), sort_keys=True),
+            "details": json.dumps(dict(self.details), sort_keys=True, default=str),
         }
 
     @classmethod
@@ -137,6 +157,11 @@ class RunRow:
             formula_versions=json.loads(record["formula_versions"]),
             scorer_version=record["scorer_version"],
             input_fingerprint=record["input_fingerprint"],
+            formula_set=json.loads(record.get("formula_set") or "{}"),
+            input=record.get("input"),
+            partitioned=record.get("partitioned"),
+            files=json.loads(record.get("files") or "[]"),
+            details=json.loads(record.get("details") or "{}"),
         )
 
 
@@ -159,7 +184,7 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     try:
         write_deltalake(
             where.uri,
-            frame,
+            frame.to_arrow(compat_level=pl.CompatLevel.oldest()),  # no string views
             mode="append",
             storage_options=storage_options(where) or None,
             commit_properties=CommitProperties(custom_metadata=metadata),
@@ -182,7 +207,7 @@ def read_runs(location: Location) -> pl.DataFrame:
 def _run_rows(location: Location, run_id: str | None) -> pl.DataFrame:
     runs = read_runs(location)
     if run_id is None:
-        runs = runs.filter(pl.col("status") == RunStatus.SUCCEEDED.value)
+        runs = runs.filter(pl.col("status").is_in(PINNING))
         if runs.is_empty():
             return runs
         run_id = runs.row(-1, named=True)["run_id"]
@@ -202,7 +227,7 @@ def versions_as_of(location: Location, run_id: str | None = None) -> dict[str, i
         which = f"run {run_id}" if run_id else "succeeded run"
         raise StorageError(f"no {which} in {location.child(RUNS_TABLE).display}")
     row = RunRow.from_record(rows.row(-1, named=True))
-    if row.status is not RunStatus.SUCCEEDED:
+    if row.status.value not in PINNING:
         raise StorageError(f"run {row.run_id} {row.status}: its table versions are not a state")
     return dict(row.table_versions)
 
@@ -223,7 +248,7 @@ def night_fingerprints(location: Location) -> dict[str | None, str]:
     fingerprint, is new or changed (a failed run's nights are absent).
     """
     runs = read_runs(location).filter(
-        (pl.col("status") == RunStatus.SUCCEEDED.value) & pl.col("input_fingerprint").is_not_null()
+        pl.col("status").is_in(PINNING) & pl.col("input_fingerprint").is_not_null()
     )
     return {row["night"]: row["input_fingerprint"] for row in runs.iter_rows(named=True)}
 

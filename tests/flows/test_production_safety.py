@@ -5,12 +5,10 @@ against (issue 12); none depends on how the store lays out its files (``tests.ta
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -20,7 +18,9 @@ import schemas.formulas
 from flows import prefect_flows, runs
 from flows.cli import app
 from flows.io import DumpFile
+from flows.output import Output
 from flows.prefect_flows import file_cache_key
+from flows.sql import connect
 from flows.warehouse import git_commit
 from schemas.contract import Category
 from schemas.formulas import resolve
@@ -178,9 +178,7 @@ def test_a_partial_rescore_then_nightly_runs_name_the_nights_off_the_set(
         assert f"night {night} scored with other versions: {PROCEDURAL}=v1" in output
     assert f"night {NIGHTS[0]} scored" not in output and f"night {NIGHTS[4]} scored" not in output
     # The views: a column, and a series per formula set (no trend line joins versions).
-    con = duckdb.connect()
-    con.execute(f"SET VARIABLE cogscore_out = '{out}'")
-    con.execute((ROOT / "sql" / "views.sql").read_text())
+    con = connect(Output.at(out))
     differences = con.sql("SELECT DISTINCT dump_date, formula_version FROM formula_differences")
     assert sorted(differences.fetchall()) == [(NIGHTS[1], "v1"), (NIGHTS[2], "v1")]
     trend = pl.DataFrame(
@@ -280,16 +278,25 @@ def test_a_folder_cogscore_did_not_write_where_a_table_goes_is_refused(tmp_path:
     (out / "episode_scores").mkdir(parents=True)
     (out / "episode_scores" / "data.csv").write_text("a,b\n")
     output = cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local", code=2)
-    assert "episode_scores" in output and "did not write" in output
+    assert "episode_scores" in output and "data.csv" in output
     assert (out / "episode_scores" / "data.csv").read_text() == "a,b\n"
 
 
-def test_an_object_store_output_is_a_clear_error_not_a_local_folder(
+def test_a_url_output_is_never_taken_for_a_local_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    output = cli("score", EXAMPLE_DUMP, "--out", "s3://bucket/out", code=2)
-    assert "s3://bucket/out" in output and "not supported" in output
+    for url, says in (("ftp://host/out", "unsupported URL"), ("s3:/bucket/out", "malformed URL")):
+        output = cli("score", EXAMPLE_DUMP, "--out", url, code=2)
+        assert url in output and says in output
+    # An object store that cannot be reached: a one-line error naming the URL, in seconds.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    output = cli(
+        "score", EXAMPLE_DUMP, "--out", "s3://bucket/out",
+        "--storage-option", "aws_endpoint_url=http://127.0.0.1:9", code=2,
+    )  # fmt: skip
+    assert "s3://bucket/out" in output and "unreachable" in output
     assert list(tmp_path.iterdir()) == []
 
 
@@ -306,10 +313,11 @@ def test_relative_paths_keep_the_previous_snapshot_and_report_from_anywhere(
     args = ("--out", "out", "--engine", engine, "--formula", f"{PROCEDURAL}=v1")
     cli("rescore", "dump", *args)
     after = tree_digest(work / "out")
-    kept = {k: v for k, v in first.items() if k.startswith("_versions/")}
-    assert kept and kept.items() <= after.items(), "the previous snapshot was deleted"
-    manifest = json.loads((work / "out" / "manifest.json").read_text())
-    assert manifest["input"] == str(work / "dump")
+    # Every file of the first run is still there (time travel to it works).
+    assert first.items() <= after.items(), "files of the previous version were deleted"
+    state = Output.at(work / "out").state()
+    assert state["input"] == str(work / "dump")
+    assert Output.at("out").display == str(work / "out")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -372,7 +380,7 @@ def test_the_marker_option_is_a_deployment_parameter_and_an_environment_variable
     monkeypatch.setenv("COGSCORE_REQUIRE_MARKER", "1")
     output = cli("score", dump, "--out", tmp_path / "b", "--engine", "local")
     assert f"waiting for the _SUCCESS marker (not scored): {NIGHTS[0]}" in output
-    assert not (tmp_path / "b" / "model_scores").exists()
+    assert not (tmp_path / "b" / "model_scores").exists()  # only the run's record
 
 
 # --- 5. provenance that holds anywhere ---------------------------------------------------------
@@ -404,9 +412,9 @@ def test_the_manifest_records_the_installed_version_and_the_input_absolute(
 
     monkeypatch.chdir(EXAMPLE_DUMP.parent)
     runs.score(EXAMPLE_DUMP.name, tmp_path / "out")
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["scorer_version"] == metadata.version("cogscore")
-    assert manifest["input"] == str(EXAMPLE_DUMP.resolve())
+    state = Output.at(tmp_path / "out").state()
+    assert state["scorer_version"] == metadata.version("cogscore")
+    assert state["input"] == str(EXAMPLE_DUMP.resolve())
 
 
 # --- 6. no traceback for any input -------------------------------------------------------------

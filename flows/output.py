@@ -1,0 +1,267 @@
+"""The output ``OUT``: one boundary that every reader and writer of the tables goes through.
+
+``OUT`` is a local folder or an object-store URL (``s3://bucket/prefix``). Every table is a
+Delta Lake table at ``OUT/<table>`` (``flows.storage.delta``), partitioned by ``dump_date``;
+a run replaces each night it scored with one predicate overwrite per table, then appends its
+rows to ``OUT/runs`` (``flows.storage.runs_table``): that commit, made last, names the
+version of every table, and is the commit point. cogscore's own readers (the terminal, the
+report, the next run) read the versions that the latest finished run named, so they never
+see half of a run; ``as_of`` reads them as any earlier run left them.
+
+A run holds ``OUT``'s lease (``flows.storage.lease``) from before its first write to after
+its commit; before writing, it repairs what a crashed run left (tables brought back to the
+pinned versions). What the manifest used to say (the input, each night's fingerprint, files
+and formula versions, the output's formula set) is read back from the runs table:
+``Output.state``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import pandera.polars as pa
+import polars as pl
+
+from flows.storage import delta, runs_table
+from flows.storage.errors import StorageError
+from flows.storage.lease import Lease, check_conditional_writes
+from flows.storage.location import Location
+from flows.storage.runs_table import PINNING, RUNS_TABLE, RunRow, RunStatus
+from schemas.contract import DUMP_DATE, Col
+from schemas.tables import (
+    CategoryScores,
+    EpisodeScores,
+    ModelScores,
+    Rejects,
+    RescoreDiff,
+    TaskScores,
+)
+
+EPISODE_SCORES: Final = "episode_scores"
+REJECTS: Final = "rejects"
+TASK_SCORES: Final = "task_scores"
+CATEGORY_SCORES: Final = "category_scores"
+MODEL_SCORES: Final = "model_scores"
+RESCORE_DIFF: Final = "rescore_diff"  # written by rescores only
+# name: (pandera model, partition columns after dump_date, sort key)
+TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] = {
+    EPISODE_SCORES: (EpisodeScores, [Col.CATEGORY], ["file", Col.EPISODE_ID]),
+    REJECTS: (Rejects, [], ["file", Col.EPISODE_ID]),
+    TASK_SCORES: (TaskScores, [], [Col.MODEL, Col.CATEGORY, Col.TASK]),
+    CATEGORY_SCORES: (CategoryScores, [], [Col.MODEL, Col.CATEGORY]),
+    MODEL_SCORES: (ModelScores, [], ["rank", Col.MODEL]),
+    RESCORE_DIFF: (RescoreDiff, [], [Col.MODEL, "level", Col.CATEGORY]),
+}
+# The tables every run writes (rescore_diff only a rescore).
+CORE_TABLES: Final = (EPISODE_SCORES, REJECTS, TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES)
+ALL_TABLES: Final = (*TABLES, RUNS_TABLE)
+
+PAUSE_AT = "COGSCORE_PAUSE_AT"  # fault injection for tests: a point name, and
+PAUSE_FLAG = "COGSCORE_PAUSE_FLAG"  # a file to create when the run reaches it
+
+
+def fault_point(name: str) -> None:
+    """Where tests kill a run (kill -9): with ``COGSCORE_PAUSE_AT=name`` the run writes the
+    flag file and waits there. Does nothing otherwise."""
+    if os.environ.get(PAUSE_AT) == name:
+        import time
+
+        Path(os.environ[PAUSE_FLAG]).write_text(name)
+        time.sleep(300)
+
+
+@dataclass(frozen=True)
+class Output:
+    """``OUT``: its Delta tables, its runs table and its lease."""
+
+    location: Location
+
+    @classmethod
+    def at(cls, where: str | Path | Output, options: Mapping[str, str] | None = None) -> Output:
+        """The output at ``where`` (a path, made absolute, or a URL) with storage options."""
+        if isinstance(where, Output):
+            return where
+        return cls(Location.parse(str(where), options))
+
+    @property
+    def display(self) -> str:
+        """Where it is, safe to print (no credentials)."""
+        return self.location.display
+
+    def __str__(self) -> str:
+        return self.display
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def runs(self) -> pl.DataFrame:
+        """Every row of the runs table, oldest run first (none before the first run)."""
+        return runs_table.read_runs(self.location)
+
+    def pinned_rows(self, as_of: str | None = None) -> pl.DataFrame:
+        """The rows of the runs whose versions are states, up to run ``as_of`` (included)."""
+        rows = self.runs()
+        if as_of is not None:
+            if rows.filter(pl.col("run_id") == as_of).is_empty():
+                raise StorageError(f"no run {as_of} in {self.location.child(RUNS_TABLE).display}")
+            position = rows.with_row_index().filter(pl.col("run_id") == as_of)["index"].max()
+            rows = rows.head(int(position) + 1)  # type: ignore[arg-type]
+        return rows.filter(pl.col("status").is_in(PINNING))
+
+    def versions(self, as_of: str | None = None) -> dict[str, int]:
+        """Each table's version as the latest finished run (or run ``as_of``) left it."""
+        rows = self.pinned_rows(as_of)
+        if rows.is_empty():
+            return {}
+        return dict(json.loads(rows["table_versions"][-1]))
+
+    def read(self, table: str, as_of: str | None = None) -> pl.DataFrame:
+        """Table ``table`` as the latest finished run (or run ``as_of``) left it; an empty
+        frame of the table's columns where no run wrote it. ``dump_date`` is a string."""
+        version = self.versions(as_of).get(table)
+        if version is None:
+            return empty_table(table)
+        frame = delta.read_table(self.location, table, version).collect()
+        if DUMP_DATE in frame.columns:
+            frame = frame.with_columns(pl.col(DUMP_DATE).cast(pl.String))
+        return frame
+
+    def state(self, as_of: str | None = None) -> dict[str, Any]:
+        """What the output holds, from its runs table: the input, the formula set, whether it
+        is a dump of nights, and per night its input fingerprint, formula versions, counts
+        and files (the latest finished run that scored each). Empty for a new output."""
+        rows = self.pinned_rows(as_of)
+        if rows.is_empty():
+            return {}
+        latest = RunRow.from_record(rows.row(-1, named=True))
+        scored = rows.filter(pl.col("input_fingerprint").is_not_null())
+        nights: dict[str, Any] = {}
+        undated: dict[str, Any] | None = None
+        for record in scored.iter_rows(named=True):  # later rows replace earlier ones
+            row = RunRow.from_record(record)
+            entry = {
+                "input_fingerprint": row.input_fingerprint,
+                "formula_versions": dict(row.formula_versions),
+                "counts": dict(row.counts),
+                "files": list(row.files),
+                "run_id": row.run_id,
+                "input": row.input,
+            }
+            if row.night is None:
+                undated = entry
+            else:
+                nights[row.night] = entry
+        state: dict[str, Any] = {
+            "run_id": latest.run_id,
+            "input": latest.input,
+            "formula_set": dict(latest.formula_set),
+            "partitioned_by_dump_date": bool(latest.partitioned),
+            "scorer_version": latest.scorer_version,
+            "finished": latest.finished.isoformat(),
+            "nights": dict(sorted(nights.items())),
+            **{
+                k: v
+                for k, v in latest.details.items()
+                if k in ("bootstrap", "libraries", "cogscore_commit")
+            },
+        }
+        if undated is not None:
+            state["undated"] = undated
+        return state
+
+    # --- writing ------------------------------------------------------------------------------
+
+    @contextmanager
+    def writing(self, run_id: str, command: str = "") -> Iterator[Writer]:
+        """Hold the lease for a run, repair what a crashed run left, and yield a writer; the
+        lease is released however the run ends. Refused: a store that ignores conditional
+        writes (``UnsafeStore``), another run holding the lease (``OutputBusy``), an output
+        in the old snapshot layout or with files of its own where a table goes
+        (``LegacyLayout``)."""
+        check_conditional_writes(self.location)
+        with Lease(self.location, run_id, command) as lease:
+            delta.check_layout(self.location, list(ALL_TABLES))
+            _check_legacy(self.location)
+            runs_table.repair(self.location, list(TABLES))
+            yield Writer(self, lease, run_id)
+
+
+def _check_legacy(location: Location) -> None:
+    """The snapshot store's manifest, where an earlier cogscore left it."""
+    if location.is_local and os.path.lexists(os.path.join(location.uri, "manifest.json")):
+        from flows.storage.errors import LegacyLayout
+
+        raise LegacyLayout(
+            f"{location.display} holds tables of an earlier cogscore (manifest.json): score "
+            "into a new folder (a rescore of every night rebuilds the tables from the dumps)"
+        )
+
+
+def empty_table(table: str) -> pl.DataFrame:
+    """A table no run wrote: no rows, the columns of its model (a regex column left out)."""
+    if table == RUNS_TABLE:
+        return runs_table.RUNS_SCHEMA.to_frame()
+    columns = TABLES[table][0].to_schema().columns.values()
+    return pl.DataFrame(schema={c.name: c.dtype.type for c in columns if not c.regex})
+
+
+@dataclass
+class Writer:
+    """Writes one run's tables into ``OUT``, a night at a time, then records the run."""
+
+    output: Output
+    lease: Lease
+    run_id: str
+    written: set[str] = field(default_factory=set)
+
+    def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        """Validate ``frame`` (pandera, data included) and make it night ``night`` of
+        ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
+        model, partitions, order = TABLES[table]
+        model.validate(frame, lazy=True)
+        delta.write_night(
+            self.output.location,
+            table,
+            frame.sort(order, nulls_last=True),
+            night,
+            partition_by=(DUMP_DATE, *partitions),
+            commit_metadata={"run_id": self.run_id},
+        )
+        self.written.add(table)
+        fault_point(f"wrote-{table}")
+
+    def night_done(self) -> None:
+        """A night is written: push the lease's expiry (a long rescore keeps it)."""
+        self.lease.renew()
+
+    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
+        """Append the run's rows, each naming every table's version now: the commit point.
+        The versions recorded."""
+        versions = delta.table_versions(self.output.location, list(TABLES))
+        fault_point("before-commit")
+        stamped = [_with_versions(row, versions) for row in rows]
+        runs_table.record_run(self.output.location, stamped)
+        return versions
+
+
+def _with_versions(row: RunRow, versions: Mapping[str, int]) -> RunRow:
+    from dataclasses import replace
+
+    return replace(row, table_versions=dict(versions))
+
+
+def record_failure(output: Output, rows: Sequence[RunRow]) -> None:
+    """Record a run that failed (its rows pin nothing); never raises over the first error."""
+    from dataclasses import replace
+
+    try:
+        versions = delta.table_versions(output.location, list(TABLES))
+        failed = [replace(r, status=RunStatus.FAILED, table_versions=versions) for r in rows]
+        runs_table.record_run(output.location, failed)
+    except Exception:  # the run's own error is what the user must see
+        pass
