@@ -174,6 +174,34 @@ class Output:
             state["undated"] = undated
         return state
 
+    # --- upkeep -------------------------------------------------------------------------------
+
+    def vacuum(
+        self, retain_hours: float = 30 * 24, dry_run: bool = False, run_id: str = "vacuum"
+    ) -> int:
+        """Delete the data files that no table version of the last ``retain_hours`` needs,
+        and the files of killed runs that were never committed: how many (``dry_run``: how
+        many would go). Only Parquet data files are deleted: a file of someone else's in a
+        table folder (a note) stays. Held under the lease, since a running writer's files
+        look like leftovers until it commits. Time travel (``--as-of``) to runs older than
+        ``retain_hours`` stops working."""
+        from datetime import timedelta
+
+        from flows.storage import objects
+
+        with Lease(self.location, run_id, "cogscore vacuum"):
+            doomed = delta.vacuum(
+                self.location,
+                list(ALL_TABLES),
+                retain=timedelta(hours=retain_hours),
+                dry_run=True,
+            )
+            doomed = [path for path in doomed if path.endswith(".parquet")]
+            if not dry_run:
+                for path in doomed:
+                    objects.delete(self.location, path)
+        return len(doomed)
+
     # --- writing ------------------------------------------------------------------------------
 
     @contextmanager

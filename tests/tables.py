@@ -11,6 +11,7 @@ import polars as pl
 from deltalake import DeltaTable
 
 from flows.output import CORE_TABLES, TABLES
+from flows.storage.runs_table import COUNT_COLUMNS
 
 
 def latest_versions(out: Path | str) -> dict[str, int]:
@@ -37,3 +38,61 @@ def read_table(out: Path | str, name: str) -> pl.DataFrame:
 
 def read_tables(out: Path | str, names: tuple[str, ...] = CORE_TABLES) -> dict[str, pl.DataFrame]:
     return {name: read_table(out, name) for name in names if name in TABLES}
+
+
+def night_files(out: Path | str, night: str) -> dict[str, set[str]]:
+    """Per table, the data files that hold night ``night`` at the pinned version: a night
+    that was not rewritten keeps the same files (Delta never changes a file in place)."""
+    files = {}
+    for name, version in latest_versions(out).items():
+        uris = DeltaTable(str(Path(out) / name), version=version).file_uris()
+        files[name] = {uri for uri in uris if f"dump_date={night}/" in uri}
+    return files
+
+
+def assert_same_tables(a: Path | str, b: Path | str) -> None:
+    """Both outputs hold the same rows in every table (provenance included)."""
+    from polars.testing import assert_frame_equal
+
+    names = tuple(name for name in TABLES if name in latest_versions(a))
+    assert names == tuple(name for name in TABLES if name in latest_versions(b))
+    for name in names:
+        assert_frame_equal(read_table(a, name), read_table(b, name))
+
+
+def run_rows(out: Path | str) -> pl.DataFrame:
+    """The runs table, oldest first (read with deltalake)."""
+    runs = pl.from_arrow(DeltaTable(str(Path(out) / "runs")).to_pyarrow_table())
+    assert isinstance(runs, pl.DataFrame)
+    return runs.sort("finished", "started", "night", nulls_last=False)
+
+
+def last_run(out: Path | str) -> dict[str, object]:
+    """What the latest run recorded (what manifest.json held): its files and counts summed
+    over its nights, the nights the output holds, versions, bootstrap and timings."""
+    rows = run_rows(out)
+    run_id = rows["run_id"][-1]
+    mine = rows.filter(pl.col("run_id") == run_id)
+    details = json.loads(mine["details"][-1])
+    counts = {c: int(mine[c].sum()) for c in COUNT_COLUMNS}
+    nights: dict[str, dict[str, object]] = {}
+    for row in rows.filter(pl.col("input_fingerprint").is_not_null()).iter_rows(named=True):
+        if row["status"] in ("succeeded", "nothing_to_do") and row["night"] is not None:
+            nights[row["night"]] = {
+                "input_fingerprint": row["input_fingerprint"],
+                "formula_versions": json.loads(row["formula_versions"]),
+                "files": json.loads(row["files"]),
+                "counts": {c: row[c] for c in COUNT_COLUMNS},
+            }
+    return {
+        **details,
+        "run_id": run_id,
+        "status": mine["status"][-1],
+        "scorer_version": mine["scorer_version"][-1],
+        "input": mine["input"][-1],
+        "formula_versions": json.loads(mine["formula_versions"][-1]),
+        "formula_set": json.loads(mine["formula_set"][-1]),
+        "files": [f for files in mine["files"] for f in json.loads(files)],
+        "counts": counts,
+        "nights": nights,
+    }

@@ -27,6 +27,7 @@ same header for its own commits (`_delta_log/N.json`), so such a store is unsafe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -84,6 +85,20 @@ class Holder:
         )
 
 
+def _dead(holder: Holder) -> bool:
+    """A holder on this host whose process is gone (killed): its lease is stale before it
+    expires, so the next run on the same machine need not wait hours for it."""
+    if holder.host != socket.gethostname():
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -134,7 +149,7 @@ class Lease:
                     f"{self.location.display} has an unreadable lease"
                     f" ({self.location.child(LEASE_KEY).display}): delete it if no run is going"
                 ) from None
-            if theirs.expires > _now():
+            if theirs.expires > _now() and not _dead(theirs):
                 raise OutputBusy(f"{self.location.display} is busy: {theirs.describe()}")
             etag = objects.put_if_match(self.location, LEASE_KEY, ours.to_json(), current.etag)
             if etag is not None:  # took over the expired lease
@@ -194,6 +209,9 @@ def check_conditional_writes(location: Location, allow_unsafe: bool = False) -> 
         second = objects.put_if_absent(location, key, b'{"probe": 2}')
     finally:
         objects.delete(location, key)
+        if location.is_local:  # an object store has no folders; a local one keeps them
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(location.uri, PROBE_PREFIX))
     safe = first is not None and second is None
     if not safe and not allow_unsafe:
         raise UnsafeStore(

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.dumps import example_dump_counts
-from tests.flows.test_runs import table_hashes
+from tests.tables import assert_same_tables, last_run, read_table
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
@@ -37,7 +37,7 @@ def test_score_writes_the_tables_and_prints_the_leaderboard(tmp_path: Path) -> N
         f"{built['rows_read']} rows read = {built['rows_scored']} scored"
         f" + {built['rows_rejected']} rejected" in output
     )
-    scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
+    scores = read_table(tmp_path, "episode_scores")
     assert set(scores["dump_date"].cast(pl.String)) == {"2026-11-30", "2026-12-01"}
 
 
@@ -66,7 +66,7 @@ def test_prefect_flows_give_the_local_tables(prefect_home: Path, tmp_path: Path)
     cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
     output = cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     assert "nightly: 2 night(s) scored" in output
-    assert table_hashes(tmp_path / "flow") == table_hashes(tmp_path / "local")
+    assert_same_tables(tmp_path / "flow", tmp_path / "local")
     again = cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     assert "nothing new" in again
     moved = cogscore(
@@ -91,11 +91,7 @@ def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[flo
     v1 = 0.5 x consistency (the weighted mean) + 0.5 x transfer (the test score); a task
     is the mean of its episodes, a category the mean of its tasks, a model's overall score
     the mean of its categories."""
-    episodes = (
-        pl.scan_parquet(local / "episode_scores", hive_partitioning=True)
-        .collect()
-        .filter(pl.col("dump_date").cast(pl.String) == night)
-    )
+    episodes = read_table(local, "episode_scores").filter(pl.col("dump_date") == night)
     v1 = 0.5 * pl.col("consistency") + 0.5 * pl.col("transfer")
     episodes = episodes.with_columns(
         pl.col("score").alias("old"),
@@ -114,7 +110,7 @@ def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[flo
 
 def assert_rescore_diff(out: Path, local: Path, night: str) -> None:
     """The rescore_diff table holds what the rescore moved, computed independently."""
-    diff = pl.scan_parquet(out / "rescore_diff", hive_partitioning=True).collect()
+    diff = read_table(out, "rescore_diff")
     assert set(diff["dump_date"].cast(pl.String)) == {night}  # --since: that night only
     rows = {(r["model"], r["category"]): r for r in diff.to_dicts()}
     want = expected_rescore(local, night)
@@ -164,13 +160,12 @@ def test_prefect_dask_task_runner_gives_the_local_tables(
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = saved
-    assert table_hashes(tmp_path / "dask") == table_hashes(tmp_path / "local")
+    assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
 def test_a_cached_file_result_records_this_files_own_mtime(
     prefect_home: Path, tmp_path: Path
 ) -> None:
-    import json
     import shutil
 
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "first", "--engine", "prefect")
@@ -179,5 +174,5 @@ def test_a_cached_file_result_records_this_files_own_mtime(
     for path in copy.rglob("*.parquet"):
         os.utime(path, ns=(1_000_000_000_000, 1_000_000_000_000))
     cogscore("nightly", copy, "--out", tmp_path / "second", "--engine", "prefect")
-    manifest = json.loads((tmp_path / "second" / "manifest.json").read_text())
+    manifest = last_run(tmp_path / "second")
     assert {f["mtime_ns"] for f in manifest["files"]} == {1_000_000_000_000}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
 from datetime import date
@@ -14,7 +12,7 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
-from flows.store import CURRENT
+from tests.tables import assert_same_tables, night_files, read_table, run_rows
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 NIGHTS = ("2026-11-30", "2026-12-01")
@@ -27,29 +25,11 @@ def dump(tmp_path: Path) -> Path:
     return root
 
 
-def inodes(out: Path, night: str) -> dict[str, int]:
-    """The files of one night in the current snapshot, by path: their inode numbers."""
-    current = (out / CURRENT).resolve()
-    return {
-        str(p.relative_to(current)): p.stat().st_ino
-        for p in current.rglob("*.parquet")
-        if f"dump_date={night}" in p.parts[-2] or f"dump_date={night}" in p.parts[-3]
-    }
-
-
-def table_hashes(out: Path) -> dict[str, str]:
-    current = (out / CURRENT).resolve()
-    return {
-        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(current.rglob("*.parquet"))
-    }
-
-
 def test_nightly_scores_new_then_nothing_then_only_what_changed(dump: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = runs.nightly(dump, out)
     assert first.nights_scored == list(NIGHTS) and first.nights_unchanged == []
-    kept = inodes(out, NIGHTS[0])
+    kept = night_files(out, NIGHTS[0])
 
     again = runs.nightly(dump, out)
     assert again.nights_scored == [] and again.nights_unchanged == list(NIGHTS)
@@ -61,20 +41,19 @@ def test_nightly_scores_new_then_nothing_then_only_what_changed(dump: Path, tmp_
     frame.with_columns(pl.col("content").str.replace("a", "b")).write_parquet(victim)
     changed = runs.nightly(dump, out)
     assert changed.nights_scored == [NIGHTS[1]] and changed.nights_unchanged == [NIGHTS[0]]
-    assert inodes(out, NIGHTS[0]) == kept, "an unchanged night is not rewritten"
+    assert night_files(out, NIGHTS[0]) == kept, "an unchanged night is not rewritten"
 
     # A new night appears: it alone is scored.
     shutil.copytree(dump / f"dump_date={NIGHTS[1]}", dump / "dump_date=2026-12-02")
     new = runs.nightly(dump, out)
     assert new.nights_scored == ["2026-12-02"]
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert sorted(manifest["nights"]) == [*NIGHTS, "2026-12-02"]
-    log = [json.loads(line) for line in (out / runs.RUN_LOG).read_text().splitlines()]
-    assert [entry["nights_scored"] for entry in log] == [
-        list(NIGHTS),
-        [],
-        [NIGHTS[1]],
-        ["2026-12-02"],
+    assert sorted(new.out.state()["nights"]) == [*NIGHTS, "2026-12-02"]
+    log = run_rows(out).group_by("run_id", maintain_order=True).agg("status", "night")
+    assert [(s[0], [n for n in ns if n]) for s, ns in log.select("status", "night").rows()] == [
+        ("succeeded", list(NIGHTS)),
+        ("nothing_to_do", []),
+        ("succeeded", [NIGHTS[1]]),
+        ("succeeded", ["2026-12-02"]),
     ]
 
 
@@ -85,7 +64,7 @@ def test_nightly_equals_one_score_of_everything(dump: Path, tmp_path: Path) -> N
     shutil.copytree(dump / f"dump_date={NIGHTS[1]}", one_night / f"dump_date={NIGHTS[1]}")
     runs.nightly(one_night, tmp_path / "incremental")
     runs.score(dump, tmp_path / "whole")
-    assert table_hashes(tmp_path / "incremental") == table_hashes(tmp_path / "whole")
+    assert_same_tables(tmp_path / "incremental", tmp_path / "whole")
 
 
 def test_a_touched_but_unchanged_file_is_rehashed_and_left_alone(
@@ -109,12 +88,13 @@ def test_nightly_needs_dated_partitions(tmp_path: Path) -> None:
 def test_rescore_replaces_the_range_and_writes_what_moved(dump: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     runs.nightly(dump, out)
-    before = pl.read_parquet((out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[0]}")
-    kept = inodes(out, NIGHTS[0])
+    before = read_table(out, "model_scores").filter(dump_date=NIGHTS[0])
+    kept = night_files(out, NIGHTS[0])
     outcome = runs.rescore(dump, out, ["procedural_learning=v1"], since=date(2026, 12, 1))
     assert outcome.nights_scored == [NIGHTS[1]]
-    assert inodes(out, NIGHTS[0]) == kept
-    diff = pl.scan_parquet(out / "rescore_diff", hive_partitioning=True).collect()
+    after = night_files(out, NIGHTS[0])
+    assert {table: after[table] for table in kept} == kept  # not rewritten
+    diff = read_table(out, "rescore_diff")
     assert set(diff["dump_date"].cast(pl.String)) == {NIGHTS[1]}
     procedural = diff.filter(category="procedural_learning")
     assert procedural["delta"].abs().max() > 0
@@ -125,13 +105,9 @@ def test_rescore_replaces_the_range_and_writes_what_moved(dump: Path, tmp_path: 
     assert untouched["delta"].abs().max() == 0.0
     models = diff.filter(level="model")
     assert models["old_rank"].null_count() == 0 and models["new_rank"].null_count() == 0
-    new_models = pl.read_parquet(
-        (out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[1]}"
-    )
+    new_models = read_table(out, "model_scores").filter(dump_date=NIGHTS[1])
     assert sorted(models["new_score"]) == sorted(new_models["score"])
-    assert before.equals(
-        pl.read_parquet((out / CURRENT).resolve() / "model_scores" / f"dump_date={NIGHTS[0]}")
-    )
+    assert before.equals(read_table(out, "model_scores").filter(dump_date=NIGHTS[0]))
 
 
 def test_rescore_outside_every_night_is_an_error(dump: Path, tmp_path: Path) -> None:
@@ -156,4 +132,4 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
 ) -> None:
     runs.score(dump, tmp_path / "local")
     runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
-    assert table_hashes(tmp_path / "dask") == table_hashes(tmp_path / "local")
+    assert_same_tables(tmp_path / "dask", tmp_path / "local")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
@@ -12,12 +11,14 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
+from flows.output import CORE_TABLES
 from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE
 from schemas.rules import Rule
 from tests.dumps import built_counts, rule_dump, write_dump
 from tests.reference import reference_score
 from tests.run import rules_by_key
+from tests.tables import last_run, read_table
 from transforms.ingest import partition_values
 
 
@@ -78,14 +79,14 @@ def test_a_dump_mixing_dated_and_undated_files_is_refused(rule_dir: Path, tmp_pa
 def test_outputs_are_hive_tables_with_a_manifest(dated_rule_dir: Path, tmp_path: Path) -> None:
     result = score_dump(dated_rule_dir)
     outcome = runs.score(dated_rule_dir, tmp_path)
-    scores = pl.scan_parquet(tmp_path / "episode_scores", hive_partitioning=True).collect()
-    rejects = pl.scan_parquet(tmp_path / "rejects", hive_partitioning=True).collect()
+    scores = read_table(tmp_path, "episode_scores")
+    rejects = read_table(tmp_path, "rejects")
     assert scores.height == result.scores.height and rejects.height == result.rejects.height
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest = last_run(tmp_path)
     assert manifest["counts"] == result.counts
     assert outcome.result is not None and dict(outcome.result.counts) == result.counts
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
-    assert leftovers == [".lock"], "nothing but the lock file may stay hidden"
+    # The tables and the run record, nothing else (no lease, no probe left behind).
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*CORE_TABLES, "runs"])
 
 
 def test_procedural_formula_version_is_selectable(rule_dir: Path) -> None:

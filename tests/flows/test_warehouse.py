@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -18,13 +17,16 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
 
 from flows import runs
+from flows.output import PAUSE_AT, PAUSE_FLAG, Output
 from flows.runs import score as run
 from flows.score import score_dump
-from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS
+from flows.sql import connect
 from flows.warehouse import CORE_TABLES, TABLES, aggregate
+from tests.tables import last_run, latest_versions, read_table
 from transforms.aggregate import Bootstrap, _group_seed
 
 ROOT = Path(__file__).parents[2]
@@ -38,7 +40,7 @@ def scores() -> pl.DataFrame:
 
 
 def read(out: Path, table: str) -> pl.DataFrame:
-    frame = pl.scan_parquet(out / table, hive_partitioning=True).collect()
+    frame = read_table(out, table)
     order = [c for c in ("dump_date", *TABLES[table][2]) if c in frame.columns]
     return frame.select(sorted(frame.columns)).sort(order, nulls_last=True)
 
@@ -194,7 +196,7 @@ def scored_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_table_row_carries_provenance(scored_out: Path) -> None:
-    manifest = json.loads((scored_out / "manifest.json").read_text())
+    manifest = last_run(scored_out)
     for table in CORE_TABLES:
         frame = read(scored_out, table)
         assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
@@ -204,7 +206,7 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
 
 
 def test_manifest_records_inputs_versions_and_accounting(scored_out: Path) -> None:
-    manifest = json.loads((scored_out / "manifest.json").read_text())
+    manifest = last_run(scored_out)
     for entry in manifest["files"]:
         path = EXAMPLE_DUMP / entry["file"]
         assert entry["bytes"] == path.stat().st_size
@@ -230,20 +232,14 @@ def test_from_a_score_to_its_rows(scored_out: Path) -> None:
     assert rows.height == score["n_rows"]
 
 
-def _table_bytes(out: Path) -> dict[str, str]:
-    current = (out / CURRENT).resolve()
-    return {
-        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(current.rglob("*.parquet"))
-    }
-
-
-def test_rerun_gives_byte_identical_tables(tmp_path: Path) -> None:
+def test_rerun_gives_the_same_tables_as_a_new_version(tmp_path: Path) -> None:
     run(EXAMPLE_DUMP, tmp_path)
-    first = _table_bytes(tmp_path)
+    first = {t: read(tmp_path, t) for t in CORE_TABLES}
+    versions = latest_versions(tmp_path)
     run(EXAMPLE_DUMP, tmp_path)
-    assert _table_bytes(tmp_path) == first
-    assert len(list((tmp_path / VERSIONS).iterdir())) == 2  # the current and the previous
+    for table in CORE_TABLES:
+        assert_frame_equal(read(tmp_path, table), first[table])  # replaced, not duplicated
+        assert latest_versions(tmp_path)[table] > versions[table]
 
 
 def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> None:
@@ -263,11 +259,29 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
         pl.col("formula_version").unique()
     )
     assert dict(by_night.iter_rows()) == {"2026-11-30": ["v2"], "2026-12-01": ["v1"]}
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = last_run(out)
     assert set(manifest["nights"]) == {"2026-11-30", "2026-12-01"}
 
 
-KILL_POINTS = ["carried-over", "wrote-episode_scores", "wrote-task_scores", "before-commit"]
+KILL_POINTS = ["scored", "wrote-episode_scores", "wrote-task_scores", "before-commit"]
+
+
+def referenced(out: Path, latest_only: bool = False) -> set[str]:
+    """Every data file some version (or the latest) of some table refers to."""
+    files = set()
+    for name in (*TABLES, "runs"):
+        if not (out / name / "_delta_log").exists():
+            continue
+        table = DeltaTable(str(out / name))
+        first = table.version() if latest_only else 0
+        for version in range(first, table.version() + 1):
+            table.load_as_version(version)
+            files |= {Path(uri).resolve().as_posix() for uri in table.file_uris()}
+    return files
+
+
+def data_files(out: Path) -> set[str]:
+    return {p.resolve().as_posix() for p in out.rglob("*.parquet") if "_delta_log" not in p.parts}
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
@@ -295,13 +309,46 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     runs.rescore(EXAMPLE_DUMP, out, ["procedural_learning=v1"])
     procedural = read(out, "episode_scores").filter(category="procedural_learning")
     assert set(procedural["formula_version"]) == {"v1"}
-    assert len(list((out / VERSIONS).iterdir())) == 2, "the killed run's snapshot is removed"
+    assert Output.at(out).vacuum(retain_hours=0) > 0
+    assert data_files(out) == referenced(out, latest_only=True)  # only the latest state's
+    for table, frame in before.items():
+        assert read(out, table).height == frame.height
 
 
-def test_duckdb_reads_every_table_and_the_views(scored_out: Path) -> None:
+def test_vacuum_removes_uncommitted_files_and_nothing_of_anyone_elses(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run(EXAMPLE_DUMP, out)
+    night = out / "episode_scores" / "dump_date=2026-12-01" / "category=runtime_rl"
+    leftover = night / "part-00000-killed-run.parquet"  # as a run killed mid-write leaves it
+    pl.DataFrame({"x": [1]}).write_parquet(leftover)
+    note = out / "episode_scores" / "notes.txt"
+    note.write_text("checked by hand")
+    output = Output.at(out)
+    before = read(out, "episode_scores")
+    assert output.vacuum(dry_run=True) == 0  # the default keeps 30 days: it is too new
+    assert output.vacuum(retain_hours=0, dry_run=True) == 1 and leftover.exists()
+    assert output.vacuum(retain_hours=0) == 1
+    assert not leftover.exists() and note.read_text() == "checked by hand"
+    assert_frame_equal(read(out, "episode_scores"), before)
+
+
+def _delta_scan_views(out: Path) -> duckdb.DuckDBPyConnection:
+    """DuckDB's own delta extension (from the duckdb-extension-delta wheel, offline) over
+    sql/tables.sql, then the views: a reader that is not cogscore's."""
+    import duckdb_extension_delta
+
+    extension = next(Path(duckdb_extension_delta.__path__[0]).rglob("delta.duckdb_extension"))
     con = duckdb.connect()
-    con.execute(f"SET VARIABLE cogscore_out = '{scored_out}'")
+    con.execute(f"LOAD '{extension}'")
+    con.execute(f"SET VARIABLE cogscore_out = '{out}'")
+    con.execute((ROOT / "sql" / "tables.sql").read_text())
     con.execute((ROOT / "sql" / "views.sql").read_text())
+    return con
+
+
+@pytest.mark.parametrize("reader", ["cogscore sql", "delta_scan"])
+def test_duckdb_reads_every_table_and_the_views(scored_out: Path, reader: str) -> None:
+    con = _views(scored_out) if reader == "cogscore sql" else _delta_scan_views(scored_out)
     for table in CORE_TABLES:
         count = con.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert count == (read(scored_out, table).height,)
@@ -319,17 +366,14 @@ def _night(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _views(out: Path) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute(f"SET VARIABLE cogscore_out = '{out}'")
-    con.execute((ROOT / "sql" / "views.sql").read_text())
-    return con
+    return connect(Output.at(out))  # type: ignore[no-any-return]
 
 
 def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> None:
     got = (
         _views(scored_out)
         .execute(
-            "SELECT model, CAST(dump_date AS VARCHAR), score, ci_low, ci_high, rank FROM model_trend"
+            "SELECT model, dump_date, score, ci_low, ci_high, rank FROM model_trend"
         )
         .fetchall()
     )

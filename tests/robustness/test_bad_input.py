@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.dumps import example_dump_counts
+from tests.tables import last_run, read_table
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 NIGHT = "dump_date=2026-12-01"
@@ -83,14 +83,14 @@ def test_a_bad_file_is_named_counted_and_the_rest_scored(name: str, tmp_path: Pa
     code, output = run("score", dump, "--out", tmp_path / "out", "--engine", "local")
     assert code == 0, output
     assert "completed with rejected input: 1 file(s)" in output
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = last_run(tmp_path / "out")
     bad = [f for f in manifest["files"] if f["file"] == f"{NIGHT}/{name}.parquet"]
     assert bad and bad[0]["status"] == "rejected" and bad[0]["problems"]
     built = example_dump_counts()
     assert manifest["counts"]["episodes_scored"] == built["episodes_scored"]  # the rest scored
     import polars as pl
 
-    rejects = pl.scan_parquet(tmp_path / "out" / "rejects", hive_partitioning=True).collect()
+    rejects = read_table(tmp_path / "out", "rejects")
     row = rejects.filter(pl.col("file") == f"{NIGHT}/{name}.parquet").row(0, named=True)
     assert row["rules"] == [rule] and row["rows"] == rows
     counts = manifest["counts"]

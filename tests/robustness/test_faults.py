@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -12,15 +11,15 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
 import pytest
+from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS, locked
 from typer.testing import CliRunner
 
 import flows.score
 from flows import runs
 from flows.cli import app
-from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS, locked
 from tests.dumps import example_dump_counts
+from tests.tables import last_run, read_table
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_DUMP = ROOT / "examples" / "dump"
@@ -76,7 +75,7 @@ def test_kill_9_during_nightly_then_the_next_run_completes(point: str, tmp_path:
     again = runs.nightly(dump, out)
     expected_new = [] if point == "after-commit" else ["2026-12-01"]
     assert again.nights_scored == expected_new
-    scores = pl.scan_parquet(out / "episode_scores", hive_partitioning=True).collect()
+    scores = read_table(out, "episode_scores")
     assert scores.height == example_dump_counts()["episodes_scored"]  # both nights
     assert len(list((out / VERSIONS).iterdir())) <= 2
 
@@ -127,7 +126,7 @@ def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.Mo
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 1
     assert state == {"left": 0, "calls": 1}
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = last_run(tmp_path / "out")
     (rejected,) = [f for f in manifest["files"] if f["status"] == "rejected"]
     assert rejected["file"] == "dump_date=2026-12-01/part-0.parquet"
     assert "Resource temporarily unavailable" in " ".join(rejected["problems"])

@@ -3,7 +3,6 @@ bounded work and a clear outcome."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import polars as pl
@@ -14,6 +13,7 @@ from flows import runs
 from flows.cli import app
 from flows.io import partition_dir
 from tests.dumps import answer, episode, item, write_dump
+from tests.tables import last_run, read_table
 
 HOSTILE = [
     "../../escape",
@@ -56,7 +56,7 @@ def test_hostile_names_stay_inside_out_and_round_trip(tmp_path: Path) -> None:
     runs.score(tmp_path / "dump", out)
     assert not _files_outside(tmp_path / "sandbox", out)
     assert sorted(tmp_path.iterdir()) == [tmp_path / "dump", tmp_path / "sandbox"]
-    scores = pl.scan_parquet(out / "episode_scores", hive_partitioning=True).collect()
+    scores = read_table(out, "episode_scores")
     assert sorted(scores["model"]) == sorted(n or "m" for n in HOSTILE)
 
 
@@ -77,7 +77,7 @@ def test_terminal_output_escapes_control_characters(tmp_path: Path) -> None:
 
 
 def _table(out: Path, name: str) -> pl.DataFrame:
-    return pl.scan_parquet(out / name, hive_partitioning=True).collect()
+    return read_table(out, name)
 
 
 def test_a_50_mb_answer_is_graded(tmp_path: Path) -> None:
@@ -131,5 +131,5 @@ def test_params_nested_a_thousand_deep_is_rejected_with_a_reason(tmp_path: Path)
     rejects = _table(tmp_path / "out", "rejects")
     assert rejects["rules"].to_list() == [["params_not_object"]]
     assert "not a JSON object" in rejects["reasons"][0][0]
-    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    manifest = last_run(tmp_path / "out")
     assert manifest["counts"]["episodes_rejected"] == 1
