@@ -270,6 +270,16 @@ class Writer:
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
         """Append the run's rows, each naming every table's version now: the commit point.
         The versions recorded."""
+        for table, (_, partitions, _) in TABLES.items():  # every table readable, rows or not
+            if delta.table_version(self.output.location, table) is None:
+                delta.write_night(
+                    self.output.location,
+                    table,
+                    empty_table(table),
+                    None,
+                    partition_by=(DUMP_DATE, *partitions),
+                    commit_metadata={"run_id": self.run_id},
+                )
         versions = delta.table_versions(self.output.location, list(TABLES))
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]

@@ -11,7 +11,7 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
-from flows.output import CORE_TABLES
+from flows.output import TABLES
 from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE
 from schemas.rules import Rule
@@ -86,7 +86,7 @@ def test_outputs_are_hive_tables_with_a_manifest(dated_rule_dir: Path, tmp_path:
     assert manifest["counts"] == result.counts
     assert outcome.result is not None and dict(outcome.result.counts) == result.counts
     # The tables and the run record, nothing else (no lease, no probe left behind).
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*CORE_TABLES, "runs"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*TABLES, "runs"])
 
 
 def test_procedural_formula_version_is_selectable(rule_dir: Path) -> None:
