@@ -284,6 +284,7 @@ class Writer:
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
         runs_table.record_run(self.output.location, stamped)
+        fault_point("after-commit")
         return versions
 
 

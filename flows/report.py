@@ -59,8 +59,9 @@ class Warehouse:
         return self.tables[name]
 
 
-def read_warehouse(out: Output, as_of: str | None = None) -> Warehouse:
+def read_warehouse(out: Output | Path | str, as_of: str | None = None) -> Warehouse:
     """The tables of ``out`` as its latest finished run (or run ``as_of``) left them."""
+    out = Output.at(out)
     state = out.state(as_of)
     if not state or out.read("model_scores", as_of).is_empty():
         raise ReportError(f"{out} holds no scores: run cogscore score or nightly into it first")

@@ -91,7 +91,9 @@ def test_the_page_states_versions_fingerprints_and_sources(warehouse: Path, page
 
 def test_without_the_input_the_page_shows_the_procedural_components(warehouse: Path) -> None:
     wh = read_warehouse(warehouse)
-    wh.manifest = {**wh.manifest, "input": str(warehouse / "gone")}
+    gone = str(warehouse / "gone")
+    nights = {n: {**e, "input": gone} for n, e in wh.manifest["nights"].items()}
+    wh.manifest = {**wh.manifest, "input": gone, "nights": nights}
     assert round_rows(wh.manifest, "2026-12-01")[0] is None
     page = render(wh)
     assert "No learning curve: the input file" in page

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -12,33 +11,30 @@ import time
 from pathlib import Path
 
 import pytest
-from flows.store import CURRENT, PAUSE_AT, PAUSE_FLAG, VERSIONS, locked
 from typer.testing import CliRunner
 
 import flows.score
 from flows import runs
 from flows.cli import app
+from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+from flows.storage.lease import Lease
 from tests.dumps import example_dump_counts
-from tests.tables import last_run, read_table
+from tests.tables import last_run, read_table, read_tables
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_DUMP = ROOT / "examples" / "dump"
 
 
-def snapshot_bytes(out: Path) -> dict[str, str]:
-    current = (out / CURRENT).resolve()
-    return {
-        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(current.rglob("*"))
-        if p.is_file()
-    }
+def pinned(out: Path) -> dict[str, object]:
+    """What readers see: every table at the versions of the latest finished run."""
+    return {name: frame.to_dicts() for name, frame in read_tables(out).items()}
 
 
 @pytest.mark.parametrize(
     "point",
     [
         "scored",
-        "carried-over",
+        "wrote-episode_scores",
         "wrote-rejects",
         "wrote-model_scores",
         "before-commit",
@@ -50,7 +46,7 @@ def test_kill_9_during_nightly_then_the_next_run_completes(point: str, tmp_path:
     shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-11-30", dump / "dump_date=2026-11-30")
     out = tmp_path / "out"
     runs.nightly(dump, out)
-    before = snapshot_bytes(out)
+    before = pinned(out)
     shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", dump / "dump_date=2026-12-01")
     flag = tmp_path / "flag"
     script = (
@@ -68,25 +64,25 @@ def test_kill_9_during_nightly_then_the_next_run_completes(point: str, tmp_path:
     assert flag.exists()
     victim.send_signal(signal.SIGKILL)
     victim.wait()
-    if point == "after-commit":  # the new snapshot was committed: it is complete
-        assert snapshot_bytes(out) != before
+    if point == "after-commit":  # the run was recorded: its output is complete
+        assert pinned(out) != before
     else:
-        assert snapshot_bytes(out) == before, "the previous output, complete"
+        assert pinned(out) == before, "the previous output, complete"
     again = runs.nightly(dump, out)
     expected_new = [] if point == "after-commit" else ["2026-12-01"]
     assert again.nights_scored == expected_new
     scores = read_table(out, "episode_scores")
     assert scores.height == example_dump_counts()["episodes_scored"]  # both nights
-    assert len(list((out / VERSIONS).iterdir())) <= 2
 
 
 def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with locked(out):
+    out.mkdir()
+    with Lease(Output.at(out).location, "the-first-run", "cogscore nightly"):
         result = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)])
     assert result.exit_code == 2
-    assert "another cogscore run" in result.output and "is writing to" in result.output
-    assert not (out / CURRENT).exists()
+    assert "is busy: run the-first-run" in result.output, result.output
+    assert Output.at(out).runs().is_empty()
 
 
 def _flaky_row_count(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, int]:
