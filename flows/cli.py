@@ -158,13 +158,29 @@ MarkerOpt = Annotated[
 
 
 def _command_line() -> str:
-    """This command as typed, less the values of --storage-option (they may hold secrets)."""
-    words, hide = [os.path.basename(sys.argv[0])], False
-    for word in sys.argv[1:]:
-        words.append("***" if hide else word)
-        hide = word == "--storage-option"
-        if word.startswith("--storage-option="):
-            words[-1] = "--storage-option=***"
+    """This command and its arguments, for the run record: the values of --storage-option
+    are hidden (they may hold secrets)."""
+    try:
+        from typer._click.globals import get_current_context  # typer's own click
+    except ImportError:  # a typer that uses click itself
+        from click import get_current_context  # type: ignore[no-redef]
+
+    context = get_current_context(silent=True)
+    if context is None:
+        return "cogscore"
+    words = [f"cogscore {context.info_name}"]
+    for name, value in context.params.items():
+        if value in (None, False, [], ()):
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if name == "storage_option":
+            words += [f"{flag} {pair.split('=', 1)[0]}=***" for pair in value]
+        elif value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            words += [f"{flag} {item}" for item in value]
+        else:
+            words.append(f"{flag} {value}")
     return " ".join(words)
 
 
@@ -425,6 +441,48 @@ def report(
     typer.echo(str(path))
     size = path.stat().st_size
     typer.echo(f"report of {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", err=True)
+
+
+def _retention(text: str) -> float:
+    """``30d``, ``12h`` or ``0h`` as hours."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dh])\s*", text)
+    if match is None:
+        raise typer.BadParameter(
+            f"{text!r}: give days or hours, e.g. 30d or 12h", param_hint="--retain"
+        )
+    value = float(match.group(1))
+    return value * 24 if match.group(2) == "d" else value
+
+
+@app.command()
+def vacuum(
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    retain: Annotated[
+        str,
+        typer.Option(help="Keep what the table versions of this period need (30d, 12h, 0h)."),
+    ] = "30d",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be deleted; delete nothing.")
+    ] = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Delete data files no table version of the last --retain needs, and the files of
+    killed runs never committed. Never run by any other command; --as-of to runs older than
+    --retain stops working. Only Parquet data files are deleted."""
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+
+    _storage_options(storage_option)
+    hours = _retention(retain)
+    try:
+        count = Output.at(out).vacuum(retain_hours=hours, dry_run=dry_run)
+    except StorageError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
 
 
 @app.command()

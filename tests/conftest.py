@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3server import S3Server, start_s3_server
+
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 # Before Prefect is imported anywhere: this session's default home (a fixture gives each
@@ -49,3 +51,14 @@ def prefect_home(
         updates={PREFECT_HOME: home, PREFECT_RESULTS_LOCAL_STORAGE_PATH: home / "storage"}
     ):
         yield home
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A real S3 API for the session: moto's server in its own process (in-process, it
+    hangs some delta-rs calls)."""
+    server = start_s3_server()
+    try:
+        yield server
+    finally:
+        server.stop()

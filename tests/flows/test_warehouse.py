@@ -372,9 +372,7 @@ def _views(out: Path) -> duckdb.DuckDBPyConnection:
 def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> None:
     got = (
         _views(scored_out)
-        .execute(
-            "SELECT model, dump_date, score, ci_low, ci_high, rank FROM model_trend"
-        )
+        .execute("SELECT model, dump_date, score, ci_low, ci_high, rank FROM model_trend")
         .fetchall()
     )
     models = _night(read(scored_out, "model_scores")).sort("model", "dump_date")

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from flows.storage.location import Location
-from tests.s3server import S3Server, start_s3_server
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    server = start_s3_server()
-    try:
-        yield server
-    finally:
-        server.stop()
+from tests.s3server import S3Server
 
 
 @pytest.fixture

@@ -1,0 +1,108 @@
+"""The commands against a real S3 API (moto's server): the output as Delta tables in a
+bucket, read back by readers cogscore did not write (deltalake, DuckDB)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.output import CORE_TABLES, Output
+from flows.storage.location import Location
+from tests.s3server import S3Server
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+
+
+def cli(*args: str | Path, code: int = 0) -> str:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+@pytest.fixture
+def s3_env(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """The server's endpoint and keys as a user sets them: the standard AWS_* variables."""
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
+    return s3_server
+
+
+def test_score_nightly_rescore_report_and_sql_on_s3(s3_env: S3Server, tmp_path: Path) -> None:
+    url = f"s3://{s3_env.create_bucket()}/cogscore"
+    cli("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
+    output = cli("nightly", EXAMPLE_DUMP, "--out", url, "--engine", "local")
+    assert "nightly: 2 night(s) scored" in output and url in output
+    remote, local = Output.at(url), Output.at(tmp_path / "local")
+    for table in CORE_TABLES:
+        assert_frame_equal(remote.read(table), local.read(table), check_row_order=False)
+    # A reader cogscore did not write: deltalake straight from the bucket.
+    versions = remote.versions()
+    where = Location.parse(url).child("episode_scores")
+    from flows.storage.location import storage_options
+
+    arrow = DeltaTable(
+        where.uri, version=versions["episode_scores"], storage_options=storage_options(where)
+    ).to_pyarrow_table()
+    assert arrow.num_rows == local.read("episode_scores").height
+
+    assert "nothing new" in cli("nightly", EXAMPLE_DUMP, "--out", url, "--engine", "local")
+    moved = cli(
+        "rescore", EXAMPLE_DUMP, "--out", url, "--engine", "local",
+        "--formula", "procedural_learning=v1", "--since", "2026-12-01",
+    )  # fmt: skip
+    assert "what the rescore moved" in moved
+    first_run = remote.runs()["run_id"][0]
+    page = tmp_path / "report.html"
+    cli("report", url, "--html", page, "--as-of", first_run)
+    assert "procedural_learning=v1" not in page.read_text()  # as the first run left it
+    cli("report", url, "--html", page)
+    assert "procedural_learning=v1" in page.read_text()
+    board = cli("sql", url, "SELECT count(*) AS n FROM leaderboard")
+    assert str(local.read("model_scores").filter(dump_date="2026-12-01").height) in board
+
+
+def test_storage_options_on_the_command_line_and_never_printed(
+    s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(s3_server.env):
+        monkeypatch.delenv(name, raising=False)
+    url = f"s3://{s3_server.create_bucket()}/out"
+    options = [f"--storage-option={k}={v}" for k, v in s3_server.options.items()]
+    output = cli("score", EXAMPLE_DUMP, "--out", url, "--engine", "local", *options)
+    assert "leaderboard" in output
+    secret = s3_server.options["aws_secret_access_key"]
+    assert secret not in output
+    runs = Output.at(url, s3_server.options).runs()
+    assert all(secret not in str(value) for value in runs.row(0))
+    assert "***" in runs["details"][0]  # the command, with the option's value hidden
+
+
+def test_wrong_credentials_and_a_missing_bucket_are_one_line_errors(
+    s3_env: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    output = cli("score", EXAMPLE_DUMP, "--out", "s3://no-such-bucket-here/out", code=2)
+    assert "s3://no-such-bucket-here/out" in output and output.count("\n") == 1
+    url = f"s3://{s3_env.create_bucket()}/out"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody-knows-this-key")
+    with s3_env.authentication():  # moto checks keys from here on
+        output = cli("score", EXAMPLE_DUMP, "--out", url, code=2)
+    assert url in output and "credentials" in output and output.count("\n") == 1
+
+
+def test_vacuum_on_the_command_line(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")
+    cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")  # the first run's files go
+    assert "would delete 0 data file(s)" in cli("vacuum", out, "--dry-run")
+    kept = Output.at(out).read("episode_scores")
+    removed = cli("vacuum", out, "--retain", "0h")
+    assert "deleted" in removed and "deleted 0 " not in removed
+    assert_frame_equal(Output.at(out).read("episode_scores"), kept)
+    assert "give days or hours" in cli("vacuum", out, "--retain", "soon", code=2)
