@@ -380,7 +380,7 @@ def test_the_marker_option_is_a_deployment_parameter_and_an_environment_variable
     monkeypatch.setenv("COGSCORE_REQUIRE_MARKER", "1")
     output = cli("score", dump, "--out", tmp_path / "b", "--engine", "local")
     assert f"waiting for the _SUCCESS marker (not scored): {NIGHTS[0]}" in output
-    assert not (tmp_path / "b" / "model_scores").exists()  # only the run's record
+    assert Output.at(tmp_path / "b").read("model_scores").is_empty()  # nothing scored
 
 
 # --- 5. provenance that holds anywhere ---------------------------------------------------------
