@@ -326,13 +326,8 @@ def _views(out: Path) -> duckdb.DuckDBPyConnection:
 
 
 def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> None:
-    got = (
-        _views(scored_out)
-        .execute(
-            "SELECT model, CAST(dump_date AS VARCHAR), score, ci_low, ci_high, rank FROM model_trend"
-        )
-        .fetchall()
-    )
+    query = "SELECT model, CAST(dump_date AS VARCHAR), score, ci_low, ci_high, rank"
+    got = _views(scored_out).execute(f"{query} FROM model_trend").fetchall()
     models = _night(read(scored_out, "model_scores")).sort("model", "dump_date")
     want = list(models.select("model", "dump_date", "score", "ci_low", "ci_high", "rank").rows())
     assert got == want and len({r[1] for r in want}) == 2  # both nights, in order
