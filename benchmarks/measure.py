@@ -1,7 +1,7 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
 under ``/usr/bin/time`` for the peak resident memory).
 
-python -m benchmarks.measure read|needed|score|warm|reference|hash DUMP
+python -m benchmarks.measure read|needed|score|warm|reference|hash|floor DUMP [REPEAT]
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
 - ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
@@ -11,6 +11,9 @@ python -m benchmarks.measure read|needed|score|warm|reference|hash DUMP
   the dump costs beyond start-up (imports, first calls).
 - ``reference``: the row-wise reference of the tests on the rows as Python dicts.
 - ``hash``: the sha256 of every file, as the manifest needs.
+- ``floor``: ``read``, ``needed`` and ``warm``'s run, all in this one process after the tiny
+  dump's run and one read of each kind (warm: no start-up, imports or first calls in any),
+  interleaved ``REPEAT`` times (default 5); medians, and every run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 T0 = time.perf_counter()  # before the heavy imports: start-up counts in ``total_s``
 
@@ -28,20 +32,66 @@ def files(dump: Path) -> list[Path]:
     return sorted(p for p in dump.rglob("*.parquet") if "_" not in p.name[:1])
 
 
-def main(what: str, dump: Path) -> dict[str, float]:
+def full_read(dump: Path) -> dict[str, float]:
+    """The baseline: one full polars read of every file."""
+    import polars as pl
+
+    t = time.perf_counter()
+    frame = pl.scan_parquet(files(dump)).collect()
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "rows": frame.height, "frame_bytes": frame.estimated_size()}
+
+
+def needed_read(dump: Path) -> dict[str, float]:
+    """What any scorer must read: every column but content and ts, the answers' content."""
+    import polars as pl
+
+    answers = pl.when(pl.col("kind") == "answer").then(pl.col("content"))
+    t = time.perf_counter()
+    scan = pl.scan_parquet(files(dump))
+    frame = scan.select(pl.exclude("content", "ts"), answers).collect()
+    return {"seconds": time.perf_counter() - t, "rows": frame.height}
+
+
+def scored(dump: Path, out: Path) -> dict[str, float]:
+    """The scorer's run (``flows.runs.score``, local, tables written) into ``out``."""
+    from flows.runs import local_mapper, score
+
+    t = time.perf_counter()
+    outcome = score(dump, out, (), local_mapper)
+    seconds = time.perf_counter() - t
+    assert outcome.result is not None
+    return {"seconds": seconds, **outcome.result.timings}
+
+
+def floor(dump: Path, repeat: int) -> dict[str, Any]:
+    """Full read, needed read and the scorer's net, warm, interleaved in this process."""
+    import statistics
+
+    runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "net": []}
+    with tempfile.TemporaryDirectory() as out:
+        scored(dump.parent / "e100", Path(out) / "tiny")
+        full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
+        for i in range(repeat):
+            runs["read"].append(full_read(dump))
+            runs["needed"].append(needed_read(dump))
+            runs["net"].append(scored(dump, Path(out) / f"out{i}"))
+    medians = {
+        what: {k: statistics.median(r[k] for r in results) for k in results[0]}
+        for what, results in runs.items()
+    }
+    return {**medians, "runs": {k: [r["seconds"] for r in v] for k, v in runs.items()}}
+
+
+def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
     import polars as pl
 
     if what == "read":
-        t = time.perf_counter()
-        frame = pl.scan_parquet(files(dump)).collect()
-        seconds = time.perf_counter() - t
-        return {"seconds": seconds, "rows": frame.height, "frame_bytes": frame.estimated_size()}
+        return full_read(dump)
     if what == "needed":
-        answers = pl.when(pl.col("kind") == "answer").then(pl.col("content"))
-        t = time.perf_counter()
-        scan = pl.scan_parquet(files(dump))
-        frame = scan.select(pl.exclude("content", "ts"), answers).collect()
-        return {"seconds": time.perf_counter() - t, "rows": frame.height}
+        return needed_read(dump)
+    if what == "floor":
+        return floor(dump, repeat)
     if what == "hash":
         from flows.warehouse import file_digest
 
@@ -50,16 +100,10 @@ def main(what: str, dump: Path) -> dict[str, float]:
             file_digest(path)
         return {"seconds": time.perf_counter() - t}
     if what in ("score", "warm"):
-        from flows.runs import local_mapper, score
-
         with tempfile.TemporaryDirectory() as out:
             if what == "warm":
-                score(dump.parent / "e100", Path(out) / "tiny", (), local_mapper)
-            t = time.perf_counter()
-            outcome = score(dump, Path(out) / "out", (), local_mapper)
-            seconds = time.perf_counter() - t
-        assert outcome.result is not None
-        return {"seconds": seconds, **outcome.result.timings}
+                scored(dump.parent / "e100", Path(out) / "tiny")
+            return scored(dump, Path(out) / "out")
     if what == "reference":
         from flows.io import discover
         from schemas.contract import DUMP_DATE, FILE
@@ -83,6 +127,6 @@ def main(what: str, dump: Path) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    result = main(sys.argv[1], Path(sys.argv[2]))
+    result = main(sys.argv[1], Path(sys.argv[2]), *(int(a) for a in sys.argv[3:]))
     result["total_s"] = time.perf_counter() - T0
     print(json.dumps(result))

@@ -318,10 +318,15 @@ def row_checks(of_kind: Kind | Literal["all"] | None = "all") -> list[RuleCheck]
 ROW_KINDS: Final = tuple(dict.fromkeys(c.of_kind for c in row_checks()))
 
 
-def problem_row(of_kind: Kind | None) -> pl.Expr:
+def problem_row(of_kind: Kind | None, without: Sequence[str] = ()) -> pl.Expr:
     """True where a row breaks some row-level check of ``of_kind`` (for rows of that kind,
-    or of any kind for None), named ``problems(of_kind)``; summed per episode."""
-    conditions = [c.row for c in row_checks(of_kind) if c.row is not None]
+    or of any kind for None), named ``problems(of_kind)``; summed per episode. ``without``:
+    the facts columns of checks left out (judged otherwise)."""
+    conditions = [
+        c.row
+        for c in row_checks(of_kind)
+        if c.row is not None and c.row.meta.output_name() not in without
+    ]
     return pl.any_horizontal(conditions).alias(problems(of_kind))
 
 

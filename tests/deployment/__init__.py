@@ -1,0 +1,1 @@
+"""End-to-end tests of the nightly deployment: a real Prefect server, work pool and worker."""
