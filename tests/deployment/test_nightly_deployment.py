@@ -48,25 +48,21 @@ pytestmark = pytest.mark.slow
 
 
 def recorded_runs(out: Path) -> list[dict[str, Any]]:
-    """The runs the output records: ``OUT/runs.jsonl`` (a JSON object a line), else the
-    Delta table ``OUT/runs``."""
-    log = out / "runs.jsonl"
-    if log.exists():
-        return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    """The rows of the output's runs table (a row per run and night), read with polars."""
     if (out / "runs").is_dir():
         return pl.read_delta(str(out / "runs")).to_dicts()
     return []
 
 
 def nightly_records(out: Path, *, failed: bool = False) -> list[dict[str, Any]]:
-    """The records of nightly runs that scored NIGHT; where a record has a status, those
-    that succeeded (``failed``: whatever their status)."""
+    """The rows of nightly runs that scored NIGHT; those that succeeded (``failed``:
+    whatever their status)."""
     return [
         record
         for record in recorded_runs(out)
         if record.get("kind") == "nightly"
-        and NIGHT in (record.get("nights_scored") or [])
-        and (failed or record.get("status", "succeeded") == "succeeded")
+        and record.get("night") == NIGHT
+        and (failed or record.get("status") == "succeeded")
     ]
 
 
