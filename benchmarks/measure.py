@@ -1,7 +1,7 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
 under ``/usr/bin/time`` for the peak resident memory).
 
-python -m benchmarks.measure read|needed|score|warm|reference|hash|floor DUMP [REPEAT]
+python -m benchmarks.measure read|needed|score|warm|scorer|reference|hash|floor DUMP [REPEAT]
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
 - ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
@@ -11,7 +11,9 @@ python -m benchmarks.measure read|needed|score|warm|reference|hash|floor DUMP [R
   the dump costs beyond start-up (imports, first calls).
 - ``reference``: the row-wise reference of the tests on the rows as Python dicts.
 - ``hash``: the sha256 of every file, as the manifest needs.
-- ``floor``: ``read``, ``needed`` and ``warm``'s run, all in this one process after the tiny
+- ``scorer``: the scorer's own work (``flows.score``: every file, two at a time, assembled
+  and aggregated; no output store), after the tiny dump's in the same process.
+- ``floor``: ``read``, ``needed`` and ``scorer``, all in this one process after the tiny
   dump's run and one read of each kind (warm: no start-up, imports or first calls in any),
   interleaved ``REPEAT`` times (default 5); medians, and every run.
 """
@@ -64,18 +66,40 @@ def scored(dump: Path, out: Path) -> dict[str, float]:
     return {"seconds": seconds, **outcome.result.timings}
 
 
+def scorer(dump: Path) -> dict[str, float]:
+    """The scorer's own work on a night's dump, as the local engine runs it but without the
+    output store: ``flows.score.score_file`` on every file, two at a time in threads,
+    ``assemble`` and ``night_tables`` (the aggregates, with the bootstrap)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flows.io import discover
+    from flows.score import assemble, night_tables, score_file
+    from schemas.formulas import resolve
+    from transforms.aggregate import Bootstrap
+
+    formulas = resolve(())
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        parts = list(pool.map(lambda f: score_file(f, formulas), discover(dump)))
+    t1 = time.perf_counter()
+    result = assemble(parts, formulas)
+    t2 = time.perf_counter()
+    night_tables(result, Bootstrap())
+    t3 = time.perf_counter()
+    return {"seconds": t3 - t0, "files_s": t1 - t0, "assemble_s": t2 - t1, "aggregate_s": t3 - t2}
+
+
 def floor(dump: Path, repeat: int) -> dict[str, Any]:
     """Full read, needed read and the scorer's net, warm, interleaved in this process."""
     import statistics
 
     runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "net": []}
-    with tempfile.TemporaryDirectory() as out:
-        scored(dump.parent / "e100", Path(out) / "tiny")
-        full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
-        for i in range(repeat):
-            runs["read"].append(full_read(dump))
-            runs["needed"].append(needed_read(dump))
-            runs["net"].append(scored(dump, Path(out) / f"out{i}"))
+    scorer(dump.parent / "e100")
+    full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
+    for _ in range(repeat):
+        runs["read"].append(full_read(dump))
+        runs["needed"].append(needed_read(dump))
+        runs["net"].append(scorer(dump))
     medians = {
         what: {k: statistics.median(r[k] for r in results) for k in results[0]}
         for what, results in runs.items()
@@ -99,6 +123,9 @@ def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
         for path in files(dump):
             file_digest(path)
         return {"seconds": time.perf_counter() - t}
+    if what == "scorer":  # warm: after the tiny dump, in this process
+        scorer(dump.parent / "e100")
+        return scorer(dump)
     if what in ("score", "warm"):
         with tempfile.TemporaryDirectory() as out:
             if what == "warm":
