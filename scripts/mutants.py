@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -416,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             return mutant
 
         with ThreadPoolExecutor(args.jobs) as pool:
-            for done, _ in enumerate(pool.map(run, mutants), 1):
+            futures = [pool.submit(run, m) for m in mutants]
+            for done, _ in enumerate(as_completed(futures), 1):
                 if done % 20 == 0:
                     print(f"{done}/{len(mutants)} ({time.monotonic() - started:.0f} s)", flush=True)
     finally:
