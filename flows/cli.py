@@ -89,7 +89,7 @@ def _engine(engine: Engine) -> Engine:
 def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = True) -> None:
     """Fail fast, before any flow starts, on what the user can fix. ``pinned``: the
     formula versions asked for must be the output's own (score, nightly)."""
-    from flows.io import InputError, check_writable, discover, local_path, one_layout
+    from flows.io import InputError, check_writable, discover, dump_root, one_layout
     from flows.output import Output
     from flows.runs import formulas_for
     from flows.storage.errors import StorageError
@@ -100,7 +100,7 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     try:
-        root, output = local_path(input_root, "input"), Output.at(out)
+        root, output = dump_root(input_root), Output.at(out)
         one_layout(root, discover(root))
         if output.location.is_local:
             check_writable(Path(output.location.uri))

@@ -1,4 +1,4 @@
-"""Reading a dump and writing tables: the only module that touches files."""
+"""Reading a dump: listing it (a local folder or an object store) and reading its files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+import polars as pl
 import pyarrow.parquet as pq
 
 from schemas.contract import DUMP_DATE
@@ -24,13 +26,25 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
 
 @dataclass(frozen=True)
 class DumpFile:
-    path: Path
+    """One file of a dump: a local file (``path`` a Path) or an object (its URL), with what
+    the listing said of it (size; version: the modification time in ns locally, the ETag on
+    an object store)."""
+
+    path: Path | str
     relative: str  # posix path below the dump root: the `file` column
     partitions: dict[str, str] = field(default_factory=dict)
+    listed_size: int | None = None
+    version: str = ""
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.path, Path)
 
     @property
     def size(self) -> int:
-        return self.path.stat().st_size
+        if self.listed_size is not None:
+            return self.listed_size
+        return Path(self.path).stat().st_size
 
 
 class InputError(Exception):
@@ -67,23 +81,27 @@ def is_night(value: str) -> bool:
     return True
 
 
-def discover(root: Path) -> list[DumpFile]:
-    """Every ``*.parquet`` below ``root``, sorted, with its hive partition values.
+def dump_root(text: str | Path) -> Path | str:
+    """The dump root as given: an absolute local path, or an object-store URL (checked)."""
+    if _URL.match(str(text)):
+        from flows.storage.errors import StorageError
+        from flows.storage.location import Location
+
+        try:
+            return Location.parse(str(text)).uri
+        except StorageError as error:
+            raise InputError(f"input {error}") from None
+    return local_path(text, "input")
+
+
+def discover(root: str | Path) -> list[DumpFile]:
+    """Every ``*.parquet`` below ``root`` (a folder, a file or an object-store URL), sorted,
+    with its hive partition values, size and version as listed.
 
     Refused before any work (``InputError``): a missing or empty input, and a
     ``dump_date`` folder whose value is not a date."""
-    root = local_path(root, "input")
-    if not root.exists():
-        raise InputError(f"input {root} does not exist")
-    if root.is_file():
-        return [DumpFile(root, root.name)]
-    files = sorted(p for p in root.rglob("*.parquet") if p.is_file() and not _hidden(p, root))
-    if not files:
-        raise InputError(f"input {root} holds no .parquet files")
-    out = []
-    for path in files:
-        relative = path.relative_to(root).as_posix()
-        out.append(DumpFile(path, relative, partition_values(relative)))
+    root = dump_root(root)
+    out = _listed_objects(root) if isinstance(root, str) else _listed_files(root)
     bad = sorted(
         {
             f.partitions[DUMP_DATE]
@@ -100,7 +118,88 @@ def discover(root: Path) -> list[DumpFile]:
     return out
 
 
-def one_layout(root: Path, files: list[DumpFile]) -> list[DumpFile]:
+def _listed_files(root: Path) -> list[DumpFile]:
+    if not root.exists():
+        raise InputError(f"input {root} does not exist")
+    if root.is_file():
+        stat = root.stat()
+        return [DumpFile(root, root.name, {}, stat.st_size, str(stat.st_mtime_ns))]
+    files = sorted(p for p in root.rglob("*.parquet") if p.is_file() and not _hidden(p, root))
+    if not files:
+        raise InputError(f"input {root} holds no .parquet files")
+    out = []
+    for path in files:
+        relative, stat = path.relative_to(root).as_posix(), path.stat()
+        partitions = partition_values(relative)
+        out.append(DumpFile(path, relative, partitions, stat.st_size, str(stat.st_mtime_ns)))
+    return out
+
+
+def _listed_objects(root: str) -> list[DumpFile]:
+    """An object-store dump: one listing (obstore) gives every object's size and ETag."""
+    from flows.storage.errors import StorageError
+    from flows.storage.location import Location
+    from flows.storage.source import list_dump
+
+    try:
+        listed = list_dump(Location.parse(root))
+    except StorageError as error:
+        raise InputError(f"input {error}") from None
+    if not listed:
+        raise InputError(f"input {root} holds no .parquet files")
+    return [
+        DumpFile(f.uri, f.relative, dict(f.partitions), f.size, f.version)
+        for f in sorted(listed, key=lambda f: f.relative)
+    ]
+
+
+def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:
+    """What polars needs to read an object (None for a local file)."""
+    if dump_file.is_local:
+        return None
+    from flows.storage.location import Location, polars_options, storage_options
+
+    return polars_options(storage_options(Location.parse(str(dump_file.path))))
+
+
+def scan(dump_file: DumpFile) -> pl.LazyFrame:
+    """The file's rows, lazily (an object is read by range requests: the columns needed)."""
+    return pl.scan_parquet(dump_file.path, storage_options=storage_options_of(dump_file))
+
+
+def read_schema(dump_file: DumpFile) -> dict[str, pl.DataType]:
+    """The file's schema, from its footer."""
+    if dump_file.is_local:
+        return dict(pl.read_parquet_schema(dump_file.path))
+    return dict(scan(dump_file).collect_schema())
+
+
+def row_count(dump_file: DumpFile) -> int:
+    """The file's rows, from its footer."""
+    if dump_file.is_local:
+        return int(pq.ParquetFile(dump_file.path).metadata.num_rows)
+    return int(scan(dump_file).select(pl.len()).collect().item())
+
+
+def content_digest(dump_file: DumpFile) -> str:
+    """What identifies the file's content: the sha256 of a local file's bytes; an object's
+    ETag as the store gave it at listing (``etag:…``: the store's own content identity,
+    read without downloading the object)."""
+    if dump_file.is_local:
+        digest = hashlib.sha256()
+        with open(dump_file.path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+    return f"etag:{dump_file.version}"
+
+
+def modified_ns(dump_file: DumpFile) -> int:
+    """A local file's modification time now (ns); 0 for an object (its ETag is its version)."""
+    return Path(dump_file.path).stat().st_mtime_ns if dump_file.is_local else 0
+
+
+def one_layout(root: Path | str, files: list[DumpFile]) -> list[DumpFile]:
     """``files``, unless they mix files inside ``dump_date`` folders with files outside
     them: such a dump is refused before any work, as its undated files belong to no night
     (a run would have to replace every night of the output with one undated table)."""
@@ -114,20 +213,21 @@ def one_layout(root: Path, files: list[DumpFile]) -> list[DumpFile]:
     return files
 
 
-def marked_complete(root: Path, night: str | None) -> bool:
+def marked_complete(root: Path | str, night: str | None) -> bool:
     """Whether the harness marked ``night`` (None: an undated dump) complete with
     ``_SUCCESS`` in its folder."""
-    root = local_path(root, "input")
-    folder = root if night is None else root / f"{DUMP_DATE}={night}"
-    return (folder / SUCCESS_MARKER).is_file()
+    root = dump_root(root)
+    key = SUCCESS_MARKER if night is None else f"{DUMP_DATE}={night}/{SUCCESS_MARKER}"
+    if isinstance(root, Path):
+        return (root / key).is_file()
+    from flows.storage.location import Location
+    from flows.storage.objects import get_object
+
+    return get_object(Location.parse(root), key) is not None
 
 
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
-
-
-def row_count(path: Path) -> int:
-    return int(pq.ParquetFile(path).metadata.num_rows)
 
 
 _MAX_VALUE = 200

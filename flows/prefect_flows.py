@@ -22,11 +22,10 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.context import TaskRunContext
 
 from flows import runs
-from flows.io import DumpFile
+from flows.io import DumpFile, content_digest, modified_ns
 from flows.score import SCORER_CODE, SCORER_VERSION, FilePart, score_file
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
-from flows.warehouse import file_digest
 from schemas.contract import Category
 
 
@@ -69,14 +68,14 @@ def prefect_mapper(
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
     # Every task gets its file's content digest: the cache key is made of it.
-    known = [digests.get(f.relative) or file_digest(f.path) for f in files]
+    known = [digests.get(f.relative) or content_digest(f) for f in files]
     futures = score_file_task.map(files, unmapped(formulas), known)
     parts = []
     for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
         part = future.result()
         # A cached result may come from an identical file written earlier: the manifest
         # must record this file's own modification time (nightly trusts it next time).
-        part.report.mtime_ns = dump_file.path.stat().st_mtime_ns
+        part.report.mtime_ns = modified_ns(dump_file)
         parts.append(part)
         logger.info("scored %d/%d: %s", done, len(files), dump_file.relative)
     return parts

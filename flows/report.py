@@ -27,6 +27,7 @@ import polars as pl
 from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
+from flows.io import DumpFile, scan
 from flows.output import TABLES, Output
 from flows.runs import nights_off_set
 from schemas.contract import DUMP_DATE, Category, Col, Kind
@@ -77,31 +78,39 @@ def round_rows(manifest: dict[str, Any], night: str | None) -> tuple[pl.DataFram
         if night is not None
         else manifest.get("undated", {})
     )
-    root = Path(entry.get("input") or manifest.get("input") or "")
-    entries = entry.get("files", [])
-    entries = [e for e in entries if e.get("status") == "scored"]
+    root = str(entry.get("input") or manifest.get("input") or "")
+    entries = [e for e in entry.get("files", []) if e.get("status") == "scored"]
     if not entries:
         return None, "the manifest lists no scored input file for this night"
-    for entry in entries:
-        path = root / entry["file"]
+    files = [_input_file(root, e["file"]) for e in entries]
+    for dump_file, recorded in zip(files, entries, strict=True):
+        if not dump_file.is_local:
+            continue  # an object is read as it is now; its ETag was not kept to compare
         try:
-            stat = path.stat()
+            stat = Path(dump_file.path).stat()
         except OSError:
-            return None, f"the input file {path} is no longer there"
-        if stat.st_size != entry.get("bytes") or stat.st_mtime_ns != entry.get("mtime_ns"):
-            return None, f"the input file {path} changed since it was scored"
+            return None, f"the input file {dump_file.path} is no longer there"
+        if stat.st_size != recorded.get("bytes") or stat.st_mtime_ns != recorded.get("mtime_ns"):
+            return None, f"the input file {dump_file.path} changed since it was scored"
     frames = [
-        pl.scan_parquet(root / e["file"], hive_partitioning=False)
+        scan(dump_file)
         .filter(pl.col(Col.KIND) == Kind.ROUND_END)
         .select(
             pl.col(Col.EPISODE_ID).cast(pl.String),
             pl.col(Col.ROUND).cast(pl.Int64),
             pl.col(Col.VALUE).cast(pl.Float64),
         )
-        for e in entries
+        for dump_file in files
     ]
     where = f"the round_end rows of {len(entries)} input file(s) under {root}"
     return pl.concat(frames).collect(), where
+
+
+def _input_file(root: str, relative: str) -> DumpFile:
+    """An input file named by the runs table: below a local root, or an object's URL."""
+    if "://" in root:
+        return DumpFile(f"{root.rstrip('/')}/{relative}", relative)
+    return DumpFile(Path(root) / relative, relative)
 
 
 # --- shaping: one pure function per chart ----------------------------------------------------

@@ -26,11 +26,13 @@ import polars as pl
 from flows.io import (
     DumpFile,
     InputError,
+    content_digest,
     discover,
     local_path,
     marked_complete,
     one_layout,
 )
+from flows.io import dump_root as root_of
 from flows.output import (
     CATEGORY_SCORES,
     MODEL_SCORES,
@@ -51,7 +53,6 @@ from flows.score import (
 )
 from flows.storage.runs_table import RunRow, RunStatus
 from flows.warehouse import (
-    file_digest,
     fingerprint,
     run_details,
     with_provenance,
@@ -257,7 +258,7 @@ class RunContext:
 
 def _score_and_write(
     kind: str,
-    dump_root: Path,
+    dump_root: Path | str,
     output: Output,
     files: Sequence[DumpFile],
     formulas: dict[Category, str],
@@ -398,7 +399,7 @@ def _no_diff() -> pl.DataFrame:
 
 
 def _ready(
-    dump_root: Path, files: Sequence[DumpFile], require_marker: bool
+    dump_root: Path | str, files: Sequence[DumpFile], require_marker: bool
 ) -> tuple[list[DumpFile], list[str]]:
     """The files of nights a run may score, and the nights still waiting for the harness's
     ``_SUCCESS`` marker (only where markers are required)."""
@@ -412,7 +413,7 @@ def _ready(
 
 def _nothing_to_do(
     kind: str,
-    dump_root: Path,
+    dump_root: Path | str,
     output: Output,
     context: RunContext,
     details: Mapping[str, Any] | None = None,
@@ -455,7 +456,7 @@ def score(
     with the output's formula set (``formulas``: for a new output, else they must agree)."""
     t0 = time.perf_counter()
     context = context or RunContext()
-    input_root, output = local_path(input_root, "input"), Output.at(out)
+    input_root, output = root_of(input_root), Output.at(out)
     versions = formulas_for(output, formulas)
     files = one_layout(input_root, discover(input_root))
     files, waiting = _ready(input_root, files, require_marker)
@@ -494,7 +495,7 @@ def plan_nightly(
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
     ``require_marker``). A file whose size and modification time are those recorded last
     keeps its recorded digest unless ``verify``; every other file is read and hashed."""
-    dump_root, output = local_path(dump_root, "input"), Output.at(out)
+    dump_root, output = root_of(dump_root), Output.at(out)
     files = discover(dump_root)
     undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
     if undated:
@@ -508,18 +509,18 @@ def plan_nightly(
     nights: dict[str, list[DumpFile]] = {}
     for f in files:
         nights.setdefault(f.partitions[DUMP_DATE], []).append(f)
-        stat = f.path.stat()
         seen = known.get(f.relative)
         if (
-            not verify
+            f.is_local
+            and not verify
             and seen
-            and seen.get("bytes") == stat.st_size
-            and seen.get("mtime_ns") == stat.st_mtime_ns
+            and seen.get("bytes") == f.size
+            and str(seen.get("mtime_ns")) == f.version
             and seen.get("sha256")
         ):
             digests[f.relative] = seen["sha256"]
-        else:
-            digests[f.relative] = file_digest(f.path)
+        else:  # hashed (a local file), or the object's ETag as listed
+            digests[f.relative] = content_digest(f)
     new, changed, unchanged = [], [], []
     for night, night_files in sorted(nights.items()):
         now = fingerprint((f.relative, digests[f.relative]) for f in night_files)
@@ -546,7 +547,7 @@ def nightly(
     the run is recorded and nothing else is written."""
     t0 = time.perf_counter()
     context = context or RunContext()
-    dump_root, output = local_path(dump_root, "input"), Output.at(out)
+    dump_root, output = root_of(dump_root), Output.at(out)
     versions = formulas_for(output, formulas)
     plan = plan_nightly(dump_root, output, verify, require_marker)
     planned = {
@@ -601,7 +602,7 @@ def rescore(
     write it to ``diff_out``), change nothing in ``out``."""
     t0 = time.perf_counter()
     context = context or RunContext()
-    dump_root, output = local_path(dump_root, "input"), Output.at(out)
+    dump_root, output = root_of(dump_root), Output.at(out)
     state = output.state()
     pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}

@@ -17,14 +17,22 @@ from typing import Final, TypeVar
 
 import polars as pl
 
-from flows.io import DumpFile, discover, row_count
+from flows.io import (
+    DumpFile,
+    content_digest,
+    discover,
+    modified_ns,
+    read_schema,
+    row_count,
+    scan,
+)
 from flows.warehouse import (
     EPISODE_SCORES as EPISODE_SCORES_TABLE,
 )
 from flows.warehouse import (
     REJECTS as REJECTS_TABLE,
 )
-from flows.warehouse import aggregate, file_digest
+from flows.warehouse import aggregate
 from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
 from schemas.formulas import resolve
 from schemas.rows import DumpRows
@@ -128,15 +136,15 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
     try:
-        report.rows = retrying(lambda: row_count(dump_file.path))
-        schema = dict(retrying(lambda: pl.read_parquet_schema(dump_file.path)))
+        report.rows = retrying(lambda: row_count(dump_file))
+        schema = retrying(lambda: read_schema(dump_file))
     except Exception as error:  # a file that is not (valid) Parquet
         problems = [(Rule.FILE_UNREADABLE, f"not a readable Parquet file: {error}")]
     else:
         problems = schema_problems(schema)
         if not problems:
             rows = normalise(
-                pl.scan_parquet(dump_file.path),
+                scan(dump_file),
                 schema,
                 file=dump_file.relative,
                 partitions=dump_file.partitions,
@@ -210,8 +218,8 @@ def score_file(
     The result depends on this file alone: ids repeated across the files of a night are
     rejected when the parts are assembled."""
     rows, report, reject = read_file(dump_file)
-    report.sha256 = digest or file_digest(dump_file.path)
-    report.mtime_ns = dump_file.path.stat().st_mtime_ns
+    report.sha256 = digest or content_digest(dump_file)
+    report.mtime_ns = modified_ns(dump_file)
     if rows is not None:
         plan = list(score_rows(rows, formulas))
         try:
@@ -220,7 +228,7 @@ def score_file(
             )
             return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS), report)
         except (pl.exceptions.ComputeError, OSError) as error:
-            if _decodes(dump_file.path):  # the data reads: the error is the scorer's own
+            if _decodes(dump_file):  # the data reads: the error is the scorer's own
                 raise
             problems = [(Rule.FILE_UNREADABLE, f"the file's data cannot be read: {error}")]
             reject = _rejected(report, dump_file, problems)
@@ -228,9 +236,9 @@ def score_file(
     return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), reject, report)
 
 
-def _decodes(path: Path) -> bool:
+def _decodes(dump_file: DumpFile) -> bool:
     try:
-        pl.read_parquet(path)
+        scan(dump_file).collect()
     except (pl.exceptions.ComputeError, OSError):
         return False
     return True

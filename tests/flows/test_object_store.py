@@ -106,3 +106,74 @@ def test_vacuum_on_the_command_line(tmp_path: Path) -> None:
     assert "deleted" in removed and "deleted 0 " not in removed
     assert_frame_equal(Output.at(out).read("episode_scores"), kept)
     assert "give days or hours" in cli("vacuum", out, "--retain", "soon", code=2)
+
+
+def upload(server: S3Server, dump: Path) -> str:
+    """The dump's files (and markers) into a fresh bucket: its s3:// root."""
+    import boto3
+
+    bucket = server.create_bucket()
+    client = boto3.client(
+        "s3",
+        endpoint_url=server.endpoint,
+        aws_access_key_id=server.options["aws_access_key_id"],
+        aws_secret_access_key=server.options["aws_secret_access_key"],
+        region_name=server.options.get("aws_region", "us-east-1"),
+    )
+    for path in sorted(dump.rglob("*")):
+        if path.is_file():
+            client.upload_file(str(path), bucket, f"dump/{path.relative_to(dump).as_posix()}")
+    return f"s3://{bucket}/dump"
+
+
+def test_a_dump_on_s3_scores_as_the_same_dump_on_disk(s3_env: S3Server, tmp_path: Path) -> None:
+    root = upload(s3_env, EXAMPLE_DUMP)
+    cli("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
+    cli("nightly", root, "--out", tmp_path / "remote", "--engine", "local")
+    local, remote = Output.at(tmp_path / "local"), Output.at(tmp_path / "remote")
+    for table in CORE_TABLES:
+        assert_frame_equal(
+            remote.read(table).drop("input_fingerprint"),
+            local.read(table).drop("input_fingerprint"),
+            check_row_order=False,
+        )
+    state = remote.state()
+    assert state["input"] == root
+    files = [f for night in state["nights"].values() for f in night["files"]]
+    assert files and all(f["sha256"].startswith("etag:") for f in files)  # no download
+    assert "nothing new" in cli("nightly", root, "--out", tmp_path / "remote", "--engine", "local")
+    page = tmp_path / "page.html"
+    cli("report", tmp_path / "remote", "--html", page)
+    assert "round_end rows of" in page.read_text() and root in page.read_text()
+
+
+def test_an_s3_dump_on_a_dask_cluster_of_worker_processes(s3_env: S3Server, tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    root = upload(s3_env, EXAMPLE_DUMP)
+    cli("score", root, "--out", tmp_path / "local", "--engine", "local")
+    # Worker processes read the objects themselves, with the credentials of their own
+    # environment (inherited here; on other machines, set there): nothing shared on disk.
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
+        cli("score", root, "--out", tmp_path / "dask", "--engine", "local",
+            "--dask-address", c.scheduler_address)  # fmt: skip
+    for table in CORE_TABLES:
+        assert_frame_equal(
+            Output.at(tmp_path / "dask").read(table),
+            Output.at(tmp_path / "local").read(table),
+            check_row_order=False,
+        )
+
+
+def test_an_s3_dump_waits_for_its_success_marker(s3_env: S3Server, tmp_path: Path) -> None:
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    (dump / "dump_date=2026-11-30" / "_SUCCESS").touch()
+    root = upload(s3_env, dump)
+    output = cli("nightly", root, "--out", tmp_path / "out", "--require-marker")
+    assert "waiting for the _SUCCESS marker (not scored): 2026-12-01" in output
+    assert set(Output.at(tmp_path / "out").read("model_scores")["dump_date"]) == {"2026-11-30"}

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 import flows.score
 from flows import runs
 from flows.cli import app
+from flows.io import DumpFile
 from flows.output import PAUSE_AT, PAUSE_FLAG, Output
 from flows.storage.lease import Lease
 from tests.dumps import example_dump_counts
@@ -91,13 +92,13 @@ def _flaky_row_count(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str
     target = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
     state = {"left": failures, "calls": 0}
 
-    def flaky(path: Path) -> int:
-        if path == target:
+    def flaky(dump_file: DumpFile) -> int:
+        if dump_file.path == target:
             state["calls"] += 1
             if state["left"]:
                 state["left"] -= 1
                 raise OSError("Resource temporarily unavailable")
-        return real(path)
+        return real(dump_file)
 
     monkeypatch.setattr(flows.score, "row_count", flaky)
     return state
@@ -133,10 +134,10 @@ def test_a_permanent_read_error_rejects_the_file(
 ) -> None:
     real = flows.score.row_count
 
-    def broken(path: Path) -> int:
-        if path.name == "part-1.parquet":
+    def broken(dump_file: DumpFile) -> int:
+        if dump_file.relative.endswith("/part-1.parquet"):
             raise OSError("Input/output error")
-        return real(path)
+        return real(dump_file)
 
     monkeypatch.setattr(flows.score, "row_count", broken)
     monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
