@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import pandera.polars as pa
 import polars as pl
+from deltalake.exceptions import CommitFailedError
 
 from flows.storage import delta, runs_table
 from flows.storage.errors import StorageError
@@ -252,14 +253,26 @@ class Writer:
         ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
         model, partitions, order = TABLES[table]
         model.validate(frame, lazy=True)
-        delta.write_night(
-            self.output.location,
-            table,
-            frame.sort(order, nulls_last=True),
-            night,
-            partition_by=(DUMP_DATE, *partitions),
-            commit_metadata={"run_id": self.run_id},
-        )
+        ordered = frame.sort(order, nulls_last=True)
+        for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
+            try:
+                delta.write_night(
+                    self.output.location,
+                    table,
+                    ordered,
+                    night,
+                    partition_by=(DUMP_DATE, *partitions),
+                    commit_metadata={"run_id": self.run_id},
+                )
+                break
+            except CommitFailedError as error:
+                if attempt == 2:
+                    where = self.output.location.child(table).display
+                    raise StorageError(
+                        f"another writer changed night {night} of {where} while this run "
+                        f"wrote it, twice: {str(error).splitlines()[0]}; run again when it "
+                        "is done (cogscore's own runs take turns through the lease)"
+                    ) from None
         self.written.add(table)
         fault_point(f"wrote-{table}")
 

@@ -40,6 +40,7 @@ from flows.output import (
     TABLES,
     Output,
     Writer,
+    empty_table,
     fault_point,
     record_failure,
 )
@@ -127,6 +128,7 @@ class Outcome:
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
     nights_waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    nights_failed: dict[str, str] = field(default_factory=dict)  # night -> why
     # The output's formula set, and its nights scored with other versions (what differs).
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
@@ -295,6 +297,7 @@ def _score_and_write(
     kept: dict[str, list[pl.DataFrame]] = {MODEL_SCORES: [], CATEGORY_SCORES: []}
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
+    failed: dict[str, str] = {}  # night -> why it could not be scored
     run: dict[str, Any] = {
         "run_id": context.run_id,
         "kind": kind,
@@ -316,6 +319,12 @@ def _score_and_write(
             for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
                 t1 = time.perf_counter()
                 parts = mapper(night_files, formulas, digests)
+                gone = [p.report for p in parts if p.report.status == "gone"]
+                if gone:  # the night fails, unwritten; the other nights go on
+                    failed[night or "(undated)"] = "; ".join(
+                        f"{r.file}: {r.problems[0]}" for r in gone
+                    )
+                    continue
                 t2 = time.perf_counter()
                 result = assemble(parts, formulas)
                 del parts
@@ -349,7 +358,10 @@ def _score_and_write(
                     )
                 )
                 del result, tables
-            new = {name: pl.concat(frames) for name, frames in kept.items()}
+            new = {
+                name: pl.concat(frames) if frames else empty_table(name)
+                for name, frames in kept.items()
+            }
             extra = finish(writer, new, fingerprints) if finish else {}
         except BaseException:
             if isinstance(writer, Writer) and rows:
@@ -363,11 +375,20 @@ def _score_and_write(
             "engine": context.engine,
             "command": context.command,
             "timings": dict(summary.timings),
+            "nights_failed": failed,
         }
-        if isinstance(writer, Writer):
+        if isinstance(writer, Writer) and rows:
             writer.commit(_finished(rows, record))
+        elif isinstance(writer, Writer):  # every night failed: recorded, nothing pinned
+            now = datetime.now(UTC)
+            nothing = RunRow(
+                **run, status=RunStatus.FAILED, finished=now, night=None, table_versions={}
+            )
+            record_failure(output, _finished([nothing], record))
     after = state_after(state, rows) if dry_run else output.state()
-    outcome = Outcome(kind, output, summary, sorted(n for n in groups if n is not None))
+    scored = sorted(n for n in groups if n is not None and n not in failed)
+    outcome = Outcome(kind, output, summary if rows else None, scored)
+    outcome.nights_failed = failed
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
     outcome.formula_set = _describe_set(pinned)

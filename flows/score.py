@@ -86,7 +86,7 @@ class FileReport:
     dump_date: str | None = None
     sha256: str = ""
     mtime_ns: int = 0
-    status: str = "scored"  # or "rejected"
+    status: str = "scored"  # or "rejected", or "gone" (deleted after the dump was listed)
     problems: list[str] = field(default_factory=list)
 
 
@@ -138,7 +138,11 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     try:
         report.rows = retrying(lambda: row_count(dump_file))
         schema = retrying(lambda: read_schema(dump_file))
-    except Exception as error:  # a file that is not (valid) Parquet
+    except Exception as error:  # a file that is not (valid) Parquet, or is gone
+        if vanished(error):  # listed, then deleted: its night cannot be scored whole
+            report.status = "gone"
+            report.problems = [f"deleted after the dump was listed: {_first_line(error)}"]
+            return None, report, pl.DataFrame(schema=REJECTS)
         problems = [(Rule.FILE_UNREADABLE, f"not a readable Parquet file: {error}")]
     else:
         problems = schema_problems(schema)
@@ -152,6 +156,18 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
             return _validated(rows), report, None
 
     return None, report, _rejected(report, dump_file, problems)
+
+
+def vanished(error: BaseException) -> bool:
+    """Whether reading failed because the file or object no longer exists."""
+    if isinstance(error, FileNotFoundError):
+        return True
+    text = str(error).lower()
+    return any(mark in text for mark in ("not found", "nosuchkey", "no such file"))
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _rejected(
@@ -218,6 +234,9 @@ def score_file(
     The result depends on this file alone: ids repeated across the files of a night are
     rejected when the parts are assembled."""
     rows, report, reject = read_file(dump_file)
+    if report.status == "gone":
+        no_reject = pl.DataFrame(schema=REJECTS)
+        return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), no_reject, report)
     report.sha256 = digest or content_digest(dump_file)
     report.mtime_ns = modified_ns(dump_file)
     if rows is not None:

@@ -169,7 +169,10 @@ class StrictFailure(Exception):
 
 
 def enforce_strict(outcome: Outcome, strict: bool) -> Outcome:
-    """``outcome``, or ``StrictFailure`` when ``strict`` and some input was not scored."""
+    """``outcome``, or ``StrictFailure`` when a night failed, or when ``strict`` and some
+    input was not scored."""
+    if outcome.nights_failed:
+        raise StrictFailure(outcome, f"{len(outcome.nights_failed)} night(s) failed")
     if strict and (status := unscored_input(outcome)) is not None:
         raise StrictFailure(outcome, f"strict run failed: {status}")
     return outcome
@@ -178,7 +181,10 @@ def enforce_strict(outcome: Outcome, strict: bool) -> Outcome:
 def formula_lines(outcome: Outcome) -> list[str]:
     """The nights waiting for their marker, and those scored with other formula versions
     than the output's set (every run names them)."""
-    lines = []
+    lines = [
+        f"night {printable(night)} failed, not written: {printable(why)}"
+        for night, why in outcome.nights_failed.items()
+    ]
     if outcome.nights_waiting:
         lines.append(
             f"waiting for the _SUCCESS marker (not scored): {', '.join(outcome.nights_waiting)}"

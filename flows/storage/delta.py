@@ -51,7 +51,7 @@ import polars as pl
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from flows.storage import objects
@@ -106,7 +106,7 @@ def _options(location: Location) -> dict[str, str] | None:
 def _errors(action: str, where: Location) -> Iterator[None]:
     try:
         yield
-    except (StorageError, ValueError):
+    except (StorageError, ValueError, CommitFailedError):  # a conflict: the caller may retry
         raise
     except Exception as exc:
         raise translate(exc, action, where.display) from None

@@ -177,3 +177,64 @@ def test_an_s3_dump_waits_for_its_success_marker(s3_env: S3Server, tmp_path: Pat
     output = cli("nightly", root, "--out", tmp_path / "out", "--require-marker")
     assert "waiting for the _SUCCESS marker (not scored): 2026-12-01" in output
     assert set(Output.at(tmp_path / "out").read("model_scores")["dump_date"]) == {"2026-11-30"}
+
+
+def test_a_concurrent_commit_on_the_same_night_is_retried_once_then_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltalake.exceptions import CommitFailedError
+
+    from flows.storage import delta
+
+    real, calls = delta.write_night, {"n": 0, "fail": 1}
+
+    def conflicted(*args: object, **kwargs: object) -> int:
+        calls["n"] += 1
+        if calls["fail"]:
+            calls["fail"] -= 1
+            raise CommitFailedError("a concurrent transaction added new data")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(delta, "write_night", conflicted)
+    cli("score", EXAMPLE_DUMP, "--out", tmp_path / "once", "--engine", "local")
+    assert calls["n"] > 1 and not Output.at(tmp_path / "once").read("episode_scores").is_empty()
+    calls["fail"] = 2
+    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "twice", "--engine", "local", code=2)
+    assert "another writer changed night" in output and output.count("\n") == 1
+
+
+def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
+    s3_env: S3Server, tmp_path: Path
+) -> None:
+    import boto3
+
+    from flows import runs
+    from flows.io import DumpFile
+
+    root = upload(s3_env, EXAMPLE_DUMP)
+    bucket = root.removeprefix("s3://").split("/")[0]
+
+    def deleting(files, formulas, digests):  # type: ignore[no-untyped-def]
+        """Deletes one object of the second night after the dump was listed."""
+        victims = [f for f in files if f.relative == "dump_date=2026-12-01/part-0.parquet"]
+        for victim in victims:
+            client = boto3.client(
+                "s3", endpoint_url=s3_env.endpoint, region_name="us-east-1",
+                aws_access_key_id="testing", aws_secret_access_key="testing",
+            )  # fmt: skip
+            client.delete_object(Bucket=bucket, Key=f"dump/{victim.relative}")
+        assert all(isinstance(f, DumpFile) for f in files)
+        return runs.local_mapper(files, formulas, digests)
+
+    outcome = runs.nightly(root, tmp_path / "out", mapper=deleting)
+    assert outcome.nights_scored == ["2026-11-30"]
+    assert list(outcome.nights_failed) == ["2026-12-01"]
+    assert (
+        "part-0.parquet: deleted after the dump was listed" in outcome.nights_failed["2026-12-01"]
+    )
+    out = Output.at(tmp_path / "out")
+    assert set(out.read("model_scores")["dump_date"]) == {"2026-11-30"}
+    assert any("2026-12-01" in r for r in out.runs()["details"])  # recorded as failed
+    # Nothing recorded the night: the next run plans it as new, with what is listed now.
+    output = cli("nightly", root, "--out", tmp_path / "out", "--engine", "local")
+    assert "nightly: 1 night(s) scored (2026-12-01)" in output
