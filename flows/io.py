@@ -5,12 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -228,32 +226,6 @@ def marked_complete(root: Path | str, night: str | None) -> bool:
 
 def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
-
-
-_MAX_VALUE = 200
-
-
-def partition_dir(values: Mapping[str, str | None]) -> str:
-    """A hive folder path for partition values; each value is percent-encoded so that no
-    value (``..``, ``a/b``, control characters) can name a path outside the table.
-
-    >>> partition_dir({"dump_date": "2026-12-01", "category": "runtime_rl"})
-    'dump_date=2026-12-01/category=runtime_rl'
-    >>> partition_dir({"dump_date": "../x"})
-    'dump_date=..%2Fx'
-    """
-    parts = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        encoded = quote(value, safe="-_.:")
-        if encoded in ("", ".", ".."):
-            encoded = encoded.replace(".", "%2E") or "%00"
-        if len(encoded) > _MAX_VALUE:  # a folder name must stay short, and distinct
-            digest = hashlib.sha256(value.encode()).hexdigest()[:16]
-            encoded = f"{encoded[: _MAX_VALUE - 17]}~{digest}"
-        parts.append(f"{key}={encoded}")
-    return "/".join(parts)
 
 
 def check_writable(out: Path) -> None:
