@@ -63,6 +63,9 @@ TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] =
 CORE_TABLES: Final = (EPISODE_SCORES, REJECTS, TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES)
 ALL_TABLES: Final = (*TABLES, RUNS_TABLE)
 
+# A store that ignores conditional writes is refused unless this is set (at the user's risk:
+# two writers could overwrite each other's commits there).
+ALLOW_UNSAFE = "COGSCORE_ALLOW_UNSAFE_STORE"
 PAUSE_AT = "COGSCORE_PAUSE_AT"  # fault injection for tests: a point name, and
 PAUSE_FLAG = "COGSCORE_PAUSE_FLAG"  # a file to create when the run reaches it
 
@@ -212,7 +215,8 @@ class Output:
         writes (``UnsafeStore``), another run holding the lease (``OutputBusy``), an output
         in the old snapshot layout or with files of its own where a table goes
         (``LegacyLayout``)."""
-        check_conditional_writes(self.location)
+        allow = os.environ.get(ALLOW_UNSAFE, "").strip().lower() in ("1", "true", "yes")
+        check_conditional_writes(self.location, allow_unsafe=allow)
         with Lease(self.location, run_id, command) as lease:
             delta.check_layout(self.location, list(ALL_TABLES))
             _check_legacy(self.location)

@@ -238,3 +238,27 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
     # Nothing recorded the night: the next run plans it as new, with what is listed now.
     output = cli("nightly", root, "--out", tmp_path / "out", "--engine", "local")
     assert "nightly: 1 night(s) scored (2026-12-01)" in output
+
+
+def test_an_empty_prefix_is_a_one_line_error(s3_env: S3Server, tmp_path: Path) -> None:
+    empty = f"s3://{s3_env.create_bucket()}/nothing-here"
+    output = cli("score", empty, "--out", tmp_path / "out", code=2)
+    assert empty in output and "no objects there" in output and output.count("\n") == 1
+
+
+def test_the_old_snapshot_layout_gets_a_message_saying_what_to_do(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "_versions" / "x").mkdir(parents=True)
+    (out / "current").symlink_to("_versions/x")
+    output = cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local", code=2)
+    assert "snapshot layout" in output and "new folder" in output
+
+
+def test_a_store_that_ignores_conditional_writes_is_refused_unless_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.storage import objects
+
+    monkeypatch.setattr(objects, "put_if_absent", lambda *_: "an-etag")  # always "created"
+    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "out", "--engine", "local", code=2)
+    assert "ignores conditional writes" in output
