@@ -162,8 +162,12 @@ def vanished(error: BaseException) -> bool:
     """Whether reading failed because the file or object no longer exists."""
     if isinstance(error, FileNotFoundError):
         return True
+    # Not any "not found": a file that is not Parquet says "magic bytes not found".
     text = str(error).lower()
-    return any(mark in text for mark in ("not found", "nosuchkey", "no such file"))
+    gone = ("nosuchkey", "no such file or directory", "the specified key does not exist")
+    return any(mark in text for mark in gone) or (
+        "object at location" in text and "not found" in text
+    )
 
 
 def _first_line(error: BaseException) -> str:
