@@ -485,6 +485,65 @@ def vacuum(
     typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command()
+def history(
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """The runs recorded in OUT, newest first."""
+    from flows.output import Output
+    from flows.status import as_json, history_lines
+    from flows.status import history as runs_of
+    from flows.storage.errors import StorageError
+
+    _storage_options(storage_option)
+    try:
+        output = Output.at(out)
+        if json_output:
+            typer.echo(as_json(runs_of(output).to_dicts()))
+        else:
+            for line in history_lines(output):
+                typer.echo(line)
+    except StorageError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def status(
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    dump_root: Annotated[
+        str | None,
+        typer.Argument(metavar="[DUMP_ROOT]", help="Also say which of its nights are new."),
+    ] = None,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
+    table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
+    from flows.io import InputError
+    from flows.output import Output
+    from flows.status import as_json, status_lines
+    from flows.status import status as status_of
+    from flows.storage.errors import StorageError
+
+    _storage_options(storage_option)
+    try:
+        report = status_of(Output.at(out), dump_root)
+    except (StorageError, InputError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    if json_output:
+        typer.echo(as_json(report))
+    else:
+        for line in status_lines(report):
+            typer.echo(line)
+
+
 @app.command()
 def sql(
     out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],

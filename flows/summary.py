@@ -53,7 +53,7 @@ def render(table: Table, width: int | None = None) -> list[str]:
     return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
 
 
-def _table_of_columns() -> Table:
+def table_of_columns() -> Table:
     # A header rule and one space between columns: six categories fit in 100 columns.
     return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
 
@@ -65,7 +65,7 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
     }
-    table = _table_of_columns()
+    table = table_of_columns()
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("model", overflow="fold", ratio=1, min_width=12)
     table.add_column("score", justify="right", no_wrap=True)
@@ -127,7 +127,7 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
 def diff_lines(diff: pl.DataFrame) -> list[str]:
     """What a rescore moved: each model's overall score and rank, old and new."""
     overall = diff.filter(pl.col("level") == "model").sort(DUMP_DATE, "new_rank", Col.MODEL)
-    table = _table_of_columns()
+    table = table_of_columns()
     table.add_column("night", no_wrap=True)
     table.add_column("model", overflow="fold", ratio=1, min_width=12)
     for name in ("old", "new", "delta", "rank"):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import date
 from importlib import metadata
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from flows.cli import app
 from schemas.contract import Category
 from schemas.formulas import DEFAULTS, VERSIONS
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
 
 def run(*args: str) -> str:
@@ -75,3 +79,51 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     assert text == "".join(names)  # each name whole, in rank order
     header = lines[0].split()
     assert header[-6:] == ["assoc.", "concept", "language", "observ.", "RL", "proced."]
+
+
+def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_holds(
+    tmp_path: Path,
+) -> None:
+    import json
+    import shutil
+
+    from flows import runs
+    from flows.output import Output
+    from flows.storage.lease import Lease
+
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-11-30", dump / "dump_date=2026-11-30")
+    out = tmp_path / "out"
+    first = runs.nightly(dump, out)
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", dump / "dump_date=2026-12-01")
+    second = runs.rescore(dump, out, ["procedural_learning=v1"], since=date(2026, 12, 1))
+    third = runs.nightly(dump, out)  # nothing new
+    listed = json.loads(run("history", str(out), "--json"))
+    assert [r["run_id"] for r in listed] == [third.run_id, second.run_id, first.run_id]
+    assert [r["status"] for r in listed] == ["nothing_to_do", "succeeded", "succeeded"]
+    assert listed[1]["nights"] == ["2026-12-01"] and listed[2]["nights"] == ["2026-11-30"]
+    table = run("history", str(out))
+    assert table.index(third.run_id[:8]) < table.index(first.run_id[:8])
+
+    (dump / "dump_date=2026-12-02").mkdir()
+    shutil.copy(
+        EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet", dump / "dump_date=2026-12-02"
+    )
+    (dump / "dump_date=2026-11-30" / "_SUCCESS").touch()
+    with Lease(Output.at(out).location, "a-run-in-flight", "cogscore nightly"):
+        report = json.loads(run("status", str(out), str(dump), "--json"))
+    assert report["nights"] == ["2026-11-30", "2026-12-01"]
+    assert report["formula_set"]["procedural_learning"] == "v2"
+    assert report["nights_off_set"] == {"2026-12-01": "procedural_learning=v1"}
+    assert (
+        report["unscored"]["2026-11-30"]["episodes_harness_error"]
+        == (Output.at(out).state()["nights"]["2026-11-30"]["counts"]["episodes_harness_error"])
+    )
+    assert "a-run-in-flight" in report["lease"]
+    assert report["dump"]["new"] == ["2026-12-02"]
+    assert report["dump"]["unchanged"] == ["2026-11-30", "2026-12-01"]
+    assert report["dump"]["without_success_marker"] == ["2026-12-01", "2026-12-02"]
+    assert set(report["table_versions"]) >= {"episode_scores", "model_scores"}
+    lines = run("status", str(out))
+    assert "night 2026-12-01 scored with other versions: procedural_learning=v1" in lines
+    assert "lease: free" in lines

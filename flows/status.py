@@ -1,0 +1,134 @@
+"""What an output holds and what ran into it: ``cogscore status`` and ``cogscore history``,
+built from the runs table (``flows.output``), as lines for the terminal or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from rich.markup import escape
+
+from flows.output import Output
+from flows.runs import nights_off_set, plan_nightly
+from flows.storage import objects
+from flows.storage.lease import LEASE_KEY, Holder
+from flows.summary import printable, render, table_of_columns
+
+
+def history(output: Output) -> pl.DataFrame:
+    """One row per run, newest first: id, kind, status, start, end, nights, counts, engine."""
+    rows = output.runs()
+    if rows.is_empty():
+        return pl.DataFrame()
+    runs = rows.group_by("run_id", maintain_order=True).agg(
+        pl.col("kind").first(),
+        pl.col("status").first(),
+        pl.col("started").min(),
+        pl.col("finished").max(),
+        pl.col("night").drop_nulls().sort().alias("nights"),
+        *[pl.col(c).sum() for c in ("rows_read", "episodes_scored", "episodes_rejected")],
+        pl.col("details").last(),
+    )
+    engine = pl.col("details").str.json_path_match("$.engine").alias("engine")
+    command = pl.col("details").str.json_path_match("$.command").alias("command")
+    return runs.with_columns(engine, command).drop("details").sort("finished", descending=True)
+
+
+def history_lines(output: Output) -> list[str]:
+    runs = history(output)
+    if runs.is_empty():
+        return [f"no run recorded in {output}"]
+    table = table_of_columns()
+    for name in ("run", "kind", "status", "finished (UTC)", "nights", "episodes", "engine"):
+        table.add_column(name, overflow="fold")
+    for run in runs.iter_rows(named=True):
+        table.add_row(
+            escape(run["run_id"]),
+            run["kind"],
+            run["status"],
+            run["finished"].strftime("%Y-%m-%d %H:%M:%S"),
+            escape(", ".join(run["nights"]) or "-"),
+            str(run["episodes_scored"] or 0),
+            escape(printable(run["engine"] or "")),
+        )
+    return [f"runs of {output}, newest first:", *render(table)]
+
+
+def lease_holder(output: Output) -> str | None:
+    """Who holds the output's lease now (a run in flight, or a killed one's), if anyone."""
+    held = objects.get_object(output.location, LEASE_KEY)
+    if held is None:
+        return None
+    try:
+        return Holder.from_json(held.data).describe()
+    except (ValueError, KeyError, TypeError):
+        return "unreadable lease object"
+
+
+def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any]:
+    """What the output holds (nights, formula set, nights off it, unscored counts, last
+    runs, table versions, lease holder); with ``dump_root``, its nights new, changed,
+    unchanged or without their _SUCCESS marker."""
+    state = output.state()
+    nights = state.get("nights", {})
+    report: dict[str, Any] = {
+        "output": output.display,
+        "nights": sorted(nights),
+        "formula_set": state.get("formula_set", {}),
+        "nights_off_set": nights_off_set(state),
+        "unscored": {
+            night: {
+                c: entry.get("counts", {}).get(c)
+                for c in ("episodes_rejected", "episodes_harness_error", "files_rejected")
+            }
+            for night, entry in nights.items()
+        },
+        "table_versions": output.versions(),
+        "last_runs": [
+            {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}
+            for run in history(output).head(3).iter_rows(named=True)
+        ],
+        "lease": lease_holder(output),
+    }
+    if dump_root is not None:
+        plan = plan_nightly(dump_root, output)
+        marked = plan_nightly(dump_root, output, require_marker=True)
+        report["dump"] = {
+            "new": plan.new,
+            "changed": plan.changed,
+            "unchanged": plan.unchanged,
+            "without_success_marker": marked.waiting,
+        }
+    return report
+
+
+def status_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"output {report['output']}"]
+    nights = report["nights"]
+    lines.append(f"  nights: {len(nights)}" + (f" ({nights[0]} .. {nights[-1]})" if nights else ""))
+    lines.append("  formula set: " + ",".join(f"{c}={v}" for c, v in report["formula_set"].items()))
+    for night, differ in report["nights_off_set"].items():
+        lines.append(f"  night {night} scored with other versions: {differ}")
+    unscored = {
+        n: c for n, c in report["unscored"].items() if any((v or 0) > 0 for v in c.values())
+    }
+    for night, counts in unscored.items():
+        described = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+        lines.append(f"  night {night} not scored: {described}")
+    versions = ", ".join(f"{t} v{v}" for t, v in sorted(report["table_versions"].items()))
+    lines.append(f"  table versions: {versions or '-'}")
+    for run in report["last_runs"]:
+        lines.append(
+            f"  run {run['run_id']}: {run['kind']} {run['status']}, finished {run['finished']}"
+        )
+    lines.append(f"  lease: {report['lease'] or 'free'}")
+    if "dump" in report:
+        for kind, listed in report["dump"].items():
+            lines.append(f"  dump nights {kind.replace('_', ' ')}: {', '.join(listed) or '-'}")
+    return [printable(line) for line in lines]
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, default=str, sort_keys=True)
