@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -87,28 +89,31 @@ def _engine(engine: Engine) -> Engine:
 
 
 def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = True) -> None:
-    """Fail fast, before any flow starts, on what the user can fix. ``pinned``: the
-    formula versions asked for must be the output's own (score, nightly)."""
-    from flows.io import InputError, check_writable, discover, dump_root, one_layout
+    """Fail fast, before any flow starts, on what the user can fix (``InputError``,
+    ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
+    (score, nightly)."""
+    from flows.io import check_writable, discover, dump_root, one_layout
     from flows.output import Output
     from flows.runs import formulas_for
-    from flows.storage.errors import StorageError
     from schemas.formulas import resolve
 
     try:
         resolve(formula or [])
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
+    from flows.io import InputError
+    from flows.storage.errors import StorageError
+
+    root = dump_root(input_root)
     try:
-        root, output = dump_root(input_root), Output.at(out)
-        one_layout(root, discover(root))
-        if output.location.is_local:
-            check_writable(Path(output.location.uri))
-        if pinned:
-            formulas_for(output, formula or [])
-    except (InputError, StorageError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        output = Output.at(out)
+    except StorageError as error:  # a malformed or unsupported URL: the user's to fix
+        raise InputError(str(error)) from None
+    one_layout(root, discover(root))
+    if output.location.is_local:
+        check_writable(Path(output.location.uri))
+    if pinned:
+        formulas_for(output, formula or [])
 
 
 StrictOpt = Annotated[
@@ -185,17 +190,32 @@ def _command_line() -> str:
 
 
 def _run(
-    engine: Engine, dask_address: str | None, kind: str, strict: bool = False, **kwargs: Any
+    engine: Engine,
+    dask_address: str | None,
+    kind: str,
+    strict: bool = False,
+    json_output: bool = False,
+    check: Callable[[], None] | None = None,
+    **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
-    only then: importing Prefect alone costs about 2 s), and print the summary."""
+    only then: importing Prefect alone costs about 2 s), print the summary (and, with
+    ``--json``, the run record last), and exit with the code of README "Exit codes"."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
     from flows.io import InputError
-    from flows.storage.errors import StorageError
+    from flows.records import ExitCode, run_record
+    from flows.storage.errors import LegacyLayout, OutputBusy, StorageError, UnsafeStore
     from flows.summary import StrictFailure, enforce_strict, outcome_lines
 
-    t0 = time.perf_counter()
+    started, t0 = clock.now(UTC), time.perf_counter()
+    chosen = _engine(engine)
+    outcome, code, error = None, ExitCode.SUCCESS, None
     try:
-        if _engine(engine) is Engine.PREFECT:
+        if check is not None:
+            check()
+        if chosen is Engine.PREFECT:
             os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
             # Prefect's temporary server needs 15-25 s here on a cold start (default 20 s).
             os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -214,17 +234,44 @@ def _run(
             context = runs.RunContext(command=_command_line(), engine="local")
             run = getattr(runs, kind)
             outcome = enforce_strict(run(**kwargs, mapper=mapper, context=context), strict)
-    except (InputError, StorageError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
     except StrictFailure as failure:
-        for line in outcome_lines(failure.outcome):
+        outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
+    except OutputBusy as busy:
+        code, error = ExitCode.BUSY, str(busy)
+    except (InputError, LegacyLayout, UnsafeStore) as refused:
+        code, error = ExitCode.USAGE, str(refused)
+    except StorageError as failed:
+        code, error = ExitCode.STORAGE, str(failed)
+    if outcome is not None:
+        for line in outcome_lines(outcome):
             typer.echo(line)
-        typer.echo(f"error: {failure}", err=True)
-        raise typer.Exit(1) from None
-    for line in outcome_lines(outcome):
-        typer.echo(line)
-    typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
+    if error is not None:
+        typer.echo(f"error: {error}", err=True)  # one line: the last thing on stderr
+    else:
+        typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
+    if json_output:
+        record = run_record(
+            outcome,
+            command=_command_line(),
+            engine=str(chosen),
+            started=started,
+            exit_code=code,
+            error=error,
+            output=str(kwargs.get("out")),
+        )
+        typer.echo(json.dumps(record, default=str))
+    if code is not ExitCode.SUCCESS:
+        raise typer.Exit(int(code))
+
+
+JsonRecordOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        envvar="COGSCORE_JSON",
+        help="Print the run record (README 'Run records') as one JSON object, last.",
+    ),
+]
 
 
 @app.command()
@@ -237,17 +284,19 @@ def score(
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
     storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
     _storage_options(storage_option)
-    _check(input_root, out, formula)
     _run(
         engine,
         dask_address,
         "score",
+        check=lambda: _check(input_root, out, formula),
         strict=strict,
+        json_output=json_output,
         input_root=input_root,
         out=out,
         formulas=formula or [],
@@ -268,16 +317,18 @@ def nightly(
         bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
     ] = False,
     storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
     _storage_options(storage_option)
-    _check(dump_root, out, formula)
     _run(
         engine,
         dask_address,
         "nightly",
+        check=lambda: _check(dump_root, out, formula),
         strict=strict,
+        json_output=json_output,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -315,20 +366,22 @@ def rescore(
         typer.Option("--diff-out", help="Also write the diff to this Parquet file."),
     ] = None,
     storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
     Over every night OUT holds, the versions become OUT's formula set; over part of its
     history the set stays, and those nights are named as scored with other versions."""
     _storage_options(storage_option)
-    _check(dump_root, out, formula, pinned=False)
     if not formula:
         raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
     _run(
         engine,
         dask_address,
         "rescore",
+        check=lambda: _check(dump_root, out, formula, pinned=False),
         strict=strict,
+        json_output=json_output,
         dump_root=dump_root,
         out=out,
         formulas=formula,

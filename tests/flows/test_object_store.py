@@ -87,12 +87,12 @@ def test_storage_options_on_the_command_line_and_never_printed(
 def test_wrong_credentials_and_a_missing_bucket_are_one_line_errors(
     s3_env: S3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    output = cli("score", EXAMPLE_DUMP, "--out", "s3://no-such-bucket-here/out", code=2)
+    output = cli("score", EXAMPLE_DUMP, "--out", "s3://no-such-bucket-here/out", code=4)
     assert "s3://no-such-bucket-here/out" in output and output.count("\n") == 1
     url = f"s3://{s3_env.create_bucket()}/out"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody-knows-this-key")
     with s3_env.authentication():  # moto checks keys from here on
-        output = cli("score", EXAMPLE_DUMP, "--out", url, code=2)
+        output = cli("score", EXAMPLE_DUMP, "--out", url, code=4)
     assert url in output and "credentials" in output and output.count("\n") == 1
 
 
@@ -199,7 +199,7 @@ def test_a_concurrent_commit_on_the_same_night_is_retried_once_then_a_clear_erro
     cli("score", EXAMPLE_DUMP, "--out", tmp_path / "once", "--engine", "local")
     assert calls["n"] > 1 and not Output.at(tmp_path / "once").read("episode_scores").is_empty()
     calls["fail"] = 2
-    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "twice", "--engine", "local", code=2)
+    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "twice", "--engine", "local", code=4)
     assert "another writer changed night" in output and output.count("\n") == 1
 
 

@@ -127,3 +127,38 @@ def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_hol
     lines = run("status", str(out))
     assert "night 2026-12-01 scored with other versions: procedural_learning=v1" in lines
     assert "lease: free" in lines
+
+
+def record_of(args: list[str], code: int) -> dict[str, object]:
+    """The run record that ``--json`` prints as the last line of stdout."""
+    import json
+
+    result = CliRunner().invoke(app, [*args, "--json"], terminal_width=100)
+    assert result.exit_code == code, result.output
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def test_the_json_run_record_and_the_exit_codes(tmp_path: Path) -> None:
+    from flows.output import Output
+    from flows.records import RECORD_KEYS, ExitCode
+    from flows.storage.lease import Lease
+
+    out = str(tmp_path / "out")
+    done = record_of(["score", str(EXAMPLE_DUMP), "--out", out, "--engine", "local"], 0)
+    assert tuple(done) == RECORD_KEYS
+    assert done["status"] == "succeeded" and done["exit_code"] == ExitCode.SUCCESS == 0
+    assert done["run_id"] in set(Output.at(out).runs()["run_id"])
+    assert done["nights_scored"] == ["2026-11-30", "2026-12-01"]
+    assert done["counts"]["rows_read"] == (  # type: ignore[index]
+        done["counts"]["rows_scored"] + done["counts"]["rows_rejected"]  # type: ignore[index]
+    )
+    assert set(done["table_versions"]) >= {"episode_scores", "model_scores"}  # type: ignore[arg-type]
+    strict = record_of(["score", str(EXAMPLE_DUMP), "--out", out, "--strict"], 3)
+    assert strict["status"] == "failed" and "strict run failed" in str(strict["error"])
+    refused = record_of(["score", str(tmp_path / "nowhere"), "--out", out], 2)
+    assert refused["status"] == "refused" and "does not exist" in str(refused["error"])
+    with Lease(Output.at(out).location, "holder-run", "cogscore nightly"):
+        busy = record_of(["nightly", str(EXAMPLE_DUMP), "--out", out], 5)
+    assert busy["status"] == "refused" and "holder-run" in str(busy["error"])
+    nothing = record_of(["nightly", str(EXAMPLE_DUMP), "--out", out], 0)
+    assert nothing["status"] == "nothing_to_do" and nothing["nights_unchanged"]

@@ -294,7 +294,7 @@ def test_a_url_output_is_never_taken_for_a_local_folder(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
     output = cli(
         "score", EXAMPLE_DUMP, "--out", "s3://bucket/out",
-        "--storage-option", "aws_endpoint_url=http://127.0.0.1:9", code=2,
+        "--storage-option", "aws_endpoint_url=http://127.0.0.1:9", code=4,
     )  # fmt: skip
     assert "s3://bucket/out" in output and "unreachable" in output
     assert list(tmp_path.iterdir()) == []
@@ -349,9 +349,9 @@ def test_strict_comes_from_the_environment_for_deployments_and_the_command_line(
         dump_root=str(EXAMPLE_DUMP), out=str(tmp_path / "flow"), return_state=True
     )
     assert state.is_failed()
-    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "cli", "--engine", "local", code=1)
+    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "cli", "--engine", "local", code=3)
     assert "completed with rejected input" in output
-    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "cli2", "--engine", "prefect", code=1)
+    output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "cli2", "--engine", "prefect", code=3)
     assert "strict run failed" in output
 
 

@@ -98,7 +98,7 @@ def test_a_bad_file_is_named_counted_and_the_rest_scored(name: str, tmp_path: Pa
     assert counts["rows_read"] == built["rows_read"] + rows  # the bad file's rows counted
     assert counts["rows_scored"] == built["rows_scored"]
     code, _ = run("score", dump, "--out", tmp_path / "strict", "--engine", "local", "--strict")
-    assert code == 1
+    assert code == 3  # README "Exit codes": input not scored under --strict
 
 
 def test_a_file_with_zero_rows_is_read_and_adds_nothing(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) 
     out.mkdir()
     with Lease(Output.at(out).location, "the-first-run", "cogscore nightly"):
         result = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)])
-    assert result.exit_code == 2
+    assert result.exit_code == 5  # README "Exit codes": another run holds the output
     assert "is busy: run the-first-run" in result.output, result.output
     assert Output.at(out).runs().is_empty()
 
