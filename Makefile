@@ -36,15 +36,20 @@ browser:
 test: lint browser
 	$(BIN)/python -m pytest
 
-# Two simulated nights for four models, then the nightly job twice through Prefect's
-# temporary API (no server to start): the second run finds nothing new.
+# Two simulated nights for four models, then the nightly job twice: first as a Prefect flow on
+# Prefect's temporary API (no server to start; it costs 15-25 s to start), then as
+# `--engine auto` runs it without PREFECT_API_URL (in this process, about a second): the
+# second run finds nothing new.
 demo: setup
 	rm -rf demo-out demo-dump
 	$(BIN)/cogscore simulate --out demo-dump --date 2026-11-30 --episodes 600 --seed 1
 	$(BIN)/cogscore simulate --out demo-dump --date 2026-12-01 --episodes 600 --seed 2
 	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
-	$(BIN)/cogscore nightly demo-dump --out demo-out --engine prefect
+	$(BIN)/cogscore nightly demo-dump --out demo-out
 	$(BIN)/cogscore report demo-out --html demo-out/report.html
+	@echo "tables: demo-out/ (Delta; try: $(BIN)/cogscore sql demo-out 'FROM leaderboard')"
+	@echo "report: demo-out/report.html (open it in a browser; it needs no network)"
+	@echo "status: $(BIN)/cogscore status demo-out demo-dump; history: $(BIN)/cogscore history demo-out"
 
 # Performance figures of the README (dumps cached under benchmarks/data/, ~3 GB; --large:
 # ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes).

@@ -242,6 +242,12 @@ def _run(
         code, error = ExitCode.USAGE, str(refused)
     except StorageError as failed:
         code, error = ExitCode.STORAGE, str(failed)
+    except Exception as bug:  # a bug: one line, the traceback only where asked for
+        if os.environ.get("COGSCORE_DEBUG"):
+            raise
+        first = (str(bug).strip().splitlines() or [""])[0]
+        code = ExitCode.INTERNAL
+        error = f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
     if outcome is not None:
         for line in outcome_lines(outcome):
             typer.echo(line)

@@ -6,6 +6,7 @@ from datetime import date
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
@@ -162,3 +163,22 @@ def test_the_json_run_record_and_the_exit_codes(tmp_path: Path) -> None:
     assert busy["status"] == "refused" and "holder-run" in str(busy["error"])
     nothing = record_of(["nightly", str(EXAMPLE_DUMP), "--out", out], 0)
     assert nothing["status"] == "nothing_to_do" and nothing["nights_unchanged"]
+
+
+def test_an_internal_error_is_one_line_and_exit_1_unless_debugging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows import runs
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("an invariant broke\nsecond line")
+
+    monkeypatch.setattr(runs, "score", broken)
+    args = ["score", str(EXAMPLE_DUMP), "--out", str(tmp_path / "out"), "--engine", "local"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip() == (
+        "error: internal error: RuntimeError: an invariant broke (COGSCORE_DEBUG=1 shows where)"
+    )
+    monkeypatch.setenv("COGSCORE_DEBUG", "1")
+    assert isinstance(CliRunner().invoke(app, args).exception, RuntimeError)
