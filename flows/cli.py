@@ -196,6 +196,7 @@ def _run(
     strict: bool = False,
     json_output: bool = False,
     check: Callable[[], None] | None = None,
+    quiet: bool = False,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -229,11 +230,17 @@ def _run(
             outcome = flow(**kwargs, strict=strict)
         else:
             from flows import runs
+            from flows.terminal import progress_for
 
-            mapper = runs.dask_mapper(dask_address) if dask_address else runs.local_mapper
-            context = runs.RunContext(command=_command_line(), engine="local")
+            progress = progress_for(quiet)
+            mapper = (
+                runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
+            )
+            context = runs.RunContext(command=_command_line(), engine="local", progress=progress)
             run = getattr(runs, kind)
-            outcome = enforce_strict(run(**kwargs, mapper=mapper, context=context), strict)
+            with progress:
+                result = run(**kwargs, mapper=mapper, context=context)
+            outcome = enforce_strict(result, strict)
     except StrictFailure as failure:
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
     except OutputBusy as busy:
@@ -270,6 +277,14 @@ def _run(
         raise typer.Exit(int(code))
 
 
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        envvar="COGSCORE_QUIET",
+        help="No progress display (it is off anyway when stderr is not a terminal).",
+    ),
+]
 JsonRecordOpt = Annotated[
     bool,
     typer.Option(
@@ -291,6 +306,7 @@ def score(
     require_marker: MarkerOpt = False,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
@@ -303,6 +319,7 @@ def score(
         check=lambda: _check(input_root, out, formula),
         strict=strict,
         json_output=json_output,
+        quiet=quiet,
         input_root=input_root,
         out=out,
         formulas=formula or [],
@@ -324,6 +341,7 @@ def nightly(
     ] = False,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
@@ -335,6 +353,7 @@ def nightly(
         check=lambda: _check(dump_root, out, formula),
         strict=strict,
         json_output=json_output,
+        quiet=quiet,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -373,6 +392,7 @@ def rescore(
     ] = None,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
@@ -388,6 +408,7 @@ def rescore(
         check=lambda: _check(dump_root, out, formula, pinned=False),
         strict=strict,
         json_output=json_output,
+        quiet=quiet,
         dump_root=dump_root,
         out=out,
         formulas=formula,

@@ -15,11 +15,11 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -47,6 +47,7 @@ from flows.output import (
 from flows.score import (
     SCORER_VERSION,
     FilePart,
+    FileReport,
     ScoreResult,
     assemble,
     night_tables,
@@ -69,14 +70,56 @@ Mapper = Callable[[Sequence[DumpFile], dict[Category, str], Mapping[str, str]], 
 FILES_AT_ONCE = 2
 
 
+class Progress(Protocol):
+    """Where a run says how far it is (the terminal's progress bar; nothing by default)."""
+
+    def begin(self, nights: int, files: int) -> None: ...
+    def file_done(self, report: FileReport) -> None: ...
+    def step(self, what: str) -> None: ...
+    def night_done(self, night: str | None) -> None: ...
+
+
+class NoProgress:
+    """Progress told to nobody (not a terminal, ``--quiet``, the Prefect engine's logs)."""
+
+    def __enter__(self) -> NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def begin(self, nights: int, files: int) -> None:
+        pass
+
+    def file_done(self, report: FileReport) -> None:
+        pass
+
+    def step(self, what: str) -> None:
+        pass
+
+    def night_done(self, night: str | None) -> None:
+        pass
+
+
 def local_mapper(
-    files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+    files: Sequence[DumpFile],
+    formulas: dict[Category, str],
+    digests: Mapping[str, str],
+    progress: Progress | None = None,
 ) -> list[FilePart]:
     """Every file in this process, two at a time: polars runs much of a file's plan on one
     core, and releases the GIL while it does (1.6 s -> 1.4 s for ten files on 2 cores).
-    Memory holds that many files' rows."""
+    Memory holds that many files' rows. Each file done is told to ``progress``."""
     with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
-        return list(pool.map(lambda f: score_file(f, formulas, digests.get(f.relative)), files))
+        futures = [pool.submit(score_file, f, formulas, digests.get(f.relative)) for f in files]
+        for future in as_completed(futures):
+            (progress or NoProgress()).file_done(future.result().report)
+        return [future.result() for future in futures]
+
+
+def local_mapper_with(progress: Progress) -> Mapper:
+    """The local mapper, telling ``progress`` of each file as it is done."""
+    return lambda files, formulas, digests: local_mapper(files, formulas, digests, progress)
 
 
 def dask_mapper(address: str) -> Mapper:
@@ -256,6 +299,7 @@ class RunContext:
     run_id: str = field(default_factory=new_run_id)
     command: str = ""
     engine: str = "local"
+    progress: Progress = field(default_factory=NoProgress)
 
 
 def _score_and_write(
@@ -313,6 +357,8 @@ def _score_and_write(
         if dry_run
         else output.writing(context.run_id, context.command)
     )
+    progress = context.progress
+    progress.begin(len(groups), len(files))
     with writing as writer:
         clear_diff = not dry_run and finish is None and RESCORE_DIFF in output.versions()
         try:
@@ -330,14 +376,17 @@ def _score_and_write(
                 del parts
                 fault_point("scored")
                 t3 = time.perf_counter()
+                progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
                 tables = night_tables(result, bootstrap)
                 t4 = time.perf_counter()
+                progress.step(f"night {night or '(undated)'}: writing {len(tables)} tables")
                 fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
                 for name, table in tables.items():
                     writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints), night)
                 if clear_diff:  # a night scored again: its old rescore diff no longer holds
                     writer.write(RESCORE_DIFF, _no_diff(), night)
                 writer.night_done()
+                progress.night_done(night)
                 for name, frames in kept.items():
                     frames.append(tables[name])
                 summary.add(result)

@@ -182,3 +182,39 @@ def test_an_internal_error_is_one_line_and_exit_1_unless_debugging(
     )
     monkeypatch.setenv("COGSCORE_DEBUG", "1")
     assert isinstance(CliRunner().invoke(app, args).exception, RuntimeError)
+
+
+def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: Path) -> None:
+    """A recorded terminal run (``script`` gives the command a pseudo-terminal)."""
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.dumps import example_dump_counts
+
+    files = len(list(EXAMPLE_DUMP.rglob("*.parquet")))
+
+    def command(out: str, *extra: str) -> list[str]:
+        return [sys.executable, "-m", "flows.cli", "score", str(EXAMPLE_DUMP), "--out",
+                str(tmp_path / out), "--engine", "local", *extra]  # fmt: skip
+
+    root = Path(__file__).parents[2]
+    log = tmp_path / "terminal.log"
+    subprocess.run(
+        ["script", "-qfec", shlex.join(command("tty")), str(log)],
+        cwd=root, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    seen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", log.read_text(errors="replace"))
+    assert re.search(rf"files\b.*\b{files}/{files}\b", seen), seen[-2000:]
+    assert re.search(r"nights\b.*\b2/2\b", seen) and "M rows/s" in seen
+    assert "aggregating (bootstrap)" in seen  # a long step says what it is doing
+    assert f"{example_dump_counts()['rows_read']} rows read" in seen  # and the summary follows
+    piped = subprocess.run(command("pipe"), cwd=root, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and "files" not in piped.stderr and "━" not in piped.stderr
+    quiet_log = tmp_path / "quiet.log"
+    subprocess.run(
+        ["script", "-qfec", shlex.join(command("quiet", "--quiet")), str(quiet_log)],
+        cwd=root, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert "━" not in quiet_log.read_text(errors="replace")

@@ -1,0 +1,85 @@
+"""The progress of a run on a terminal (rich): nights and files done of total, rows per
+second, time left, and what a long step beyond files is doing. Off when stderr is not a
+terminal or the user asked for quiet."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import Self
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from flows.runs import NoProgress
+from flows.runs import Progress as RunProgress
+from flows.score import FileReport
+
+
+class TerminalProgress:
+    """A ``flows.runs.Progress`` drawn on stderr; use as a context manager."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self.files = self.bar.add_task("files", total=None, rate="", start=False)
+        self.nights = self.bar.add_task("nights", total=None, rate="", start=False)
+        self.rows, self.began = 0, time.perf_counter()
+
+    def begin(self, nights: int, files: int) -> None:
+        self.began = time.perf_counter()
+        self.bar.update(self.nights, total=nights)
+        self.bar.update(self.files, total=files)
+        self.bar.start_task(self.nights)
+        self.bar.start_task(self.files)
+
+    def file_done(self, report: FileReport) -> None:
+        self.rows += report.rows
+        per_second = self.rows / max(time.perf_counter() - self.began, 1e-9)
+        self.bar.update(self.files, advance=1, rate=f"{per_second / 1e6:.2f} M rows/s")
+
+    def step(self, what: str) -> None:
+        self.bar.update(self.nights, description=f"nights ({what})")
+
+    def night_done(self, night: str | None) -> None:
+        self.bar.update(self.nights, advance=1, description="nights")
+
+    def __enter__(self) -> Self:
+        self.bar.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.bar.stop()
+
+
+def progress_for(quiet: bool) -> TerminalProgress | NoProgress:
+    """The terminal's progress where stderr is a terminal and quiet is not asked for."""
+    if quiet or not sys.stderr.isatty():
+        return NoProgress()
+    return TerminalProgress()
+
+
+__all__ = ["RunProgress", "TerminalProgress", "progress_for"]
