@@ -58,6 +58,24 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class LogFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+_LOG_FORMAT = [LogFormat.TEXT]  # as chosen for this command
+
+
+def _say(message: str, error: bool = False) -> None:
+    """A line for stderr: as a log record where logs are JSON lines, else as it is."""
+    if _LOG_FORMAT[0] is LogFormat.JSON:
+        from flows.logs import log
+
+        (log().error if error else log().warning)(message)
+    else:
+        typer.echo(f"error: {message}" if error else message, err=True)
+
+
 @app.callback()
 def main(
     version: Annotated[
@@ -66,8 +84,30 @@ def main(
             "--version", callback=_version, is_eager=True, help="Print cogscore's version."
         ),
     ] = False,
+    log_level: Annotated[
+        str,
+        typer.Option(envvar="COGSCORE_LOG_LEVEL", help="debug, info, warning or error (stderr)."),
+    ] = "warning",
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            envvar="COGSCORE_LOG_FORMAT",
+            help="text, or json: one JSON object per line with the run id (for log "
+            "shippers; the progress display is then off).",
+        ),
+    ] = LogFormat.TEXT,
 ) -> None:
     """cogscore: validate transcript dumps and score every episode exactly."""
+    from flows import logs
+
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        raise typer.BadParameter(f"{log_level!r}: debug, info, warning or error")
+    logs.configure(log_level, log_format.value)
+    _LOG_FORMAT[0] = log_format
+    if log_format is LogFormat.JSON:
+        os.environ["COGSCORE_QUIET"] = "1"  # no progress bar between JSON lines
+    if log_level.lower() == "debug":
+        os.environ.setdefault("COGSCORE_DEBUG", "1")
 
 
 @app.command()
@@ -232,7 +272,7 @@ def _run(
             from flows import runs
             from flows.terminal import progress_for
 
-            progress = progress_for(quiet)
+            progress = progress_for(quiet or bool(os.environ.get("COGSCORE_QUIET")))
             mapper = (
                 runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
             )
@@ -259,9 +299,9 @@ def _run(
         for line in outcome_lines(outcome):
             typer.echo(line)
     if error is not None:
-        typer.echo(f"error: {error}", err=True)  # one line: the last thing on stderr
+        _say(error, error=True)  # one line: the last thing on stderr
     else:
-        typer.echo(f"done in {time.perf_counter() - t0:.1f} s", err=True)
+        _say(f"done in {time.perf_counter() - t0:.1f} s")
     if json_output:
         record = run_record(
             outcome,

@@ -33,6 +33,8 @@ from flows.io import (
     one_layout,
 )
 from flows.io import dump_root as root_of
+from flows.logs import log
+from flows.logs import run_id as run_id_var
 from flows.output import (
     CATEGORY_SCORES,
     MODEL_SCORES,
@@ -359,6 +361,10 @@ def _score_and_write(
     )
     progress = context.progress
     progress.begin(len(groups), len(files))
+    run_id_var.set(context.run_id)
+    log().info(
+        "%s run started: %d night(s), %d file(s) from %s", kind, len(groups), len(files), dump_root
+    )
     with writing as writer:
         clear_diff = not dry_run and finish is None and RESCORE_DIFF in output.versions()
         try:
@@ -370,6 +376,7 @@ def _score_and_write(
                     failed[night or "(undated)"] = "; ".join(
                         f"{r.file}: {r.problems[0]}" for r in gone
                     )
+                    log().error("night %s failed: %s", night, failed[night or "(undated)"])
                     continue
                 t2 = time.perf_counter()
                 result = assemble(parts, formulas)
@@ -387,6 +394,12 @@ def _score_and_write(
                     writer.write(RESCORE_DIFF, _no_diff(), night)
                 writer.night_done()
                 progress.night_done(night)
+                log().info(
+                    "night %s written: %d episodes scored, %d rows read",
+                    night or "(undated)",
+                    result.counts["episodes_scored"],
+                    result.counts["rows_read"],
+                )
                 for name, frames in kept.items():
                     frames.append(tables[name])
                 summary.add(result)
@@ -435,6 +448,7 @@ def _score_and_write(
             )
             record_failure(output, _finished([nothing], record))
     after = state_after(state, rows) if dry_run else output.state()
+    log().info("%s run finished in %.1f s", kind, time.perf_counter() - t0)
     scored = sorted(n for n in groups if n is not None and n not in failed)
     outcome = Outcome(kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed

@@ -218,3 +218,24 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: 
         cwd=root, check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     assert "━" not in quiet_log.read_text(errors="replace")
+
+
+def test_json_logs_are_one_object_per_line_each_with_the_run_id(tmp_path: Path) -> None:
+    import json
+
+    args = ["--log-level", "info", "--log-format", "json", "score", str(EXAMPLE_DUMP)]
+    args += ["--out", str(tmp_path / "out"), "--engine", "local", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    lines = [json.loads(line) for line in result.stderr.strip().splitlines()]
+    assert len(lines) >= 4 and all(line["run_id"] == record["run_id"] for line in lines[:-1])
+    assert any("night 2026-12-01 written" in line["message"] for line in lines)
+    assert lines[-1]["message"].startswith("done in")
+    missing = CliRunner().invoke(app, [*args[:4], "score", str(tmp_path / "nope"), "--out", "x"])
+    (error,) = [json.loads(line) for line in missing.stderr.strip().splitlines()]
+    assert (
+        missing.exit_code == 2
+        and error["level"] == "error"
+        and "does not exist" in error["message"]
+    )
