@@ -27,16 +27,30 @@ class Engine(StrEnum):
 
 # Strings, not Paths: a Path would fold "s3://b/x" into "s3:/b/x" before a message names it.
 InputArg = Annotated[
-    str, typer.Argument(metavar="DUMP_ROOT", help="Folder of Parquet files (or one file).")
+    str,
+    typer.Argument(
+        metavar="DUMP_ROOT",
+        envvar="COGSCORE_DUMP_ROOT",
+        help="Folder of Parquet files (or one file), or an s3:// URL.",
+    ),
 ]
-OutOpt = Annotated[str, typer.Option("--out", help="Output folder for the tables.")]
+OutOpt = Annotated[
+    str,
+    typer.Option("--out", envvar="COGSCORE_OUT", help="Output folder or URL for the tables."),
+]
 FormulaOpt = Annotated[
     list[str] | None,
-    typer.Option("--formula", help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable)."),
+    typer.Option(
+        "--formula",
+        envvar="COGSCORE_FORMULA",
+        help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable; the variable: "
+        "space-separated).",
+    ),
 ]
 EngineOpt = Annotated[
     Engine,
     typer.Option(
+        envvar="COGSCORE_ENGINE",
         help="local: in this process; prefect: as a Prefect flow (the configured "
         "PREFECT_API_URL, else Prefect's temporary server, +15-25 s); auto: prefect when "
         "PREFECT_API_URL is set, else local.",
@@ -45,7 +59,9 @@ EngineOpt = Annotated[
 DaskOpt = Annotated[
     str | None,
     typer.Option(
-        "--dask-address", help="Run the per-file work on this Dask cluster (tcp://HOST:PORT)."
+        "--dask-address",
+        envvar="COGSCORE_DASK_ADDRESS",
+        help="Run the per-file work on this Dask cluster (tcp://HOST:PORT).",
     ),
 ]
 
@@ -377,7 +393,11 @@ def nightly(
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
     verify: Annotated[
-        bool, typer.Option(help="Hash every file, even those whose size and time are unchanged.")
+        bool,
+        typer.Option(
+            envvar="COGSCORE_VERIFY",
+            help="Hash every file, even those whose size and time are unchanged.",
+        ),
     ] = False,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
@@ -416,19 +436,31 @@ def rescore(
     dump_root: InputArg,
     out: OutOpt,
     formula: FormulaOpt = None,
-    since: Annotated[str | None, typer.Option(help="First night, YYYY-MM-DD.")] = None,
-    until: Annotated[str | None, typer.Option(help="Last night, YYYY-MM-DD.")] = None,
+    since: Annotated[
+        str | None, typer.Option(envvar="COGSCORE_SINCE", help="First night, YYYY-MM-DD.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(envvar="COGSCORE_UNTIL", help="Last night, YYYY-MM-DD.")
+    ] = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Compute and print what would move; change nothing in OUT."),
+        typer.Option(
+            "--dry-run",
+            envvar="COGSCORE_DRY_RUN",
+            help="Compute and print what would move; change nothing in OUT.",
+        ),
     ] = False,
     diff_out: Annotated[
         Path | None,
-        typer.Option("--diff-out", help="Also write the diff to this Parquet file."),
+        typer.Option(
+            "--diff-out",
+            envvar="COGSCORE_DIFF_OUT",
+            help="Also write the diff to this Parquet file.",
+        ),
     ] = None,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
@@ -532,16 +564,28 @@ def simulate(
 
 @app.command()
 def report(
-    out: Annotated[str, typer.Argument(metavar="OUT", help="The output of a run (folder or URL).")],
-    html_file: Annotated[Path, typer.Option("--html", help="The HTML file to write.")],
+    out: Annotated[
+        str,
+        typer.Argument(
+            metavar="OUT", envvar="COGSCORE_OUT", help="The output of a run (folder or URL)."
+        ),
+    ],
+    html_file: Annotated[
+        Path, typer.Option("--html", envvar="COGSCORE_HTML", help="The HTML file to write.")
+    ],
     night: Annotated[
-        str | None, typer.Option(help="The night to show, YYYY-MM-DD (default: the latest night).")
+        str | None,
+        typer.Option(
+            envvar="COGSCORE_NIGHT",
+            help="The night to show, YYYY-MM-DD (default: the latest night).",
+        ),
     ] = None,
     as_of: Annotated[
         str | None,
         typer.Option(
             "--as-of",
             metavar="RUN_ID",
+            envvar="COGSCORE_AS_OF",
             help="Show the tables as run RUN_ID left them (default: the latest finished run).",
         ),
     ] = None,
@@ -578,13 +622,24 @@ def _retention(text: str) -> float:
 
 @app.command()
 def vacuum(
-    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    out: Annotated[
+        str,
+        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+    ],
     retain: Annotated[
         str,
-        typer.Option(help="Keep what the table versions of this period need (30d, 12h, 0h)."),
+        typer.Option(
+            envvar="COGSCORE_RETAIN",
+            help="Keep what the table versions of this period need (30d, 12h, 0h).",
+        ),
     ] = "30d",
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Count what would be deleted; delete nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            envvar="COGSCORE_DRY_RUN",
+            help="Count what would be deleted; delete nothing.",
+        ),
     ] = False,
     storage_option: StorageOpt = None,
 ) -> None:
@@ -605,12 +660,17 @@ def vacuum(
     typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", envvar="COGSCORE_JSON", help="Print JSON instead of a table.")
+]
 
 
 @app.command()
 def history(
-    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    out: Annotated[
+        str,
+        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+    ],
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
@@ -635,10 +695,17 @@ def history(
 
 @app.command()
 def status(
-    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    out: Annotated[
+        str,
+        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+    ],
     dump_root: Annotated[
         str | None,
-        typer.Argument(metavar="[DUMP_ROOT]", help="Also say which of its nights are new."),
+        typer.Argument(
+            metavar="[DUMP_ROOT]",
+            envvar="COGSCORE_DUMP_ROOT",
+            help="Also say which of its nights are new.",
+        ),
     ] = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
@@ -666,11 +733,19 @@ def status(
 
 @app.command()
 def sql(
-    out: Annotated[str, typer.Argument(metavar="OUT", help="The output (folder or URL).")],
+    out: Annotated[
+        str,
+        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+    ],
     query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
     as_of: Annotated[
         str | None,
-        typer.Option("--as-of", metavar="RUN_ID", help="The tables as run RUN_ID left them."),
+        typer.Option(
+            "--as-of",
+            metavar="RUN_ID",
+            envvar="COGSCORE_AS_OF",
+            help="The tables as run RUN_ID left them.",
+        ),
     ] = None,
     storage_option: StorageOpt = None,
 ) -> None:

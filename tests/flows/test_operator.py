@@ -239,3 +239,31 @@ def test_json_logs_are_one_object_per_line_each_with_the_run_id(tmp_path: Path) 
         and error["level"] == "error"
         and "does not exist" in error["message"]
     )
+
+
+PRODUCTION = ("score", "nightly", "rescore", "report", "sql", "vacuum", "status", "history")
+
+
+def test_every_option_of_the_production_commands_has_an_environment_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.main import get_command
+
+    group = get_command(app)
+    for name in PRODUCTION:
+        command = group.commands[name]  # type: ignore[attr-defined]
+        for param in command.params:
+            if param.name in ("help", "query", "storage_option"):
+                continue  # storage options: COGSCORE_STORAGE_OPTIONS, read by the stores
+            assert param.envvar, f"{name} --{param.name} has no environment variable"
+            assert str(param.envvar).startswith("COGSCORE_")
+        assert "COGSCORE_" in words(run(name, "--help"))  # and --help shows them
+    monkeypatch.setenv("COGSCORE_DUMP_ROOT", str(EXAMPLE_DUMP))
+    monkeypatch.setenv("COGSCORE_OUT", str(tmp_path / "from-env"))
+    monkeypatch.setenv("COGSCORE_ENGINE", "local")
+    monkeypatch.setenv("COGSCORE_FORMULA", "procedural_learning=v1 runtime_rl=v1")
+    assert "nightly: 2 night(s) scored" in run("nightly")
+    from flows.output import Output
+
+    state = Output.at(tmp_path / "from-env").state()
+    assert state["formula_set"]["procedural_learning"] == "v1"
