@@ -15,10 +15,15 @@ import os
 from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect import flow, get_run_logger, task, unmapped
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import (
+    create_markdown_artifact,
+    create_progress_artifact,
+    update_progress_artifact,
+)
 from prefect.context import TaskRunContext
 
 from flows import runs
@@ -70,6 +75,9 @@ def prefect_mapper(
     # Every task gets its file's content digest: the cache key is made of it.
     known = [digests.get(f.relative) or content_digest(f) for f in files]
     futures = score_file_task.map(files, unmapped(formulas), known)
+    # Prefect's own progress display: a progress artifact of the flow run, per night.
+    night = files[0].partitions.get("dump_date", "undated") if files else "undated"
+    artifact = cast(UUID, create_progress_artifact(0.0, description=f"night {night}: scored"))
     parts = []
     for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
         part = future.result()
@@ -78,6 +86,7 @@ def prefect_mapper(
         part.report.mtime_ns = modified_ns(dump_file)
         parts.append(part)
         logger.info("scored %d/%d: %s", done, len(files), dump_file.relative)
+        update_progress_artifact(artifact, 100.0 * done / len(files))
     return parts
 
 

@@ -153,9 +153,13 @@ class RunSummary:
     unscored: Counter[str] = field(default_factory=Counter)  # by category ("(unknown)")
     reasons: Counter[str] = field(default_factory=Counter)  # by rule
     timings: dict[str, float] = field(default_factory=dict)  # seconds by step
+    rejected_files: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def add(self, result: ScoreResult) -> None:
         self.counts.update(result.counts)
+        self.rejected_files += [
+            (f.file, f.problems) for f in result.files if f.status == "rejected"
+        ]
         self.scored.update(dict(result.scores.group_by(Col.CATEGORY).len().iter_rows()))
         unscored = result.rejects.group_by(pl.col(Col.CATEGORY).fill_null("(unknown)")).len()
         self.unscored.update(dict(unscored.iter_rows()))

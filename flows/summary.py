@@ -112,6 +112,10 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
     if summary.reasons:
         top = sorted(summary.reasons.items(), key=lambda r: (-r[1], r[0]))[:5]
         lines.append("top reasons: " + ", ".join(f"{r} ({n})" for r, n in top))
+    for file, problems in summary.rejected_files[:5]:  # the files, named (the rest counted)
+        lines.append(f"file not scored: {printable(file)}: {printable('; '.join(problems))}")
+    if len(summary.rejected_files) > 5:
+        lines.append(f"… and {len(summary.rejected_files) - 5} more file(s) (cogscore status)")
     counts = summary.counts
     lines.append(
         f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "

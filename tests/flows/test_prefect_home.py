@@ -40,3 +40,29 @@ def test_no_cache_hit_crosses_two_test_homes(prefect_home: Path, tmp_path: Path)
     # Another home scored every file itself: its own results, none read from the first.
     assert stored(other) == first
     assert stored(prefect_home) == first
+
+
+def test_a_prefect_run_shows_its_progress_as_progress_artifacts(
+    prefect_home: Path, tmp_path: Path
+) -> None:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterType,
+    )
+
+    state = prefect_flows.score_flow(
+        input_root=EXAMPLE_DUMP, out=tmp_path / "out", return_state=True
+    )
+    run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                flow_run_id=ArtifactFilterFlowRunId(any_=[run_id]),
+                type=ArtifactFilterType(any_=["progress"]),
+            )
+        )
+    nights = {p.parent.name for p in EXAMPLE_DUMP.rglob("*.parquet")}
+    assert len(artifacts) == len(nights)  # one per night, each at 100%
+    assert all(float(a.data) == 100.0 for a in artifacts)  # type: ignore[arg-type]

@@ -83,6 +83,7 @@ def test_a_bad_file_is_named_counted_and_the_rest_scored(name: str, tmp_path: Pa
     code, output = run("score", dump, "--out", tmp_path / "out", "--engine", "local")
     assert code == 0, output
     assert "completed with rejected input: 1 file(s)" in output
+    assert f"file not scored: {NIGHT}/{name}.parquet: " in output  # named, with its reason
     manifest = last_run(tmp_path / "out")
     bad = [f for f in manifest["files"] if f["file"] == f"{NIGHT}/{name}.parquet"]
     assert bad and bad[0]["status"] == "rejected" and bad[0]["problems"]
