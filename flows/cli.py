@@ -305,6 +305,8 @@ def _run(
         code, error = ExitCode.USAGE, str(refused)
     except StorageError as failed:
         code, error = ExitCode.STORAGE, str(failed)
+    except (typer.BadParameter, typer.Exit):  # the command line's own: usage, exit 2
+        raise
     except Exception as bug:  # a bug: one line, the traceback only where asked for
         if os.environ.get("COGSCORE_DEBUG"):
             raise
