@@ -734,6 +734,56 @@ def status(
 
 
 @app.command()
+def compare(
+    out: Annotated[
+        str,
+        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+    ],
+    night: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            envvar="COGSCORE_NIGHT",
+            help="The night, YYYY-MM-DD (default: the latest night).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option(envvar="COGSCORE_SCOPE", help="A category, or overall."),
+    ] = "overall",
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of", metavar="RUN_ID", envvar="COGSCORE_AS_OF", help="As run RUN_ID left it."
+        ),
+    ] = None,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Every pair of models of a night in a scope: the difference a - b, its 95% interval,
+    the Holm-corrected p-value, the verdict and the minimum detectable effect."""
+    from flows.output import Output
+    from flows.status import as_json, comparison_lines, comparisons
+    from flows.storage.errors import StorageError
+
+    _storage_options(storage_option)
+    try:
+        table = comparisons(Output.at(out), night, scope, models, as_of)
+    except StorageError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(4) from None
+    if json_output:
+        typer.echo(as_json(table.to_dicts()))
+    else:
+        for line in comparison_lines(table):
+            typer.echo(line)
+
+
+@app.command()
 def sql(
     out: Annotated[
         str,

@@ -132,3 +132,63 @@ def status_lines(report: dict[str, Any]) -> list[str]:
 
 def as_json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
+
+
+def comparisons(
+    output: Output,
+    night: str | None = None,
+    scope: str = "overall",
+    models: list[str] | None = None,
+    as_of: str | None = None,
+) -> pl.DataFrame:
+    """The pairwise comparisons of the models of a night (default: the latest) in a scope
+    (a category, or ``overall``), from the episode scores as the latest finished run (or run
+    ``as_of``) left them (``transforms.compare.model_comparisons``)."""
+    from transforms.compare import MODEL_A, MODEL_B, SCOPE, model_comparisons
+
+    episodes = output.read("episode_scores", as_of)
+    if episodes.is_empty():
+        return pl.DataFrame()
+    night = night or episodes["dump_date"].drop_nulls().max()  # type: ignore[assignment]
+    of_night = episodes.filter(pl.col("dump_date") == night)
+    table = model_comparisons(of_night).filter(pl.col(SCOPE) == scope)
+    if models:
+        table = table.filter(pl.col(MODEL_A).is_in(models) & pl.col(MODEL_B).is_in(models))
+    return table.sort(MODEL_A, MODEL_B)
+
+
+def comparison_lines(table: pl.DataFrame) -> list[str]:
+    from transforms.compare import (
+        CI_HIGH,
+        CI_LOW,
+        DIFF,
+        MDE,
+        MODEL_A,
+        MODEL_B,
+        P_HOLM,
+        PAIRED,
+        VERDICT,
+    )
+
+    if table.is_empty():
+        return ["no pair of models to compare"]
+    grid = table_of_columns()
+    for name in ("model a", "model b", "a - b", "95% interval", "p (Holm)", "verdict", "mde"):
+        grid.add_column(name, overflow="fold")
+    grid.add_column("paired", no_wrap=True)
+
+    def number(value: float | None, digits: int = 3) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    for row in table.iter_rows(named=True):
+        grid.add_row(
+            escape(printable(row[MODEL_A])),
+            escape(printable(row[MODEL_B])),
+            f"{row[DIFF]:+.3f}",
+            f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
+            number(row[P_HOLM], 4),
+            row[VERDICT],
+            number(row[MDE]),
+            row[PAIRED],
+        )
+    return render(grid)

@@ -241,7 +241,17 @@ def test_json_logs_are_one_object_per_line_each_with_the_run_id(tmp_path: Path) 
     )
 
 
-PRODUCTION = ("score", "nightly", "rescore", "report", "sql", "vacuum", "status", "history")
+PRODUCTION = (
+    "score",
+    "nightly",
+    "rescore",
+    "report",
+    "sql",
+    "vacuum",
+    "status",
+    "history",
+    "compare",
+)
 
 
 def test_every_option_of_the_production_commands_has_an_environment_variable(
@@ -267,3 +277,32 @@ def test_every_option_of_the_production_commands_has_an_environment_variable(
 
     state = Output.at(tmp_path / "from-env").state()
     assert state["formula_set"]["procedural_learning"] == "v1"
+
+
+def test_compare_prints_every_pair_with_the_difference_of_the_model_scores(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from tests.tables import read_table
+
+    out = tmp_path / "out"
+    run("score", str(EXAMPLE_DUMP), "--out", str(out), "--engine", "local")
+    rows = json.loads(run("compare", str(out), "--json"))
+    board = read_table(out, "model_scores").filter(dump_date="2026-12-01")
+    score = dict(board.select("model", "score").iter_rows())
+    assert len(rows) == len(score) * (len(score) - 1)  # every ordered pair of the night
+    for row in rows:
+        assert row["scope"] == "overall"
+        assert row["diff"] == score[row["model_a"]] - score[row["model_b"]]
+        if row["se"] is None:  # too few instances of a task to estimate it: no verdict
+            assert row["ci_low"] is None and row["verdict"] == "unresolved"
+        else:
+            assert row["ci_low"] <= row["diff"] <= row["ci_high"]
+            assert row["verdict"] in ("a_better", "b_better", "unresolved")
+    some = sorted(score)[:2]
+    picked = json.loads(run("compare", str(out), "--json", "--scope", "runtime_rl",
+                            "--models", some[0], "--models", some[1]))  # fmt: skip
+    assert {(r["model_a"], r["model_b"]) for r in picked} == {tuple(some), tuple(reversed(some))}
+    assert all(r["scope"] == "runtime_rl" for r in picked)
+    assert "a - b" in run("compare", str(out), "--date", "2026-11-30")
