@@ -57,10 +57,11 @@ class TerminalProgress:
         self.bar.update(self.files, advance=1, rate=f"{per_second / 1e6:.2f} M rows/s")
 
     def step(self, what: str) -> None:
-        self.bar.update(self.nights, description=f"nights ({what})")
+        # Drawn at once: a step may end before the next timed refresh would show it.
+        self.bar.update(self.nights, description=f"nights ({what})", refresh=True)
 
     def night_done(self, night: str | None) -> None:
-        self.bar.update(self.nights, advance=1, description="nights")
+        self.bar.update(self.nights, advance=1, description="nights", refresh=True)
 
     def __enter__(self) -> Self:
         self.bar.start()
