@@ -144,6 +144,29 @@ def _engine(engine: Engine) -> Engine:
     return engine
 
 
+OutArg = Annotated[
+    str,
+    typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="RUN_ID",
+        envvar="COGSCORE_AS_OF",
+        help="The tables as run RUN_ID left them (default: the latest finished run).",
+    ),
+]
+
+
+def _refused(error: Exception) -> typer.Exit:
+    """Report ``error`` in one line; the exit with its code (README "Exit codes")."""
+    from flows.records import exit_code_of
+
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(int(exit_code_of(error)))
+
+
 def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = True) -> None:
     """Fail fast, before any flow starts, on what the user can fix (``InputError``,
     ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
@@ -157,14 +180,7 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
         resolve(formula or [])
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
-    from flows.io import InputError
-    from flows.storage.errors import StorageError
-
-    root = dump_root(input_root)
-    try:
-        output = Output.at(out)
-    except StorageError as error:  # a malformed or unsupported URL: the user's to fix
-        raise InputError(str(error)) from None
+    root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
     one_layout(root, discover(root))
     if output.location.is_local:
         check_writable(Path(output.location.uri))
@@ -262,8 +278,8 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.records import ExitCode, run_record
-    from flows.storage.errors import LegacyLayout, OutputBusy, StorageError, UnsafeStore
+    from flows.records import ExitCode, exit_code_of, run_record
+    from flows.storage.errors import StorageError
     from flows.summary import StrictFailure, enforce_strict, outcome_lines
 
     started, t0 = clock.now(UTC), time.perf_counter()
@@ -299,12 +315,8 @@ def _run(
             outcome = enforce_strict(result, strict)
     except StrictFailure as failure:
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
-    except OutputBusy as busy:
-        code, error = ExitCode.BUSY, str(busy)
-    except (InputError, LegacyLayout, UnsafeStore) as refused:
-        code, error = ExitCode.USAGE, str(refused)
-    except StorageError as failed:
-        code, error = ExitCode.STORAGE, str(failed)
+    except (InputError, StorageError) as refused:
+        code, error = exit_code_of(refused), str(refused)
     except (typer.BadParameter, typer.Exit):  # the command line's own: usage, exit 2
         raise
     except Exception as bug:  # a bug: one line, the traceback only where asked for
@@ -566,12 +578,7 @@ def simulate(
 
 @app.command()
 def report(
-    out: Annotated[
-        str,
-        typer.Argument(
-            metavar="OUT", envvar="COGSCORE_OUT", help="The output of a run (folder or URL)."
-        ),
-    ],
+    out: OutArg,
     html_file: Annotated[
         Path, typer.Option("--html", envvar="COGSCORE_HTML", help="The HTML file to write.")
     ],
@@ -582,15 +589,7 @@ def report(
             help="The night to show, YYYY-MM-DD (default: the latest night).",
         ),
     ] = None,
-    as_of: Annotated[
-        str | None,
-        typer.Option(
-            "--as-of",
-            metavar="RUN_ID",
-            envvar="COGSCORE_AS_OF",
-            help="Show the tables as run RUN_ID left them (default: the latest finished run).",
-        ),
-    ] = None,
+    as_of: AsOfOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
@@ -602,8 +601,7 @@ def report(
     try:
         path = write_report(out, html_file, night=night, as_of=as_of)
     except (ReportError, StorageError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _refused(error) from None
     typer.echo(str(path))
     size = path.stat().st_size
     typer.echo(f"report of {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", err=True)
@@ -624,10 +622,7 @@ def _retention(text: str) -> float:
 
 @app.command()
 def vacuum(
-    out: Annotated[
-        str,
-        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
-    ],
+    out: OutArg,
     retain: Annotated[
         str,
         typer.Option(
@@ -656,8 +651,7 @@ def vacuum(
     try:
         count = Output.at(out).vacuum(retain_hours=hours, dry_run=dry_run)
     except StorageError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _refused(error) from None
     verb = "would delete" if dry_run else "deleted"
     typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
 
@@ -669,10 +663,7 @@ JsonOpt = Annotated[
 
 @app.command()
 def history(
-    out: Annotated[
-        str,
-        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
-    ],
+    out: OutArg,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
@@ -691,16 +682,12 @@ def history(
             for line in history_lines(output):
                 typer.echo(line)
     except StorageError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _refused(error) from None
 
 
 @app.command()
 def status(
-    out: Annotated[
-        str,
-        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
-    ],
+    out: OutArg,
     dump_root: Annotated[
         str | None,
         typer.Argument(
@@ -724,8 +711,7 @@ def status(
     try:
         report = status_of(Output.at(out), dump_root)
     except (StorageError, InputError) as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _refused(error) from None
     if json_output:
         typer.echo(as_json(report))
     else:
@@ -735,10 +721,7 @@ def status(
 
 @app.command()
 def compare(
-    out: Annotated[
-        str,
-        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
-    ],
+    out: OutArg,
     night: Annotated[
         str | None,
         typer.Option(
@@ -755,12 +738,7 @@ def compare(
         list[str] | None,
         typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
     ] = None,
-    as_of: Annotated[
-        str | None,
-        typer.Option(
-            "--as-of", metavar="RUN_ID", envvar="COGSCORE_AS_OF", help="As run RUN_ID left it."
-        ),
-    ] = None,
+    as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
@@ -774,8 +752,7 @@ def compare(
     try:
         table = comparisons(Output.at(out), night, scope, models, as_of)
     except StorageError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(4) from None
+        raise _refused(error) from None
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
@@ -785,20 +762,9 @@ def compare(
 
 @app.command()
 def sql(
-    out: Annotated[
-        str,
-        typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
-    ],
+    out: OutArg,
     query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
-    as_of: Annotated[
-        str | None,
-        typer.Option(
-            "--as-of",
-            metavar="RUN_ID",
-            envvar="COGSCORE_AS_OF",
-            help="The tables as run RUN_ID left them.",
-        ),
-    ] = None,
+    as_of: AsOfOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
     """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
@@ -812,8 +778,7 @@ def sql(
         con = connect(Output.at(out), as_of)
         relation = con.sql(query)
     except StorageError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _refused(error) from None
     except Exception as error:  # a DuckDB error in the query: the user's to fix
         typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None

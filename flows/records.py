@@ -22,6 +22,27 @@ class ExitCode(IntEnum):
     BUSY = 5  # another run holds the output's lease
 
 
+def exit_code_of(error: BaseException) -> ExitCode:
+    """The exit code of an error a command reports (README "Exit codes")."""
+    from flows.io import InputError
+    from flows.report import ReportError
+    from flows.storage.errors import (
+        BadLocation,
+        LegacyLayout,
+        OutputBusy,
+        StorageError,
+        UnsafeStore,
+    )
+
+    if isinstance(error, OutputBusy):
+        return ExitCode.BUSY
+    if isinstance(error, InputError | ReportError | BadLocation | LegacyLayout | UnsafeStore):
+        return ExitCode.USAGE
+    if isinstance(error, StorageError):
+        return ExitCode.STORAGE
+    return ExitCode.INTERNAL
+
+
 RECORD_KEYS: Final = (
     "run_id",
     "command",

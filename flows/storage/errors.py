@@ -18,6 +18,10 @@ class StorageError(Exception):
     """A storage operation failed; the message is one line naming the URL."""
 
 
+class BadLocation(StorageError):
+    """A location or storage option that cannot be right as written: the user's to fix."""
+
+
 class OutputBusy(StorageError):
     """Another run holds the output's lease (the message names it and when it expires)."""
 

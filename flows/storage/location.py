@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from flows.storage.errors import StorageError
+from flows.storage.errors import BadLocation, StorageError
 
 # Object stores delta-rs and obstore both support (abfs[s] and az are Azure's two spellings).
 OBJECT_SCHEMES: Final = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"})
@@ -124,28 +124,28 @@ class Location:
         >>> Location.parse("ftp://host/x")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        flows.storage.errors.StorageError: unsupported URL ftp://host/x: use a local path, ...
+        flows.storage.errors.BadLocation: unsupported URL ftp://host/x: use a local path, ...
         """
         opts = {k.lower(): v for k, v in (options or {}).items()}
         match = _SCHEME.match(text)
         if match is None:
             if not text:
-                raise StorageError("empty location")
+                raise BadLocation("empty location")
             return cls(os.path.abspath(os.path.expanduser(text)), opts)
         scheme = match.group(1).lower()
         safe = Location(text).display if "://" in text else text
         if scheme == "file":
             if not text.startswith("file:///"):
-                raise StorageError(f"malformed URL {safe}: expected file:///absolute/path")
+                raise BadLocation(f"malformed URL {safe}: expected file:///absolute/path")
             return cls(os.path.abspath(text[len("file://") :]), opts)
         if scheme not in OBJECT_SCHEMES:
-            raise StorageError(
+            raise BadLocation(
                 f"unsupported URL {safe}: use a local path, s3://, gs://, az:// or abfs://"
             )
         if not text.lower().startswith(f"{scheme}://"):
-            raise StorageError(f"malformed URL {safe}: expected {scheme}://bucket/prefix")
+            raise BadLocation(f"malformed URL {safe}: expected {scheme}://bucket/prefix")
         if not urlsplit(text).netloc.rsplit("@", 1)[-1]:
-            raise StorageError(f"URL {safe} names no bucket: expected {scheme}://bucket/prefix")
+            raise BadLocation(f"URL {safe} names no bucket: expected {scheme}://bucket/prefix")
         return cls(text.rstrip("/"), opts)
 
 
@@ -157,7 +157,7 @@ def duration(text: str) -> timedelta:
     """
     match = _DURATION.match(text)
     if match is None:
-        raise StorageError(f"not a duration: {text!r} (expected e.g. 30s, 500ms, 2min)")
+        raise BadLocation(f"not a duration: {text!r} (expected e.g. 30s, 500ms, 2min)")
     value, unit = float(match.group(1)), match.group(2) or "s"
     scale = {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[unit]
     return timedelta(seconds=value * scale)
@@ -175,7 +175,7 @@ def parse_storage_options(pairs: Iterable[str]) -> dict[str, str]:
         key = key.strip().lower()
         if not sep or not key:
             # Not the value: it may be a secret typed without its key.
-            raise StorageError("a storage option must be KEY=VALUE (got an entry without '=')")
+            raise BadLocation("a storage option must be KEY=VALUE (got an entry without '=')")
         options[key] = value.strip()
     return options
 

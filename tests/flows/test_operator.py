@@ -306,3 +306,18 @@ def test_compare_prints_every_pair_with_the_difference_of_the_model_scores(
     assert {(r["model_a"], r["model_b"]) for r in picked} == {tuple(some), tuple(reversed(some))}
     assert all(r["scope"] == "runtime_rl" for r in picked)
     assert "a - b" in run("compare", str(out), "--date", "2026-11-30")
+
+
+def test_the_read_commands_follow_the_same_exit_codes(tmp_path: Path) -> None:
+    from flows.output import Output
+    from flows.storage.lease import Lease
+
+    out = tmp_path / "out"
+    run("score", str(EXAMPLE_DUMP), "--out", str(out), "--engine", "local")
+    with Lease(Output.at(out).location, "holder-run", "cogscore nightly"):
+        busy = CliRunner().invoke(app, ["vacuum", str(out)])
+    assert busy.exit_code == 5 and "holder-run" in busy.stderr
+    empty = CliRunner().invoke(app, ["report", str(tmp_path / "none"), "--html", "x.html"])
+    assert empty.exit_code == 2 and "holds no scores" in empty.stderr
+    bad = CliRunner().invoke(app, ["history", "s3:/not-a-url"])
+    assert bad.exit_code == 2 and "malformed URL" in bad.stderr  # the user's to fix
