@@ -117,7 +117,7 @@ def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
     if what == "floor":
         return floor(dump, repeat)
     if what == "hash":
-        from flows.warehouse import file_digest
+        from flows.io import file_digest
 
         t = time.perf_counter()
         for path in files(dump):

@@ -184,12 +184,17 @@ def content_digest(dump_file: DumpFile) -> str:
     ETag as the store gave it at listing (``etag:…``: the store's own content identity,
     read without downloading the object)."""
     if dump_file.is_local:
-        digest = hashlib.sha256()
-        with open(dump_file.path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-        return digest.hexdigest()
+        return file_digest(Path(dump_file.path))
     return f"etag:{dump_file.version}"
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of a local file's bytes, read a MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def modified_ns(dump_file: DumpFile) -> int:

@@ -53,14 +53,6 @@ __all__ = [
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy", "deltalake", "obstore")
 
 
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def fingerprint(files: Iterable[tuple[str, str]]) -> str:
     """The digest of a night's input: its files' relative paths and content digests."""
     lines = "\n".join(f"{name}\t{digest}" for name, digest in sorted(files))
