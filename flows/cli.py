@@ -223,6 +223,74 @@ def _storage_options(pairs: list[str] | None) -> None:
     os.environ[ENV_OPTIONS] = ",".join(pairs)
 
 
+BaselineOpt = Annotated[
+    str,
+    typer.Option(
+        "--baseline",
+        envvar="COGSCORE_BASELINE",
+        help="Regressions: compare each night with the previous night ('previous') or with "
+        "the mean of the last --baseline-nights nights ('mean').",
+    ),
+]
+BaselineNightsOpt = Annotated[
+    int,
+    typer.Option(
+        "--baseline-nights",
+        min=1,
+        envvar="COGSCORE_BASELINE_NIGHTS",
+        help="Regressions: nights in the 'mean' baseline.",
+    ),
+]
+MarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--regression-margin",
+        min=0.0,
+        envvar="COGSCORE_REGRESSION_MARGIN",
+        help="Regressions: the drop an alert needs beyond significance (default: the "
+        "row's minimum detectable effect).",
+    ),
+]
+HarnessToleranceOpt = Annotated[
+    float,
+    typer.Option(
+        "--harness-error-tolerance",
+        min=0.0,
+        max=1.0,
+        envvar="COGSCORE_HARNESS_ERROR_TOLERANCE",
+        help="Regressions: a model whose share of harness errors moved by more than this "
+        "from its baseline is reported 'not_comparable', never as a regression.",
+    ),
+]
+FailOnRegressionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        envvar="COGSCORE_FAIL_ON_REGRESSION",
+        help="Exit 6 (Prefect: the flow run ends Failed) when a regression alert fires on "
+        "a night this run scored; the tables are written all the same.",
+    ),
+]
+
+
+def _regression(
+    baseline: str, nights: int, margin: float | None, tolerance: float
+) -> dict[str, Any]:
+    """The regression options as run arguments (checked here: a bad one is a usage error)."""
+    from flows.comparisons import RegressionOptions
+
+    try:
+        RegressionOptions(baseline, nights, margin, tolerance)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--baseline") from None
+    return {
+        "baseline": baseline,
+        "baseline_nights": nights,
+        "regression_margin": margin,
+        "harness_error_tolerance": tolerance,
+    }
+
+
 MarkerOpt = Annotated[
     bool,
     typer.Option(
@@ -269,6 +337,8 @@ def _run(
     json_output: bool = False,
     check: Callable[[], None] | None = None,
     quiet: bool = False,
+    fail_on_regression: bool = False,
+    regression: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -280,7 +350,7 @@ def _run(
     from flows.io import InputError
     from flows.records import ExitCode, exit_code_of, run_record
     from flows.storage.errors import StorageError
-    from flows.summary import StrictFailure, enforce_strict, outcome_lines
+    from flows.summary import RegressionAlert, StrictFailure, enforce_strict, outcome_lines
 
     started, t0 = clock.now(UTC), time.perf_counter()
     chosen = _engine(engine)
@@ -299,7 +369,8 @@ def _run(
                 from prefect_dask import DaskTaskRunner
 
                 flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
-            outcome = flow(**kwargs, strict=strict)
+            gate = {"fail_on_regression": fail_on_regression} if fail_on_regression else {}
+            outcome = flow(**kwargs, **(regression or {}), **gate, strict=strict)
         else:
             from flows import runs
             from flows.terminal import progress_for
@@ -308,11 +379,18 @@ def _run(
             mapper = (
                 runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
             )
-            context = runs.RunContext(command=_command_line(), engine="local", progress=progress)
+            context = runs.RunContext(
+                command=_command_line(),
+                engine="local",
+                progress=progress,
+                regression=runs.regression_options(**(regression or {})),
+            )
             run = getattr(runs, kind)
             with progress:
                 result = run(**kwargs, mapper=mapper, context=context)
-            outcome = enforce_strict(result, strict)
+            outcome = enforce_strict(result, strict, fail_on_regression)
+    except RegressionAlert as alert:
+        outcome, code, error = alert.outcome, ExitCode.REGRESSION, str(alert)
     except StrictFailure as failure:
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
     except (InputError, StorageError) as refused:
@@ -377,6 +455,11 @@ def score(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    baseline: BaselineOpt = "previous",
+    baseline_nights: BaselineNightsOpt = 7,
+    regression_margin: MarginOpt = None,
+    harness_error_tolerance: HarnessToleranceOpt = 0.02,
+    fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
@@ -390,6 +473,10 @@ def score(
         strict=strict,
         json_output=json_output,
         quiet=quiet,
+        fail_on_regression=fail_on_regression,
+        regression=_regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        ),
         input_root=input_root,
         out=out,
         formulas=formula or [],
@@ -416,6 +503,11 @@ def nightly(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    baseline: BaselineOpt = "previous",
+    baseline_nights: BaselineNightsOpt = 7,
+    regression_margin: MarginOpt = None,
+    harness_error_tolerance: HarnessToleranceOpt = 0.02,
+    fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
@@ -428,6 +520,10 @@ def nightly(
         strict=strict,
         json_output=json_output,
         quiet=quiet,
+        fail_on_regression=fail_on_regression,
+        regression=_regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        ),
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -479,6 +575,10 @@ def rescore(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    baseline: BaselineOpt = "previous",
+    baseline_nights: BaselineNightsOpt = 7,
+    regression_margin: MarginOpt = None,
+    harness_error_tolerance: HarnessToleranceOpt = 0.02,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
@@ -495,6 +595,9 @@ def rescore(
         strict=strict,
         json_output=json_output,
         quiet=quiet,
+        regression=_regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        ),
         dump_root=dump_root,
         out=out,
         formulas=formula,
@@ -529,6 +632,15 @@ def simulate(
             "real dump has them (--clean: none).",
         ),
     ] = True,
+    instance_ids: Annotated[
+        bool,
+        typer.Option(
+            "--instance-ids/--no-instance-ids",
+            help="Write contract 1.1's instance_id on episode_start rows (every model faces "
+            "the same instances of each task, every night); --no-instance-ids: a contract "
+            "1.0 dump.",
+        ),
+    ] = True,
 ) -> None:
     """Write a simulated dump (real tasks, simulated models) for tests, demos, benchmarks.
 
@@ -557,6 +669,7 @@ def simulate(
             episodes_per_file=episodes_per_file,
             rejects=DEFAULT_REJECTS if rejects else 0.0,
             on_file=written,
+            instance_ids=instance_ids,
         )
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--date") from None

@@ -38,7 +38,9 @@ from schemas.contract import DUMP_DATE, Col
 from schemas.tables import (
     CategoryScores,
     EpisodeScores,
+    ModelComparisons,
     ModelScores,
+    Regressions,
     Rejects,
     RescoreDiff,
     TaskScores,
@@ -50,17 +52,29 @@ TASK_SCORES: Final = "task_scores"
 CATEGORY_SCORES: Final = "category_scores"
 MODEL_SCORES: Final = "model_scores"
 RESCORE_DIFF: Final = "rescore_diff"  # written by rescores only
+MODEL_COMPARISONS: Final = "model_comparisons"
+REGRESSIONS: Final = "regressions"
 # name: (pandera model, partition columns after dump_date, sort key)
 TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] = {
     EPISODE_SCORES: (EpisodeScores, [Col.CATEGORY], ["file", Col.EPISODE_ID]),
     REJECTS: (Rejects, [], ["file", Col.EPISODE_ID]),
     TASK_SCORES: (TaskScores, [], [Col.MODEL, Col.CATEGORY, Col.TASK]),
     CATEGORY_SCORES: (CategoryScores, [], [Col.MODEL, Col.CATEGORY]),
-    MODEL_SCORES: (ModelScores, [], ["rank", Col.MODEL]),
+    MODEL_SCORES: (ModelScores, [], ["ranked_among", "rank", Col.MODEL]),
     RESCORE_DIFF: (RescoreDiff, [], [Col.MODEL, "level", Col.CATEGORY]),
+    MODEL_COMPARISONS: (ModelComparisons, [], ["scope", "model_a", "model_b"]),
+    REGRESSIONS: (Regressions, [], [Col.MODEL, "scope"]),
 }
 # The tables every run writes (rescore_diff only a rescore).
-CORE_TABLES: Final = (EPISODE_SCORES, REJECTS, TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES)
+CORE_TABLES: Final = (
+    EPISODE_SCORES,
+    REJECTS,
+    TASK_SCORES,
+    CATEGORY_SCORES,
+    MODEL_SCORES,
+    MODEL_COMPARISONS,
+    REGRESSIONS,
+)
 ALL_TABLES: Final = (*TABLES, RUNS_TABLE)
 
 # A store that ignores conditional writes is refused unless this is set (at the user's risk:
@@ -130,10 +144,20 @@ class Output:
         version = self.versions(as_of).get(table)
         if version is None:
             return empty_table(table)
-        frame = delta.read_table(self.location, table, version).collect()
-        if DUMP_DATE in frame.columns:
+        return self.scan(table, as_of).collect()
+
+    def scan(self, table: str, as_of: str | None = None) -> pl.LazyFrame:
+        """``read`` as a LazyFrame: a filter on ``dump_date`` and a selection of columns read
+        only those nights' files and columns. The columns are the table's model's, in its
+        order (a column that a newer cogscore added reads as null in versions written before
+        it), then any others."""
+        version = self.versions(as_of).get(table)
+        if version is None:
+            return empty_table(table).lazy()
+        frame = delta.read_table(self.location, table, version)
+        if DUMP_DATE in frame.collect_schema():
             frame = frame.with_columns(pl.col(DUMP_DATE).cast(pl.String))
-        return frame
+        return conform(table, frame)
 
     def state(self, as_of: str | None = None) -> dict[str, Any]:
         """What the output holds, from its runs table: the input, the formula set, whether it
@@ -241,6 +265,20 @@ def empty_table(table: str) -> pl.DataFrame:
         return runs_table.RUNS_SCHEMA.to_frame()
     columns = TABLES[table][0].to_schema().columns.values()
     return pl.DataFrame(schema={c.name: c.dtype.type for c in columns if not c.regex})
+
+
+def conform(table: str, frame: pl.LazyFrame) -> pl.LazyFrame:
+    """``frame`` (a version of ``table``) with the model's columns first, in its order, those
+    it lacks as nulls (written before a newer cogscore added them), then any others."""
+    if table not in TABLES:
+        return frame
+    have = frame.collect_schema()
+    model = empty_table(table).schema
+    known = [
+        pl.col(name) if name in have else pl.lit(None, dtype).alias(name)
+        for name, dtype in model.items()
+    ]
+    return frame.select(*known, *(name for name in have if name not in model))
 
 
 @dataclass

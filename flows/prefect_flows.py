@@ -119,7 +119,34 @@ STRICT_ENV = "COGSCORE_STRICT"
 MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
 
 
-def _context(kind: str, storage_options: list[str] | None) -> runs.RunContext:
+FAIL_ON_REGRESSION_ENV = "COGSCORE_FAIL_ON_REGRESSION"
+
+
+def _regression(
+    baseline: str | None,
+    baseline_nights: int | None,
+    regression_margin: float | None,
+    harness_error_tolerance: float | None,
+) -> runs.RegressionOptions:
+    """A flow's regression options, else their environment variables (as the command
+    line's), else the defaults."""
+    env = os.environ.get
+    margin = regression_margin
+    if margin is None and env("COGSCORE_REGRESSION_MARGIN"):
+        margin = float(env("COGSCORE_REGRESSION_MARGIN", ""))
+    return runs.regression_options(
+        baseline or env("COGSCORE_BASELINE") or "previous",
+        baseline_nights or int(env("COGSCORE_BASELINE_NIGHTS") or 7),
+        margin,
+        harness_error_tolerance
+        if harness_error_tolerance is not None
+        else float(env("COGSCORE_HARNESS_ERROR_TOLERANCE") or 0.02),
+    )
+
+
+def _context(
+    kind: str, storage_options: list[str] | None, regression: runs.RegressionOptions
+) -> runs.RunContext:
     """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
     ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
     from prefect.runtime import flow_run
@@ -130,6 +157,7 @@ def _context(kind: str, storage_options: list[str] | None) -> runs.RunContext:
         run_id=str(flow_run.id or runs.new_run_id()),
         command=f"prefect flow cogscore-{kind} ({flow_run.name})",
         engine="prefect",
+        regression=regression,
     )
 
 
@@ -141,18 +169,29 @@ def score_flow(
     strict: bool | None = None,
     require_marker: bool | None = None,
     storage_options: list[str] | None = None,
+    baseline: str | None = None,
+    baseline_nights: int | None = None,
+    regression_margin: float | None = None,
+    harness_error_tolerance: float | None = None,
+    fail_on_regression: bool | None = None,
 ) -> runs.Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
-    ``strict``: the flow ends Failed when any input was not scored."""
+    ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
+    (default COGSCORE_FAIL_ON_REGRESSION): when a regression alert fires."""
+    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
     outcome = runs.score(
         input_root,
         out,
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
-        _context("score", storage_options),
+        _context("score", storage_options, regression),
     )
-    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
+    return enforce_strict(
+        _publish(outcome),
+        _flag(strict, STRICT_ENV),
+        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
+    )
 
 
 @flow(name="cogscore-nightly", validate_parameters=False)
@@ -164,12 +203,22 @@ def nightly_flow(
     strict: bool | None = None,
     require_marker: bool | None = None,
     storage_options: list[str] | None = None,
+    baseline: str | None = None,
+    baseline_nights: int | None = None,
+    regression_margin: float | None = None,
+    harness_error_tolerance: float | None = None,
+    fail_on_regression: bool | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
     flow ends Failed when any input was not scored; ``require_marker``: a night is scored
     only once its folder holds ``_SUCCESS`` (else it is reported as waiting). Both default
-    to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER."""
+    to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER.
+    ``fail_on_regression`` (default COGSCORE_FAIL_ON_REGRESSION): the flow ends Failed when
+    a regression alert fires on a night it scored; the regression options default to
+    COGSCORE_BASELINE, COGSCORE_BASELINE_NIGHTS, COGSCORE_REGRESSION_MARGIN and
+    COGSCORE_HARNESS_ERROR_TOLERANCE."""
+    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
     outcome = runs.nightly(
         dump_root,
         out,
@@ -177,9 +226,13 @@ def nightly_flow(
         prefect_mapper,
         verify,
         _flag(require_marker, MARKER_ENV),
-        _context("nightly", storage_options),
+        _context("nightly", storage_options, regression),
     )
-    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
+    return enforce_strict(
+        _publish(outcome),
+        _flag(strict, STRICT_ENV),
+        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
+    )
 
 
 @flow(name="cogscore-rescore", validate_parameters=False)
@@ -194,9 +247,14 @@ def rescore_flow(
     strict: bool | None = None,
     require_marker: bool | None = None,
     storage_options: list[str] | None = None,
+    baseline: str | None = None,
+    baseline_nights: int | None = None,
+    regression_margin: float | None = None,
+    harness_error_tolerance: float | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
+    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
     outcome = runs.rescore(
         dump_root,
         out,
@@ -207,6 +265,6 @@ def rescore_flow(
         dry_run,
         diff_out,
         _flag(require_marker, MARKER_ENV),
-        _context("rescore", storage_options),
+        _context("rescore", storage_options, regression),
     )
     return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))

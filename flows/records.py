@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     UNSCORED = 3  # --strict with input that was not scored, or a night that failed
     STORAGE = 4  # the store: unreachable, credentials refused, permission, missing bucket
     BUSY = 5  # another run holds the output's lease
+    REGRESSION = 6  # --fail-on-regression and a regression alert fired
 
 
 def exit_code_of(error: BaseException) -> ExitCode:
@@ -63,6 +64,7 @@ RECORD_KEYS: Final = (
     "nights_off_set",
     "cogscore_version",
     "table_versions",
+    "regressions",  # [{dump_date, model, scope, level, change, ci_low, ci_high, q_bh}]
 )
 
 
@@ -106,6 +108,7 @@ def run_record(
         "formula_set": {},
         "nights_off_set": {},
         "table_versions": {},
+        "regressions": [],
     }
     if outcome is None:
         return record
@@ -128,5 +131,14 @@ def run_record(
         "formula_set": outcome.formula_set,
         "nights_off_set": outcome.nights_off_set,
         "table_versions": json.loads(mine["table_versions"][-1]) if not mine.is_empty() else {},
+        "regressions": _flagged(outcome.regressions),
     }
     return record
+
+
+def _flagged(regressions: Any) -> list[dict[str, Any]]:
+    """The alert and watch rows of the nights a run scored, for the record."""
+    if regressions is None or regressions.is_empty():
+        return []
+    keys = ["dump_date", "model", "scope", "level", "change", "ci_low", "ci_high", "q_bh"]
+    return list(regressions.select(keys).to_dicts())  # a handful of rows

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from flows.comparisons import NightWatch, RegressionOptions, slim
 from flows.io import (
     DumpFile,
     InputError,
@@ -37,7 +38,9 @@ from flows.logs import log
 from flows.logs import run_id as run_id_var
 from flows.output import (
     CATEGORY_SCORES,
+    EPISODE_SCORES,
     MODEL_SCORES,
+    REGRESSIONS,
     RESCORE_DIFF,
     TABLES,
     Output,
@@ -61,11 +64,13 @@ from flows.warehouse import (
     run_details,
     with_provenance,
 )
+from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.formulas import VERSIONS, chosen, describe, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
-from transforms.diff import rescore_diff
+from transforms.compare import rescore_significance
+from transforms.diff import rescore_diff, with_significance
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 Mapper = Callable[[Sequence[DumpFile], dict[Category, str], Mapping[str, str]], list[FilePart]]
@@ -182,6 +187,8 @@ class Outcome:
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
     diff: pl.DataFrame | None = None
+    # The regressions rows of the nights scored whose level is alert or watch.
+    regressions: pl.DataFrame | None = None
     dry_run: bool = False
     seconds: float = 0.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -202,6 +209,24 @@ class Outcome:
                 {str(c): v for c, v in self.result.formulas.items()} if self.result else None
             ),
         }
+
+
+FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
+
+
+def regression_options(
+    baseline: str = "previous",
+    baseline_nights: int = 7,
+    regression_margin: float | None = None,
+    harness_error_tolerance: float = 0.02,
+) -> RegressionOptions:
+    """The regression options from run arguments (the command line's, a flow's)."""
+    return RegressionOptions(
+        baseline,  # type: ignore[arg-type]  # checked by RegressionOptions
+        baseline_nights,
+        regression_margin,
+        harness_error_tolerance,
+    )
 
 
 def new_run_id() -> str:
@@ -278,7 +303,9 @@ class DryRun:
 
 # What a run writes after its nights (a rescore's diff): (writer, the new model and category
 # tables of every night, every night's input fingerprint) -> details for the run record
-Finish = Callable[[Writer | DryRun, dict[str, pl.DataFrame], dict[str | None, str]], dict[str, Any]]
+Finish = Callable[[], dict[str, Any]]
+# Per night: (night, its result, its tables) -> more tables of that night to write.
+NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
 
 
 def _check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
@@ -306,6 +333,7 @@ class RunContext:
     command: str = ""
     engine: str = "local"
     progress: Progress = field(default_factory=NoProgress)
+    regression: RegressionOptions = field(default_factory=RegressionOptions)
 
 
 def _score_and_write(
@@ -317,6 +345,7 @@ def _score_and_write(
     mapper: Mapper,
     digests: Mapping[str, str],
     finish: Finish | None = None,
+    per_night: NightHook | None = None,
     new_set: dict[Category, str] | None = None,
     dry_run: bool = False,
     context: RunContext | None = None,
@@ -344,7 +373,8 @@ def _score_and_write(
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
-    kept: dict[str, list[pl.DataFrame]] = {MODEL_SCORES: [], CATEGORY_SCORES: []}
+    watch = NightWatch(output, context.regression, state.get("nights", {}) if dated else ())
+    flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
     failed: dict[str, str] = {}  # night -> why it could not be scored
@@ -389,6 +419,11 @@ def _score_and_write(
                 t3 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
                 tables = night_tables(result, bootstrap)
+                progress.step(f"night {night or '(undated)'}: regressions")
+                tables[REGRESSIONS] = watch.regressions(night, result.scores, result.rejects)
+                flagged.append(tables[REGRESSIONS].filter(pl.col("level").is_in(FLAGGED)))
+                if per_night is not None:
+                    tables |= per_night(night, result, tables)
                 t4 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: writing {len(tables)} tables")
                 fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
@@ -404,8 +439,6 @@ def _score_and_write(
                     result.counts["episodes_scored"],
                     result.counts["rows_read"],
                 )
-                for name, frames in kept.items():
-                    frames.append(tables[name])
                 summary.add(result)
                 steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
                 steps["write_s"] = time.perf_counter() - t4
@@ -424,11 +457,7 @@ def _score_and_write(
                     )
                 )
                 del result, tables
-            new = {
-                name: pl.concat(frames) if frames else empty_table(name)
-                for name, frames in kept.items()
-            }
-            extra = finish(writer, new, fingerprints) if finish else {}
+            extra = finish() if finish else {}
         except BaseException:
             if isinstance(writer, Writer) and rows:
                 record_failure(output, _finished(rows, {}))
@@ -456,6 +485,7 @@ def _score_and_write(
     scored = sorted(n for n in groups if n is not None and n not in failed)
     outcome = Outcome(kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
+    outcome.regressions = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
     outcome.formula_set = _describe_set(pinned)
@@ -708,29 +738,29 @@ def rescore(
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
 
-    def finish(
-        writer: Writer | DryRun,
-        new: dict[str, pl.DataFrame],
-        fingerprints: dict[str | None, str],
-    ) -> dict[str, Any]:
-        diff = rescore_diff(
-            old[MODEL_SCORES].lazy(),
-            old[CATEGORY_SCORES].lazy(),
-            new[MODEL_SCORES].lazy(),
-            new[CATEGORY_SCORES].lazy(),
-        ).collect()
-        table = with_provenance(
-            diff.drop("scorer_version", "input_fingerprint", strict=False),
-            SCORER_VERSION,
-            fingerprints,
+    def per_night(
+        night: str | None, result: ScoreResult, tables: dict[str, pl.DataFrame]
+    ) -> dict[str, pl.DataFrame]:
+        """The night's rescore diff: what the formulas moved, with its significance (the
+        same episodes under both formulas: exactly paired)."""
+        this = pl.col(DUMP_DATE) == night
+        diff = with_significance(
+            rescore_diff(
+                old[MODEL_SCORES].lazy().filter(this),
+                old[CATEGORY_SCORES].lazy().filter(this),
+                tables[MODEL_SCORES].lazy(),
+                tables[CATEGORY_SCORES].lazy(),
+            ).collect(),
+            rescore_significance(_old_episodes(output, night), slim(result.scores)),
         )
-        for night in nights:
-            writer.write(RESCORE_DIFF, table.filter(pl.col(DUMP_DATE) == night), night)
+        diffs.append(diff)
+        return {RESCORE_DIFF: diff}
+
+    def finish() -> dict[str, Any]:
         if diff_out is not None:
             target = local_path(diff_out, "--diff-out")
             target.parent.mkdir(parents=True, exist_ok=True)
-            table.write_parquet(target)
-        diffs.append(diff)
+            _diff_table(diffs).write_parquet(target)
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(
@@ -742,14 +772,27 @@ def rescore(
         mapper,
         {},
         finish,
+        per_night,
         new_set,
         dry_run,
         context,
     )
-    outcome.diff = diffs[0]
+    outcome.diff = _diff_table(diffs)
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def _diff_table(diffs: list[pl.DataFrame]) -> pl.DataFrame:
+    if not diffs:
+        return _no_diff().drop("scorer_version", "input_fingerprint")
+    return pl.concat(diffs)
+
+
+def _old_episodes(output: Output, night: str | None) -> pl.DataFrame:
+    """The episode scores of ``night`` as the output holds them, before the run replaces
+    them (the columns comparisons read)."""
+    return slim(output.scan(EPISODE_SCORES).filter(pl.col(DUMP_DATE) == night).collect())
 
 
 def _old_tables(output: Output, nights: list[str]) -> dict[str, pl.DataFrame]:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from flows.output import CATEGORY_SCORES, MODEL_SCORES, Output
+from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
 from flows.runs import Outcome, RunSummary
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import SCORE
@@ -59,8 +59,10 @@ def table_of_columns() -> Table:
 
 
 def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
-    """Rank, model (in full: long names wrap), score with its 95% interval, categories
-    covered, then each category's score."""
+    """Rank (with its 95% interval where it is not one place), model (in full: long names
+    wrap), score with its 95% interval, categories covered, then each category's score.
+    Models are ranked among those covering the same categories: the widest coverage first,
+    each coverage group ranked on its own."""
     present = [c for c in Category if c in set(categories[Col.CATEGORY])]
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
@@ -73,13 +75,21 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
     table.add_column("cats", justify="right", no_wrap=True)
     for category in present:
         table.add_column(COLUMN[category], justify="right", no_wrap=True)
-    for row in models.sort("rank", Col.MODEL).iter_rows(named=True):  # one line per model
+    order = models.sort(
+        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    for row in order.iter_rows(named=True):  # one line per model
         cells = [
             f"{by_model[(row[Col.MODEL], c)]:.3f}" if (row[Col.MODEL], c) in by_model else "-"
             for c in present
         ]
+        low, high = row.get("rank_low"), row.get("rank_high")
+        interval = (
+            f" ({low}-{high})" if low is not None and (low, high) != (row["rank"],) * 2 else ""
+        )
         table.add_row(
-            str(row["rank"]),
+            f"{row['rank']}{interval}",
             escape(printable(row[Col.MODEL])),
             f"{row[SCORE]:.3f}",
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
@@ -123,7 +133,7 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
         f" + {counts['rows_rejected']} rejected"
     )
-    tables = "episode_scores, rejects, task_scores, category_scores, model_scores"
+    tables = ", ".join(CORE_TABLES)
     lines.append(f"Delta tables in {out} ({tables}); run {run_id} recorded in its runs table")
     return lines
 
@@ -172,14 +182,54 @@ class StrictFailure(Exception):
         self.outcome = outcome
 
 
-def enforce_strict(outcome: Outcome, strict: bool) -> Outcome:
+class RegressionAlert(StrictFailure):
+    """``--fail-on-regression`` and a regression alert fired on a night the run scored: the
+    run fails (exit 6; Prefect: Failed) after its tables are written."""
+
+
+def enforce_strict(outcome: Outcome, strict: bool, fail_on_regression: bool = False) -> Outcome:
     """``outcome``, or ``StrictFailure`` when a night failed, or when ``strict`` and some
-    input was not scored."""
+    input was not scored; ``RegressionAlert`` when ``fail_on_regression`` and an alert
+    fired."""
     if outcome.nights_failed:
         raise StrictFailure(outcome, f"{len(outcome.nights_failed)} night(s) failed")
     if strict and (status := unscored_input(outcome)) is not None:
         raise StrictFailure(outcome, f"strict run failed: {status}")
+    fired = alerts_of(outcome)
+    if fail_on_regression and not fired.is_empty():
+        named = ", ".join(
+            f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()
+        )
+        raise RegressionAlert(outcome, f"{fired.height} regression alert(s): {printable(named)}")
     return outcome
+
+
+def alerts_of(outcome: Outcome) -> pl.DataFrame:
+    """The regression alerts of the nights a run scored."""
+    if outcome.regressions is None:
+        return pl.DataFrame()
+    return outcome.regressions.filter(pl.col("level") == "alert")
+
+
+def regression_lines(outcome: Outcome) -> list[str]:
+    """The regressions of the nights the run scored: alerts, then watches (a drop with a
+    raw p-value under 0.05 that did not survive Benjamini-Hochberg or the margin)."""
+    flagged = outcome.regressions
+    if flagged is None or flagged.is_empty():
+        return []
+    lines = ["regressions (change from the baseline, 95% interval, BH q-value):"]
+    order = flagged.sort("level", DUMP_DATE, Col.MODEL, "scope")  # alert before watch
+    for row in order.iter_rows(named=True):
+        interval = (
+            "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+        )
+        q = "-" if row["q_bh"] is None else f"{row['q_bh']:.3g}"
+        lines.append(
+            f"  {row['level']:<5} {printable(row[DUMP_DATE])} {printable(row[Col.MODEL])}"
+            f" {row['scope']}: {row['change']:+.3f}{interval} q={q}"
+            f" (baseline {row['baseline_dates']})"
+        )
+    return lines
 
 
 def formula_lines(outcome: Outcome) -> list[str]:
@@ -233,6 +283,7 @@ def outcome_lines(outcome: Outcome) -> list[str]:
             + " (overall score per model):",
             *diff_lines(outcome.diff),
         ]
+    lines += regression_lines(outcome)
     lines += formula_lines(outcome)
     if (status := unscored_input(outcome)) is not None:
         lines.append(status)

@@ -18,11 +18,14 @@ from typing import Any, Final
 
 import polars as pl
 
+from flows.comparisons import night_comparisons
 from flows.output import (
     CATEGORY_SCORES,
     CORE_TABLES,
     EPISODE_SCORES,
+    MODEL_COMPARISONS,
     MODEL_SCORES,
+    REGRESSIONS,
     REJECTS,
     RESCORE_DIFF,
     TABLES,
@@ -44,7 +47,9 @@ __all__ = [
     "CATEGORY_SCORES",
     "CORE_TABLES",
     "EPISODE_SCORES",
+    "MODEL_COMPARISONS",
     "MODEL_SCORES",
+    "REGRESSIONS",
     "REJECTS",
     "RESCORE_DIFF",
     "TABLES",
@@ -60,15 +65,22 @@ def fingerprint(files: Iterable[tuple[str, str]]) -> str:
 
 
 def aggregate(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
-    """Task, category and model scores of the episode scores, with their intervals."""
+    """Task, category and model scores of the episode scores, with their intervals; the
+    models' rank intervals and tiers, and every pair of models compared."""
     lazy = scores.lazy()
     task_reps = task_replicates(lazy, bootstrap).collect().lazy()  # reused by all three
     cat_reps = category_replicates(task_reps)
     tasks = task_scores(lazy, task_reps, bootstrap)
     categories = category_scores(tasks, cat_reps, bootstrap)
     models = model_scores(categories, model_replicates(cat_reps), bootstrap)
-    collected = pl.collect_all([tasks, categories, models])
-    return dict(zip((TASK_SCORES, CATEGORY_SCORES, MODEL_SCORES), collected, strict=True))
+    task_frame, category_frame, model_frame = pl.collect_all([tasks, categories, models])
+    ranked, comparisons = night_comparisons(model_frame, scores, bootstrap)
+    return {
+        TASK_SCORES: task_frame,
+        CATEGORY_SCORES: category_frame,
+        MODEL_SCORES: ranked,
+        MODEL_COMPARISONS: comparisons,
+    }
 
 
 def with_provenance(

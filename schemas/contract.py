@@ -1,4 +1,4 @@
-"""Names, kinds and enums of the transcript dump contract, version 1.
+"""Names, kinds and enums of the transcript dump contract, version 1.1.
 
 This module is the single source of column names, dtypes and enum values: every other
 module refers to them through it. See ``../shared/spec/dump-contract.md``.
@@ -11,7 +11,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = 1
+CONTRACT_VERSION: Final = "1.1"
 
 
 class Col(StrEnum):
@@ -36,6 +36,13 @@ class Col(StrEnum):
     STATUS = "status"
     TS = "ts"
 
+
+# Contract 1.1 (backward compatible, README "Contract 1.1: instance_id"): on the
+# episode_start row, the instance the episode faced. Episodes of one task with the same
+# instance_id faced the same instance, whatever the model or the night. Optional: absent or
+# null means not shared. Strings, or integers of any width (read as their decimal text).
+INSTANCE_ID: Final = "instance_id"
+OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {INSTANCE_ID: pl.String()}
 
 # Columns the scorer adds to every row while reading.
 FILE: Final = "file"
@@ -134,9 +141,11 @@ EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
 
 
 def canonical_schema() -> dict[str, pl.DataType]:
-    """The row frame after ingest: contract columns (``ts`` is never read), file, dump_date."""
+    """The row frame after ingest: contract columns (``ts`` is never read), the optional
+    columns of contract 1.1, file, dump_date."""
     return {
         **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
+        **OPTIONAL_DTYPES,
         FILE: pl.String(),
         DUMP_DATE: pl.String(),
     }

@@ -29,6 +29,7 @@ class DumpRows(pa.DataFrameModel):
     round: pl.Int64 = pa.Field(nullable=True)
     params: str = pa.Field(nullable=True)
     status: str = pa.Field(nullable=True)
+    instance_id: str = pa.Field(nullable=True)
     file: str
     dump_date: str = pa.Field(nullable=True)
 

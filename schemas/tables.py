@@ -11,7 +11,20 @@ from typing import Final
 import pandera.polars as pa
 import polars as pl
 
-from schemas.contract import DUMP_DATE, FILE, Category, Col
+from schemas.comparisons import (
+    A_BETTER,
+    B_BETTER,
+    LEVEL_ALERT,
+    LEVEL_NONE,
+    LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
+    OVERALL,
+    PAIRED_FULL,
+    PAIRED_NONE,
+    PAIRED_PARTIAL,
+    UNRESOLVED,
+)
+from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, Category, Col
 
 SCORE: Final = "score"
 FORMULA_VERSION: Final = "formula_version"
@@ -68,6 +81,7 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     Col.MODEL: pl.String(),
     Col.TASK: pl.String(),
     Col.CATEGORY: pl.String(),
+    INSTANCE_ID: pl.String(),
     DUMP_DATE: pl.String(),
     SCORE: pl.Float64(),
     FORMULA_VERSION: pl.String(),
@@ -104,6 +118,7 @@ class EpisodeScores(pa.DataFrameModel):
     model: str
     task: str
     category: str = pa.Field(isin=list(Category))
+    instance_id: str = pa.Field(nullable=True)  # contract 1.1; null: not shared
     dump_date: str = pa.Field(nullable=True)
     score: float = pa.Field(nullable=False)
     formula_version: str
@@ -195,17 +210,38 @@ class CategoryScores(_Interval):
 
 
 class ModelScores(_Interval):
-    """Per night and model: the mean of its category scores, and its rank."""
+    """Per night and model: the mean of its category scores, its rank among the models of
+    the same coverage, the rank's bootstrap interval and its significance tier."""
 
     dump_date: str = pa.Field(nullable=True)
     model: str
     score: float
     categories_covered: pl.Int64 = pa.Field(ge=1, le=len(Category))
+    ranked_among: str  # the categories covered, comma-joined: models are ranked among these
     n_episodes: pl.Int64 = pa.Field(ge=1)
+    n_ranked: pl.Int64 = pa.Field(ge=1)
     rank: pl.Int64 = pa.Field(ge=1)
+    rank_low: pl.Int64 = pa.Field(ge=1)
+    rank_high: pl.Int64 = pa.Field(ge=1)
+    tier: pl.Int64 = pa.Field(nullable=True, ge=1)  # null: alone in its coverage group
     formula_versions: str
     scorer_version: str
     input_fingerprint: str
+
+    @pa.dataframe_check
+    @classmethod
+    def ranks_within_group(cls, data: pa.PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            (pl.col("rank_low") <= pl.col("rank_high"))
+            & (pl.col("rank_high") <= pl.col("n_ranked"))
+            & (pl.col("rank") <= pl.col("n_ranked"))
+        )
+
+
+VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
+PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
+LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
+SCOPES: Final = [c.value for c in Category] + [OVERALL]
 
 
 class RescoreDiff(pa.DataFrameModel):
@@ -222,5 +258,82 @@ class RescoreDiff(pa.DataFrameModel):
     new_rank: pl.Int64 = pa.Field(nullable=True, ge=1)
     old_formula: str = pa.Field(nullable=True)
     new_formula: str = pa.Field(nullable=True)
+    se: float = pa.Field(nullable=True, ge=0.0)
+    ci_low: float = pa.Field(nullable=True)
+    ci_high: float = pa.Field(nullable=True)
+    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    mde: float = pa.Field(nullable=True, ge=0.0)
+    n_pairs: pl.Int64 = pa.Field(nullable=True, ge=0)
+    paired: str = pa.Field(nullable=True, isin=list(PAIRINGS))
+    rank_change_significant: bool = pa.Field(nullable=True)
     scorer_version: str
     input_fingerprint: str
+
+
+# --- comparisons (README "Comparisons"; computed by transforms.compare) -----------------
+
+
+class ModelComparisons(pa.DataFrameModel):
+    """Per night, scope and ordered pair of models: the difference, its uncertainty and
+    the Holm-corrected verdict."""
+
+    dump_date: str = pa.Field(nullable=True)
+    scope: str = pa.Field(isin=SCOPES)
+    model_a: str
+    model_b: str
+    n_tasks: pl.Int64 = pa.Field(ge=0)
+    n_episodes_a: pl.Int64 = pa.Field(ge=1)
+    n_episodes_b: pl.Int64 = pa.Field(ge=1)
+    n_pairs: pl.Int64 = pa.Field(ge=0)
+    paired: str = pa.Field(isin=list(PAIRINGS))
+    score_a: float
+    score_b: float
+    diff: float
+    se: float = pa.Field(nullable=True, ge=0.0)
+    se_tasks: float = pa.Field(nullable=True, ge=0.0)
+    ci_low: float = pa.Field(nullable=True)
+    ci_high: float = pa.Field(nullable=True)
+    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    p_holm: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    verdict: str = pa.Field(isin=list(VERDICTS))
+    mde: float = pa.Field(nullable=True, ge=0.0)
+    scorer_version: str
+    input_fingerprint: str
+
+    class Config:
+        strict = True
+        ordered = True
+        unique = ("dump_date", "scope", "model_a", "model_b")
+
+
+class Regressions(pa.DataFrameModel):
+    """Per night, model and scope: the change from the baseline nights, its uncertainty,
+    the Benjamini-Hochberg q-value over the night's tests, and the alert level."""
+
+    dump_date: str
+    model: str
+    scope: str = pa.Field(isin=SCOPES)
+    baseline: str = pa.Field(isin=["previous", "mean"])
+    baseline_dates: str
+    n_baseline_nights: pl.Int64 = pa.Field(ge=1)
+    score: float
+    baseline_score: float
+    change: float
+    se: float = pa.Field(nullable=True, ge=0.0)
+    ci_low: float = pa.Field(nullable=True)
+    ci_high: float = pa.Field(nullable=True)
+    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    q_bh: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    mde: float = pa.Field(nullable=True, ge=0.0)
+    margin: float = pa.Field(nullable=True, ge=0.0)
+    n_pairs: pl.Int64 = pa.Field(ge=0)
+    paired: str = pa.Field(isin=list(PAIRINGS))
+    level: str = pa.Field(isin=list(LEVELS))
+    reason: str = pa.Field(nullable=True)
+    scorer_version: str
+    input_fingerprint: str
+
+    class Config:
+        strict = True
+        ordered = True
+        unique = ("dump_date", "model", "scope")

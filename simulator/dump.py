@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from schemas.contract import Col
+from schemas.contract import INSTANCE_ID, Col, Kind
 from schemas.rules import Rule
 from schemas.tables import EpisodeStatus
 from simulator.faults import FAULTS, crash
@@ -196,6 +196,7 @@ def simulate_dump(
     harness_errors: float | None = None,
     pool_size: int = DEFAULT_POOL_SIZE,
     on_file: Callable[[Path, int, int], None] | None = None,
+    instance_ids: bool = True,
 ) -> Simulation:
     """Write a simulated dump under `out` (see the module docstring); return what it wrote.
 
@@ -204,6 +205,10 @@ def simulate_dump(
     harness_errors: share that crashed (default ``rejects / 2``); both 0: a clean dump.
     pool_size: distinct episodes per (model, task) pair; beyond that they are tiled.
     on_file: called with (path, episodes, rows) after each file.
+    instance_ids: write contract 1.1's ``instance_id`` on ``episode_start`` rows: episode
+    ``g`` is instance ``task#k`` (``k = g div C``), so every model faces instance ``k`` of each
+    task, on every night (the ids a benchmark with fixed instance seeds would write). False:
+    a contract 1.0 dump, without the column.
 
     Earlier ``part-*.parquet`` files and ``_simulation.json`` in the target folder are
     replaced; nothing else under `out` is touched.
@@ -320,6 +325,12 @@ def simulate_dump(
             ),
             (clock + frame[DT]).cast(pl.Datetime("us", "UTC")).alias(Col.TS),
         ).select(list(SCHEMA))
+        if instance_ids:
+            instance = pl.concat_str(
+                pl.col(Col.TASK), pl.lit("#"), (g_of_row // len(pairs)).cast(pl.String)
+            )
+            start = pl.col(Col.KIND) == Kind.EPISODE_START
+            frame = frame.with_columns(pl.when(start).then(instance).alias(INSTANCE_ID))
         frame.write_parquet(path, compression="zstd", statistics=True)
         paths.append(path)
         total_rows += frame.height
@@ -340,6 +351,7 @@ def simulate_dump(
             "bulk": bulk,
             "rejects": rejects,
             "harness_errors": errors,
+            "instance_ids": instance_ids,
             "models": {m.name: m.skill.value for m in models},
             "tasks": {t.name: t.category.value for t in tasks},
             "files": [p.relative_to(out).as_posix() for p in paths],
@@ -382,6 +394,7 @@ def simulate(
     bulk: bool = True,
     rejects: float = DEFAULT_REJECTS,
     harness_errors: float | None = None,
+    instance_ids: bool = True,
 ) -> list[Path]:
     """Write a simulated dump; return the Parquet files written, in order.
 
@@ -401,4 +414,5 @@ def simulate(
         bulk=bulk,
         rejects=rejects,
         harness_errors=harness_errors,
+        instance_ids=instance_ids,
     ).paths

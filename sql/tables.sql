@@ -23,5 +23,11 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/model_scores');
 CREATE OR REPLACE VIEW rescore_diff AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/rescore_diff');
 
+CREATE OR REPLACE VIEW model_comparisons AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/model_comparisons');
+
+CREATE OR REPLACE VIEW regressions AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/regressions');
+
 CREATE OR REPLACE VIEW runs AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/runs');

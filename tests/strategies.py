@@ -28,6 +28,7 @@ from schemas.contract import (
     DEFAULT_MATCH,
     EPISODE_CONSTANT,
     FILE,
+    INSTANCE_ID,
     REQUIRED,
     Category,
     Col,
@@ -760,6 +761,13 @@ def episodes(
     )
     for row_, turn in zip(rows, draw(turn_numbers(len(rows))), strict=True):
         row_[Col.TURN] = turn
+    # Contract 1.1: the instance, on the episode_start row (other rows' value is ignored).
+    instance = draw(st.sampled_from([None, "i1", "i2", "ï 3"]))
+    for row_ in rows:
+        if row_.get(Col.KIND) == Kind.EPISODE_START:
+            row_[INSTANCE_ID] = instance
+        elif draw(st.integers(0, 9)) == 9:
+            row_[INSTANCE_ID] = "ignored"
     for name in names:
         if name != BAD_PARAMS_NAME:
             PERTURBATIONS[name](draw, rows)

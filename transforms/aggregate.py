@@ -23,6 +23,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
+from schemas.comparisons import N_RANKED, RANKED_AMONG
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import FORMULA_VERSION, SCORE, Component
 
@@ -201,15 +202,21 @@ def model_scores(
     categories: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
 ) -> pl.LazyFrame:
     """Per model (per night): the mean of its category scores, categories covered (of six),
-    rank (1 = best, ties share the better rank) and interval."""
+    the models it is ranked among (``ranked_among``: those covering the same categories,
+    named comma-joined; ``n_ranked`` of them), its rank there (1 = best, ties share the
+    better rank) and interval. A model is never ranked beside models of another coverage:
+    its score averages other categories."""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
     summary = categories.group_by(MODEL_KEY).agg(
         mean_in_order(pl.col(SCORE), Col.CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
+        pl.col(Col.CATEGORY).sort().str.join(",").alias(RANKED_AMONG),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         versions.sort().str.join(",").alias(FORMULA_VERSIONS),
     )
+    group = [DUMP_DATE, RANKED_AMONG]
     ranked = summary.with_columns(
-        pl.col(SCORE).rank("min", descending=True).over(DUMP_DATE).cast(pl.Int64).alias(RANK)
+        pl.len().over(group).cast(pl.Int64).alias(N_RANKED),
+        pl.col(SCORE).rank("min", descending=True).over(group).cast(pl.Int64).alias(RANK),
     )
     return ranked.join(_interval(replicates, MODEL_KEY, bootstrap), on=MODEL_KEY, nulls_equal=True)

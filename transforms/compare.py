@@ -26,81 +26,71 @@ from typing import Final, Literal
 import numpy as np
 import polars as pl
 
-from schemas.contract import DUMP_DATE, Col
+from schemas.comparisons import (
+    A_BETTER,
+    B_BETTER,
+    BASELINE,
+    BASELINE_DATES,
+    BASELINE_SCORE,
+    CATEGORIES_COVERED,
+    CHANGE,
+    CI_HIGH,
+    CI_LOW,
+    DELTA,
+    DIFF,
+    FORMULA_VERSIONS,
+    GROUP_RANK,
+    HARNESS_ERROR_SHARE,
+    HARNESS_ERRORS,
+    LEVEL,
+    LEVEL_ALERT,
+    LEVEL_NONE,
+    LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
+    MARGIN,
+    MDE,
+    MODEL_A,
+    MODEL_B,
+    N_BASELINE_NIGHTS,
+    N_EPISODES_A,
+    N_EPISODES_B,
+    N_EPISODES_NEW,
+    N_EPISODES_OLD,
+    N_PAIRS,
+    N_RANKED,
+    N_TASKS,
+    NEW_DIFF,
+    NEW_SCORE,
+    OLD_DIFF,
+    OLD_SCORE,
+    OVERALL,
+    P_HOLM,
+    P_NEW_DIFF,
+    P_VALUE,
+    PAIRED,
+    PAIRED_FULL,
+    PAIRED_NONE,
+    PAIRED_PARTIAL,
+    Q_BH,
+    RANK_CHANGE_SIGNIFICANT,
+    RANK_HIGH,
+    RANK_LOW,
+    RANKED_AMONG,
+    REASON,
+    SCOPE,
+    SCORE_A,
+    SCORE_B,
+    SE,
+    SE_TASKS,
+    SIGNIFICANT,
+    TIER,
+    UNRESOLVED,
+    VERDICT,
+)
+from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE
 from transforms.aggregate import mean_in_order
 from transforms.stats import adjust_over, mde_factor, normal_p_values, z_quantile
-
-# Contract 1.1: the instance an episode faced (optional; null = not shared).
-INSTANCE_ID: Final = "instance_id"
-
-# model_comparisons columns.
-SCOPE: Final = "scope"  # a category, or OVERALL
-OVERALL: Final = "overall"
-MODEL_A: Final = "model_a"
-MODEL_B: Final = "model_b"
-N_TASKS: Final = "n_tasks"
-N_EPISODES_A: Final = "n_episodes_a"
-N_EPISODES_B: Final = "n_episodes_b"
-N_PAIRS: Final = "n_pairs"
-PAIRED: Final = "paired"  # PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE
-SCORE_A: Final = "score_a"
-SCORE_B: Final = "score_b"
-DIFF: Final = "diff"
-SE: Final = "se"
-SE_TASKS: Final = "se_tasks"
-CI_LOW: Final = "ci_low"
-CI_HIGH: Final = "ci_high"
-P_VALUE: Final = "p_value"
-P_HOLM: Final = "p_holm"
-VERDICT: Final = "verdict"
-MDE: Final = "mde"
-
-PAIRED_FULL: Final = "full"
-PAIRED_PARTIAL: Final = "partial"
-PAIRED_NONE: Final = "none"
-A_BETTER: Final = "a_better"
-B_BETTER: Final = "b_better"
-UNRESOLVED: Final = "unresolved"
-
-# rank_intervals and significance_tiers columns.
-RANKED_AMONG: Final = "ranked_among"  # the coverage group: categories covered, comma-joined
-N_RANKED: Final = "n_ranked"
-GROUP_RANK: Final = "group_rank"
-RANK_LOW: Final = "rank_low"
-RANK_HIGH: Final = "rank_high"
-TIER: Final = "tier"
-
-# regressions columns.
-BASELINE: Final = "baseline"  # "previous" or "mean"
-BASELINE_DATES: Final = "baseline_dates"
-N_BASELINE_NIGHTS: Final = "n_baseline_nights"
-BASELINE_SCORE: Final = "baseline_score"
-CHANGE: Final = "change"
-Q_BH: Final = "q_bh"
-MARGIN: Final = "margin"
-LEVEL: Final = "level"  # LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE
-REASON: Final = "reason"
-LEVEL_NONE: Final = "none"
-LEVEL_WATCH: Final = "watch"
-LEVEL_ALERT: Final = "alert"
-LEVEL_NOT_COMPARABLE: Final = "not_comparable"
-# Optional per-night model metadata for regressions.
-FORMULA_VERSIONS: Final = "formula_versions"
-CATEGORIES_COVERED: Final = "categories_covered"
-HARNESS_ERRORS: Final = "harness_errors"
-
-# rescore_significance and rescore_rank_changes columns.
-OLD_SCORE: Final = "old_score"
-NEW_SCORE: Final = "new_score"
-DELTA: Final = "delta"
-N_EPISODES_OLD: Final = "n_episodes_old"
-N_EPISODES_NEW: Final = "n_episodes_new"
-RANK_CHANGE_SIGNIFICANT: Final = "rank_change_significant"
-OLD_DIFF: Final = "old_diff"
-NEW_DIFF: Final = "new_diff"
-P_NEW_DIFF: Final = "p_new_diff"
-SIGNIFICANT: Final = "significant"
 
 # Internal columns.
 _UNIT: Final = "__unit"
@@ -723,6 +713,7 @@ def regressions(
     alpha: float = 0.05,
     power: float = 0.8,
     harness_error_tolerance: int = 0,
+    harness_error_share_tolerance: float = 0.02,
 ) -> pl.DataFrame:
     """Per night, model and scope (each category and ``overall``): the change of the score
     from a baseline (``previous``: the model's last earlier night with that scope;
@@ -739,9 +730,10 @@ def regressions(
     - ``none`` otherwise (including every rise).
 
     ``metadata`` (optional): per ``dump_date`` and ``model``, any of ``formula_versions``
-    (``category=version,…``), ``categories_covered`` and ``harness_errors`` (count);
-    harness errors differing by more than ``harness_error_tolerance`` make a night not
-    comparable with its baseline.
+    (``category=version,…``), ``categories_covered``, ``harness_errors`` (count) and
+    ``harness_error_share`` (harness errors / episodes the harness ran); harness errors
+    differing by more than ``harness_error_tolerance``, or a share by more than
+    ``harness_error_share_tolerance``, make a night not comparable with its baseline.
     """
     if baseline not in ("previous", "mean"):
         raise ValueError(f"baseline must be 'previous' or 'mean', not {baseline!r}")
@@ -779,6 +771,7 @@ def regressions(
                 meta,
                 str(model),
                 harness_error_tolerance,
+                harness_error_share_tolerance,
             )
             base_score = math.fsum(values[j] for j in base) / len(base)
             records.append(
@@ -889,6 +882,7 @@ def _reasons(
     meta: dict[tuple[str, str], dict[str, object]],
     model: str,
     tolerance: int,
+    share_tolerance: float = 0.02,
 ) -> list[str]:
     """Why night ``i`` is not comparable with its baseline nights ``base`` (empty: it is)."""
     reasons: list[str] = []
@@ -926,6 +920,16 @@ def _reasons(
             and abs(errors_now - errors_then) > tolerance
         ):
             reasons.append(f"harness errors changed: {errors_then} on {dates[j]}, {errors_now} now")
+        share_then, share_now = then.get(HARNESS_ERROR_SHARE), now.get(HARNESS_ERROR_SHARE)
+        if (
+            isinstance(share_then, float)
+            and isinstance(share_now, float)
+            and abs(share_now - share_then) > share_tolerance
+        ):
+            reasons.append(
+                f"harness errors changed: {share_then:.1%} of the episodes on {dates[j]},"
+                f" {share_now:.1%} now"
+            )
     return list(dict.fromkeys(reasons))
 
 

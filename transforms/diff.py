@@ -1,4 +1,5 @@
-"""What a rescore moved: old and new scores and ranks per night, model and category."""
+"""What a rescore moved: old and new scores and ranks per night, model and category, and
+how sure the change is."""
 
 from __future__ import annotations
 
@@ -6,6 +7,17 @@ from typing import Final
 
 import polars as pl
 
+from schemas.comparisons import (
+    CI_HIGH,
+    CI_LOW,
+    MDE,
+    N_PAIRS,
+    P_VALUE,
+    PAIRED,
+    RANK_CHANGE_SIGNIFICANT,
+    SCOPE,
+    SE,
+)
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import FORMULA_VERSION, SCORE
 
@@ -61,3 +73,16 @@ def rescore_diff(
         "old_formula",
         "new_formula",
     )
+
+
+def with_significance(diff: pl.DataFrame, significance: pl.DataFrame) -> pl.DataFrame:
+    """``rescore_diff`` rows with the uncertainty of each change (``rescore_significance``
+    of ``transforms.compare``, joined on night, model and scope): standard error, interval,
+    p-value, minimum detectable effect, pairing, and on ``model`` rows whether the ranking
+    change is significant. Null where the model is on one side only."""
+    scope = pl.col(SCOPE).alias(Col.CATEGORY)
+    columns = [SE, CI_LOW, CI_HIGH, P_VALUE, MDE, N_PAIRS, PAIRED, RANK_CHANGE_SIGNIFICANT]
+    joined = significance.select(DUMP_DATE, Col.MODEL, scope, *columns)
+    return diff.join(
+        joined, on=[DUMP_DATE, Col.MODEL, Col.CATEGORY], how="left", nulls_equal=True
+    ).sort(KEY, nulls_last=True)

@@ -25,7 +25,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import DUMP_DATE, EPISODE_CONSTANT, FILE, Category, Col, Kind
+from schemas.contract import DUMP_DATE, EPISODE_CONSTANT, FILE, INSTANCE_ID, Category, Col, Kind
 from transforms.params import with_params
 from transforms.rules import (
     EPISODE_CATEGORY,
@@ -187,9 +187,9 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
         _kind_facts(rows, Kind.ITEM, Col.ITEM_ID, N_ITEMS, REPEATED_ITEM_IDS),
         _kind_facts(rows, Kind.ROUND_END, Col.ROUND, N_ROUNDS, REPEATED_ROUNDS),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
-        of_kind(rows, Kind.EPISODE_START, Col.PARAMS)
+        of_kind(rows, Kind.EPISODE_START, Col.PARAMS, INSTANCE_ID)
         .group_by(SEGMENT)
-        .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first()),
+        .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first(), pl.col(INSTANCE_ID).first()),
         unknown_answers(rows),
     ]
     facts = _summary(rows, detailed)

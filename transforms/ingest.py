@@ -13,7 +13,16 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import DTYPES, DUMP_DATE, FILE, NULLABLE, REQUIRED, Col
+from schemas.contract import (
+    DTYPES,
+    DUMP_DATE,
+    FILE,
+    INSTANCE_ID,
+    NULLABLE,
+    OPTIONAL_DTYPES,
+    REQUIRED,
+    Col,
+)
 from schemas.rules import Rule
 
 _STRINGS: Final = (pl.String, pl.Categorical, pl.Enum)
@@ -30,10 +39,12 @@ _INTEGERS: Final = (
 _FLOATS: Final = (pl.Float32, pl.Float64)
 
 
-def _accepts(column: Col, dtype: pl.DataType) -> bool:
+def _accepts(column: str, dtype: pl.DataType) -> bool:
     if isinstance(dtype, pl.Null):  # an all-null column written without a type
         return True
-    target = DTYPES[column]
+    if column == INSTANCE_ID:  # an id: text, or a number harnesses count instances with
+        return isinstance(dtype, _STRINGS + _INTEGERS)
+    target = DTYPES[Col(column)]
     if isinstance(target, pl.String):
         return isinstance(dtype, _STRINGS)
     if isinstance(target, pl.Int64):
@@ -59,12 +70,18 @@ def schema_problems(schema: Mapping[str, pl.DataType]) -> list[tuple[Rule, str]]
     problems += [
         (
             Rule.WRONG_COLUMN_TYPE,
-            f"column `{c}` has type {schema[c]}; the contract allows {DTYPES[c]}",
+            f"column `{c}` has type {schema[c]}; the contract allows {_allowed(c)}",
         )
-        for c in Col
+        for c in (*Col, *OPTIONAL_DTYPES)
         if c in schema and not _accepts(c, schema[c])
     ]
     return problems
+
+
+def _allowed(column: str) -> str:
+    if column == INSTANCE_ID:
+        return "a string or an integer"
+    return str(DTYPES[Col(column)])
 
 
 def normalise(
@@ -75,15 +92,21 @@ def normalise(
     partitions: Mapping[str, str],
 ) -> pl.LazyFrame:
     """The canonical frame (``schemas.rows.DumpRows``): every contract column in its
-    canonical dtype, ``file``, and the hive ``dump_date`` (null for a dump not partitioned
-    by it; other partition keys are not used by scoring)."""
+    canonical dtype, the optional columns of contract 1.1 (null where absent), ``file``,
+    and the hive ``dump_date`` (null for a dump not partitioned by it; other partition keys
+    are not used by scoring)."""
     columns = [
         pl.col(c).cast(DTYPES[c], strict=False) if c in schema else pl.lit(None, DTYPES[c]).alias(c)
         for c in (*REQUIRED, *NULLABLE)
         if c != Col.TS  # not scored: never read, whatever its timezone
     ]
+    optional = [
+        pl.col(c).cast(t) if c in schema else pl.lit(None, t).alias(c)
+        for c, t in OPTIONAL_DTYPES.items()
+    ]
     return rows.select(
         *columns,
+        *optional,
         pl.lit(file, pl.String).alias(FILE),
         pl.lit(partitions.get(DUMP_DATE), pl.String).alias(DUMP_DATE),
     )

@@ -11,6 +11,11 @@ An undated night (`night=None`) is the partition `dump_date=__HIVE_DEFAULT_PARTI
 delta-rs writes it, `dump_date IS NULL` replaces exactly it, and polars, pyarrow and DuckDB
 read the column back as null (tested). It is workable.
 
+Columns added by a newer cogscore (contract 1.1's `instance_id`, the rank intervals of
+`model_scores`) are merged into an existing table by the first write that has them
+(`schema_mode="merge"`): earlier nights read them as null; a frame that lacks one of the
+table's columns is still refused.
+
 Dtype hygiene (lake notes): delta-rs crashes on Categorical (cast to String), refuses
 Null-typed columns (given String), and refuses time-zone-naive timestamps under the table's
 protocol (made UTC; Delta stores microseconds). `dump_date` stays a String partition column:
@@ -44,7 +49,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, Final
+from typing import Any, Final, Literal
 from urllib.parse import quote
 
 import polars as pl
@@ -205,9 +210,24 @@ def write_night(
             )
             return DeltaTable(where.uri, storage_options=_options(where)).version()
         write_deltalake(
-            existing, ready, mode="overwrite", predicate=predicate, commit_properties=properties
+            existing,
+            ready,
+            mode="overwrite",
+            predicate=predicate,
+            commit_properties=properties,
+            schema_mode=_schema_mode(existing, ready.schema),
         )
         return existing.version()
+
+
+def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | None:
+    """ "merge" where `schema` adds columns to the table (a newer cogscore writing into an
+    output that an earlier one wrote): the table gains them, its other nights read them as
+    null. Otherwise None: a column the frame lacks stays an error, never a silent null."""
+    have = {f.name for f in table.schema().fields}
+    new = [name for name in schema.names if name not in have]
+    missing = have - set(schema.names)
+    return "merge" if new and not missing else None
 
 
 def table_version(location: Location, table: str) -> int | None:

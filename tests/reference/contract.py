@@ -31,6 +31,8 @@ VALUE: Final = "value"
 SOLVED: Final = "solved"
 ROUND: Final = "round"
 PARAMS_COLUMN: Final = "params"
+# Contract 1.1 (cogscore's README): an optional column, read on the episode_start row.
+INSTANCE_ID: Final = "instance_id"
 STATUS: Final = "status"
 TS: Final = "ts"
 COLUMNS: Final = (

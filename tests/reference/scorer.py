@@ -32,6 +32,7 @@ from tests.reference.contract import (
     EXPECTED,
     FEEDBACK,
     FILE,
+    INSTANCE_ID,
     INTEGER,
     ITEM,
     ITEM_ID,
@@ -70,7 +71,7 @@ FORMULA_VERSIONS[PROCEDURAL] = ("v2", "v1")
 
 # fmt: off
 SCORE_FIELDS = (
-    "run_id", "model", "task", "category", "dump_date", "score", "formula_version",
+    "run_id", "model", "task", "category", "instance_id", "dump_date", "score", "formula_version",
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows",
@@ -340,11 +341,15 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
     rows = _by_turn(rows)
     out: dict[str, Any] = dict.fromkeys(SCORE_FIELDS)
     first = rows[0]
+    start = _of_kind(rows, EPISODE_START)[0]  # exactly one: the episode is scored
+    instance = start.get(INSTANCE_ID)
     out.update(
         run_id=first[RUN_ID],
         model=first[MODEL],
         task=first[TASK],
         category=category,
+        # An integer id reads as its decimal text; absent or null: not shared.
+        instance_id=None if instance is None else str(instance),
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),

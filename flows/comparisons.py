@@ -1,0 +1,162 @@
+"""The comparison tables of a night: ``model_comparisons``, the rank columns of
+``model_scores`` and ``regressions`` (README "Comparisons"; the statistics are
+``transforms.compare``'s).
+
+Comparisons and ranks need the night's own episode scores only. Regressions compare a night
+with its baseline nights: those scored earlier in the same run (kept here, a few slim columns
+per episode) or, before that, read from ``OUT`` (only those nights' files and columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal
+
+import polars as pl
+
+from schemas.comparisons import (
+    HARNESS_ERROR_SHARE,
+    LEVEL,
+    LEVEL_ALERT,
+    RANK_HIGH,
+    RANK_LOW,
+)
+from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
+from transforms.aggregate import Bootstrap
+from transforms.compare import (
+    model_comparisons,
+    rank_intervals,
+    regressions,
+    significance_tiers,
+)
+
+if TYPE_CHECKING:
+    from flows.output import Output
+
+# What the comparisons read of an episode: a few bytes, not the whole row.
+SLIM: Final = [
+    DUMP_DATE,
+    Col.MODEL,
+    Col.CATEGORY,
+    Col.TASK,
+    Col.EPISODE_ID,
+    INSTANCE_ID,
+    SCORE,
+    FORMULA_VERSION,
+]
+Baseline = Literal["previous", "mean"]
+
+
+@dataclass(frozen=True)
+class RegressionOptions:
+    """How a night is checked against its baseline (README "Regressions")."""
+
+    baseline: Baseline = "previous"  # the previous night, or the mean of the last `nights`
+    nights: int = 7  # k, for baseline "mean"
+    margin: float | None = None  # the drop an alert needs; None: the row's own mde
+    harness_error_tolerance: float = 0.02  # share of episodes; beyond: not comparable
+
+    def __post_init__(self) -> None:
+        if self.baseline not in ("previous", "mean"):
+            raise ValueError(f"the baseline is 'previous' or 'mean', not {self.baseline!r}")
+        if self.nights < 1:
+            raise ValueError("the baseline needs at least one night")
+        if self.margin is not None and self.margin < 0:
+            raise ValueError("the regression margin cannot be negative")
+
+    @property
+    def span(self) -> int:
+        return 1 if self.baseline == "previous" else self.nights
+
+
+def slim(scores: pl.DataFrame) -> pl.DataFrame:
+    """The columns of episode scores that comparisons read."""
+    return scores.select(SLIM)
+
+
+def night_comparisons(
+    models: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(``model_scores`` rows with each model's rank interval and significance tier, the
+    ``model_comparisons`` rows) of a night's model and episode scores. The rank interval
+    is a bootstrap of the shared instances, the same draw for every model."""
+    episodes = slim(scores)
+    comparisons = model_comparisons(episodes)
+    ranks = rank_intervals(episodes, resamples=bootstrap.resamples, seed=bootstrap.seed)
+    tiers = significance_tiers(comparisons)
+    key = [DUMP_DATE, Col.MODEL]
+    ranked = models.join(
+        ranks.select(*key, RANK_LOW, RANK_HIGH), on=key, how="left", nulls_equal=True
+    ).join(tiers, on=key, how="left", nulls_equal=True)
+    return ranked, comparisons
+
+
+def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:
+    """Per night and model: the share of its episodes that ended in a harness error."""
+    key = [DUMP_DATE, Col.MODEL]
+    errors = pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR
+    ran = pl.concat(
+        [
+            scores.select(*key, pl.lit(False).alias("__error")),
+            rejects.filter(pl.col(Col.MODEL).is_not_null()).select(*key, errors.alias("__error")),
+        ]
+    )
+    return ran.group_by(key).agg(pl.col("__error").mean().alias(HARNESS_ERROR_SHARE))
+
+
+@dataclass
+class NightWatch:
+    """Regressions of the nights a run scores, night after night in date order.
+
+    ``known``: the nights ``OUT`` held when the run began (read from it where a baseline
+    needs them); the nights this run scored are kept (slim) for the nights after them."""
+
+    output: Output | None
+    options: RegressionOptions = field(default_factory=RegressionOptions)
+    known: Iterable[str] = ()
+    _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
+
+    def regressions(
+        self, night: str | None, scores: pl.DataFrame, rejects: pl.DataFrame
+    ) -> pl.DataFrame:
+        """The ``regressions`` rows of ``night`` (none for an undated dump)."""
+        from flows.output import REGRESSIONS, empty_table
+
+        if night is None:
+            return empty_table(REGRESSIONS).drop("scorer_version", "input_fingerprint")
+        current = (slim(scores), harness_shares(scores, rejects))
+        earlier = sorted(n for n in {*self.known, *self._recent} if n < night)
+        baseline = earlier[-self.options.span :]
+        history = [self._recent[n] for n in baseline if n in self._recent]
+        missing = [n for n in baseline if n not in self._recent]
+        if missing and self.output is not None:
+            history.append(self._read(missing))
+        self._recent[night] = current
+        for old in sorted(self._recent)[: -self.options.span]:
+            del self._recent[old]
+        table = regressions(
+            pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
+            baseline=self.options.baseline,
+            k=self.options.nights,
+            margin=self.options.margin,
+            metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
+            harness_error_share_tolerance=self.options.harness_error_tolerance,
+        )
+        return table.filter(pl.col(DUMP_DATE) == night)
+
+    def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        from flows.output import EPISODE_SCORES, REJECTS
+
+        assert self.output is not None
+        chosen = pl.col(DUMP_DATE).is_in(nights)
+        scores = self.output.scan(EPISODE_SCORES).filter(chosen).select(SLIM)
+        rejects = self.output.scan(REJECTS).filter(chosen).select(DUMP_DATE, Col.MODEL, STATUS)
+        scores_frame, rejects_frame = pl.collect_all([scores, rejects])
+        return slim(scores_frame), harness_shares(scores_frame, rejects_frame)
+
+
+def alerts(table: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a ``regressions`` table whose level is ``alert``."""
+    return table.filter(pl.col(LEVEL) == LEVEL_ALERT)
