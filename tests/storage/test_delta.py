@@ -295,3 +295,32 @@ def test_legacy_layout_is_refused(tmp_path):
     os.symlink(tmp_path / "_versions", tmp_path / "current")
     with pytest.raises(LegacyLayout, match="snapshot layout"):
         delta.check_layout(out, [])
+
+
+def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
+    """An output written before a column existed (contract 1.1's instance_id) takes it
+    from the first night written with it; a frame without one of the table's columns is
+    still refused (never a silent null)."""
+    old = night_frame("2026-12-01")
+    assert delta.write_night(out, "scores", old, "2026-12-01") == 0
+    new = night_frame("2026-12-02", offset=100).with_columns(pl.lit("i7").alias("instance_id"))
+    assert delta.write_night(out, "scores", new, "2026-12-02") == 1
+    both = delta.read_table(out, "scores").collect()
+    by_night = dict(
+        both.group_by("dump_date").agg(pl.col("instance_id").drop_nulls().unique()).iter_rows()
+    )
+    assert by_night == {"2026-12-01": [], "2026-12-02": ["i7"]}
+    assert "instance_id" not in delta.read_table(out, "scores", version=0).collect_schema()
+    with pytest.raises(Exception, match=r"(?i)schema"):
+        delta.write_night(out, "scores", night_frame("2026-12-03", offset=200), "2026-12-03")
+
+
+def test_reads_conform_to_the_table_model_whatever_version():
+    from flows.output import conform, empty_table
+
+    model = empty_table("model_scores")
+    old = model.drop("rank_low", "rank_high", "tier", "ranked_among", "n_ranked")
+    shuffled = old.select(reversed(old.columns)).with_columns(pl.lit(1).alias("extra"))
+    read = conform("model_scores", shuffled.lazy()).collect()
+    assert read.columns == [*model.columns, "extra"]
+    assert read.schema == {**model.schema, "extra": pl.Int32}
