@@ -129,9 +129,42 @@ def of_night(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
 
 
 def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
+    """The night's models, widest coverage first, each coverage group in rank order."""
     return models.select(
-        "rank", Col.MODEL, SCORE, "ci_low", "ci_high", "categories_covered", "n_episodes"
-    ).sort("rank", Col.MODEL)
+        "rank",
+        "rank_low",
+        "rank_high",
+        "tier",
+        "ranked_among",
+        "n_ranked",
+        Col.MODEL,
+        SCORE,
+        "ci_low",
+        "ci_high",
+        "categories_covered",
+        "n_episodes",
+    ).sort(
+        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        descending=[True, False, False, False],
+    )
+
+
+def pairwise(comparisons: pl.DataFrame, scope: str = "overall") -> pl.DataFrame:
+    """The night's comparisons in ``scope``: one row per ordered pair."""
+    return comparisons.filter(pl.col("scope") == scope).select(
+        "model_a", "model_b", "diff", "ci_low", "ci_high", "p_holm", "verdict", "paired"
+    )
+
+
+def flagged_regressions(regressions: pl.DataFrame) -> pl.DataFrame:
+    """The night's regression rows that are not quiet: alerts, watches, not comparable."""
+    order = {"alert": 0, "watch": 1, "not_comparable": 2}
+    return (
+        regressions.filter(pl.col("level").is_in(list(order)))
+        .with_columns(pl.col("level").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+        .sort("_o", Col.MODEL, "scope")
+        .drop("_o")
+    )
 
 
 def category_profile(categories: pl.DataFrame) -> pl.DataFrame:
@@ -371,25 +404,137 @@ def leaderboard_section(board: pl.DataFrame, colours: dict[str, str], night: str
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(range=[0, 1.05])
+
+    def among(r: dict[str, Any]) -> str:
+        if r["categories_covered"] == len(Category):
+            return f"all 6 ({r['n_ranked']} models)"
+        named = ", ".join(SHORT.get(c, c) for c in r["ranked_among"].split(","))
+        return f"{html.escape(named)} only ({r['n_ranked']} model{'s' * (r['n_ranked'] > 1)})"
+
     rows = "".join(
-        f"<tr><td>{r['rank']}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
+        f"<td>{r['tier'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
         f"<td>{r[SCORE]:.3f}</td><td>[{r['ci_low']:.3f}, {r['ci_high']:.3f}]</td>"
-        f"<td>{r['categories_covered']} of 6</td><td>{r['n_episodes']}</td></tr>"
+        f"<td>{among(r)}</td><td>{r['n_episodes']}</td></tr>"
         for r in board.iter_rows(named=True)
     )
     table = (
-        "<table><thead><tr><th>rank</th><th>model</th><th>score</th><th>95% interval</th>"
-        f"<th>categories covered</th><th>episodes scored</th></tr></thead><tbody>{rows}"
-        "</tbody></table>"
+        "<table><thead><tr><th>rank</th><th>95% rank interval</th><th>tier</th><th>model</th>"
+        "<th>score</th><th>95% interval</th><th>ranked among models covering</th>"
+        f"<th>episodes scored</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     return Section(
         "leaderboard",
         "Leaderboard",
         "Each model's overall score is the mean of its category scores (each category weighs "
         "the same); the interval is the 95% percentile bootstrap of the table "
-        "<code>model_scores</code>.",
+        "<code>model_scores</code>. Models are ranked among those covering the same "
+        "categories, never beside models of another coverage. The rank interval comes from a "
+        "bootstrap that draws the same instances for every model; a tier holds the best "
+        "remaining model and every model not significantly worse than it (Holm-corrected "
+        "paired comparisons, table <code>model_comparisons</code>).",
         [fig],
         table,
+    )
+
+
+VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
+
+
+def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) -> Section:
+    """The pairwise matrix of the overall scope: row model minus column model."""
+    order = [m for m in board[Col.MODEL].to_list() if m in set(pairs["model_a"])]
+    cell = {(r["model_a"], r["model_b"]): r for r in pairs.iter_rows(named=True)}
+    z = [[cell[(a, b)]["diff"] if (a, b) in cell else None for b in order] for a in order]
+    text = [
+        [
+            f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}"
+            if (a, b) in cell
+            else ""
+            for b in order
+        ]
+        for a in order
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[label(m) for m in order],
+            y=[label(m) for m in order],
+            text=text,
+            texttemplate="%{text}",
+            colorscale="RdBu",
+            zmid=0,
+            hovertemplate="%{y} − %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    _layout(fig, f"Row model minus column model, overall score, {night}", "model b", "model a")
+    fig.update_yaxes(autorange="reversed")
+
+    def fmt(v: float | None, spec: str = ".3f") -> str:
+        return "-" if v is None else format(v, spec)
+
+    header = "".join(f"<th>{html.escape(b)}</th>" for b in order)
+    rows = "".join(
+        f"<tr><th>{html.escape(a)}</th>"
+        + "".join(
+            (
+                f"<td title='95% [{fmt(cell[(a, b)]['ci_low'])}, {fmt(cell[(a, b)]['ci_high'])}],"
+                f" Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')}, {cell[(a, b)]['paired']}'>"
+                f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}</td>"
+            )
+            if (a, b) in cell
+            else "<td>-</td>"
+            for b in order
+        )
+        + "</tr>"
+        for a in order
+    )
+    table = f"<table><thead><tr><th>a \\ b</th>{header}</tr></thead><tbody>{rows}</tbody></table>"
+    return Section(
+        "comparisons",
+        "Which model is better: paired comparisons",
+        "Each cell is the row model's overall score minus the column model's (table "
+        "<code>model_comparisons</code>, scope <code>overall</code>): ▲ the row model is "
+        "better, ▼ worse, ≈ not resolved, at α = 0.05 after Holm's correction over every pair "
+        "of the night. Episodes on the same instance are paired. Only models covering the "
+        "same categories are compared overall; every category is compared in the table.",
+        [fig] if order else [],
+        table if order else "<p>No two models cover the same categories.</p>",
+    )
+
+
+def regressions_section(flagged: pl.DataFrame, night: str) -> Section:
+    """The night's alerts, watches and changes that are not comparable."""
+
+    def fmt(v: float | None, spec: str = ".3f") -> str:
+        return "-" if v is None else format(v, spec)
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<td>{html.escape(SHORT.get(r['scope'], r['scope']))}</td>"
+        f"<td>{fmt(r['baseline_score'])} → {fmt(r[SCORE])}</td>"
+        f"<td>{fmt(r['change'], '+.3f')} [{fmt(r['ci_low'], '+.3f')}, "
+        f"{fmt(r['ci_high'], '+.3f')}]</td><td>{fmt(r['q_bh'], '.3g')}</td>"
+        f"<td>{html.escape(r['baseline_dates'])}</td>"
+        f"<td>{html.escape(r['reason'] or '')}</td></tr>"
+        for r in flagged.iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>level</th><th>model</th><th>scope</th><th>baseline → night</th>"
+        "<th>change [95%]</th><th>BH q</th><th>baseline nights</th><th>why not comparable</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return Section(
+        "regressions",
+        f"Regressions on {night}",
+        "Table <code>regressions</code>: each model's score in each scope against its "
+        "baseline night(s). <b>alert</b>: a drop with a Benjamini-Hochberg q-value under "
+        "0.05 and larger than the margin (default: the minimum detectable effect); "
+        "<b>watch</b>: a drop with a raw p-value under 0.05; <b>not_comparable</b>: the "
+        "formula versions, the coverage or the harness errors changed, so the change is not "
+        "the model's. " + ("Nothing to report." if flagged.is_empty() else ""),
+        [],
+        table if not flagged.is_empty() else "",
     )
 
 
@@ -765,6 +910,8 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
     rounds, where = round_rows(wh.manifest, night)
     sections = [
         leaderboard_section(board, colours, shown),
+        comparisons_section(pairwise(of_night(wh["model_comparisons"], night)), board, shown),
+        regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown),
         profile_section(category_profile(of_night(wh["category_scores"], night)), colours, shown),
         procedural_section(
             None if rounds is None else learning_curve(rounds, episodes),

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from deltalake import DeltaTable
 
-from flows.output import TABLES, Output, empty_table
+from flows.output import TABLES, Output, conform, empty_table
 from flows.storage.location import storage_options
 from flows.storage.runs_table import RUNS_TABLE
 
@@ -34,6 +35,10 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
                 where.uri, version=version, storage_options=storage_options(where) or None
             )
             relation = delta.to_pyarrow_dataset()
+            model = set(empty_table(table).columns)
+            if not model <= set(relation.schema.names):  # written before a column existed
+                frame = pl.scan_pyarrow_dataset(relation)
+                relation = conform(table, frame).collect().to_arrow()
         con.register(table, relation)
     con.execute(VIEWS.read_text())
     return con

@@ -142,23 +142,31 @@ def comparisons(
     as_of: str | None = None,
 ) -> pl.DataFrame:
     """The pairwise comparisons of the models of a night (default: the latest) in a scope
-    (a category, or ``overall``), from the episode scores as the latest finished run (or run
-    ``as_of``) left them (``transforms.compare.model_comparisons``)."""
-    from transforms.compare import MODEL_A, MODEL_B, SCOPE, model_comparisons
+    (a category, or ``overall``): the ``model_comparisons`` table as the latest finished run
+    (or run ``as_of``) left it. Holm's correction is over every pair of the night and scope,
+    whichever ``models`` are shown. A night scored before that table existed is compared
+    from its episode scores (``transforms.compare.model_comparisons``, the same function)."""
+    from schemas.comparisons import MODEL_A, MODEL_B, SCOPE
+    from transforms.compare import model_comparisons
 
-    episodes = output.read("episode_scores", as_of)
-    if episodes.is_empty():
-        return pl.DataFrame()
-    night = night or episodes["dump_date"].drop_nulls().max()  # type: ignore[assignment]
-    of_night = episodes.filter(pl.col("dump_date") == night)
-    table = model_comparisons(of_night).filter(pl.col(SCOPE) == scope)
+    published = output.scan("model_comparisons", as_of)
+    if night is None:
+        nights = output.scan("model_scores", as_of).select(pl.col("dump_date").max()).collect()
+        night = nights.item() if nights.height else None
+    table = published.filter(pl.col("dump_date") == night).collect()
+    if table.is_empty():
+        episodes = output.scan("episode_scores", as_of).filter(pl.col("dump_date") == night)
+        table = model_comparisons(episodes.collect())
+    table = table.filter(pl.col(SCOPE) == scope).drop(
+        "scorer_version", "input_fingerprint", strict=False
+    )
     if models:
         table = table.filter(pl.col(MODEL_A).is_in(models) & pl.col(MODEL_B).is_in(models))
     return table.sort(MODEL_A, MODEL_B)
 
 
 def comparison_lines(table: pl.DataFrame) -> list[str]:
-    from transforms.compare import (
+    from schemas.comparisons import (
         CI_HIGH,
         CI_LOW,
         DIFF,

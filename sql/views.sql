@@ -1,6 +1,6 @@
 -- Views over cogscore's tables, for DuckDB (any version).
 -- They need the tables as relations named episode_scores, rejects, task_scores,
--- category_scores, model_scores, rescore_diff and runs. Two ways to have them:
+-- category_scores, model_scores, model_comparisons, regressions, rescore_diff and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;
@@ -10,13 +10,34 @@
 --     .read sql/views.sql
 -- dump_date is a string YYYY-MM-DD in every table.
 
--- The latest night's leaderboard: one row per model, best first.
+-- The latest night's leaderboard: one row per model, the widest coverage first, best first
+-- within each coverage (models are ranked among those covering the same categories:
+-- ranked_among). rank_low..rank_high: the 95% bootstrap interval of the rank; tier: the
+-- Holm-corrected significance tier (null: alone in its coverage).
 CREATE OR REPLACE VIEW leaderboard AS
-SELECT dump_date, rank, model, score, ci_low, ci_high, categories_covered, n_episodes,
-       formula_versions, input_fingerprint
+SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+       categories_covered, ranked_among, n_ranked, n_episodes, formula_versions,
+       input_fingerprint
 FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
-ORDER BY rank, model;
+ORDER BY categories_covered DESC, ranked_among, rank, model;
+
+-- The latest night's verdicts between models, overall: one row per ordered pair (the
+-- table model_comparisons holds every night and every category too).
+CREATE OR REPLACE VIEW pairwise AS
+SELECT dump_date, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde
+FROM model_comparisons
+WHERE scope = 'overall'
+  AND dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_comparisons)
+ORDER BY model_a, model_b;
+
+-- Regressions that need a look, every night: alerts first, then watches.
+CREATE OR REPLACE VIEW regression_alerts AS
+SELECT dump_date, level, model, scope, baseline_score, score, change, ci_low, ci_high,
+       p_value, q_bh, margin, baseline_dates
+FROM regressions
+WHERE level IN ('alert', 'watch')
+ORDER BY dump_date DESC, level, model, scope;
 
 -- The output's formula set: the version of each category that its runs score with
 -- (pinned when the output was created; changed only by a rescore of every night).

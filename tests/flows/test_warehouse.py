@@ -438,3 +438,30 @@ def test_reject_reasons_view_counts_what_the_dump_builder_spoiled(scored_out: Pa
     statuses = {rule: status for (_, _, status, rule) in got}
     assert statuses.pop("harness_error") == "harness_error"
     assert set(statuses.values()) == {"rejected"}
+
+
+@pytest.mark.parametrize("reader", ["cogscore sql", "delta_scan"])
+def test_pairwise_view_is_the_latest_nights_overall_comparisons(
+    scored_out: Path, reader: str
+) -> None:
+    con = _views(scored_out) if reader == "cogscore sql" else _delta_scan_views(scored_out)
+    got = con.execute("SELECT model_a, model_b, diff, verdict FROM pairwise").fetchall()
+    table = _night(read(scored_out, "model_comparisons"))
+    latest = table.filter(
+        (pl.col("scope") == "overall") & (pl.col("dump_date") == table["dump_date"].max())
+    ).sort("model_a", "model_b")
+    assert got == list(latest.select("model_a", "model_b", "diff", "verdict").rows())
+    assert latest.height > 0
+
+
+def test_regression_alerts_view_is_the_alerts_and_watches(scored_out: Path) -> None:
+    got = (
+        _views(scored_out)
+        .execute("SELECT dump_date, level, model, scope, change FROM regression_alerts")
+        .fetchall()
+    )
+    table = _night(read(scored_out, "regressions"))
+    flagged = table.filter(pl.col("level").is_in(["alert", "watch"]))
+    want = sorted(flagged.select("dump_date", "level", "model", "scope", "change").rows())
+    assert sorted(got) == want
+    assert table.height > 0  # the second night was compared with the first

@@ -116,7 +116,7 @@ def test_the_command_prints_the_path(warehouse: Path, tmp_path: Path) -> None:
 CHARTS = """JSON.stringify(Array.from(document.querySelectorAll('.chart')).map(function (d) {
   var svg = d.querySelector('svg.main-svg'), r = svg ? svg.getBoundingClientRect() : null;
   return {id: d.id, svg: !!svg, width: r ? r.width : 0, height: r ? r.height : 0,
-          traces: d.querySelectorAll('g.trace').length,
+          traces: d.querySelectorAll('g.trace, g.hm').length,  // a heatmap draws g.hm
           title: (d.querySelector('.gtitle') || {}).textContent || ''};
 }))"""
 
