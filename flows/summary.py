@@ -59,10 +59,10 @@ def table_of_columns() -> Table:
 
 
 def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
-    """Rank (with its 95% interval where it is not one place), model (in full: long names
-    wrap), score with its 95% interval, categories covered, then each category's score.
-    Models are ranked among those covering the same categories: the widest coverage first,
-    each coverage group ranked on its own."""
+    """Rank, model (in full: long names wrap; under it the rank's 95% interval where it
+    spans more than one place), score with its 95% interval, categories covered, then each
+    category's score. Models are ranked among those covering the same categories: the
+    widest coverage first, each coverage group ranked on its own."""
     present = [c for c in Category if c in set(categories[Col.CATEGORY])]
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
@@ -84,13 +84,14 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
             f"{by_model[(row[Col.MODEL], c)]:.3f}" if (row[Col.MODEL], c) in by_model else "-"
             for c in present
         ]
+        # The rank's interval goes under the name (the model column wraps; 100 columns hold
+        # no wider rank column).
         low, high = row.get("rank_low"), row.get("rank_high")
-        interval = (
-            f" ({low}-{high})" if low is not None and (low, high) != (row["rank"],) * 2 else ""
-        )
+        spans = low is not None and (low, high) != (row["rank"],) * 2
+        under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
         table.add_row(
-            f"{row['rank']}{interval}",
-            escape(printable(row[Col.MODEL])),
+            str(row["rank"]),
+            escape(printable(row[Col.MODEL])) + under,
             f"{row[SCORE]:.3f}",
             f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
             str(row["categories_covered"]),

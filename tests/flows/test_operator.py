@@ -64,6 +64,9 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
             "ci_low": [0.85, 0.75, 0.65],
             "ci_high": [0.95, 0.85, 0.75],
             "categories_covered": [6, 6, 6],
+            "ranked_among": [",".join(Category)] * 3,
+            "rank_low": [1, 2, 2],
+            "rank_high": [1, 3, 3],  # the rank's interval is shown where it spans places
         }
     )
     categories = pl.DataFrame(
@@ -77,7 +80,8 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     assert max(len(line) for line in lines) <= 100
     start, end = lines[0].index("model"), lines[0].index("score") - 1
     text = "".join(line[start:end].strip() for line in lines[2:])  # the model column, joined
-    assert text == "".join(names)  # each name whole, in rank order
+    # Each name whole, in rank order; under a name, its rank's interval where it spans places.
+    assert text == names[0] + names[1] + "ranks 2-3" + names[2] + "ranks 2-3"
     header = lines[0].split()
     assert header[-6:] == ["assoc.", "concept", "language", "observ.", "RL", "proced."]
 
