@@ -303,7 +303,8 @@ class DryRun:
 
 # What a run writes after its nights (a rescore's diff): (writer, the new model and category
 # tables of every night, every night's input fingerprint) -> details for the run record
-Finish = Callable[[], dict[str, Any]]
+# After the last night, with each night's input fingerprint: what the run records beside.
+Finish = Callable[[dict[str | None, str]], dict[str, Any]]
 # Per night: (night, its result, its tables) -> more tables of that night to write.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
 
@@ -457,7 +458,7 @@ def _score_and_write(
                     )
                 )
                 del result, tables
-            extra = finish() if finish else {}
+            extra = finish(fingerprints) if finish else {}
         except BaseException:
             if isinstance(writer, Writer) and rows:
                 record_failure(output, _finished(rows, {}))
@@ -756,11 +757,11 @@ def rescore(
         diffs.append(diff)
         return {RESCORE_DIFF: diff}
 
-    def finish() -> dict[str, Any]:
-        if diff_out is not None:
+    def finish(fingerprints: dict[str | None, str]) -> dict[str, Any]:
+        if diff_out is not None:  # as the table holds it, provenance included
             target = local_path(diff_out, "--diff-out")
             target.parent.mkdir(parents=True, exist_ok=True)
-            _diff_table(diffs).write_parquet(target)
+            with_provenance(_diff_table(diffs), SCORER_VERSION, fingerprints).write_parquet(target)
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(

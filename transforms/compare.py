@@ -138,32 +138,32 @@ class _Prepared:
 def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _Prepared:
     frame = scores.lazy().collect() if isinstance(scores, pl.LazyFrame) else scores
     frame = frame.filter(pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan())
-    instance = (
-        pl.col(INSTANCE_ID).cast(pl.String)
-        if INSTANCE_ID in frame.columns
-        else pl.lit(None, pl.String)
-    )
+    if INSTANCE_ID not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
+    instance = pl.col(INSTANCE_ID).cast(pl.String)
     # A shared instance is a cluster of every unit that faced it (all models, all nights,
     # both formulas); an episode without an instance is a cluster of its own, shared only by
     # the same episode under another formula.
-    alone = pl.concat_str(
-        [pl.lit("e"), pl.col(DUMP_DATE).fill_null(""), pl.col(Col.MODEL), pl.col(Col.EPISODE_ID)],
-        separator=_SEP,
-    )
+    # Clusters are numbered (dense ranks: no collision, a few bytes an episode): instances
+    # first, then each (night, model, episode) without one.
+    shared = instance.rank("dense").cast(pl.Int64)
+    alone = pl.struct(DUMP_DATE, Col.MODEL, Col.EPISODE_ID).rank("dense").cast(pl.Int64)
     cluster = (
-        pl.when(instance.is_not_null())
-        .then(pl.concat_str([pl.lit("i"), instance], separator=_SEP))
-        .otherwise(alone)
+        pl.when(instance.is_not_null()).then(shared).otherwise(shared.max().fill_null(0) + alone)
     )
     units = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
     units = units.with_row_index(_UNIT)
+    # One plan for the episode-level work (no intermediate copies of the episodes kept).
     episodes = (
-        frame.join(units, on=list(unit_cols), nulls_equal=True)
-        .select(_UNIT, *_TASK_KEY, Col.EPISODE_ID, SCORE, cluster.alias(_CLUSTER))
+        frame.lazy()
+        .with_columns(cluster.alias(_CLUSTER))
+        .join(units.lazy(), on=list(unit_cols), nulls_equal=True)
+        .select(_UNIT, *_TASK_KEY, Col.EPISODE_ID, SCORE, _CLUSTER)
         .sort(_UNIT, *_TASK_KEY, Col.EPISODE_ID)
+        .cache()
     )
     groups = pl.col(_CLUSTER).n_unique().cast(pl.Float64)
-    cells = (
+    cells_plan = (
         episodes.group_by(_UNIT, *_TASK_KEY, maintain_order=True)
         .agg(
             mean_in_order(pl.col(SCORE), Col.EPISODE_ID).alias(_MEAN),
@@ -173,12 +173,13 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
         )
         .sort(_UNIT, *_TASK_KEY)
     )
-    atoms = (
-        episodes.join(cells, on=[_UNIT, *_TASK_KEY])
+    atoms_plan = (
+        episodes.join(cells_plan, on=[_UNIT, *_TASK_KEY], maintain_order="left")
         .with_columns(((pl.col(SCORE) - pl.col(_MEAN)) / pl.col(_N)).alias(_DEV))
         .group_by(_UNIT, *_TASK_KEY, _CLUSTER, maintain_order=True)
         .agg(pl.col(_DEV).sum(), pl.len().alias(_N))
     )
+    cells, atoms = pl.collect_all([cells_plan, atoms_plan])
     categories = (
         cells.group_by(_UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
@@ -246,9 +247,87 @@ def _variances(prep: _Prepared, contrasts: pl.DataFrame) -> pl.DataFrame:
     (``N_PAIRS``) and ``PAIRED``."""
     rows = contrasts.join(prep.weights, on=[_UNIT, SCOPE])
     n_units = contrasts.group_by(_CID).agg(pl.col(_UNIT).n_unique().alias(_UNITS))
-    # Tasks fixed: Σ_task Σ_cluster (Σ_unit coef · w · k · dev)², every unit's influence
-    # values scaled by its own small-sample factor.
-    fixed = (
+    fixed = _pair_fixed(prep, rows) if _two_units(contrasts) else _fixed(prep, rows)
+    return _with_task_sample(prep, rows, n_units, fixed)
+
+
+def _two_units(contrasts: pl.DataFrame) -> bool:
+    """Every contrast is ``unit_a - unit_b`` (two rows, coefficients +1 and -1)."""
+    shape = contrasts.group_by(_CID).agg(
+        pl.len().alias("__rows"), pl.col(_COEF).min().alias("__lo"), pl.col(_COEF).max()
+    )
+    two = (shape["__rows"] == 2) & (shape["__lo"] == -1.0) & (shape[_COEF] == 1.0)
+    return bool(two.all())
+
+
+def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``_fixed`` for contrasts ``a - b``, from per-task sufficient statistics instead of
+    one row per contrast and cluster (which grows with the square of the models):
+
+        Σ_t Σ_g (x_a D_a,g − x_b D_b,g)² = Σ_t x_a² S_a,t + x_b² S_b,t − 2 x_a x_b P_ab,t
+
+    with ``x = w · k`` per unit and task, ``S_u,t = Σ_g D_u,g²`` and
+    ``P_ab,t = Σ_g D_a,g D_b,g`` over the clusters both units have (the same algebra, summed
+    in another order)."""
+    weights = rows.join(prep.cells.select(_UNIT, *_TASK_KEY, _K), on=[_UNIT, *_TASK_KEY])
+    weights = weights.with_columns((pl.col(_W) * pl.col(_K)).alias(_VALUE))
+    own = prep.atoms.group_by(_UNIT, *_TASK_KEY).agg(
+        (pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e")
+    )
+    terms = weights.join(own, on=[_UNIT, *_TASK_KEY])
+    self_part = terms.group_by(_CID).agg(
+        _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
+        pl.col("__e").sum().alias(_TOTAL),
+    )
+    # Shared clusters: only clusters that more than one unit has can pair two units.
+    atoms = prep.atoms.select(_UNIT, *_TASK_KEY, _CLUSTER, _DEV, _N)
+    multi = atoms.group_by(*_TASK_KEY, _CLUSTER).agg(pl.len().alias("__units"))
+    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[*_TASK_KEY, _CLUSTER])
+    a_side = weights.filter(pl.col(_COEF) > 0).select(_CID, _UNIT, *_TASK_KEY, _VALUE)
+    b_side = weights.filter(pl.col(_COEF) < 0).select(_CID, _UNIT, *_TASK_KEY, _VALUE)
+    both = a_side.join(b_side, on=[_CID, *_TASK_KEY], suffix="_b")
+    needed = both.select(_UNIT, _UNIT + "_b").unique()
+    products = (
+        shared.join(needed, on=_UNIT)
+        .join(
+            shared,
+            left_on=[_UNIT + "_b", *_TASK_KEY, _CLUSTER],
+            right_on=[_UNIT, *_TASK_KEY, _CLUSTER],
+            suffix="_b",
+        )
+        .group_by(_UNIT, _UNIT + "_b", *_TASK_KEY)
+        .agg(
+            (pl.col(_DEV) * pl.col(_DEV + "_b")).sum().alias("__p"),
+            pl.len().alias(N_PAIRS),
+            (pl.col(_N) + pl.col(_N + "_b")).sum().alias(_SHARED),
+        )
+    )
+    cross = (
+        both.join(products, on=[_UNIT, _UNIT + "_b", *_TASK_KEY])
+        .group_by(_CID)
+        .agg(
+            (2.0 * pl.col(_VALUE) * pl.col(_VALUE + "_b") * pl.col("__p")).sum().alias("__cross"),
+            pl.col(N_PAIRS).sum().cast(pl.Int64),
+            pl.col(_SHARED).sum(),
+        )
+    )
+    return (
+        self_part.join(cross, on=_CID, how="left")
+        .with_columns(
+            # A sum of squares: never below 0, whatever the rounding of the expansion.
+            (pl.col(_VAR) - pl.col("__cross").fill_null(0.0)).clip(lower_bound=0.0),
+            pl.col(N_PAIRS).fill_null(0),
+            pl.col(_SHARED).fill_null(0),
+        )
+        .select(_CID, _VAR, N_PAIRS, _SHARED, _TOTAL)
+    )
+
+
+def _fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """Tasks fixed: Σ_task Σ_cluster (Σ_unit coef · w · k · dev)², every unit's influence
+    values scaled by its own small-sample factor; clusters shared by two units or more, and
+    the episodes on them."""
+    return (
         rows.join(prep.cells.select(_UNIT, *_TASK_KEY, _K), on=[_UNIT, *_TASK_KEY])
         .join(prep.atoms, on=[_UNIT, *_TASK_KEY])
         .with_columns((pl.col(_COEF) * pl.col(_W) * pl.col(_K) * pl.col(_DEV)).alias(_VALUE))
@@ -267,6 +346,11 @@ def _variances(prep: _Prepared, contrasts: pl.DataFrame) -> pl.DataFrame:
             pl.col(_N).sum().alias(_TOTAL),
         )
     )
+
+
+def _with_task_sample(
+    prep: _Prepared, rows: pl.DataFrame, n_units: pl.DataFrame, fixed: pl.DataFrame
+) -> pl.DataFrame:
     # Tasks a sample: per category, G/(G-1) Σ_task (Σ_unit coef · f · wc · (task - category))²,
     # summed over the categories (strata); null where a category has fewer than two tasks.
     per_task = (
@@ -583,40 +667,44 @@ def _task_replicates(
     key: tuple[object, ...],
 ) -> tuple[np.ndarray, np.ndarray]:
     """One task of a night: per model (rows of ``index``) the mean of each replicate
-    (models x resamples) and whether the model has the task."""
+    (models x resamples) and whether the model has the task.
+
+    Drawing G instances with replacement is drawing multinomial counts per instance; where
+    instances repeat the same profile (every model's sum and count on it), the counts per
+    distinct profile are multinomial with the profiles' shares: the same distribution, at the
+    cost of the distinct profiles (a few hundred), not of the instances. Episodes alone are
+    drawn the same way per distinct score."""
     n_models = len(index)
-    model_idx = np.array([index[m] for m in cell[Col.MODEL].to_list()], dtype=np.int64)
+    model_idx = cell[Col.MODEL].replace_strict(index, return_dtype=pl.Int64).to_numpy()
     values = cell[SCORE].to_numpy().astype(np.float64)
-    instances = cell[INSTANCE_ID].to_list()
+    codes = cell[INSTANCE_ID].rank("dense")  # 1..G in text order; null: not shared
+    shared = codes.is_not_null().to_numpy()
     has = np.zeros(n_models, dtype=bool)
     has[model_idx] = True
-    shared = np.array([i is not None for i in instances], dtype=bool)
     sums = np.zeros((n_models, resamples))
     counts = np.zeros((n_models, resamples))
-    labels = sorted({i for i in instances if i is not None})
-    if labels:
-        position = {label: j for j, label in enumerate(labels)}
-        inst = np.array([position[i] for i in np.array(instances, dtype=object)[shared]])
-        s = np.zeros((n_models, len(labels)))
-        c = np.zeros((n_models, len(labels)))
-        np.add.at(s, (model_idx[shared], inst), values[shared])
-        np.add.at(c, (model_idx[shared], inst), 1.0)
-        # The same instance draw for every model: how often each instance is drawn.
-        drawn = _stream(seed, key).multinomial(
-            len(labels), np.full(len(labels), 1.0 / len(labels)), size=resamples
-        )
-        sums += s @ drawn.T
-        counts += c @ drawn.T
+    if shared.any():
+        inst = codes.drop_nulls().to_numpy().astype(np.int64) - 1
+        g = int(inst.max()) + 1
+        flat = model_idx[shared] * g + inst
+        s = np.bincount(flat, weights=values[shared], minlength=n_models * g)
+        c = np.bincount(flat, minlength=n_models * g).astype(np.float64)
+        stacked = np.vstack([s.reshape(n_models, g), c.reshape(n_models, g)])
+        profiles, multiplicity = np.unique(stacked, axis=1, return_counts=True)
+        # The same instance draw for every model: how often each profile is drawn.
+        drawn = _stream(seed, key).multinomial(g, multiplicity / g, size=resamples)
+        sums += profiles[:n_models] @ drawn.T
+        counts += profiles[n_models:] @ drawn.T
     for m in np.unique(model_idx[~shared]):
         own = values[(model_idx == m) & ~shared]
+        distinct, times = np.unique(own, return_counts=True)
         drawn = _stream(seed, (*key, "model", m)).multinomial(
-            len(own), np.full(len(own), 1.0 / len(own)), size=resamples
+            len(own), times / len(own), size=resamples
         )
-        sums[m] += drawn @ own
+        sums[m] += drawn @ distinct
         counts[m] += len(own)
     # A model none of whose instances was drawn keeps its point mean in that replicate.
-    point = np.zeros(n_models)
-    np.add.at(point, model_idx, values)
+    point = np.bincount(model_idx, weights=values, minlength=n_models)
     n = np.bincount(model_idx, minlength=n_models).astype(np.float64)
     point = np.divide(point, n, out=np.zeros(n_models), where=n > 0)
     means = np.where(counts > 0, sums / np.where(counts > 0, counts, 1.0), point[:, None])

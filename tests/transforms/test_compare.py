@@ -15,6 +15,7 @@ import pytest
 import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
@@ -686,3 +687,22 @@ def test_significance_tiers() -> None:
     )
     tiers = significance_tiers(model_comparisons(frame))
     assert dict(zip(tiers["model"], tiers["tier"], strict=True)) == {"a": 1, "b": 1, "c": 2, "d": 3}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
+    """Contrasts a - b take per-task sums (linear in the models); every other contrast the
+    sum over clusters of the definition. Both on the same contrasts: the same variances."""
+    from transforms import compare
+
+    frame = mixed_design(seed)
+    prep = compare._prepare(frame, ["dump_date", "model"])
+    pairs = compare._pairs(compare._scope_table(prep), ["dump_date"])
+    contrasts = compare._two_unit_contrasts(pairs, "__unit", "__unit_b")
+    rows = contrasts.join(prep.weights, on=["__unit", "scope"])
+    assert compare._two_units(contrasts)
+    fast = compare._pair_fixed(prep, rows).sort("__cid")
+    slow = compare._fixed(prep, rows).sort("__cid").select(fast.columns)
+    assert fast.height == slow.height == pairs.height
+    assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
+    assert fast["__var"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
