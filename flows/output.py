@@ -281,6 +281,24 @@ def conform(table: str, frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.select(*known, *(name for name in have if name not in model))
 
 
+def in_order(frame: pl.DataFrame, order: Sequence[str]) -> bool:
+    """Whether ``frame`` is sorted by ``order`` already (no nulls in its keys): a night's
+    episode scores come sorted, and a second sort of them cost 800 MB at 1.5 M episodes.
+
+    >>> in_order(pl.DataFrame({"a": [1, 1, 2], "b": ["y", "z", "a"]}), ["a", "b"])
+    True
+    >>> in_order(pl.DataFrame({"a": [1, 1, 2], "b": ["z", "y", "a"]}), ["a", "b"])
+    False
+    """
+    if frame.height < 2 or frame.select(pl.any_horizontal(pl.col(order).is_null().any())).item():
+        return frame.height < 2
+    later = pl.lit(True)  # rows equal on every key are in order
+    for key in reversed(order):
+        here, before = pl.col(key), pl.col(key).shift(1)
+        later = (here > before) | ((here == before) & later)
+    return bool(frame.select(later.slice(1).all()).item())
+
+
 @dataclass
 class Writer:
     """Writes one run's tables into ``OUT``, a night at a time, then records the run."""
@@ -295,7 +313,7 @@ class Writer:
         ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
         model, partitions, order = TABLES[table]
         model.validate(frame, lazy=True)
-        ordered = frame.sort(order, nulls_last=True)
+        ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
             try:
                 delta.write_night(

@@ -690,7 +690,8 @@ def _task_replicates(
         s = np.bincount(flat, weights=values[shared], minlength=n_models * g)
         c = np.bincount(flat, minlength=n_models * g).astype(np.float64)
         stacked = np.vstack([s.reshape(n_models, g), c.reshape(n_models, g)])
-        profiles, multiplicity = np.unique(stacked, axis=1, return_counts=True)
+        unique, multiplicity = np.unique(stacked, axis=1, return_counts=True)
+        profiles = np.asarray(unique, dtype=np.float64)
         # The same instance draw for every model: how often each profile is drawn.
         drawn = _stream(seed, key).multinomial(g, multiplicity / g, size=resamples)
         sums += profiles[:n_models] @ drawn.T

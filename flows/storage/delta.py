@@ -169,6 +169,22 @@ def _night_frame(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
     return ready
 
 
+_SLICE: Final = 100_000  # rows converted to Arrow at a time
+
+
+def _arrow_stream(frame: pl.DataFrame) -> pa.RecordBatchReader:
+    """``frame`` as Arrow record batches (plain strings), converted slice by slice."""
+    oldest = pl.CompatLevel.oldest()
+    schema = frame.head(0).to_arrow(compat_level=oldest).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for start in range(0, frame.height, _SLICE):
+            table = frame.slice(start, _SLICE).to_arrow(compat_level=oldest)
+            yield from table.cast(schema).to_batches()
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
+
+
 def _commit(metadata: Mapping[str, Any] | None, night: str | None) -> CommitProperties:
     return CommitProperties(custom_metadata={**(metadata or {}), "night": night})
 
@@ -193,7 +209,9 @@ def write_night(
     where = _table(location, table)
     # Plain Arrow strings, not polars' string views: a reader's filter (DuckDB over the
     # Arrow dataset) compares its literals with the files' types, and has no kernel for views.
-    ready = _night_frame(frame, night).to_arrow(compat_level=pl.CompatLevel.oldest())
+    # Converted a slice at a time and streamed to delta-rs: a night's episode scores are
+    # never held twice (a whole-frame copy cost 450 MB at 1.5 M episodes).
+    ready = _arrow_stream(_night_frame(frame, night))
     predicate = night_predicate(night)
     properties = _commit(commit_metadata, night)
     with _errors(f"write night {night} of table", where):
