@@ -336,6 +336,35 @@ class Writer:
         self.written.add(table)
         fault_point(f"wrote-{table}")
 
+    def commit_staged(
+        self, table: str, night: str | None, staged: Sequence[delta.StagedFiles]
+    ) -> None:
+        """Make the staged files (written and validated by the workers that scored the
+        night's files) night ``night`` of ``table``, in one commit; nothing staged: the night
+        holds no rows."""
+        if not staged:
+            self.write(table, empty_table(table), night)
+            return
+        for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
+            try:
+                delta.commit_files(
+                    self.output.location, table, night, staged, {"run_id": self.run_id}
+                )
+                break
+            except CommitFailedError as error:
+                if attempt == 2:
+                    raise StorageError(
+                        f"another writer changed night {night} of "
+                        f"{self.output.location.child(table).display} while this run wrote "
+                        f"it, twice: {str(error).splitlines()[0]}"
+                    ) from None
+        self.written.add(table)
+        fault_point(f"wrote-{table}")
+
+    def discard(self, staged: Sequence[delta.StagedFiles], table: str = EPISODE_SCORES) -> None:
+        """Delete staged files that will not be committed (their night failed)."""
+        delta.discard(self.output.location, table, staged)
+
     def night_done(self) -> None:
         """A night is written: push the lease's expiry (a long rescore keeps it)."""
         self.lease.renew()

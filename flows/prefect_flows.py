@@ -28,7 +28,14 @@ from prefect.context import TaskRunContext
 
 from flows import runs
 from flows.io import DumpFile, content_digest, modified_ns
-from flows.score import SCORER_CODE, SCORER_VERSION, FilePart, score_file
+from flows.score import (
+    SCORER_CODE,
+    SCORER_VERSION,
+    FilePart,
+    StageTarget,
+    score_file,
+    stage,
+)
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
 from schemas.contract import Category
@@ -66,15 +73,28 @@ def score_file_task(
     return score_file(dump_file, formulas, digest)
 
 
+@task(retries=2, retry_delay_seconds=2, task_run_name="stage {part.report.file}")
+def stage_task(part: FilePart, target: StageTarget) -> FilePart:
+    """Write a scored file's episode rows into OUT (uncommitted) where it was scored, and
+    pass on the slim columns. Never cached: staged files belong to one run."""
+    return stage(part, target)
+
+
 def prefect_mapper(
-    files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+    files: Sequence[DumpFile],
+    formulas: dict[Category, str],
+    digests: Mapping[str, str],
+    target: StageTarget | None = None,
 ) -> list[FilePart]:
-    """The file tasks, submitted to the flow's task runner (local threads, or Dask)."""
+    """The file tasks, submitted to the flow's task runner (local threads, or Dask): each
+    file scored (cached by content), then its rows staged (with a ``target``)."""
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
     # Every task gets its file's content digest: the cache key is made of it.
     known = [digests.get(f.relative) or content_digest(f) for f in files]
     futures = score_file_task.map(files, unmapped(formulas), known)
+    if target is not None:
+        futures = stage_task.map(futures, unmapped(target))
     # Prefect's own progress display: a progress artifact of the flow run, per night.
     night = files[0].partitions.get("dump_date", "undated") if files else "undated"
     artifact = cast(UUID, create_progress_artifact(0.0, description=f"night {night}: scored"))

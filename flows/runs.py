@@ -54,9 +54,11 @@ from flows.score import (
     FilePart,
     FileReport,
     ScoreResult,
+    StageTarget,
     assemble,
     night_tables,
-    score_file,
+    score_and_stage,
+    vanished,
 )
 from flows.storage.runs_table import RunRow, RunStatus
 from flows.warehouse import (
@@ -73,7 +75,11 @@ from transforms.compare import rescore_significance
 from transforms.diff import rescore_diff, with_significance
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
-Mapper = Callable[[Sequence[DumpFile], dict[Category, str], Mapping[str, str]], list[FilePart]]
+# (files, formulas, digests, where to stage the episode scores or None) -> parts
+Mapper = Callable[
+    [Sequence[DumpFile], dict[Category, str], Mapping[str, str], "StageTarget | None"],
+    list[FilePart],
+]
 FILES_AT_ONCE = 2
 
 
@@ -112,13 +118,18 @@ def local_mapper(
     files: Sequence[DumpFile],
     formulas: dict[Category, str],
     digests: Mapping[str, str],
+    target: StageTarget | None = None,
     progress: Progress | None = None,
 ) -> list[FilePart]:
     """Every file in this process, two at a time: polars runs much of a file's plan on one
     core, and releases the GIL while it does (1.6 s -> 1.4 s for ten files on 2 cores).
-    Memory holds that many files' rows. Each file done is told to ``progress``."""
+    Memory holds that many files' rows (and, with a ``target``, the slim columns of the
+    files done: their rows are staged). Each file done is told to ``progress``."""
     with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
-        futures = [pool.submit(score_file, f, formulas, digests.get(f.relative)) for f in files]
+        futures = [
+            pool.submit(score_and_stage, f, formulas, digests.get(f.relative), target)
+            for f in files
+        ]
         for future in as_completed(futures):
             (progress or NoProgress()).file_done(future.result().report)
         return [future.result() for future in futures]
@@ -126,20 +137,35 @@ def local_mapper(
 
 def local_mapper_with(progress: Progress) -> Mapper:
     """The local mapper, telling ``progress`` of each file as it is done."""
-    return lambda files, formulas, digests: local_mapper(files, formulas, digests, progress)
+
+    def mapper(
+        files: Sequence[DumpFile],
+        formulas: dict[Category, str],
+        digests: Mapping[str, str],
+        target: StageTarget | None = None,
+    ) -> list[FilePart]:
+        return local_mapper(files, formulas, digests, target, progress)
+
+    return mapper
 
 
 def dask_mapper(address: str) -> Mapper:
     """Every file as a task of the Dask cluster at ``address`` (plain Dask: no Prefect)."""
 
     def mapper(
-        files: Sequence[DumpFile], formulas: dict[Category, str], digests: Mapping[str, str]
+        files: Sequence[DumpFile],
+        formulas: dict[Category, str],
+        digests: Mapping[str, str],
+        target: StageTarget | None = None,
     ) -> list[FilePart]:
         from distributed import Client
 
         with Client(address, timeout="30s") as client:
+            # A worker stages the rows it scored: only the slim columns come back.
             futures = [
-                client.submit(score_file, f, formulas, digests.get(f.relative), pure=False)
+                client.submit(
+                    score_and_stage, f, formulas, digests.get(f.relative), target, pure=False
+                )
                 for f in files
             ]
             return list(client.gather(futures))
@@ -405,16 +431,22 @@ def _score_and_write(
         try:
             for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
                 t1 = time.perf_counter()
-                parts = mapper(night_files, formulas, digests)
+                target, known = None, digests
+                if isinstance(writer, Writer):  # workers write the episode rows they score
+                    known = _digests(night_files, digests)
+                    target = StageTarget(output.location, night, fingerprint(known.items()))
+                parts = mapper(night_files, formulas, known, target)
                 gone = [p.report for p in parts if p.report.status == "gone"]
                 if gone:  # the night fails, unwritten; the other nights go on
+                    if isinstance(writer, Writer):
+                        writer.discard([p.staged for p in parts if p.staged is not None])
                     failed[night or "(undated)"] = "; ".join(
                         f"{r.file}: {r.problems[0]}" for r in gone
                     )
                     log().error("night %s failed: %s", night, failed[night or "(undated)"])
                     continue
                 t2 = time.perf_counter()
-                result = assemble(parts, formulas)
+                result = assemble(parts, formulas, target)
                 del parts
                 fault_point("scored")
                 t3 = time.perf_counter()
@@ -428,6 +460,8 @@ def _score_and_write(
                 t4 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: writing {len(tables)} tables")
                 fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
+                if result.staged is not None and isinstance(writer, Writer):
+                    writer.commit_staged(EPISODE_SCORES, night, result.staged)
                 for name, table in tables.items():
                     writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints), night)
                 if clear_diff:  # a night scored again: its old rescore diff no longer holds
@@ -493,6 +527,20 @@ def _score_and_write(
     outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, str]:
+    """Every file's content digest (those known, else computed: the night's fingerprint goes
+    into its staged rows before they are scored). A file gone since the listing has none:
+    scoring it reports it gone, and its night fails."""
+    digests = {}
+    for f in files:
+        try:
+            digests[f.relative] = known.get(f.relative) or content_digest(f)
+        except Exception as error:
+            if not vanished(error):
+                raise
+    return digests
 
 
 def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow]:

@@ -17,6 +17,7 @@ from typing import Final, TypeVar
 
 import polars as pl
 
+from flows.comparisons import SLIM as COMPARED
 from flows.io import (
     DumpFile,
     content_digest,
@@ -26,13 +27,16 @@ from flows.io import (
     row_count,
     scan,
 )
+from flows.storage import delta
+from flows.storage.delta import StagedFiles
+from flows.storage.location import Location
 from flows.warehouse import (
     EPISODE_SCORES as EPISODE_SCORES_TABLE,
 )
 from flows.warehouse import (
     REJECTS as REJECTS_TABLE,
 )
-from flows.warehouse import aggregate
+from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
 from schemas.formulas import resolve
 from schemas.rows import DumpRows
@@ -40,14 +44,17 @@ from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES,
     FEEDBACK_OUT_OF_RANGE,
+    N_ROWS,
     REASONS,
     REJECTS,
     ROWS,
     RULES,
     STATUS,
+    EpisodeScores,
     EpisodeStatus,
 )
-from transforms.aggregate import Bootstrap
+from transforms.aggregate import Bootstrap, component_sums
+from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import rejects_of, score_rows
@@ -94,10 +101,12 @@ class FileReport:
 class ScoreResult:
     """Scored episodes and rejects of some files (a night's, in a run)."""
 
-    scores: pl.DataFrame
+    scores: pl.DataFrame  # every column, or the slim ones where the rows are staged
     rejects: pl.DataFrame
     files: list[FileReport]
     formulas: dict[Category, str]
+    sums: pl.DataFrame | None = None  # per file and task: component sums
+    staged: list[StagedFiles] | None = None  # the night's staged episode_scores files
 
     @property
     def counts(self) -> dict[str, int]:
@@ -219,12 +228,63 @@ def _validated(rows: pl.LazyFrame) -> pl.LazyFrame:
 @dataclass
 class FilePart:
     """What scoring one file gives. Reject rows of its episodes are made later from their
-    rows, for every file at once (they are few): see ``assemble``."""
+    rows, for every file at once (they are few): see ``assemble``.
+
+    Staged (``stage``): the episode scores are written as uncommitted data files of
+    ``episode_scores`` where the file was scored; ``scores`` keeps the columns a night's
+    reduction reads (``SLIM``), ``sums`` the file's component sums."""
 
     scores: pl.DataFrame
     unscored: pl.DataFrame  # canonical rows (but content) of the episodes not scored
     rejects: pl.DataFrame  # a file that cannot be read: its one reject row
     report: FileReport
+    staged: StagedFiles | None = None
+    sums: pl.DataFrame | None = None
+
+
+# What a night's reduction reads of a staged file's episodes (a few dozen bytes each):
+# comparisons and the bootstrap, the row accounting, the ids checked across files.
+SLIM: Final = [*COMPARED, FILE, N_ROWS, FEEDBACK_OUT_OF_RANGE]
+
+
+@dataclass(frozen=True)
+class StageTarget:
+    """Where the episode scores of a night's files are staged, and their provenance."""
+
+    location: Location
+    night: str | None
+    fingerprint: str
+
+
+def stage(part: FilePart, target: StageTarget) -> FilePart:
+    """Write a scored file's episode scores as data files of ``episode_scores`` (validated,
+    with provenance; invisible until the night's commit, ``vacuum`` removes them if that
+    never comes) and keep what the reduction needs: the slim columns, the component sums."""
+    scores = part.scores
+    staged = None
+    if scores.height:
+        table = with_provenance(scores, SCORER_VERSION, {target.night: target.fingerprint})
+        EpisodeScores.validate(table, lazy=True)
+        staged = delta.write_data_files(
+            target.location,
+            EPISODE_SCORES_TABLE,
+            table.sort(FILE, Col.EPISODE_ID),
+            target.night,
+            partition_by=(DUMP_DATE, Col.CATEGORY),
+        )
+    sums = component_sums(scores.lazy()).collect()
+    return FilePart(scores.select(SLIM), part.unscored, part.rejects, part.report, staged, sums)
+
+
+def score_and_stage(
+    dump_file: DumpFile,
+    formulas: Mapping[Category, str],
+    digest: str | None = None,
+    target: StageTarget | None = None,
+) -> FilePart:
+    """``score_file``, then ``stage`` where there is a target: a worker's whole job."""
+    part = score_file(dump_file, formulas, digest)
+    return part if target is None else stage(part, target)
 
 
 _UNSCORED: Final = {c: t for c, t in canonical_schema().items() if c != Col.CONTENT}
@@ -279,10 +339,17 @@ def _no_rows() -> pl.DataFrame:
 _PLAN = pl.QueryOptFlags(comm_subplan_elim=False)
 
 
-def assemble(parts: Sequence[FilePart], formulas: dict[Category, str]) -> ScoreResult:
+def assemble(
+    parts: Sequence[FilePart],
+    formulas: dict[Category, str],
+    target: StageTarget | None = None,
+) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
-    repeated across the files of a night rejected, in a stable order."""
-    scores = pl.concat([pl.DataFrame(schema=EPISODE_SCORES), *(p.scores for p in parts)])
+    repeated across the files of a night rejected, in a stable order. Staged parts (all of a
+    night's, with ``target``) whose files hold such copies are staged again without them."""
+    staged = target is not None and all(p.sums is not None for p in parts)
+    empty = pl.DataFrame(schema=EPISODE_SCORES)
+    scores = pl.concat([empty.select(SLIM) if staged else empty, *(p.scores for p in parts)])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
     rejects = pl.concat(
         [rejects_of(unscored.lazy()).collect(engine="in-memory"), *(p.rejects for p in parts)]
@@ -291,12 +358,40 @@ def assemble(parts: Sequence[FilePart], formulas: dict[Category, str]) -> ScoreR
     if not duplicates.is_empty():
         marked = reject_duplicates(scores.lazy(), rejects.lazy(), duplicates.lazy())
         scores, rejects = pl.collect_all(list(marked))
+        if staged:
+            assert target is not None
+            parts = [_restaged(p, duplicates, target) for p in parts]
+    sums = (
+        pl.concat([p.sums for p in parts if p.sums is not None])
+        if staged
+        else component_sums(scores.lazy()).collect()
+    )
     return ScoreResult(
         scores=_sorted(scores, [FILE, Col.EPISODE_ID]),
         rejects=_sorted(rejects, [FILE, Col.EPISODE_ID]),
         files=[p.report for p in parts],
         formulas=formulas,
+        sums=sums,
+        staged=[p.staged for p in parts if p.staged is not None] if staged else None,
     )
+
+
+def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> FilePart:
+    """A staged part without the copies of ids repeated across files (a harness bug: rare),
+    its files written again and the old ones deleted."""
+    if part.staged is None or part.scores.is_empty():
+        return part
+    rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE, part.staged)
+    copies = duplicates.select(DUPLICATE_KEY)
+    kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
+    if kept.height == rows.height:
+        return part
+    delta.discard(target.location, EPISODE_SCORES_TABLE, [part.staged])
+    again = stage(
+        FilePart(kept.select(list(EPISODE_SCORES)), part.unscored, part.rejects, part.report),
+        target,
+    )
+    return again
 
 
 def score_dump(input_root: Path, formulas: Mapping[str, str] | Sequence[str] = ()) -> ScoreResult:
@@ -316,8 +411,10 @@ def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.Data
     counts = result.counts
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
         raise RuntimeError(f"row accounting does not balance: {counts}")
+    # Staged episode scores are in OUT already (committed with the night's other tables).
+    episodes = {} if result.staged is not None else {EPISODE_SCORES_TABLE: result.scores}
     return {
-        EPISODE_SCORES_TABLE: result.scores,
+        **episodes,
         REJECTS_TABLE: result.rejects,
-        **aggregate(result.scores, bootstrap),
+        **aggregate(result.scores, bootstrap, result.sums),
     }

@@ -64,13 +64,17 @@ def fingerprint(files: Iterable[tuple[str, str]]) -> str:
     return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
 
 
-def aggregate(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
+def aggregate(
+    scores: pl.DataFrame, bootstrap: Bootstrap, sums: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
     """Task, category and model scores of the episode scores, with their intervals; the
-    models' rank intervals and tiers, and every pair of models compared."""
+    models' rank intervals and tiers, and every pair of models compared. ``sums``: the
+    files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
+    only the slim columns."""
     lazy = scores.lazy()
     task_reps = task_replicates(lazy, bootstrap).collect().lazy()  # reused by all three
     cat_reps = category_replicates(task_reps)
-    tasks = task_scores(lazy, task_reps, bootstrap)
+    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
     categories = category_scores(tasks, cat_reps, bootstrap)
     models = model_scores(categories, model_replicates(cat_reps), bootstrap)
     task_frame, category_frame, model_frame = pl.collect_all([tasks, categories, models])

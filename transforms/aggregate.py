@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from schemas.comparisons import N_RANKED, RANKED_AMONG
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.tables import FORMULA_VERSION, SCORE, Component
 
 TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]
@@ -152,22 +152,67 @@ def _interval(replicates: pl.LazyFrame, key: list[str], bootstrap: Bootstrap) ->
     )
 
 
+PART_SUM: Final = "sum_"  # component_sums: per file and task, each component's sum ...
+PART_COUNT: Final = "n_"  # ... and how many episodes have it
+
+
+def component_sums(scores: pl.LazyFrame) -> pl.LazyFrame:
+    """Per file and task group: each component's sum over the file's episodes, left to right
+    in episode order, and its count of non-null values. A file's sums are all a night's
+    reduction needs of its components (``component_means``), so the episode rows can be
+    written where the file was scored."""
+    schema = scores.collect_schema()
+    components = [c for c in Component if c in schema]
+    if FILE not in schema:  # one part
+        scores = scores.with_columns(pl.lit("").alias(FILE))
+    return scores.group_by(FILE, *TASK_KEY).agg(
+        *(
+            pl.col(c)
+            .cast(pl.Float64)
+            .sort_by(Col.EPISODE_ID)
+            .drop_nulls()
+            .cum_sum()  # left to right (a sum may add in another order)
+            .last()
+            .alias(PART_SUM + c)
+            for c in components
+        ),
+        *(pl.col(c).count().alias(PART_COUNT + c) for c in components),
+    )
+
+
+def component_means(sums: pl.LazyFrame) -> pl.LazyFrame:
+    """Per task group: each component's mean (``mean_<component>``), from the files' sums
+    added left to right in file order: the same bits on every run, whichever engine scored
+    the files."""
+    names = [n.removeprefix(PART_SUM) for n in sums.collect_schema() if n.startswith(PART_SUM)]
+    ordered = sums.sort(FILE)
+    return ordered.group_by(TASK_KEY).agg(
+        (
+            pl.col(PART_SUM + c).filter(pl.col(PART_COUNT + c) > 0).cum_sum().last()
+            / pl.col(PART_COUNT + c).sum().cast(pl.Float64)
+        ).alias(MEAN_PREFIX + c)
+        for c in names
+    )
+
+
 def task_scores(
-    scores: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
+    scores: pl.LazyFrame,
+    replicates: pl.LazyFrame,
+    bootstrap: Bootstrap,
+    sums: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """Per model and task (per night): mean score, episodes, std, interval, mean components."""
-    components = [c for c in Component if c in scores.collect_schema()]
+    """Per model and task (per night): mean score, episodes, std, interval, mean components
+    (from ``sums``, the files' ``component_sums``; by default those of ``scores``)."""
     summary = scores.group_by(TASK_KEY).agg(
         mean_in_order(pl.col(SCORE), Col.EPISODE_ID),
         pl.len().cast(pl.Int64).alias(N_EPISODES),
         pl.col(SCORE).sort_by(Col.EPISODE_ID).std(ddof=1).alias(STD),
         pl.col(FORMULA_VERSION).min(),  # one formula per category in a run
-        *(
-            mean_in_order(pl.col(c).cast(pl.Float64), Col.EPISODE_ID).alias(MEAN_PREFIX + c)
-            for c in components
-        ),
     )
-    return summary.join(_interval(replicates, TASK_KEY, bootstrap), on=TASK_KEY, nulls_equal=True)
+    means = component_means(component_sums(scores) if sums is None else sums)
+    return summary.join(means, on=TASK_KEY, how="left", nulls_equal=True).join(
+        _interval(replicates, TASK_KEY, bootstrap), on=TASK_KEY, nulls_equal=True
+    )
 
 
 def category_replicates(task_reps: pl.LazyFrame) -> pl.LazyFrame:

@@ -450,10 +450,18 @@ def write_data_files(
 
 
 def _same_columns(table: DeltaTable, schema: pa.Schema) -> bool:
-    ours = DeltaSchema.from_arrow(schema)
-    return [(f.name, f.type) for f in table.schema().fields] == [
-        (f.name, f.type) for f in ours.fields
-    ]
+    """The table has the staged columns (in any order), after adding those it lacks (a newer
+    cogscore's columns, as ``write_night`` merges them); a column it has that the files lack,
+    or of another type, is a mismatch."""
+    ours = {f.name: f for f in DeltaSchema.from_arrow(schema).fields}
+    have = {f.name: f for f in table.schema().fields}
+    if set(have) - set(ours):
+        return False
+    new = [f for name, f in ours.items() if name not in have]
+    if new:
+        table.alter.add_columns(new)
+        have = {f.name: f for f in table.schema().fields}
+    return all(str(have[name].type) == str(f.type) for name, f in ours.items())
 
 
 def commit_files(
@@ -500,3 +508,27 @@ def commit_files(
         )
         existing.update_incremental()  # the binding does not move the table to its commit
         return existing.version()
+
+
+def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataFrame:
+    """The rows of staged (uncommitted) files, partition columns included."""
+    where = _table(location, table)
+    options = polars_options(storage_options(where))
+    frames = []
+    with _errors("read staged files of table", where):
+        for add in staged.adds:
+            frame = pl.read_parquet(where.child(add.path).uri, storage_options=options)
+            values = {c: add.partition_values.get(c) for c in staged.partition_by}
+            frames.append(
+                frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())
+            )
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def discard(location: Location, table: str, staged: Sequence[StagedFiles]) -> None:
+    """Delete staged files that will never be committed (their night failed, or they were
+    written again): nothing else refers to them."""
+    _table(location, table)  # a valid table name
+    for files in staged:
+        for add in files.adds:
+            objects.delete(location, f"{table}/{add.path}")

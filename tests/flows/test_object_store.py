@@ -214,7 +214,7 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
     root = upload(s3_env, EXAMPLE_DUMP)
     bucket = root.removeprefix("s3://").split("/")[0]
 
-    def deleting(files, formulas, digests):  # type: ignore[no-untyped-def]
+    def deleting(files, formulas, digests, target=None):  # type: ignore[no-untyped-def]
         """Deletes one object of the second night after the dump was listed."""
         victims = [f for f in files if f.relative == "dump_date=2026-12-01/part-0.parquet"]
         for victim in victims:
@@ -224,7 +224,7 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
             )  # fmt: skip
             client.delete_object(Bucket=bucket, Key=f"dump/{victim.relative}")
         assert all(isinstance(f, DumpFile) for f in files)
-        return runs.local_mapper(files, formulas, digests)
+        return runs.local_mapper(files, formulas, digests, target)
 
     outcome = runs.nightly(root, tmp_path / "out", mapper=deleting)
     assert outcome.nights_scored == ["2026-11-30"]

@@ -162,3 +162,25 @@ def test_missing_and_empty_inputs_are_clear_errors(tmp_path: Path) -> None:
         score_dump(tmp_path / "nope")
     with pytest.raises(InputError, match=r"no \.parquet files"):
         score_dump(tmp_path)
+
+
+def test_rows_staged_where_scored_equal_the_tables_of_the_whole_night(
+    dated_rule_dir: Path, tmp_path: Path
+) -> None:
+    """A run's workers write the episode rows they score (ids repeated across files are
+    taken out of their files again); a night reduced from the whole rows in memory (as a dry
+    run does) gives the same tables, bit for bit."""
+    from polars.testing import assert_frame_equal
+
+    from flows.score import night_tables
+    from transforms.aggregate import Bootstrap
+
+    runs.score(dated_rule_dir, tmp_path)
+    expected = night_tables(score_dump(dated_rule_dir), Bootstrap())
+    assert "duplicate_episode_across_files" in set(expected["rejects"]["rules"].explode())
+    for name, frame in expected.items():
+        got = read_table(tmp_path, name).drop("scorer_version", "input_fingerprint")
+        key = [c for c in got.columns if got[c].dtype != pl.List(pl.String)]
+        assert_frame_equal(
+            got.sort(key, nulls_last=True), frame.select(got.columns).sort(key, nulls_last=True)
+        )

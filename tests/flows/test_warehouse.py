@@ -308,6 +308,8 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     victim.wait()
     for table, frame in before.items():  # the previous output, complete and readable
         assert_frame_equal(read(out, table), frame)
+    if point == "scored":  # the workers' episode rows are written, never committed: unseen
+        assert data_files(out) - referenced(out)
     runs.rescore(EXAMPLE_DUMP, out, ["procedural_learning=v1"])
     procedural = read(out, "episode_scores").filter(category="procedural_learning")
     assert set(procedural["formula_version"]) == {"v1"}

@@ -244,15 +244,28 @@ def test_staged_undated_night(out):
     assert rows.filter(pl.col("dump_date") == "2026-12-01").height == 5
 
 
-def test_staged_files_of_other_columns_are_refused(tmp_path):
+def test_staged_files_of_other_columns_are_refused_or_merged(tmp_path):
+    """A staged column the table lacks is added (as write_night merges a newer cogscore's
+    columns); a staged file without one of the table's columns, or with another type, is
+    refused."""
     out = Location.parse(str(tmp_path))
     delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    odd = night_frame("2026-12-02").with_columns(pl.lit(1).alias("extra"))
-    staged = delta.write_data_files(out, "scores", odd, "2026-12-02")
+    lacking = night_frame("2026-12-02").drop("model")
+    staged = delta.write_data_files(out, "scores", lacking, "2026-12-02")
     with pytest.raises(StorageError, match="staged columns differ"):
         delta.commit_files(out, "scores", "2026-12-02", [staged])
+    retyped = night_frame("2026-12-02").with_columns(pl.col("score").cast(pl.Int64))
+    staged = delta.write_data_files(out, "scores", retyped, "2026-12-02")
+    with pytest.raises(StorageError, match="staged columns differ"):
+        delta.commit_files(out, "scores", "2026-12-02", [staged])
+    extra = night_frame("2026-12-02").with_columns(pl.lit(1).alias("extra"))
+    staged = delta.write_data_files(out, "scores", extra, "2026-12-02")
     with pytest.raises(ValueError, match="another night"):
         delta.commit_files(out, "scores", "2026-12-03", [staged])
+    delta.commit_files(out, "scores", "2026-12-02", [staged])
+    both = delta.read_table(out, "scores").collect()
+    by_night = dict(both.group_by("dump_date").agg(pl.col("extra").max()).iter_rows())
+    assert by_night == {"2026-12-01": None, "2026-12-02": 1}
 
 
 def test_unreachable_endpoint_fails_fast_naming_the_table():
