@@ -17,8 +17,6 @@ import polars as pl
 
 from schemas.comparisons import (
     HARNESS_ERROR_SHARE,
-    LEVEL,
-    LEVEL_ALERT,
     RANK_HIGH,
     RANK_LOW,
 )
@@ -122,10 +120,8 @@ class NightWatch:
         self, night: str | None, scores: pl.DataFrame, rejects: pl.DataFrame
     ) -> pl.DataFrame:
         """The ``regressions`` rows of ``night`` (none for an undated dump)."""
-        from flows.output import REGRESSIONS, empty_table
-
         if night is None:
-            return empty_table(REGRESSIONS).drop("scorer_version", "input_fingerprint")
+            return _no_regressions()
         current = (slim(scores), harness_shares(scores, rejects))
         earlier = sorted(n for n in {*self.known, *self._recent} if n < night)
         baseline = earlier[-self.options.span :]
@@ -136,6 +132,8 @@ class NightWatch:
         self._recent[night] = current
         for old in sorted(self._recent)[: -self.options.span]:
             del self._recent[old]
+        if not baseline:  # the first night: nothing to compare with (and nothing to prepare)
+            return _no_regressions()
         table = regressions(
             pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
             baseline=self.options.baseline,
@@ -157,6 +155,7 @@ class NightWatch:
         return slim(scores_frame), harness_shares(scores_frame, rejects_frame)
 
 
-def alerts(table: pl.DataFrame) -> pl.DataFrame:
-    """The rows of a ``regressions`` table whose level is ``alert``."""
-    return table.filter(pl.col(LEVEL) == LEVEL_ALERT)
+def _no_regressions() -> pl.DataFrame:
+    from flows.output import REGRESSIONS, empty_table
+
+    return empty_table(REGRESSIONS).drop("scorer_version", "input_fingerprint")

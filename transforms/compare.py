@@ -135,11 +135,19 @@ class _Prepared:
     categories: pl.DataFrame  # per unit and category: _CAT_SCORE
 
 
+def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The episodes with a score, only ``columns`` and ``instance_id`` (null where the
+    scores have none): a copy of what is read, not of every column."""
+    lazy = scores.lazy()
+    if INSTANCE_ID not in lazy.collect_schema():
+        lazy = lazy.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
+    keep = [*dict.fromkeys([*columns, INSTANCE_ID])]
+    valid = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan()
+    return lazy.select(keep).filter(valid).collect()
+
+
 def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _Prepared:
-    frame = scores.lazy().collect() if isinstance(scores, pl.LazyFrame) else scores
-    frame = frame.filter(pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan())
-    if INSTANCE_ID not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
+    frame = _needed(scores, [*unit_cols, *_TASK_KEY, Col.EPISODE_ID, SCORE])
     instance = pl.col(INSTANCE_ID).cast(pl.String)
     # A shared instance is a cluster of every unit that faced it (all models, all nights,
     # both formulas); an episode without an instance is a cluster of its own, shared only by
@@ -578,10 +586,7 @@ def rank_intervals(
     Each task draws from its own stream (seed, night, category, task).
     """
     prep = _prepare(scores, [DUMP_DATE, Col.MODEL])
-    frame = scores.lazy().collect() if isinstance(scores, pl.LazyFrame) else scores
-    frame = frame.filter(pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan())
-    if INSTANCE_ID not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
+    frame = _needed(scores, [DUMP_DATE, Col.MODEL, *_TASK_KEY, Col.EPISODE_ID, SCORE])
     frame = frame.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
     overall = _scope_table(prep).filter(pl.col(SCOPE) == OVERALL)
     tail = (1.0 - level) / 2.0
