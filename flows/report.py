@@ -307,6 +307,11 @@ def diff_rows(diff: pl.DataFrame) -> pl.DataFrame:
 # --- figures --------------------------------------------------------------------------------
 
 
+def fmt(value: float | None, spec: str = ".3f") -> str:
+    """A number for a table cell; "-" where there is none."""
+    return "-" if value is None else format(value, spec)
+
+
 def label(text: object) -> str:
     """A name as plotly.js text: drawn as written, never read as one of its tags."""
     return html.escape(str(text), quote=False)
@@ -470,9 +475,6 @@ def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) ->
     _layout(fig, f"Row model minus column model, overall score, {night}", "model b", "model a")
     fig.update_yaxes(autorange="reversed")
 
-    def fmt(v: float | None, spec: str = ".3f") -> str:
-        return "-" if v is None else format(v, spec)
-
     header = "".join(f"<th>{html.escape(b)}</th>" for b in order)
     rows = "".join(
         f"<tr><th>{html.escape(a)}</th>"
@@ -505,9 +507,6 @@ def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) ->
 
 def regressions_section(flagged: pl.DataFrame, night: str) -> Section:
     """The night's alerts, watches and changes that are not comparable."""
-
-    def fmt(v: float | None, spec: str = ".3f") -> str:
-        return "-" if v is None else format(v, spec)
 
     rows = "".join(
         f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r[Col.MODEL])}</td>"
@@ -863,9 +862,6 @@ def diff_section(diff: pl.DataFrame, colours: dict[str, str]) -> Section:
         )
         figures.append(fig)
     overall = diff.filter(pl.col("overall")).sort(DUMP_DATE, "new_rank", Col.MODEL)
-
-    def fmt(v: float | None, spec: str = ".3f") -> str:
-        return "-" if v is None else format(v, spec)
 
     table_rows = "".join(
         f"<tr><td>{html.escape(str(r[DUMP_DATE]))}</td><td>{html.escape(r[Col.MODEL])}</td>"
