@@ -95,6 +95,9 @@ from transforms.stats import adjust_over, mde_factor, normal_p_values, z_quantil
 # Internal columns.
 _UNIT: Final = "__unit"
 _CLUSTER: Final = "__cluster"
+_TASK: Final = "__task"  # a task's code
+_PAIR: Final = "__pair"  # a (night, model)'s code
+_ORDER: Final = "__order"  # an episode's place in id order
 _CID: Final = "__cid"
 _COEF: Final = "__coef"
 _N: Final = "__n"
@@ -148,46 +151,63 @@ def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.D
 
 def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _Prepared:
     frame = _needed(scores, [*unit_cols, *_TASK_KEY, Col.EPISODE_ID, SCORE])
-    instance = pl.col(INSTANCE_ID).cast(pl.String)
-    # A shared instance is a cluster of every unit that faced it (all models, all nights,
-    # both formulas); an episode without an instance is a cluster of its own, shared only by
-    # the same episode under another formula.
-    # Clusters are numbered (dense ranks: no collision, a few bytes an episode): instances
-    # first, then each (night, model, episode) without one.
-    shared = instance.rank("dense").cast(pl.Int64)
-    alone = pl.struct(DUMP_DATE, Col.MODEL, Col.EPISODE_ID).rank("dense").cast(pl.Int64)
-    cluster = (
-        pl.when(instance.is_not_null()).then(shared).otherwise(shared.max().fill_null(0) + alone)
-    )
+    # The episode-level work runs on integer codes, not on the text keys (sorting and
+    # grouping 1.5 M episodes by text cost 900 MB; by codes a third): units, tasks, the
+    # episode's place in id order (a dense rank: the same order as the ids) and clusters.
     units = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
     units = units.with_row_index(_UNIT)
+    tasks = frame.select(_TASK_KEY).unique().sort(_TASK_KEY).with_row_index(_TASK)
+    pairs = frame.select(DUMP_DATE, Col.MODEL).unique().sort(DUMP_DATE, Col.MODEL, nulls_last=True)
+    pairs = pairs.with_row_index(_PAIR)
+    # A shared instance is a cluster of every unit that faced it (all models, all nights,
+    # both formulas); an episode without an instance is a cluster of its own, shared only by
+    # the same episode under another formula: numbered after the instances, by (night and
+    # model, episode).
+    instance = pl.col(INSTANCE_ID).cast(pl.String)
+    shared = instance.rank("dense").cast(pl.Int64)
+    order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
+    alone = pl.col(_PAIR).cast(pl.Int64) * (order.max() + 1) + pl.col(_ORDER)
+    cluster = (
+        pl.when(instance.is_not_null())
+        .then(shared)
+        .otherwise(shared.max().fill_null(0) + 1 + alone)
+    )
     # One plan for the episode-level work (no intermediate copies of the episodes kept).
     episodes = (
         frame.lazy()
-        .with_columns(cluster.alias(_CLUSTER))
         .join(units.lazy(), on=list(unit_cols), nulls_equal=True)
-        .select(_UNIT, *_TASK_KEY, Col.EPISODE_ID, SCORE, _CLUSTER)
-        .sort(_UNIT, *_TASK_KEY, Col.EPISODE_ID)
+        .join(tasks.lazy(), on=_TASK_KEY)
+        .join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+        .with_columns(order.alias(_ORDER))
+        .with_columns(cluster.alias(_CLUSTER))
+        .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
+        .sort(_UNIT, _TASK, _ORDER)
         .cache()
     )
     groups = pl.col(_CLUSTER).n_unique().cast(pl.Float64)
     cells_plan = (
-        episodes.group_by(_UNIT, *_TASK_KEY, maintain_order=True)
+        episodes.group_by(_UNIT, _TASK, maintain_order=True)
         .agg(
-            mean_in_order(pl.col(SCORE), Col.EPISODE_ID).alias(_MEAN),
+            mean_in_order(pl.col(SCORE), _ORDER).alias(_MEAN),
             pl.len().alias(_N),
             # The small-sample factor of the unit's influence values in this task.
             pl.when(groups > 1).then((groups / (groups - 1.0)).sqrt()).alias(_K),
         )
-        .sort(_UNIT, *_TASK_KEY)
+        .sort(_UNIT, _TASK)
     )
     atoms_plan = (
-        episodes.join(cells_plan, on=[_UNIT, *_TASK_KEY], maintain_order="left")
+        episodes.join(cells_plan, on=[_UNIT, _TASK], maintain_order="left")
         .with_columns(((pl.col(SCORE) - pl.col(_MEAN)) / pl.col(_N)).alias(_DEV))
-        .group_by(_UNIT, *_TASK_KEY, _CLUSTER, maintain_order=True)
+        .group_by(_UNIT, _TASK, _CLUSTER, maintain_order=True)
         .agg(pl.col(_DEV).sum(), pl.len().alias(_N))
     )
-    cells, atoms = pl.collect_all([cells_plan, atoms_plan])
+    coded_cells, coded_atoms = pl.collect_all([cells_plan, atoms_plan])
+    # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
+    cells = coded_cells.join(tasks, on=_TASK).select(_UNIT, *_TASK_KEY, _MEAN, _N, _K)
+    cells = cells.sort(_UNIT, *_TASK_KEY)
+    atoms = coded_atoms.join(tasks, on=_TASK, maintain_order="left").select(
+        _UNIT, *_TASK_KEY, _CLUSTER, _DEV, _N
+    )
     categories = (
         cells.group_by(_UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
@@ -279,11 +299,13 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     in another order)."""
     weights = rows.join(prep.cells.select(_UNIT, *_TASK_KEY, _K), on=[_UNIT, *_TASK_KEY])
     weights = weights.with_columns((pl.col(_W) * pl.col(_K)).alias(_VALUE))
-    own = prep.atoms.group_by(_UNIT, *_TASK_KEY).agg(
+    # Sorted before every sum, so that the same input gives the same bits (a join's rows
+    # come in any order).
+    own = prep.atoms.group_by(_UNIT, *_TASK_KEY, maintain_order=True).agg(
         (pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e")
     )
-    terms = weights.join(own, on=[_UNIT, *_TASK_KEY])
-    self_part = terms.group_by(_CID).agg(
+    terms = weights.join(own, on=[_UNIT, *_TASK_KEY]).sort(_CID, *_TASK_KEY, _UNIT)
+    self_part = terms.group_by(_CID, maintain_order=True).agg(
         _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
         pl.col("__e").sum().alias(_TOTAL),
     )
@@ -303,7 +325,8 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
             right_on=[_UNIT, *_TASK_KEY, _CLUSTER],
             suffix="_b",
         )
-        .group_by(_UNIT, _UNIT + "_b", *_TASK_KEY)
+        .sort(_UNIT, _UNIT + "_b", *_TASK_KEY, _CLUSTER)
+        .group_by(_UNIT, _UNIT + "_b", *_TASK_KEY, maintain_order=True)
         .agg(
             (pl.col(_DEV) * pl.col(_DEV + "_b")).sum().alias("__p"),
             pl.len().alias(N_PAIRS),
@@ -312,7 +335,8 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     )
     cross = (
         both.join(products, on=[_UNIT, _UNIT + "_b", *_TASK_KEY])
-        .group_by(_CID)
+        .sort(_CID, *_TASK_KEY)
+        .group_by(_CID, maintain_order=True)
         .agg(
             (2.0 * pl.col(_VALUE) * pl.col(_VALUE + "_b") * pl.col("__p")).sum().alias("__cross"),
             pl.col(N_PAIRS).sum().cast(pl.Int64),
