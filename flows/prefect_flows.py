@@ -24,6 +24,7 @@ from prefect.artifacts import (
     create_progress_artifact,
     update_progress_artifact,
 )
+from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from flows import runs
@@ -73,10 +74,18 @@ def score_file_task(
     return score_file(dump_file, formulas, digest)
 
 
-@task(retries=2, retry_delay_seconds=2, task_run_name="stage {part.report.file}")
+@task(
+    retries=2,
+    retry_delay_seconds=2,
+    task_run_name="stage {part.report.file}",
+    # Never cached nor persisted: staged files belong to one run (a result reused by another
+    # would name files that run never wrote), and hashing a file's scores would cost time.
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
 def stage_task(part: FilePart, target: StageTarget) -> FilePart:
     """Write a scored file's episode rows into OUT (uncommitted) where it was scored, and
-    pass on the slim columns. Never cached: staged files belong to one run."""
+    pass on the slim columns."""
     return stage(part, target)
 
 
