@@ -134,29 +134,10 @@ run_simple("127.0.0.1", int(sys.argv[1]), counting(DomainDispatcherApplication(
 
 def start_counting_s3() -> Any:
     """moto in its own process (``tests.s3server.S3Server``), counting every request."""
-    from tests.s3server import S3Server, free_port
+    from tests.s3server import free_port, launch_s3_server
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    process = subprocess.Popen(
-        [sys.executable, "-c", _COUNTING_MOTO, str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"moto server exited with {process.returncode}")
-        try:
-            with urllib.request.urlopen(endpoint + "/moto-api/", timeout=0.5):
-                return S3Server(endpoint, process)
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    process.wait()
-    raise RuntimeError(f"moto server did not answer on {endpoint}")
+    return launch_s3_server([_COUNTING_MOTO, str(port)], port, timeout=20)
 
 
 def s3_requests(endpoint: str, reset: bool = False) -> list[dict[str, Any]]:

@@ -116,9 +116,15 @@ def free_port() -> int:
 def start_s3_server(timeout: float = 10.0) -> S3Server:
     """Start moto on a free port of 127.0.0.1 and wait until it answers (1-2 s here)."""
     port = free_port()
+    return launch_s3_server([_LAUNCH, "-H", "127.0.0.1", "-p", str(port)], port, timeout)
+
+
+def launch_s3_server(script: list[str], port: int, timeout: float = 10.0) -> S3Server:
+    """Run ``python -c *script`` (a moto server listening on ``port``, without the caller's
+    AWS_* variables) and wait until it answers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     process = subprocess.Popen(
-        [sys.executable, "-c", _LAUNCH, "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-c", *script],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
