@@ -450,18 +450,9 @@ def write_data_files(
 
 
 def _same_columns(table: DeltaTable, schema: pa.Schema) -> bool:
-    """The table has the staged columns (in any order), after adding those it lacks (a newer
-    cogscore's columns, as ``write_night`` merges them); a column it has that the files lack,
-    or of another type, is a mismatch."""
-    ours = {f.name: f for f in DeltaSchema.from_arrow(schema).fields}
-    have = {f.name: f for f in table.schema().fields}
-    if set(have) - set(ours):
-        return False
-    new = [f for name, f in ours.items() if name not in have]
-    if new:
-        table.alter.add_columns(new)
-        have = {f.name: f for f in table.schema().fields}
-    return all(str(have[name].type) == str(f.type) for name, f in ours.items())
+    """The table's columns are the staged files' (in any order), of the same types."""
+    ours = {f.name: str(f.type) for f in DeltaSchema.from_arrow(schema).fields}
+    return {f.name: str(f.type) for f in table.schema().fields} == ours
 
 
 def commit_files(
@@ -496,6 +487,10 @@ def commit_files(
                 commit_properties=properties,
             )
             return DeltaTable(where.uri, storage_options=_options(where)).version()
+        if _schema_mode(existing, first.schema) == "merge":  # as write_night merges them
+            have = {f.name for f in existing.schema().fields}
+            ours = DeltaSchema.from_arrow(first.schema).fields
+            existing.alter.add_columns([f for f in ours if f.name not in have])
         if not _same_columns(existing, first.schema):
             raise StorageError(f"cannot commit to {where.display}: the staged columns differ")
         existing.create_write_transaction(
