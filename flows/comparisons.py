@@ -24,8 +24,7 @@ from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import Bootstrap
 from transforms.compare import (
-    model_comparisons,
-    rank_intervals,
+    comparisons_and_rank_intervals,
     regressions,
     significance_tiers,
 )
@@ -81,8 +80,9 @@ def night_comparisons(
     ``model_comparisons`` rows) of a night's model and episode scores. The rank interval
     is a bootstrap of the shared instances, the same draw for every model."""
     episodes = slim(scores)
-    comparisons = model_comparisons(episodes)
-    ranks = rank_intervals(episodes, resamples=bootstrap.resamples, seed=bootstrap.seed)
+    comparisons, ranks = comparisons_and_rank_intervals(
+        episodes, resamples=bootstrap.resamples, seed=bootstrap.seed
+    )
     tiers = significance_tiers(comparisons)
     key = [DUMP_DATE, Col.MODEL]
     ranked = models.join(

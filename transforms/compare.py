@@ -482,7 +482,27 @@ def model_comparisons(
     scope only models covering the same categories. Holm runs over the unordered pairs of a
     night and scope: both rows of a pair carry the same ``p_value`` and ``p_holm``.
     """
+    return _comparisons(_prepare(scores, [DUMP_DATE, Col.MODEL]), alpha, power)
+
+
+def comparisons_and_rank_intervals(
+    scores: pl.DataFrame | pl.LazyFrame,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    resamples: int = 1000,
+    seed: int = 20261202,
+    level: float = 0.95,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(``model_comparisons``, ``rank_intervals``) of the same scores, the episodes
+    prepared once for both (a night's tables need both)."""
     prep = _prepare(scores, [DUMP_DATE, Col.MODEL])
+    return (
+        _comparisons(prep, alpha, power),
+        _rank_intervals(prep, scores, resamples, seed, level),
+    )
+
+
+def _comparisons(prep: _Prepared, alpha: float, power: float) -> pl.DataFrame:
     pairs = _pairs(_scope_table(prep), [DUMP_DATE])
     var = _variances(prep, _two_unit_contrasts(pairs, _UNIT, _UNIT + "_b"))
     half = pairs.join(var, on=_CID, how="left").with_columns(
@@ -609,7 +629,16 @@ def rank_intervals(
     (``method="higher"``): the narrowest integer interval holding the linear quantiles.
     Each task draws from its own stream (seed, night, category, task).
     """
-    prep = _prepare(scores, [DUMP_DATE, Col.MODEL])
+    return _rank_intervals(_prepare(scores, [DUMP_DATE, Col.MODEL]), scores, resamples, seed, level)
+
+
+def _rank_intervals(
+    prep: _Prepared,
+    scores: pl.DataFrame | pl.LazyFrame,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> pl.DataFrame:
     frame = _needed(scores, [DUMP_DATE, Col.MODEL, *_TASK_KEY, Col.EPISODE_ID, SCORE])
     frame = frame.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
     overall = _scope_table(prep).filter(pl.col(SCOPE) == OVERALL)

@@ -706,3 +706,12 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     assert fast.height == slow.height == pairs.height
     assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
     assert fast["__var"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
+
+
+def test_comparisons_and_rank_intervals_prepared_once_equal_each_alone() -> None:
+    from transforms.compare import comparisons_and_rank_intervals, rank_intervals
+
+    frame = mixed_design(3)
+    both = comparisons_and_rank_intervals(frame, resamples=50, seed=7)
+    assert_frame_equal(both[0], model_comparisons(frame))
+    assert_frame_equal(both[1], rank_intervals(frame, resamples=50, seed=7))
