@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -159,17 +159,16 @@ def _regression(
 ) -> runs.RegressionOptions:
     """A flow's regression options, else their environment variables (as the command
     line's), else the defaults."""
-    env = os.environ.get
-    margin = regression_margin
-    if margin is None and env("COGSCORE_REGRESSION_MARGIN"):
-        margin = float(env("COGSCORE_REGRESSION_MARGIN", ""))
+
+    def given(value: Any, variable: str, kind: Callable[[str], Any]) -> Any:
+        text = os.environ.get(variable)
+        return value if value is not None else kind(text) if text else None
+
     return runs.regression_options(
-        baseline or env("COGSCORE_BASELINE") or "previous",
-        baseline_nights or int(env("COGSCORE_BASELINE_NIGHTS") or 7),
-        margin,
-        harness_error_tolerance
-        if harness_error_tolerance is not None
-        else float(env("COGSCORE_HARNESS_ERROR_TOLERANCE") or 0.02),
+        given(baseline, "COGSCORE_BASELINE", str),
+        given(baseline_nights, "COGSCORE_BASELINE_NIGHTS", int),
+        given(regression_margin, "COGSCORE_REGRESSION_MARGIN", float),
+        given(harness_error_tolerance, "COGSCORE_HARNESS_ERROR_TOLERANCE", float),
     )
 
 

@@ -241,18 +241,20 @@ FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
 
 
 def regression_options(
-    baseline: str = "previous",
-    baseline_nights: int = 7,
+    baseline: str | None = None,
+    baseline_nights: int | None = None,
     regression_margin: float | None = None,
-    harness_error_tolerance: float = 0.02,
+    harness_error_tolerance: float | None = None,
 ) -> RegressionOptions:
-    """The regression options from run arguments (the command line's, a flow's)."""
-    return RegressionOptions(
-        baseline,  # type: ignore[arg-type]  # checked by RegressionOptions
-        baseline_nights,
-        regression_margin,
-        harness_error_tolerance,
-    )
+    """The regression options from run arguments (the command line's, a flow's); those not
+    given keep ``RegressionOptions``' defaults."""
+    given = {
+        "baseline": baseline,
+        "nights": baseline_nights,
+        "margin": regression_margin,
+        "harness_error_tolerance": harness_error_tolerance,
+    }
+    return RegressionOptions(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
 
 
 def new_run_id() -> str:
