@@ -329,8 +329,6 @@ class DryRun:
         pass
 
 
-# What a run writes after its nights (a rescore's diff): (writer, the new model and category
-# tables of every night, every night's input fingerprint) -> details for the run record
 # After the last night, with each night's input fingerprint: what the run records beside.
 Finish = Callable[[dict[str | None, str]], dict[str, Any]]
 # Per night: (night, its result, its tables) -> more tables of that night to write.

@@ -378,20 +378,16 @@ def assemble(
 
 def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> FilePart:
     """A staged part without the copies of ids repeated across files (a harness bug: rare),
-    its files written again and the old ones deleted."""
-    if part.staged is None or part.scores.is_empty():
+    its files written again and the old ones deleted; a part without such copies as it is
+    (its files are not read back)."""
+    copies = duplicates.select(DUPLICATE_KEY)
+    if part.staged is None or part.scores.join(copies, on=DUPLICATE_KEY, how="semi").is_empty():
         return part
     rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE, part.staged)
-    copies = duplicates.select(DUPLICATE_KEY)
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
-    if kept.height == rows.height:
-        return part
     delta.discard(target.location, EPISODE_SCORES_TABLE, [part.staged])
-    again = stage(
-        FilePart(kept.select(list(EPISODE_SCORES)), part.unscored, part.rejects, part.report),
-        target,
-    )
-    return again
+    unstaged = FilePart(kept.select(list(EPISODE_SCORES)), part.unscored, part.rejects, part.report)
+    return stage(unstaged, target)
 
 
 def score_dump(input_root: Path, formulas: Mapping[str, str] | Sequence[str] = ()) -> ScoreResult:
