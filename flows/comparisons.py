@@ -23,6 +23,7 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import Bootstrap
+from transforms.compact import compact, plain
 from transforms.compare import (
     comparisons_and_rank_intervals,
     regressions,
@@ -69,8 +70,8 @@ class RegressionOptions:
 
 
 def slim(scores: pl.DataFrame) -> pl.DataFrame:
-    """The columns of episode scores that comparisons read."""
-    return scores.select(SLIM)
+    """The columns of episode scores that comparisons read, compact."""
+    return compact(scores.select(SLIM))
 
 
 def night_comparisons(
@@ -83,25 +84,33 @@ def night_comparisons(
     comparisons, ranks = comparisons_and_rank_intervals(
         episodes, resamples=bootstrap.resamples, seed=bootstrap.seed
     )
-    tiers = significance_tiers(comparisons)
+    tiers = plain(significance_tiers(comparisons))
     key = [DUMP_DATE, Col.MODEL]
-    ranked = models.join(
-        ranks.select(*key, RANK_LOW, RANK_HIGH), on=key, how="left", nulls_equal=True
-    ).join(tiers, on=key, how="left", nulls_equal=True)
-    return ranked, comparisons
+    ranked = (
+        plain(models)
+        .join(plain(ranks.select(*key, RANK_LOW, RANK_HIGH)), on=key, how="left", nulls_equal=True)
+        .join(tiers, on=key, how="left", nulls_equal=True)
+    )
+    return ranked, plain(comparisons)
 
 
 def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:
     """Per night and model: the share of its episodes that ended in a harness error."""
     key = [DUMP_DATE, Col.MODEL]
-    errors = pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR
+    episodes, errors = pl.len().cast(pl.Int64), pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR
+    # Counted per model first: the scores may be compact, the rejects are text.
     ran = pl.concat(
         [
-            scores.select(*key, pl.lit(False).alias("__error")),
-            rejects.filter(pl.col(Col.MODEL).is_not_null()).select(*key, errors.alias("__error")),
+            plain(scores.group_by(key).agg(episodes.alias("__n"), pl.lit(0, pl.Int64).alias("__errors"))),
+            plain(
+                rejects.filter(pl.col(Col.MODEL).is_not_null())
+                .group_by(key)
+                .agg(episodes.alias("__n"), errors.sum().cast(pl.Int64).alias("__errors"))
+            ),
         ]
     )
-    return ran.group_by(key).agg(pl.col("__error").mean().alias(HARNESS_ERROR_SHARE))
+    share = pl.col("__errors").sum() / pl.col("__n").sum()
+    return ran.group_by(key).agg(share.alias(HARNESS_ERROR_SHARE))
 
 
 @dataclass
@@ -142,7 +151,7 @@ class NightWatch:
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
         )
-        return table.filter(pl.col(DUMP_DATE) == night)
+        return plain(table.filter(pl.col(DUMP_DATE) == night))
 
     def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         from flows.output import EPISODE_SCORES, REJECTS

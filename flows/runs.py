@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from flows.comparisons import NightWatch, RegressionOptions, slim
+from flows.comparisons import SLIM, NightWatch, RegressionOptions, plain, slim
 from flows.io import (
     DumpFile,
     InputError,
@@ -800,7 +800,7 @@ def rescore(
                 tables[MODEL_SCORES].lazy(),
                 tables[CATEGORY_SCORES].lazy(),
             ).collect(),
-            rescore_significance(_old_episodes(output, night), slim(result.scores)),
+            plain(rescore_significance(_old_episodes(output, night), slim(result.scores))),
         )
         diffs.append(diff)
         return {RESCORE_DIFF: diff}
@@ -841,7 +841,8 @@ def _diff_table(diffs: list[pl.DataFrame]) -> pl.DataFrame:
 def _old_episodes(output: Output, night: str | None) -> pl.DataFrame:
     """The episode scores of ``night`` as the output holds them, before the run replaces
     them (the columns comparisons read)."""
-    return slim(output.scan(EPISODE_SCORES).filter(pl.col(DUMP_DATE) == night).collect())
+    night_rows = output.scan(EPISODE_SCORES).filter(pl.col(DUMP_DATE) == night)
+    return slim(night_rows.select(SLIM).collect())
 
 
 def _old_tables(output: Output, nights: list[str]) -> dict[str, pl.DataFrame]:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.comparisons import night_comparisons
+from flows.comparisons import night_comparisons, plain
 from flows.output import (
     CATEGORY_SCORES,
     CORE_TABLES,
@@ -72,12 +72,14 @@ def aggregate(
     files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
     only the slim columns."""
     lazy = scores.lazy()
-    task_reps = task_replicates(lazy, bootstrap).collect().lazy()  # reused by all three
-    cat_reps = category_replicates(task_reps)
-    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
-    categories = category_scores(tasks, cat_reps, bootstrap)
+    task_reps = task_replicates(lazy, bootstrap).collect()  # reused by all three
+    tasks = task_scores(lazy, task_reps.lazy(), bootstrap, None if sums is None else sums.lazy())
+    # Per task and up: few rows, as text (the episodes' keys may be compact).
+    task_frame = plain(tasks.collect())
+    cat_reps = category_replicates(plain(task_reps).lazy())
+    categories = category_scores(task_frame.lazy(), cat_reps, bootstrap)
     models = model_scores(categories, model_replicates(cat_reps), bootstrap)
-    task_frame, category_frame, model_frame = pl.collect_all([tasks, categories, models])
+    category_frame, model_frame = pl.collect_all([categories, models])
     ranked, comparisons = night_comparisons(model_frame, scores, bootstrap)
     return {
         TASK_SCORES: task_frame,

@@ -90,6 +90,23 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     N_ROWS: pl.Int64(),
     FILE: pl.String(),
 }
+# What a night's reduction holds of each episode whose rows are staged (``flows.score.stage``,
+# ``flows.comparisons.compact``): text of few distinct values as Categorical, 4 bytes a row
+# against 16 or more as String (polars frees categories once no frame uses them); the
+# episode_id stays text (the bootstrap's order, the check of ids across files).
+SLIM_DTYPES: Final[dict[str, pl.DataType]] = {
+    DUMP_DATE: pl.Categorical(),
+    Col.MODEL: pl.Categorical(),
+    Col.CATEGORY: pl.Categorical(),
+    Col.TASK: pl.Categorical(),
+    Col.EPISODE_ID: pl.String(),
+    INSTANCE_ID: pl.Categorical(),
+    SCORE: pl.Float64(),
+    FORMULA_VERSION: pl.Categorical(),
+    FILE: pl.Categorical(),
+    N_ROWS: pl.Int64(),
+    FEEDBACK_OUT_OF_RANGE: pl.Int64(),
+}
 # Written with every table row by the flow (not by the transforms).
 PROVENANCE: Final[dict[str, pl.DataType]] = {
     SCORER_VERSION: pl.String(),

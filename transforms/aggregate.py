@@ -114,10 +114,7 @@ def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFr
     resamples = bootstrap.resamples
     return pl.DataFrame(
         {
-            **{
-                c: groups[c].cast(pl.String).gather(np.repeat(np.arange(len(jobs)), resamples))
-                for c in TASK_KEY
-            },
+            **{c: groups[c].gather(np.repeat(np.arange(len(jobs)), resamples)) for c in TASK_KEY},
             REPLICATE: np.tile(np.arange(resamples, dtype=np.int32), len(jobs)),
             SCORE: np.concatenate(means) if means else np.empty(0),
         }
@@ -125,8 +122,10 @@ def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFr
 
 
 def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
-    """One row per task group and replicate: the mean of a resample of its episodes."""
-    schema = {**dict.fromkeys(TASK_KEY, pl.String()), REPLICATE: pl.Int32(), SCORE: pl.Float64()}
+    """One row per task group and replicate: the mean of a resample of its episodes (keys
+    in the dtypes of ``scores``: text, or Categorical where the night's rows are staged)."""
+    keys = scores.collect_schema()
+    schema = {**{c: keys[c] for c in TASK_KEY}, REPLICATE: pl.Int32(), SCORE: pl.Float64()}
     return scores.select(*TASK_KEY, Col.EPISODE_ID, SCORE).map_batches(
         lambda frame: _all_replicate_means(frame, bootstrap), schema=schema
     )

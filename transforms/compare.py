@@ -90,6 +90,7 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE
 from transforms.aggregate import mean_in_order
+from transforms.compact import plain
 from transforms.stats import adjust_over, mde_factor, normal_p_values, z_quantile
 
 # Internal columns.
@@ -154,9 +155,11 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # The episode-level work runs on integer codes, not on the text keys (sorting and
     # grouping 1.5 M episodes by text cost 900 MB; by codes a third): units, tasks, the
     # episode's place in id order (a dense rank: the same order as the ids) and clusters.
-    units = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
-    units = units.with_row_index(_UNIT)
-    tasks = frame.select(_TASK_KEY).unique().sort(_TASK_KEY).with_row_index(_TASK)
+    # (Keys may be Categorical, ``transforms.compact``: coded in the frame's dtypes, then text.)
+    units_coded = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
+    units_coded = units_coded.with_row_index(_UNIT)
+    tasks_coded = frame.select(_TASK_KEY).unique().sort(_TASK_KEY).with_row_index(_TASK)
+    units, tasks = plain(units_coded), plain(tasks_coded)
     pairs = frame.select(DUMP_DATE, Col.MODEL).unique().sort(DUMP_DATE, Col.MODEL, nulls_last=True)
     pairs = pairs.with_row_index(_PAIR)
     # A shared instance is a cluster of every unit that faced it (all models, all nights,
@@ -175,8 +178,8 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # One plan for the episode-level work (no intermediate copies of the episodes kept).
     episodes = (
         frame.lazy()
-        .join(units.lazy(), on=list(unit_cols), nulls_equal=True)
-        .join(tasks.lazy(), on=_TASK_KEY)
+        .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
+        .join(tasks_coded.lazy(), on=_TASK_KEY)
         .join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
         .with_columns(order.alias(_ORDER))
         .with_columns(cluster.alias(_CLUSTER))
@@ -825,8 +828,10 @@ def _formula_strings(
     frame = scores.lazy().collect() if isinstance(scores, pl.LazyFrame) else scores
     if FORMULA_VERSION not in frame.columns:
         return {}
+    # Per model and category first (keys may be Categorical: few rows, then text).
+    present = plain(frame.group_by(DUMP_DATE, Col.MODEL, Col.CATEGORY, FORMULA_VERSION).len())
     versions = (
-        frame.join(prep.units, on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+        present.join(prep.units, on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
         .group_by(_UNIT, Col.CATEGORY)
         .agg(pl.col(FORMULA_VERSION).unique().sort().str.join("|"))
         .sort(_UNIT, Col.CATEGORY)

@@ -24,7 +24,10 @@ _ALL_FILES: Final = "all_files"
 def episode_ids(scores: pl.LazyFrame, rejects: pl.LazyFrame) -> pl.LazyFrame:
     """(file, dump_date, episode_id) of every episode scored or not: one row per episode
     of each file."""
-    return pl.concat([frame.select(FILE, DUMP_DATE, Col.EPISODE_ID) for frame in (scores, rejects)])
+    # As Categorical: the scores' keys may be (a night's episodes held compact), the rejects'
+    # are few.
+    keys = [pl.col(FILE).cast(pl.Categorical), pl.col(DUMP_DATE).cast(pl.Categorical)]
+    return pl.concat([frame.select(*keys, Col.EPISODE_ID) for frame in (scores, rejects)])
 
 
 def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
@@ -33,7 +36,9 @@ def duplicate_episodes(ids: pl.LazyFrame) -> pl.LazyFrame:
     (``other_files``)."""
     night_id = [DUMP_DATE, Col.EPISODE_ID]
     present = ids.filter(pl.col(Col.EPISODE_ID).is_not_null()).unique()
-    copies = present.filter(pl.struct(night_id).is_duplicated())  # few: a harness bug
+    copies = present.filter(pl.struct(night_id).is_duplicated()).with_columns(  # few: a harness bug
+        pl.col(FILE, DUMP_DATE).cast(pl.String)
+    )
     files = copies.group_by(night_id).agg(pl.col(FILE).sort().alias(_ALL_FILES))
     return (
         copies.join(files, on=night_id, nulls_equal=True)
@@ -59,7 +64,9 @@ def reject_duplicates(
     rejected: a scored copy becomes a reject row, an unscored one gets the rule and its
     reason added."""
     rule = pl.lit([Rule.DUPLICATE_EPISODE_ACROSS_FILES.value], pl.List(pl.String))
-    moved = scores.join(duplicates, on=KEY).select(
+    keys = scores.collect_schema()  # the scores' keys may be Categorical
+    scores_duplicates = duplicates.with_columns(pl.col(c).cast(keys[c]) for c in KEY)
+    moved = scores.join(scores_duplicates, on=KEY).select(
         *(c for c in REJECTS if c not in (STATUS, RULES, REASONS, ROWS)),
         pl.lit(EpisodeStatus.REJECTED.value).alias(STATUS),
         rule.alias(RULES),
@@ -73,6 +80,6 @@ def reject_duplicates(
         .then(pl.col(REASONS).list.concat(pl.concat_list(_reason())))
         .otherwise(pl.col(REASONS)),
     )
-    kept = scores.join(duplicates, on=KEY, how="anti")
-    both = pl.concat([marked.select(list(REJECTS)), moved.select(list(REJECTS))])
-    return kept, both.select(pl.col(c).cast(t) for c, t in REJECTS.items())
+    kept = scores.join(scores_duplicates, on=KEY, how="anti")
+    as_rejects = [pl.col(c).cast(t) for c, t in REJECTS.items()]
+    return kept, pl.concat([marked.select(as_rejects), moved.select(as_rejects)])
