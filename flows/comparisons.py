@@ -98,10 +98,11 @@ def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:
     """Per night and model: the share of its episodes that ended in a harness error."""
     key = [DUMP_DATE, Col.MODEL]
     episodes, errors = pl.len().cast(pl.Int64), pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR
+    none = pl.lit(0, pl.Int64)
     # Counted per model first: the scores may be compact, the rejects are text.
     ran = pl.concat(
         [
-            plain(scores.group_by(key).agg(episodes.alias("__n"), pl.lit(0, pl.Int64).alias("__errors"))),
+            plain(scores.group_by(key).agg(episodes.alias("__n"), none.alias("__errors"))),
             plain(
                 rejects.filter(pl.col(Col.MODEL).is_not_null())
                 .group_by(key)

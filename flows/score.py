@@ -277,7 +277,8 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     # The reject rows of the file's unscored episodes are made here too (a plan of ~15 ms a
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
     rejects = pl.concat([part.rejects, rejects_of(part.unscored.lazy()).collect()])
-    return FilePart(compact(scores.select(SLIM)), _no_rows(), rejects, part.report, staged, sums)
+    held = compact(scores.select(SLIM).sort(Col.EPISODE_ID))  # parts join in (file, id) order
+    return FilePart(held, _no_rows(), rejects, part.report, staged, sums)
 
 
 def score_and_stage(
@@ -353,16 +354,19 @@ def assemble(
     night's, with ``target``) whose files hold such copies are staged again without them."""
     staged = target is not None and all(p.sums is not None for p in parts)
     empty = pl.DataFrame(schema=EPISODE_SCORES)
-    none = compact(empty.select(SLIM)) if staged else empty
-    scores = pl.concat([none, *(p.scores for p in parts)])
+    if staged:  # each part's rows sorted by id: in file order, the night's are sorted
+        by_file = sorted(parts, key=lambda p: p.report.file)
+        scores = pl.concat([compact(empty.select(SLIM)), *(p.scores for p in by_file)])
+    else:
+        scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
-    rejects = pl.concat(
-        [rejects_of(unscored.lazy()).collect(engine="in-memory"), *(p.rejects for p in parts)]
-    )
+    made = [rejects_of(unscored.lazy()).collect(engine="in-memory")] if unscored.height else []
+    rejects = pl.concat([pl.DataFrame(schema=REJECTS), *made, *(p.rejects for p in parts)])
     duplicates = duplicate_episodes(episode_ids(scores.lazy(), rejects.lazy())).collect()
     if not duplicates.is_empty():
         marked = reject_duplicates(scores.lazy(), rejects.lazy(), duplicates.lazy())
         scores, rejects = pl.collect_all(list(marked))
+        scores = _sorted(scores, [FILE, Col.EPISODE_ID])  # a join may move rows
         if staged:
             assert target is not None
             parts = [_restaged(p, duplicates, target) for p in parts]
@@ -372,7 +376,7 @@ def assemble(
         else component_sums(scores.lazy()).collect()
     )
     return ScoreResult(
-        scores=_sorted(scores, [FILE, Col.EPISODE_ID]),
+        scores=scores,
         rejects=_sorted(rejects, [FILE, Col.EPISODE_ID]),
         files=[p.report for p in parts],
         formulas=formulas,

@@ -120,6 +120,7 @@ _VERSION: Final = "__version"
 _SEP: Final = "\x1f"
 
 _TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
+_SHARED_INSTANCE: Final = "__instance"  # the episode's instance, numbered (null: none)
 
 
 def _sum_or_null(value: pl.Expr, name: str) -> pl.Expr:
@@ -133,10 +134,11 @@ class _Prepared:
 
     units: pl.DataFrame  # _UNIT and the unit's key columns
     cells: pl.DataFrame  # per unit and task: _N, _MEAN (task score), _K (√ of G/(G-1) factor)
-    atoms: pl.DataFrame  # per unit, task and cluster: _DEV = Σ (score - task mean) / n, _N
+    atoms: pl.DataFrame  # per unit, task (_TASK) and cluster: _DEV = Σ (score - mean) / n, _N
     scopes: pl.DataFrame  # per unit and scope: SCORE, _N episodes, N_TASKS, _COVERAGE
     weights: pl.DataFrame  # per unit, scope and task: _W (weight in the scope), _WC, _F
     categories: pl.DataFrame  # per unit and category: _CAT_SCORE
+    tasks: pl.DataFrame  # _TASK (numbered in text order) and the task's key
 
 
 def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
@@ -147,6 +149,9 @@ def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.D
         lazy = lazy.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
     keep = [*dict.fromkeys([*columns, INSTANCE_ID])]
     valid = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan()
+    if isinstance(scores, pl.DataFrame) and INSTANCE_ID in scores.columns:
+        chosen = scores.select(keep)  # the same columns, not a copy (a night's episodes)
+        return chosen if chosen.select(valid.all()).item() else chosen.filter(valid)
     return lazy.select(keep).filter(valid).collect()
 
 
@@ -166,22 +171,26 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # both formulas); an episode without an instance is a cluster of its own, shared only by
     # the same episode under another formula: numbered after the instances, by (night and
     # model, episode).
-    instance = pl.col(INSTANCE_ID).cast(pl.String)
+    # Numbered in text order (Categorical ranks so too, without a copy as text).
+    instance = pl.col(INSTANCE_ID)
+    if frame.schema[INSTANCE_ID] != pl.Categorical:
+        instance = instance.cast(pl.String)
     shared = instance.rank("dense").cast(pl.Int64)
     order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
-    alone = pl.col(_PAIR).cast(pl.Int64) * (order.max() + 1) + pl.col(_ORDER)
+    ranked = pl.col(_SHARED_INSTANCE)
+    alone = pl.col(_PAIR).cast(pl.Int64) * (pl.col(_ORDER).max() + 1) + pl.col(_ORDER)
     cluster = (
-        pl.when(instance.is_not_null())
-        .then(shared)
-        .otherwise(shared.max().fill_null(0) + 1 + alone)
+        pl.when(ranked.is_not_null()).then(ranked).otherwise(ranked.max().fill_null(0) + 1 + alone)
     )
     # One plan for the episode-level work (no intermediate copies of the episodes kept).
+    # (The ids are ranked first: their text is not carried through the joins.)
     episodes = (
         frame.lazy()
+        .with_columns(order.alias(_ORDER), shared.alias(_SHARED_INSTANCE))
+        .drop(Col.EPISODE_ID)
         .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
         .join(tasks_coded.lazy(), on=_TASK_KEY)
         .join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
-        .with_columns(order.alias(_ORDER))
         .with_columns(cluster.alias(_CLUSTER))
         .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
         .sort(_UNIT, _TASK, _ORDER)
@@ -208,9 +217,8 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
     cells = coded_cells.join(tasks, on=_TASK).select(_UNIT, *_TASK_KEY, _MEAN, _N, _K)
     cells = cells.sort(_UNIT, *_TASK_KEY)
-    atoms = coded_atoms.join(tasks, on=_TASK, maintain_order="left").select(
-        _UNIT, *_TASK_KEY, _CLUSTER, _DEV, _N
-    )
+    # Atoms stay coded (about one per episode: text keys would double them).
+    atoms = coded_atoms.select(_UNIT, _TASK, _CLUSTER, _DEV, _N)
     categories = (
         cells.group_by(_UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
@@ -266,7 +274,13 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
         ]
     )
     return _Prepared(
-        units, cells, atoms, scopes, weights, categories.select(_UNIT, Col.CATEGORY, _CAT_SCORE)
+        units,
+        cells,
+        atoms,
+        scopes,
+        weights,
+        categories.select(_UNIT, Col.CATEGORY, _CAT_SCORE),
+        tasks,
     )
 
 
@@ -302,42 +316,36 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     in another order)."""
     weights = rows.join(prep.cells.select(_UNIT, *_TASK_KEY, _K), on=[_UNIT, *_TASK_KEY])
     weights = weights.with_columns((pl.col(_W) * pl.col(_K)).alias(_VALUE))
+    weights = weights.join(prep.tasks, on=_TASK_KEY)
     # Sorted before every sum, so that the same input gives the same bits (a join's rows
     # come in any order).
-    own = prep.atoms.group_by(_UNIT, *_TASK_KEY, maintain_order=True).agg(
+    own = prep.atoms.group_by(_UNIT, _TASK, maintain_order=True).agg(
         (pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e")
     )
-    terms = weights.join(own, on=[_UNIT, *_TASK_KEY]).sort(_CID, *_TASK_KEY, _UNIT)
+    terms = weights.join(own, on=[_UNIT, _TASK]).sort(_CID, *_TASK_KEY, _UNIT)
     self_part = terms.group_by(_CID, maintain_order=True).agg(
         _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
         pl.col("__e").sum().alias(_TOTAL),
     )
     # Shared clusters: only clusters that more than one unit has can pair two units.
-    atoms = prep.atoms.select(_UNIT, *_TASK_KEY, _CLUSTER, _DEV, _N)
-    multi = atoms.group_by(*_TASK_KEY, _CLUSTER).agg(pl.len().alias("__units"))
-    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[*_TASK_KEY, _CLUSTER])
-    a_side = weights.filter(pl.col(_COEF) > 0).select(_CID, _UNIT, *_TASK_KEY, _VALUE)
-    b_side = weights.filter(pl.col(_COEF) < 0).select(_CID, _UNIT, *_TASK_KEY, _VALUE)
-    both = a_side.join(b_side, on=[_CID, *_TASK_KEY], suffix="_b")
+    atoms = prep.atoms
+    multi = atoms.group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
+    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
+    a_side = weights.filter(pl.col(_COEF) > 0).select(_CID, _UNIT, *_TASK_KEY, _TASK, _VALUE)
+    b_side = weights.filter(pl.col(_COEF) < 0).select(_CID, _UNIT, *_TASK_KEY, _TASK, _VALUE)
+    both = a_side.join(b_side.drop(_TASK), on=[_CID, *_TASK_KEY], suffix="_b")
     needed = both.select(_UNIT, _UNIT + "_b").unique()
-    products = (
-        shared.join(needed, on=_UNIT)
-        .join(
-            shared,
-            left_on=[_UNIT + "_b", *_TASK_KEY, _CLUSTER],
-            right_on=[_UNIT, *_TASK_KEY, _CLUSTER],
-            suffix="_b",
-        )
-        .sort(_UNIT, _UNIT + "_b", *_TASK_KEY, _CLUSTER)
-        .group_by(_UNIT, _UNIT + "_b", *_TASK_KEY, maintain_order=True)
-        .agg(
-            (pl.col(_DEV) * pl.col(_DEV + "_b")).sum().alias("__p"),
-            pl.len().alias(N_PAIRS),
-            (pl.col(_N) + pl.col(_N + "_b")).sum().alias(_SHARED),
-        )
-    )
+    # A task at a time: a cluster's row meets every other unit's (units² rows per cluster),
+    # which for a whole night of millions of episodes took gigabytes; per task, a share of it.
+    products = pl.concat(
+        [
+            _cluster_products(task_atoms, needed)
+            for task_atoms in shared.partition_by(_TASK, maintain_order=True)
+        ]
+        or [_cluster_products(shared, needed)]
+    ).sort(_UNIT, _UNIT + "_b", _TASK)
     cross = (
-        both.join(products, on=[_UNIT, _UNIT + "_b", *_TASK_KEY])
+        both.join(products, on=[_UNIT, _UNIT + "_b", _TASK])
         .sort(_CID, *_TASK_KEY)
         .group_by(_CID, maintain_order=True)
         .agg(
@@ -358,13 +366,35 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _cluster_products(shared: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame:
+    """Per pair of units (``needed``) and task: ``Σ_g D_a,g D_b,g`` over their shared
+    clusters, how many, and the episodes on them (``_pair_fixed``)."""
+    return (
+        shared.join(needed, on=_UNIT)
+        .join(
+            shared,
+            left_on=[_UNIT + "_b", _TASK, _CLUSTER],
+            right_on=[_UNIT, _TASK, _CLUSTER],
+            suffix="_b",
+        )
+        .sort(_UNIT, _UNIT + "_b", _TASK, _CLUSTER)
+        .group_by(_UNIT, _UNIT + "_b", _TASK, maintain_order=True)
+        .agg(
+            (pl.col(_DEV) * pl.col(_DEV + "_b")).sum().alias("__p"),
+            pl.len().alias(N_PAIRS),
+            (pl.col(_N) + pl.col(_N + "_b")).sum().alias(_SHARED),
+        )
+    )
+
+
 def _fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     """Tasks fixed: Σ_task Σ_cluster (Σ_unit coef · w · k · dev)², every unit's influence
     values scaled by its own small-sample factor; clusters shared by two units or more, and
     the episodes on them."""
     return (
         rows.join(prep.cells.select(_UNIT, *_TASK_KEY, _K), on=[_UNIT, *_TASK_KEY])
-        .join(prep.atoms, on=[_UNIT, *_TASK_KEY])
+        .join(prep.tasks, on=_TASK_KEY)
+        .join(prep.atoms, on=[_UNIT, _TASK])
         .with_columns((pl.col(_COEF) * pl.col(_W) * pl.col(_K) * pl.col(_DEV)).alias(_VALUE))
         .sort(_CID, *_TASK_KEY, _CLUSTER, _UNIT)
         .group_by(_CID, *_TASK_KEY, _CLUSTER, maintain_order=True)
@@ -642,14 +672,17 @@ def _rank_intervals(
     seed: int,
     level: float,
 ) -> pl.DataFrame:
-    frame = _needed(scores, [DUMP_DATE, Col.MODEL, *_TASK_KEY, Col.EPISODE_ID, SCORE])
-    frame = frame.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
+    frame = _needed(scores, [DUMP_DATE, Col.MODEL, *_TASK_KEY, SCORE])  # the ids are not drawn
+    if frame.schema[INSTANCE_ID] != pl.Categorical:  # Categorical ranks in text order too
+        frame = frame.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
     overall = _scope_table(prep).filter(pl.col(SCOPE) == OVERALL)
     tail = (1.0 - level) / 2.0
     out: list[pl.DataFrame] = []
-    for (date,), night in frame.sort(DUMP_DATE, Col.MODEL, *_TASK_KEY, Col.EPISODE_ID).group_by(
-        DUMP_DATE, maintain_order=True
-    ):
+    # A task's replicates do not depend on the order of its episodes: no sorted copy, and
+    # no copy at all of a single night.
+    one_night = frame.height > 0 and frame[DUMP_DATE].n_unique() == 1
+    nights = [((frame[DUMP_DATE][0],), frame)] if one_night else frame.group_by(DUMP_DATE)
+    for (date,), night in nights:
         points = overall.filter(
             pl.col(DUMP_DATE).is_null() if date is None else pl.col(DUMP_DATE) == date
         )
