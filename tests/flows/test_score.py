@@ -182,5 +182,31 @@ def test_rows_staged_where_scored_equal_the_tables_of_the_whole_night(
         got = read_table(tmp_path, name).drop("scorer_version", "input_fingerprint")
         key = [c for c in got.columns if got[c].dtype != pl.List(pl.String)]
         assert_frame_equal(
-            got.sort(key, nulls_last=True), frame.select(got.columns).sort(key, nulls_last=True)
+            got.sort(key, nulls_last=True),
+            frame.select(got.columns).sort(key, nulls_last=True),
+            check_exact=True,
         )
+
+
+def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Path) -> None:
+    """What a worker hands back of a file whose rows it staged (issue 17: a night's memory
+    grows by at most 100 bytes an episode): the slim columns, compact, and the reject rows
+    of its unscored episodes (not their rows); counted in Arrow buffer bytes, which count
+    every row's 16-byte view of a text column."""
+    from flows.io import discover
+    from flows.score import StageTarget, score_and_stage
+    from flows.storage.location import Location
+    from schemas.formulas import resolve
+    from schemas.tables import SLIM_DTYPES
+    from simulator import simulate
+
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
+    (dump_file,) = discover(tmp_path / "dump")
+    target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
+    part = score_and_stage(dump_file, resolve(()), None, target)
+    assert part.staged is not None and part.unscored.is_empty()
+    assert part.scores.schema == pl.Schema(SLIM_DTYPES)
+    episodes = part.scores.height + part.rejects.height
+    assert part.rejects.height > 0 and episodes == 3000
+    held = sum(f.to_arrow().nbytes for f in (part.scores, part.rejects, part.sums) if f is not None)
+    assert held / episodes < 100
