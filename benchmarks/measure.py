@@ -108,6 +108,7 @@ def floor(dump: Path, repeat: int) -> dict[str, Any]:
 
 
 def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
+    import flows  # noqa: F401, I001  (first: its allocator setting applies as polars loads)
     import polars as pl
 
     if what == "read":

@@ -121,6 +121,7 @@ _SEP: Final = "\x1f"
 
 _TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
 _SHARED_INSTANCE: Final = "__instance"  # the episode's instance, numbered (null: none)
+_DRAWS_AT_ONCE: Final = 100  # rank bootstrap: replicates drawn at once
 
 
 def _sum_or_null(value: pl.Expr, name: str) -> pl.Expr:
@@ -167,6 +168,7 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     units, tasks = plain(units_coded), plain(tasks_coded)
     pairs = frame.select(DUMP_DATE, Col.MODEL).unique().sort(DUMP_DATE, Col.MODEL, nulls_last=True)
     pairs = pairs.with_row_index(_PAIR)
+    by_model = list(unit_cols) == [DUMP_DATE, Col.MODEL]  # units are the pairs: one join less
     # A shared instance is a cluster of every unit that faced it (all models, all nights,
     # both formulas); an episode without an instance is a cluster of its own, shared only by
     # the same episode under another formula: numbered after the instances, by (night and
@@ -190,7 +192,13 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
         .drop(Col.EPISODE_ID)
         .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
         .join(tasks_coded.lazy(), on=_TASK_KEY)
-        .join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+        .pipe(
+            lambda joined: (
+                joined.with_columns(pl.col(_UNIT).alias(_PAIR))
+                if by_model
+                else joined.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+            )
+        )
         .with_columns(cluster.alias(_CLUSTER))
         .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
         .sort(_UNIT, _TASK, _ORDER)
@@ -327,10 +335,6 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
         _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
         pl.col("__e").sum().alias(_TOTAL),
     )
-    # Shared clusters: only clusters that more than one unit has can pair two units.
-    atoms = prep.atoms
-    multi = atoms.group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
-    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
     a_side = weights.filter(pl.col(_COEF) > 0).select(_CID, _UNIT, *_TASK_KEY, _TASK, _VALUE)
     b_side = weights.filter(pl.col(_COEF) < 0).select(_CID, _UNIT, *_TASK_KEY, _TASK, _VALUE)
     both = a_side.join(b_side.drop(_TASK), on=[_CID, *_TASK_KEY], suffix="_b")
@@ -340,9 +344,9 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     products = pl.concat(
         [
             _cluster_products(task_atoms, needed)
-            for task_atoms in shared.partition_by(_TASK, maintain_order=True)
+            for task_atoms in prep.atoms.partition_by(_TASK, maintain_order=True)
         ]
-        or [_cluster_products(shared, needed)]
+        or [_cluster_products(prep.atoms, needed)]
     ).sort(_UNIT, _UNIT + "_b", _TASK)
     cross = (
         both.join(products, on=[_UNIT, _UNIT + "_b", _TASK])
@@ -366,9 +370,12 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _cluster_products(shared: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame:
+def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame:
     """Per pair of units (``needed``) and task: ``Σ_g D_a,g D_b,g`` over their shared
-    clusters, how many, and the episodes on them (``_pair_fixed``)."""
+    clusters, how many, and the episodes on them (``_pair_fixed``), from ``atoms``."""
+    # Only clusters that more than one unit has can pair two units.
+    multi = atoms.group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
+    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
     return (
         shared.join(needed, on=_UNIT)
         .join(
@@ -786,10 +793,15 @@ def _task_replicates(
         stacked = np.vstack([s.reshape(n_models, g), c.reshape(n_models, g)])
         unique, multiplicity = np.unique(stacked, axis=1, return_counts=True)
         profiles = np.asarray(unique, dtype=np.float64)
-        # The same instance draw for every model: how often each profile is drawn.
-        drawn = _stream(seed, key).multinomial(g, multiplicity / g, size=resamples)
-        sums += profiles[:n_models] @ drawn.T
-        counts += profiles[n_models:] @ drawn.T
+        # The same instance draw for every model: how often each profile is drawn; in
+        # blocks of replicates (one stream, drawn in the same order): a block of draws is
+        # replicates x profiles, and a large night's task has thousands of profiles.
+        stream, shares = _stream(seed, key), multiplicity / g
+        for start in range(0, resamples, _DRAWS_AT_ONCE):
+            block = slice(start, min(start + _DRAWS_AT_ONCE, resamples))
+            drawn = stream.multinomial(g, shares, size=block.stop - block.start)
+            sums[:, block] += profiles[:n_models] @ drawn.T
+            counts[:, block] += profiles[n_models:] @ drawn.T
     for m in np.unique(model_idx[~shared]):
         own = values[(model_idx == m) & ~shared]
         distinct, times = np.unique(own, return_counts=True)

@@ -74,7 +74,9 @@ def _numbered_episodes(frame: pl.DataFrame) -> pl.DataFrame:
     # A frame-level step (polars inside, no Python per row): sorting costs more than
     # checking, and dumps come in order.
     number = pl.struct(*KEY).rle_id().alias(SEGMENT)  # a new number where the key changes
-    numbered = frame.with_columns(number)
+    # One chunk: a column of one chunk beside columns of several (a file's row groups) made
+    # every later step realign them (a comparison of `kind` took 8 ms instead of 0.4).
+    numbered = frame.rechunk().with_columns(number)
     turn, segment = pl.col(Col.TURN), pl.col(SEGMENT)
     starts = (segment != segment.shift()).fill_null(True)
     runs = numbered.filter(starts).select(KEY)

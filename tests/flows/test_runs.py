@@ -133,3 +133,25 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
     runs.score(dump, tmp_path / "local")
     runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
+
+
+def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -> None:
+    """Importing cogscore's flows in a fresh process sets polars' allocator to return freed
+    memory within a second (README "Round two"); a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from flows import ALLOCATOR
+
+    show = "import flows, os; print(os.environ['_RJEM_MALLOC_CONF'])"
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    ours = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True)
+    assert ours.stdout.strip() == ALLOCATOR
+    theirs = subprocess.run(
+        [sys.executable, "-c", show],
+        env={**env, "_RJEM_MALLOC_CONF": "narenas:1"},
+        capture_output=True,
+        text=True,
+    )
+    assert theirs.stdout.strip() == "narenas:1"
