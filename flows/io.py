@@ -165,18 +165,21 @@ def scan(dump_file: DumpFile) -> pl.LazyFrame:
     return pl.scan_parquet(dump_file.path, storage_options=storage_options_of(dump_file))
 
 
-def read_schema(dump_file: DumpFile) -> dict[str, pl.DataType]:
-    """The file's schema, from its footer."""
+def read_schema(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, pl.DataType]:
+    """The file's schema, from its footer. ``scanned``: the file's ``scan``, to be read
+    again: polars keeps the footer it fetched with the scan, so an object's footer is
+    fetched once for its schema, its rows' count and its rows."""
     if dump_file.is_local:
         return dict(pl.read_parquet_schema(dump_file.path))
-    return dict(scan(dump_file).collect_schema())
+    return dict((scan(dump_file) if scanned is None else scanned).collect_schema())
 
 
-def row_count(dump_file: DumpFile) -> int:
-    """The file's rows, from its footer."""
+def row_count(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
+    """The file's rows, from its footer (``scanned``: as for ``read_schema``)."""
     if dump_file.is_local:
         return int(pq.ParquetFile(dump_file.path).metadata.num_rows)
-    return int(scan(dump_file).select(pl.len()).collect().item())
+    lazy = scan(dump_file) if scanned is None else scanned
+    return int(lazy.select(pl.len()).collect().item())
 
 
 def content_digest(dump_file: DumpFile) -> str:

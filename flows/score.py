@@ -146,8 +146,10 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
     try:
-        report.rows = retrying(lambda: row_count(dump_file))
-        schema = retrying(lambda: read_schema(dump_file))
+        # An object's footer is fetched once, by this scan, for its count, schema and rows.
+        scanned = None if dump_file.is_local else scan(dump_file)
+        report.rows = retrying(lambda: row_count(dump_file, scanned))
+        schema = retrying(lambda: read_schema(dump_file, scanned))
     except Exception as error:  # a file that is not (valid) Parquet, or is gone
         if vanished(error):  # listed, then deleted: its night cannot be scored whole
             report.status = "gone"
@@ -158,7 +160,7 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
         problems = schema_problems(schema)
         if not problems:
             rows = normalise(
-                scan(dump_file),
+                scan(dump_file) if scanned is None else scanned,
                 schema,
                 file=dump_file.relative,
                 partitions=dump_file.partitions,

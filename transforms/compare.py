@@ -121,7 +121,8 @@ _SEP: Final = "\x1f"
 
 _TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
 _SHARED_INSTANCE: Final = "__instance"  # the episode's instance, numbered (null: none)
-_DRAWS_AT_ONCE: Final = 100  # rank bootstrap: replicates drawn at once
+_DRAWS_AT_ONCE: Final = 1_000_000  # rank bootstrap: counts drawn at once (replicates x profiles)
+_ATOMS_AT_ONCE: Final = 1_000_000  # comparisons: per-cluster terms paired at once
 
 
 def _sum_or_null(value: pl.Expr, name: str) -> pl.Expr:
@@ -339,15 +340,14 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     b_side = weights.filter(pl.col(_COEF) < 0).select(_CID, _UNIT, *_TASK_KEY, _TASK, _VALUE)
     both = a_side.join(b_side.drop(_TASK), on=[_CID, *_TASK_KEY], suffix="_b")
     needed = both.select(_UNIT, _UNIT + "_b").unique()
-    # A task at a time: a cluster's row meets every other unit's (units² rows per cluster),
-    # which for a whole night of millions of episodes took gigabytes; per task, a share of it.
-    products = pl.concat(
-        [
-            _cluster_products(task_atoms, needed)
-            for task_atoms in prep.atoms.partition_by(_TASK, maintain_order=True)
-        ]
-        or [_cluster_products(prep.atoms, needed)]
-    ).sort(_UNIT, _UNIT + "_b", _TASK)
+    # A cluster's row meets every other unit's (units² rows per cluster), which for a whole
+    # night of millions of episodes took gigabytes: a large night a task at a time (the same
+    # sums; a small one at once, as a loop of small plans costs more than it saves).
+    large = prep.atoms.height > _ATOMS_AT_ONCE
+    parts = prep.atoms.partition_by(_TASK, maintain_order=True) if large else [prep.atoms]
+    products = pl.concat([_cluster_products(atoms, needed) for atoms in parts]).sort(
+        _UNIT, _UNIT + "_b", _TASK
+    )
     cross = (
         both.join(products, on=[_UNIT, _UNIT + "_b", _TASK])
         .sort(_CID, *_TASK_KEY)
@@ -794,11 +794,12 @@ def _task_replicates(
         unique, multiplicity = np.unique(stacked, axis=1, return_counts=True)
         profiles = np.asarray(unique, dtype=np.float64)
         # The same instance draw for every model: how often each profile is drawn; in
-        # blocks of replicates (one stream, drawn in the same order): a block of draws is
-        # replicates x profiles, and a large night's task has thousands of profiles.
+        # blocks of replicates (one stream, drawn in the same order) where a task has
+        # thousands of profiles (a block of draws is replicates x profiles).
         stream, shares = _stream(seed, key), multiplicity / g
-        for start in range(0, resamples, _DRAWS_AT_ONCE):
-            block = slice(start, min(start + _DRAWS_AT_ONCE, resamples))
+        at_once = max(1, _DRAWS_AT_ONCE // len(shares))
+        for start in range(0, resamples, at_once):
+            block = slice(start, min(start + at_once, resamples))
             drawn = stream.multinomial(g, shares, size=block.stop - block.start)
             sums[:, block] += profiles[:n_models] @ drawn.T
             counts[:, block] += profiles[n_models:] @ drawn.T

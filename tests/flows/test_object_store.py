@@ -262,3 +262,37 @@ def test_a_store_that_ignores_conditional_writes_is_refused_unless_allowed(
     monkeypatch.setattr(objects, "put_if_absent", lambda *_: "an-etag")  # always "created"
     output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "out", "--engine", "local", code=2)
     assert "ignores conditional writes" in output
+
+
+def test_a_dump_object_s_footer_is_fetched_once_and_only_its_columns_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scoring a file on S3 (issue 17: no step downloads a whole file): one GET of its footer
+    (the scan's, kept by polars for the count and the schema), then ranged GETs of the
+    columns it needs; never the whole object. Counted by moto in its own process."""
+    from benchmarks.scale import s3_requests, start_counting_s3, upload
+    from flows.io import discover
+    from flows.score import score_file
+    from schemas.formulas import resolve
+    from simulator import simulate
+
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=200, seed=5)
+    server = start_counting_s3()
+    try:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        url = upload(server, server.create_bucket("footer"), tmp_path / "dump", "d")
+        (dump_file,) = discover(url)
+        s3_requests(server.endpoint, reset=True)
+        part = score_file(dump_file, resolve(()))
+        gets = [
+            r["range"]
+            for r in s3_requests(server.endpoint)
+            if r["method"] == "GET" and r["path"].endswith(dump_file.relative)
+        ]
+    finally:
+        server.stop()
+    assert part.report.status == "scored" and part.scores.height > 0
+    assert [g for g in gets if g is not None and g.startswith("bytes=-")] == [gets[0]]
+    assert None not in gets  # no GET of the whole object
+    assert all(g.startswith("bytes=") for g in gets if g is not None) and len(gets) >= 2
