@@ -281,6 +281,7 @@ def test_a_dump_object_s_footer_is_fetched_once_and_only_its_columns_read(
     try:
         for name, value in server.env.items():
             monkeypatch.setenv(name, value)
+        monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
         url = upload(server, server.create_bucket("footer"), tmp_path / "dump", "d")
         (dump_file,) = discover(url)
         s3_requests(server.endpoint, reset=True)

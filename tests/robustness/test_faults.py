@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -92,13 +93,13 @@ def _flaky_row_count(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str
     target = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
     state = {"left": failures, "calls": 0}
 
-    def flaky(dump_file: DumpFile) -> int:
+    def flaky(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
         if dump_file.path == target:
             state["calls"] += 1
             if state["left"]:
                 state["left"] -= 1
                 raise OSError("Resource temporarily unavailable")
-        return real(dump_file)
+        return real(dump_file, scanned)
 
     monkeypatch.setattr(flows.score, "row_count", flaky)
     return state
@@ -134,10 +135,10 @@ def test_a_permanent_read_error_rejects_the_file(
 ) -> None:
     real = flows.score.row_count
 
-    def broken(dump_file: DumpFile) -> int:
+    def broken(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
         if dump_file.relative.endswith("/part-1.parquet"):
             raise OSError("Input/output error")
-        return real(dump_file)
+        return real(dump_file, scanned)
 
     monkeypatch.setattr(flows.score, "row_count", broken)
     monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
