@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from flows.comparisons import SLIM, NightWatch, RegressionOptions, plain, slim
+from flows.comparisons import SLIM, NightWatch, RegressionOptions, slim
 from flows.io import (
     DumpFile,
     InputError,
@@ -71,6 +71,7 @@ from schemas.contract import DUMP_DATE, Category, Col
 from schemas.formulas import VERSIONS, chosen, describe, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
+from transforms.compact import plain
 from transforms.compare import rescore_significance
 from transforms.diff import rescore_diff, with_significance
 

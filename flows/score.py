@@ -278,7 +278,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     sums = compact(component_sums(scores.lazy()).collect())
     # The reject rows of the file's unscored episodes are made here too (a plan of ~15 ms a
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
-    rejects = pl.concat([part.rejects, rejects_of(part.unscored.lazy()).collect()])
+    rejects = pl.concat([part.rejects, _reject_rows(part.unscored)])
     held = compact(scores.select(SLIM).sort(Col.EPISODE_ID))  # parts join in (file, id) order
     return FilePart(held, _no_rows(), rejects, part.report, staged, sums)
 
@@ -362,8 +362,7 @@ def assemble(
     else:
         scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
-    made = [rejects_of(unscored.lazy()).collect(engine="in-memory")] if unscored.height else []
-    rejects = pl.concat([pl.DataFrame(schema=REJECTS), *made, *(p.rejects for p in parts)])
+    rejects = pl.concat([_reject_rows(unscored), *(p.rejects for p in parts)])
     duplicates = duplicate_episodes(episode_ids(scores.lazy(), rejects.lazy())).collect()
     if not duplicates.is_empty():
         marked = reject_duplicates(scores.lazy(), rejects.lazy(), duplicates.lazy())
@@ -387,13 +386,22 @@ def assemble(
     )
 
 
+def _reject_rows(unscored: pl.DataFrame) -> pl.DataFrame:
+    """The reject rows of the episodes of ``unscored`` rows, with every reason (none: no
+    plan run)."""
+    if unscored.is_empty():
+        return pl.DataFrame(schema=REJECTS)
+    return rejects_of(unscored.lazy()).collect(engine="in-memory")
+
+
 def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> FilePart:
     """A staged part without the copies of ids repeated across files (a harness bug: rare),
     its files written again and the old ones deleted; a part without such copies as it is
     (its files are not read back)."""
     copies = duplicates.select(DUPLICATE_KEY)
-    held = part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi")
-    if part.staged is None or held.is_empty():
+    if part.staged is None:
+        return part
+    if part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi").is_empty():
         return part
     rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE, part.staged)
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)

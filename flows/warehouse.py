@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.comparisons import night_comparisons, plain
+from flows.comparisons import night_comparisons
 from flows.output import (
     CATEGORY_SCORES,
     CORE_TABLES,
@@ -42,6 +42,7 @@ from transforms.aggregate import (
     task_replicates,
     task_scores,
 )
+from transforms.compact import plain
 
 __all__ = [
     "CATEGORY_SCORES",

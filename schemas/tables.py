@@ -91,7 +91,7 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     FILE: pl.String(),
 }
 # What a night's reduction holds of each episode whose rows are staged (``flows.score.stage``,
-# ``flows.comparisons.compact``): text of few distinct values as Categorical, 4 bytes a row
+# ``transforms.compact``): text of few distinct values as Categorical, 4 bytes a row
 # against 16 or more as String (polars frees categories once no frame uses them); the
 # episode_id stays text (the bootstrap's order, the check of ids across files).
 SLIM_DTYPES: Final[dict[str, pl.DataType]] = {

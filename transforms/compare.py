@@ -145,7 +145,8 @@ class _Prepared:
 
 def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
     """The episodes with a score, only ``columns`` and ``instance_id`` (null where the
-    scores have none): a copy of what is read, not of every column."""
+    scores have none; text unless Categorical): a copy of what is read, not of every
+    column."""
     lazy = scores.lazy()
     if INSTANCE_ID not in lazy.collect_schema():
         lazy = lazy.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
@@ -153,8 +154,14 @@ def _needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.D
     valid = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan()
     if isinstance(scores, pl.DataFrame) and INSTANCE_ID in scores.columns:
         chosen = scores.select(keep)  # the same columns, not a copy (a night's episodes)
-        return chosen if chosen.select(valid.all()).item() else chosen.filter(valid)
-    return lazy.select(keep).filter(valid).collect()
+        chosen = chosen if chosen.select(valid.all()).item() else chosen.filter(valid)
+    else:
+        chosen = lazy.select(keep).filter(valid).collect()
+    # Instances are numbered in text order: text, or Categorical (which ranks so too,
+    # without a copy as text).
+    if chosen.schema[INSTANCE_ID] == pl.Categorical:
+        return chosen
+    return chosen.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
 
 
 def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _Prepared:
@@ -167,18 +174,11 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     units_coded = units_coded.with_row_index(_UNIT)
     tasks_coded = frame.select(_TASK_KEY).unique().sort(_TASK_KEY).with_row_index(_TASK)
     units, tasks = plain(units_coded), plain(tasks_coded)
-    pairs = frame.select(DUMP_DATE, Col.MODEL).unique().sort(DUMP_DATE, Col.MODEL, nulls_last=True)
-    pairs = pairs.with_row_index(_PAIR)
-    by_model = list(unit_cols) == [DUMP_DATE, Col.MODEL]  # units are the pairs: one join less
     # A shared instance is a cluster of every unit that faced it (all models, all nights,
     # both formulas); an episode without an instance is a cluster of its own, shared only by
     # the same episode under another formula: numbered after the instances, by (night and
     # model, episode).
-    # Numbered in text order (Categorical ranks so too, without a copy as text).
-    instance = pl.col(INSTANCE_ID)
-    if frame.schema[INSTANCE_ID] != pl.Categorical:
-        instance = instance.cast(pl.String)
-    shared = instance.rank("dense").cast(pl.Int64)
+    shared = pl.col(INSTANCE_ID).rank("dense").cast(pl.Int64)  # in text order (``_needed``)
     order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
     ranked = pl.col(_SHARED_INSTANCE)
     alone = pl.col(_PAIR).cast(pl.Int64) * (pl.col(_ORDER).max() + 1) + pl.col(_ORDER)
@@ -187,20 +187,21 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     )
     # One plan for the episode-level work (no intermediate copies of the episodes kept).
     # (The ids are ranked first: their text is not carried through the joins.)
-    episodes = (
+    coded = (
         frame.lazy()
         .with_columns(order.alias(_ORDER), shared.alias(_SHARED_INSTANCE))
         .drop(Col.EPISODE_ID)
         .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
         .join(tasks_coded.lazy(), on=_TASK_KEY)
-        .pipe(
-            lambda joined: (
-                joined.with_columns(pl.col(_UNIT).alias(_PAIR))
-                if by_model
-                else joined.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
-            )
-        )
-        .with_columns(cluster.alias(_CLUSTER))
+    )
+    if list(unit_cols) == [DUMP_DATE, Col.MODEL]:  # units are the pairs: no join
+        coded = coded.with_columns(pl.col(_UNIT).alias(_PAIR))
+    else:
+        pairs = frame.select(DUMP_DATE, Col.MODEL).unique()
+        pairs = pairs.sort(DUMP_DATE, Col.MODEL, nulls_last=True).with_row_index(_PAIR)
+        coded = coded.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+    episodes = (
+        coded.with_columns(cluster.alias(_CLUSTER))
         .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
         .sort(_UNIT, _TASK, _ORDER)
         .cache()
@@ -680,8 +681,6 @@ def _rank_intervals(
     level: float,
 ) -> pl.DataFrame:
     frame = _needed(scores, [DUMP_DATE, Col.MODEL, *_TASK_KEY, SCORE])  # the ids are not drawn
-    if frame.schema[INSTANCE_ID] != pl.Categorical:  # Categorical ranks in text order too
-        frame = frame.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
     overall = _scope_table(prep).filter(pl.col(SCOPE) == OVERALL)
     tail = (1.0 - level) / 2.0
     out: list[pl.DataFrame] = []
