@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 import numpy as np
@@ -174,61 +174,31 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     units_coded = units_coded.with_row_index(_UNIT)
     tasks_coded = frame.select(_TASK_KEY).unique().sort(_TASK_KEY).with_row_index(_TASK)
     units, tasks = plain(units_coded), plain(tasks_coded)
-    # A shared instance is a cluster of every unit that faced it (all models, all nights,
-    # both formulas); an episode without an instance is a cluster of its own, shared only by
-    # the same episode under another formula: numbered after the instances, by (night and
-    # model, episode).
-    shared = pl.col(INSTANCE_ID).rank("dense").cast(pl.Int64)  # in text order (``_needed``)
-    order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
-    ranked = pl.col(_SHARED_INSTANCE)
-    alone = pl.col(_PAIR).cast(pl.Int64) * (pl.col(_ORDER).max() + 1) + pl.col(_ORDER)
-    cluster = (
-        pl.when(ranked.is_not_null()).then(ranked).otherwise(ranked.max().fill_null(0) + 1 + alone)
-    )
-    # One plan for the episode-level work (no intermediate copies of the episodes kept).
-    # (The ids are ranked first: their text is not carried through the joins.)
-    coded = (
-        frame.lazy()
-        .with_columns(order.alias(_ORDER), shared.alias(_SHARED_INSTANCE))
-        .drop(Col.EPISODE_ID)
-        .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
-        .join(tasks_coded.lazy(), on=_TASK_KEY)
-    )
-    if list(unit_cols) == [DUMP_DATE, Col.MODEL]:  # units are the pairs: no join
-        coded = coded.with_columns(pl.col(_UNIT).alias(_PAIR))
-    else:
+    pairs = None
+    if list(unit_cols) != [DUMP_DATE, Col.MODEL]:  # else the units are the pairs
         pairs = frame.select(DUMP_DATE, Col.MODEL).unique()
         pairs = pairs.sort(DUMP_DATE, Col.MODEL, nulls_last=True).with_row_index(_PAIR)
-        coded = coded.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
-    episodes = (
-        coded.with_columns(cluster.alias(_CLUSTER))
-        .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
-        .sort(_UNIT, _TASK, _ORDER)
-        .cache()
-    )
-    groups = pl.col(_CLUSTER).n_unique().cast(pl.Float64)
-    cells_plan = (
-        episodes.group_by(_UNIT, _TASK, maintain_order=True)
-        .agg(
-            mean_in_order(pl.col(SCORE), _ORDER).alias(_MEAN),
-            pl.len().alias(_N),
-            # The small-sample factor of the unit's influence values in this task.
-            pl.when(groups > 1).then((groups / (groups - 1.0)).sqrt()).alias(_K),
-        )
-        .sort(_UNIT, _TASK)
-    )
-    atoms_plan = (
-        episodes.join(cells_plan, on=[_UNIT, _TASK], maintain_order="left")
-        .with_columns(((pl.col(SCORE) - pl.col(_MEAN)) / pl.col(_N)).alias(_DEV))
-        .group_by(_UNIT, _TASK, _CLUSTER, maintain_order=True)
-        .agg(pl.col(_DEV).sum(), pl.len().alias(_N))
-    )
-    coded_cells, coded_atoms = pl.collect_all([cells_plan, atoms_plan])
+    # A task's clusters, episode order and terms do not depend on the other tasks: a large
+    # night is digested a task at a time (ranked, joined and sorted whole, 4 M episodes took
+    # 300 MB beyond them), a small one at once (a loop of small plans costs more).
+    parts: list[pl.DataFrame | pl.LazyFrame] = [frame]
+    if frame.height > _ATOMS_AT_ONCE:
+        keys = zip(tasks[Col.CATEGORY].to_list(), tasks[Col.TASK].to_list(), strict=True)
+        parts = [
+            frame.lazy().filter((pl.col(Col.CATEGORY) == c) & (pl.col(Col.TASK) == t))
+            for c, t in keys
+        ]
+    coded_cells, coded_atoms = [], []
+    for part in parts:
+        cells_part, atoms_part = _episode_terms(part, unit_cols, units_coded, tasks_coded, pairs)
+        coded_cells.append(cells_part)
+        coded_atoms.append(atoms_part)
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
-    cells = coded_cells.join(tasks, on=_TASK).select(_UNIT, *_TASK_KEY, _MEAN, _N, _K)
-    cells = cells.sort(_UNIT, *_TASK_KEY)
-    # Atoms stay coded (about one per episode: text keys would double them).
-    atoms = coded_atoms.select(_UNIT, _TASK, _CLUSTER, _DEV, _N)
+    cells = pl.concat(coded_cells).join(tasks, on=_TASK)
+    cells = cells.select(_UNIT, *_TASK_KEY, _MEAN, _N, _K).sort(_UNIT, *_TASK_KEY)
+    # Atoms stay coded (about one per episode: text keys would double them). Their order
+    # across (unit, task) does not matter: every use sorts or groups by them.
+    atoms = pl.concat(coded_atoms).select(_UNIT, _TASK, _CLUSTER, _DEV, _N)
     categories = (
         cells.group_by(_UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
@@ -294,6 +264,69 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     )
 
 
+def _episode_terms(
+    frame: pl.DataFrame | pl.LazyFrame,
+    unit_cols: Sequence[str],
+    units_coded: pl.DataFrame,
+    tasks_coded: pl.DataFrame,
+    pairs: pl.DataFrame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Coded per-cell and per-cluster terms (``_Prepared.cells``, ``.atoms``) of the
+    episodes of ``frame`` (of one task, or all): clusters numbered, episodes in id order."""
+    # A shared instance is a cluster of every unit that faced it (all models, all nights,
+    # both formulas); an episode without an instance is a cluster of its own, shared only by
+    # the same episode under another formula: numbered after the instances, by (night and
+    # model, episode). Numbers are only compared within a task.
+    shared = pl.col(INSTANCE_ID).rank("dense").cast(pl.Int64)  # in text order (``_needed``)
+    order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
+    ranked = pl.col(_SHARED_INSTANCE)
+    alone = pl.col(_PAIR).cast(pl.Int64) * (pl.col(_ORDER).max() + 1) + pl.col(_ORDER)
+    cluster = (
+        pl.when(ranked.is_not_null()).then(ranked).otherwise(ranked.max().fill_null(0) + 1 + alone)
+    )
+    # One plan for the episode-level work (no intermediate copies of the episodes kept).
+    # (The ids are ranked first: their text is not carried through the joins.)
+    coded = (
+        frame.lazy()
+        .with_columns(order.alias(_ORDER), shared.alias(_SHARED_INSTANCE))
+        .drop(Col.EPISODE_ID)
+        .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
+        .join(tasks_coded.lazy(), on=_TASK_KEY)
+    )
+    if pairs is None:  # units are the pairs: no join
+        coded = coded.with_columns(pl.col(_UNIT).alias(_PAIR))
+    else:
+        coded = coded.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+    # Each cluster's episodes together, in id order: its terms are summed in that order
+    # however the night is split (sorted by id alone, a 3-episode cluster's sum differed in
+    # its last bit between a whole night and a task).
+    episodes = (
+        coded.with_columns(cluster.alias(_CLUSTER))
+        .select(_UNIT, _TASK, _ORDER, SCORE, _CLUSTER)
+        .sort(_UNIT, _TASK, _CLUSTER, _ORDER)
+        .cache()
+    )
+    groups = pl.col(_CLUSTER).n_unique().cast(pl.Float64)
+    cells_plan = (
+        episodes.group_by(_UNIT, _TASK, maintain_order=True)
+        .agg(
+            mean_in_order(pl.col(SCORE), _ORDER).alias(_MEAN),
+            pl.len().alias(_N),
+            # The small-sample factor of the unit's influence values in this task.
+            pl.when(groups > 1).then((groups / (groups - 1.0)).sqrt()).alias(_K),
+        )
+        .sort(_UNIT, _TASK)
+    )
+    atoms_plan = (
+        episodes.join(cells_plan, on=[_UNIT, _TASK], maintain_order="left")
+        .with_columns(((pl.col(SCORE) - pl.col(_MEAN)) / pl.col(_N)).alias(_DEV))
+        .group_by(_UNIT, _TASK, _CLUSTER, maintain_order=True)
+        .agg(pl.col(_DEV).sum(), pl.len().alias(_N))
+    )
+    cells, atoms = pl.collect_all([cells_plan, atoms_plan])
+    return cells, atoms
+
+
 def _variances(prep: _Prepared, contrasts: pl.DataFrame) -> pl.DataFrame:
     """Per contrast (``_CID``; rows ``_UNIT``, ``_COEF``, ``SCOPE``): the variance of
     ``Σ coef × score(unit, scope)`` with the tasks fixed (``_VAR``, instance clusters) and
@@ -329,10 +362,10 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     weights = weights.join(prep.tasks, on=_TASK_KEY)
     # Sorted before every sum, so that the same input gives the same bits (a join's rows
     # come in any order).
-    own = prep.atoms.group_by(_UNIT, _TASK, maintain_order=True).agg(
-        (pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e")
-    )
-    terms = weights.join(own, on=[_UNIT, _TASK]).sort(_CID, *_TASK_KEY, _UNIT)
+    # (Lazy: polars' eager group_by of millions of rows holds every group's row indices.)
+    per_cell = prep.atoms.lazy().group_by(_UNIT, _TASK, maintain_order=True)
+    own = per_cell.agg((pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e"))
+    terms = weights.join(own.collect(), on=[_UNIT, _TASK]).sort(_CID, *_TASK_KEY, _UNIT)
     self_part = terms.group_by(_CID, maintain_order=True).agg(
         _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
         pl.col("__e").sum().alias(_TOTAL),
@@ -375,10 +408,10 @@ def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame
     """Per pair of units (``needed``) and task: ``Σ_g D_a,g D_b,g`` over their shared
     clusters, how many, and the episodes on them (``_pair_fixed``), from ``atoms``."""
     # Only clusters that more than one unit has can pair two units.
-    multi = atoms.group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
-    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
+    multi = atoms.lazy().group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
+    shared = atoms.lazy().join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
     return (
-        shared.join(needed, on=_UNIT)
+        shared.join(needed.lazy(), on=_UNIT)
         .join(
             shared,
             left_on=[_UNIT + "_b", _TASK, _CLUSTER],
@@ -392,6 +425,7 @@ def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame
             pl.len().alias(N_PAIRS),
             (pl.col(_N) + pl.col(_N + "_b")).sum().alias(_SHARED),
         )
+        .collect()
     )
 
 
@@ -537,10 +571,11 @@ def comparisons_and_rank_intervals(
     """(``model_comparisons``, ``rank_intervals``) of the same scores, the episodes
     prepared once for both (a night's tables need both)."""
     prep = _prepare(scores, [DUMP_DATE, Col.MODEL])
-    return (
-        _comparisons(prep, alpha, power),
-        _rank_intervals(prep, scores, resamples, seed, level),
-    )
+    comparisons = _comparisons(prep, alpha, power)
+    # The rank bootstrap reads the scopes' scores, not the per-cluster terms (about one
+    # per episode): freed before it.
+    prep = replace(prep, atoms=prep.atoms.clear())
+    return comparisons, _rank_intervals(prep, scores, resamples, seed, level)
 
 
 def _comparisons(prep: _Prepared, alpha: float, power: float) -> pl.DataFrame:
@@ -697,7 +732,12 @@ def _rank_intervals(
         # task means per replicate: [model][(category, task)] -> array (resamples,)
         replicate_tasks: dict[tuple[str, str], np.ndarray] = {}
         present: dict[tuple[str, str], np.ndarray] = {}
-        for (category, task), cell in night.group_by(_TASK_KEY, maintain_order=True):
+        # A task at a time, filtered (polars' eager group_by holds every group's row
+        # indices: 300 MB for 4 M episodes).
+        in_night = night.select(_TASK_KEY).unique(maintain_order=True)
+        for category, task in zip(in_night[Col.CATEGORY], in_night[Col.TASK], strict=True):
+            in_task = (pl.col(Col.CATEGORY) == category) & (pl.col(Col.TASK) == task)
+            cell = night.lazy().filter(in_task).collect()
             means, has = _task_replicates(cell, index, resamples, seed, (date, category, task))
             replicate_tasks[(str(category), str(task))] = means
             present[(str(category), str(task))] = has

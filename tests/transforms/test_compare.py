@@ -715,3 +715,46 @@ def test_comparisons_and_rank_intervals_prepared_once_equal_each_alone() -> None
     both = comparisons_and_rank_intervals(frame, resamples=50, seed=7)
     assert_frame_equal(both[0], model_comparisons(frame))
     assert_frame_equal(both[1], rank_intervals(frame, resamples=50, seed=7))
+
+
+def _large_night_cases() -> dict[str, object]:
+    """Every entry point that prepares episodes, on nights with shared and lone episodes,
+    several models, nights and tasks (one model missing a task)."""
+    from transforms.compare import comparisons_and_rank_intervals
+
+    rng = np.random.default_rng(31)
+    nights = simulate(rng, nights=3, models=("a", "b", "c"), shared=6, alone=4)
+    nights = nights.filter(~((pl.col("model") == "c") & (pl.col("task") == "t2")))
+    last = nights.filter(pl.col("dump_date") == nights["dump_date"].max())
+    # Every score moved a little, and a (last) enough to pass the others: ranks change.
+    lift = pl.when(pl.col("model") == "a").then(0.3).otherwise(0.0)
+    moved = last.with_columns(
+        (pl.col("score") + 0.01 * pl.col("score").sin() + lift).alias("score")
+    )
+    return {
+        "comparisons_and_rank_intervals": lambda: comparisons_and_rank_intervals(
+            mixed_design(5), resamples=40, seed=3
+        ),
+        "regressions": lambda: regressions(nights, baseline="mean", k=2),
+        "rescore_significance": lambda: rescore_significance(last, moved),
+        "rescore_rank_changes": lambda: rescore_rank_changes(last, moved),
+    }
+
+
+@pytest.mark.parametrize("entry", list(_large_night_cases()))
+def test_a_large_night_digested_a_task_at_a_time_equals_one_pass(
+    entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large night is prepared, its clusters paired and its rank bootstrap drawn a task
+    (or a block of draws) at a time; a small one at once. The same bits either way."""
+    from transforms import compare
+
+    at_once = _large_night_cases()[entry]()  # type: ignore[operator]
+    monkeypatch.setattr(compare, "_ATOMS_AT_ONCE", 0)
+    monkeypatch.setattr(compare, "_DRAWS_AT_ONCE", 7)
+    piecewise = _large_night_cases()[entry]()  # type: ignore[operator]
+    tables = at_once if isinstance(at_once, tuple) else (at_once,)
+    pieces = piecewise if isinstance(piecewise, tuple) else (piecewise,)
+    assert all(table.height > 0 for table in tables)
+    for table, piece in zip(tables, pieces, strict=True):
+        assert_frame_equal(table, piece, check_exact=True)
