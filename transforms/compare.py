@@ -362,10 +362,10 @@ def _pair_fixed(prep: _Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     weights = weights.join(prep.tasks, on=_TASK_KEY)
     # Sorted before every sum, so that the same input gives the same bits (a join's rows
     # come in any order).
-    # (Lazy: polars' eager group_by of millions of rows holds every group's row indices.)
-    per_cell = prep.atoms.lazy().group_by(_UNIT, _TASK, maintain_order=True)
-    own = per_cell.agg((pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e"))
-    terms = weights.join(own.collect(), on=[_UNIT, _TASK]).sort(_CID, *_TASK_KEY, _UNIT)
+    own = prep.atoms.group_by(_UNIT, _TASK, maintain_order=True).agg(
+        (pl.col(_DEV) ** 2).sum().alias("__s"), pl.col(_N).sum().alias("__e")
+    )
+    terms = weights.join(own, on=[_UNIT, _TASK]).sort(_CID, *_TASK_KEY, _UNIT)
     self_part = terms.group_by(_CID, maintain_order=True).agg(
         _sum_or_null(pl.col(_VALUE) ** 2 * pl.col("__s"), _VAR),
         pl.col("__e").sum().alias(_TOTAL),
@@ -408,10 +408,10 @@ def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame
     """Per pair of units (``needed``) and task: ``Σ_g D_a,g D_b,g`` over their shared
     clusters, how many, and the episodes on them (``_pair_fixed``), from ``atoms``."""
     # Only clusters that more than one unit has can pair two units.
-    multi = atoms.lazy().group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
-    shared = atoms.lazy().join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
+    multi = atoms.group_by(_TASK, _CLUSTER).agg(pl.len().alias("__units"))
+    shared = atoms.join(multi.filter(pl.col("__units") > 1), on=[_TASK, _CLUSTER])
     return (
-        shared.join(needed.lazy(), on=_UNIT)
+        shared.join(needed, on=_UNIT)
         .join(
             shared,
             left_on=[_UNIT + "_b", _TASK, _CLUSTER],
@@ -425,7 +425,6 @@ def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame
             pl.len().alias(N_PAIRS),
             (pl.col(_N) + pl.col(_N + "_b")).sum().alias(_SHARED),
         )
-        .collect()
     )
 
 
