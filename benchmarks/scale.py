@@ -459,13 +459,18 @@ def _stream_since(index: int, dask_scheduler: Any = None) -> list[dict[str, Any]
     ]
 
 
+# The function ``flows.runs.dask_mapper`` submits one task per file (its key names it): it
+# scores the file and stages its rows.
+FILE_TASK = "score_and_stage"
+
+
 def task_seconds(tasks: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Compute seconds per score_file task (and by worker), from the task stream."""
+    """Compute seconds per file task (``FILE_TASK``; and by worker), from the task stream."""
     compute = []
     by_worker: dict[str, float] = {}
     span = [math.inf, -math.inf]
     for task in tasks:
-        if "score_file" not in task["key"]:
+        if FILE_TASK not in task["key"]:
             continue
         seconds = sum(
             s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute"
@@ -737,7 +742,7 @@ def fit_model(runs: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str,
     """The cost model's parameters, from the 1-worker cluster's runs on the nights of
     ``sizes`` (two or more; medians over rounds, then least-squares lines through them):
 
-    - rows per second per core: rows over the summed compute time of the ``score_file``
+    - rows per second per core: rows over the summed compute time of the ``FILE_TASK``
       tasks (one worker, one thread, ``POLARS_MAX_THREADS=1``);
     - map overhead: ``files_s`` beyond the tasks' compute (a client per night, scheduling,
       each file's result shipped to the driver), a line in the files of the night;
@@ -1140,7 +1145,7 @@ def report(results: dict[str, Any]) -> str:
                 [
                     "rows per second per core (scoring)",
                     f"{model['rows_per_s_per_core']:,.0f}",
-                    "rows / summed compute of the score_file tasks",
+                    "rows / summed compute of the score_and_stage tasks",
                 ],
                 [
                     "map overhead",

@@ -135,6 +135,27 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
+def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
+    dask_cluster,
+    dump: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """benchmarks/scale.py fits its cost model on the compute time of the file tasks it finds
+    by name in the scheduler's task stream (it found none once the mapper's task was
+    renamed, and the fit divided by zero)."""
+    from distributed import Client
+
+    from benchmarks.scale import _stream_index, _stream_since, task_seconds
+    from flows.io import discover
+
+    with Client(dask_cluster.scheduler_address) as client:
+        index = client.run_on_scheduler(_stream_index)
+        runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
+        seconds = task_seconds(client.run_on_scheduler(_stream_since, index))
+    assert seconds["tasks"] == len(discover(dump))
+    assert seconds["compute_sum_s"] > 0
+
+
 def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -> None:
     """Importing cogscore's flows in a fresh process sets polars' allocator to return freed
     memory within a second (README "Round two"); a value the user set is kept."""
