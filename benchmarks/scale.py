@@ -1230,9 +1230,9 @@ def report(results: dict[str, Any]) -> str:
             f"\nA night of {BILLION:,} rows is {files:,} files of the measured size: one commit "
             f"of them all would take about {files * worst:.1f} s per table at the slowest rate "
             "measured here (each file staged once per partition it spans; the files' own "
-            "writing is not in this figure). In today's path the commit is not separate: "
-            "`write_s` (validation, data files and commit of every table, in the driver) is "
-            "the write cost per file in the model above."
+            "writing is not in this figure). In a run it is part of `write_s` (the commit of "
+            "the staged episode rows, then validation, data files and commit of the night's "
+            "other tables, in the driver), the write cost per file in the model above."
         )
 
     out.append(
@@ -1251,8 +1251,10 @@ def report(results: dict[str, Any]) -> str:
         out.append(checks(holdout, {k: v for k, v in groups.items() if k[1] == largest}, set()))
     out.append(
         f"\n## Projection: one night of {BILLION:,} rows\n\nFiles of the measured size; each "
-        "worker one core, the driver a core of its own; local disk; today's design (the "
-        "driver gathers every file's result, then aggregates and writes the night):\n"
+        "worker one core, the driver a core of its own; local disk; each worker scores its "
+        "files and stages their episode rows, the driver gathers every file's slim result "
+        "(a few columns an episode; a Dask worker holds its files' until they are "
+        "gathered), reduces the night, writes its other tables and commits:\n"
     )
     lines = []
     for workers in PROJECTED_WORKERS:
@@ -1287,15 +1289,15 @@ def report(results: dict[str, Any]) -> str:
         )
     )
     p = predict(model, BILLION, PROJECTED_WORKERS[-1])
+    fits = "within" if p["driver_peak_mib"] < 24 * 1024 else "more than"
     out.append(
-        f"\nThe serial part ({p['serial_s'] / 60:.1f} min: every file's result shipped to the "
-        "driver, then assembling, aggregating and writing every episode's row in that one "
-        f"process) does not shrink with workers: from {_crossover(model, BILLION)} workers on "
-        "it is most of the night. The driver's memory, "
-        f"{p['driver_peak_mib'] / 1024:.0f} GiB, is every episode's result held at once: more "
-        "than this machine's 24 GiB whatever the workers. Both are what issue 17's write path "
-        "(rows written where they are scored, only a few columns reaching the reduction) "
-        "removes; this model describes today's code."
+        f"\nThe serial part ({p['serial_s'] / 60:.1f} min: every file's slim result shipped to "
+        "the driver, then assembling, aggregating, comparing and committing the night in that "
+        f"one process) does not shrink with workers: from {_crossover(model, BILLION)} "
+        "workers on it is most of the night. The driver's memory, "
+        f"{p['driver_peak_mib'] / 1024:.1f} GiB ({fits} this machine's 24 GiB), is the "
+        "night's slim results held at once and the reduction's working set, "
+        f"{model['driver_bytes_per_episode']:.0f} bytes an episode as fitted."
     )
     return "\n".join(out)
 
