@@ -122,7 +122,7 @@ _SEP: Final = "\x1f"
 _TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
 _SHARED_INSTANCE: Final = "__instance"  # the episode's instance, numbered (null: none)
 _DRAWS_AT_ONCE: Final = 1_000_000  # rank bootstrap: counts drawn at once (replicates x profiles)
-_ATOMS_AT_ONCE: Final = 1_000_000  # comparisons: per-cluster terms paired at once
+_ATOMS_AT_ONCE: Final = 1_000_000  # comparisons: episodes prepared, cluster terms paired, at once
 
 
 def _sum_or_null(value: pl.Expr, name: str) -> pl.Expr:
@@ -196,8 +196,9 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
     cells = pl.concat(coded_cells).join(tasks, on=_TASK)
     cells = cells.select(_UNIT, *_TASK_KEY, _MEAN, _N, _K).sort(_UNIT, *_TASK_KEY)
-    # Atoms stay coded (about one per episode: text keys would double them). Their order
-    # across (unit, task) does not matter: every use sorts or groups by them.
+    # Atoms stay coded (about one per episode: text keys would double them). In (unit, task,
+    # cluster) order, or task by task where split: either way each (unit, task) is contiguous,
+    # which keeps polars' sums over it in order (over scattered rows they are not stable).
     atoms = pl.concat(coded_atoms).select(_UNIT, _TASK, _CLUSTER, _DEV, _N)
     categories = (
         cells.group_by(_UNIT, Col.CATEGORY, maintain_order=True)
