@@ -37,6 +37,9 @@ STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
 ROWS: Final = "rows"
+# A value in [0, 1], checked as one range (pandera runs each check as its own query: two
+# checks, ge and le, cost twice as much per table written).
+UNIT_INTERVAL: Final = {"min_value": 0.0, "max_value": 1.0}
 
 
 class EpisodeStatus(StrEnum):
@@ -146,12 +149,12 @@ class EpisodeScores(pa.DataFrameModel):
     efficiency: float = pa.Field(nullable=True)
     success: bool = pa.Field(nullable=True)
     steps: pl.Int64 = pa.Field(nullable=True, ge=0)
-    progress: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    transfer: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    asymptote: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    trajectory: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    consistency: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    positional: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    progress: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    transfer: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    asymptote: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    trajectory: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    consistency: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    positional: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
     feedback_out_of_range: pl.Int64 = pa.Field(ge=0)
     n_rows: pl.Int64 = pa.Field(ge=1)
     file: str
@@ -278,7 +281,7 @@ class RescoreDiff(pa.DataFrameModel):
     se: float = pa.Field(nullable=True, ge=0.0)
     ci_low: float = pa.Field(nullable=True)
     ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
     mde: float = pa.Field(nullable=True, ge=0.0)
     n_pairs: pl.Int64 = pa.Field(nullable=True, ge=0)
     paired: str = pa.Field(nullable=True, isin=list(PAIRINGS))
@@ -310,8 +313,8 @@ class ModelComparisons(pa.DataFrameModel):
     se_tasks: float = pa.Field(nullable=True, ge=0.0)
     ci_low: float = pa.Field(nullable=True)
     ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    p_holm: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    p_holm: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
     verdict: str = pa.Field(isin=list(VERDICTS))
     mde: float = pa.Field(nullable=True, ge=0.0)
     scorer_version: str
@@ -339,8 +342,8 @@ class Regressions(pa.DataFrameModel):
     se: float = pa.Field(nullable=True, ge=0.0)
     ci_low: float = pa.Field(nullable=True)
     ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, ge=0.0, le=1.0)
-    q_bh: float = pa.Field(nullable=True, ge=0.0, le=1.0)
+    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
+    q_bh: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
     mde: float = pa.Field(nullable=True, ge=0.0)
     margin: float = pa.Field(nullable=True, ge=0.0)
     n_pairs: pl.Int64 = pa.Field(ge=0)
