@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -183,11 +183,7 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
     # 300 MB beyond them), a small one at once (a loop of small plans costs more).
     parts: list[pl.DataFrame | pl.LazyFrame] = [frame]
     if frame.height > _ATOMS_AT_ONCE:
-        keys = zip(tasks[Col.CATEGORY].to_list(), tasks[Col.TASK].to_list(), strict=True)
-        parts = [
-            frame.lazy().filter((pl.col(Col.CATEGORY) == c) & (pl.col(Col.TASK) == t))
-            for c, t in keys
-        ]
+        parts = [episodes for _, _, episodes in _each_task(frame, tasks)]
     coded_cells, coded_atoms = [], []
     for part in parts:
         cells_part, atoms_part = _episode_terms(part, unit_cols, units_coded, tasks_coded, pairs)
@@ -263,6 +259,16 @@ def _prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> _
         categories.select(_UNIT, Col.CATEGORY, _CAT_SCORE),
         tasks,
     )
+
+
+def _each_task(frame: pl.DataFrame, keys: pl.DataFrame) -> Iterator[tuple[str, str, pl.LazyFrame]]:
+    """Each task of ``keys`` (category, task) and ``frame``'s episodes of it, filtered
+    lazily: a task at a time without a partitioned copy of the whole frame, nor polars'
+    eager group iteration (which holds every group's row indices: 300 MB for 4 M
+    episodes)."""
+    for category, task in zip(keys[Col.CATEGORY].to_list(), keys[Col.TASK].to_list(), strict=True):
+        in_task = (pl.col(Col.CATEGORY) == category) & (pl.col(Col.TASK) == task)
+        yield category, task, frame.lazy().filter(in_task)
 
 
 def _episode_terms(
@@ -732,12 +738,9 @@ def _rank_intervals(
         # task means per replicate: [model][(category, task)] -> array (resamples,)
         replicate_tasks: dict[tuple[str, str], np.ndarray] = {}
         present: dict[tuple[str, str], np.ndarray] = {}
-        # A task at a time, filtered (polars' eager group_by holds every group's row
-        # indices: 300 MB for 4 M episodes).
         in_night = night.select(_TASK_KEY).unique(maintain_order=True)
-        for category, task in zip(in_night[Col.CATEGORY], in_night[Col.TASK], strict=True):
-            in_task = (pl.col(Col.CATEGORY) == category) & (pl.col(Col.TASK) == task)
-            cell = night.lazy().filter(in_task).collect()
+        for category, task, episodes in _each_task(night, in_night):
+            cell = episodes.collect()
             means, has = _task_replicates(cell, index, resamples, seed, (date, category, task))
             replicate_tasks[(str(category), str(task))] = means
             present[(str(category), str(task))] = has
