@@ -85,6 +85,35 @@ def test_prefect_flows_give_the_local_tables(prefect_home: Path, tmp_path: Path)
     assert_rescore_diff(tmp_path / "flow", tmp_path / "local", "2026-12-01")
 
 
+def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
+    prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prefect's default task runner starts every submitted task at once: every file of a
+    night in memory together (a night of 1.5 M episodes peaked at 19 GiB). The flows score
+    ``FILES_AT_ONCE`` files at a time, as the local engine does."""
+    import threading
+    import time
+
+    from flows import prefect_flows, runs
+
+    real, lock, running, most = prefect_flows.score_file, threading.Lock(), [0], [0]
+
+    def counted(*args: object, **kwargs: object) -> object:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            time.sleep(0.3)  # long enough for every file's task to have started, if allowed
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(prefect_flows, "score_file", counted)
+    cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
+    assert most[0] == runs.FILES_AT_ONCE
+
+
 def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(model, category or "overall") -> (old, new) score of a rescore of ``night`` to
     procedural v1, computed from a v2 run's episode scores with the README's definitions:
