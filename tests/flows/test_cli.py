@@ -114,6 +114,72 @@ def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
     assert most[0] == runs.FILES_AT_ONCE
 
 
+def test_the_prefect_flows_stage_each_file_before_scoring_more(
+    prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scored file's rows wait for their staging in memory: no more of them at a time
+    than files scored at once. Mapped as a scoring task then a staging task, every file of
+    a night was scored before the first was staged (1.5 GiB at 1.5 M episodes, 0.74 on the
+    local engine)."""
+    import threading
+
+    from flows import prefect_flows, runs
+
+    score, stage = prefect_flows.score_file, prefect_flows.stage
+    lock, waiting, most = threading.Lock(), [0], [0]
+
+    def scored(*args: object, **kwargs: object) -> object:
+        part = score(*args, **kwargs)  # type: ignore[arg-type]
+        with lock:
+            waiting[0] += 1
+            most[0] = max(most[0], waiting[0])
+        return part
+
+    def staged(*args: object, **kwargs: object) -> object:
+        with lock:
+            waiting[0] -= 1
+        return stage(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prefect_flows, "score_file", scored)
+    monkeypatch.setattr(prefect_flows, "stage", staged)
+    cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
+    assert waiting[0] == 0 and 1 <= most[0] <= runs.FILES_AT_ONCE
+
+
+def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
+    prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prefect keeps a persisted task result in memory for the flow run unless told not
+    to: every file's scored rows (the cached scoring) stayed to the end of the night
+    (1.3 GiB at 1.5 M episodes against 0.87). When a night's parts are assembled, no
+    file's full scores are alive any more."""
+    import gc
+    import weakref
+
+    from flows import prefect_flows, runs
+
+    score, assemble = prefect_flows.score_file, runs.assemble
+    scored: list[weakref.ref[object]] = []
+    alive: list[int] = []
+
+    def tracked(*args: object, **kwargs: object) -> object:
+        part = score(*args, **kwargs)  # type: ignore[arg-type]
+        scored.append(weakref.ref(part.scores))
+        return part
+
+    def assembling(*args: object, **kwargs: object) -> object:
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in scored))
+        return assemble(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prefect_flows, "score_file", tracked)
+    monkeypatch.setattr(runs, "assemble", assembling)
+    cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
+    nights = {p.parent.name for p in EXAMPLE_DUMP.rglob("*.parquet")}
+    assert len(scored) == len(list(EXAMPLE_DUMP.rglob("*.parquet")))
+    assert alive == [0] * len(nights)
+
+
 def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(model, category or "overall") -> (old, new) score of a rescore of ``night`` to
     procedural v1, computed from a v2 run's episode scores with the README's definitions:
