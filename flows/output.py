@@ -45,6 +45,7 @@ from schemas.tables import (
     RescoreDiff,
     TaskScores,
 )
+from schemas.validation import validate
 
 EPISODE_SCORES: Final = "episode_scores"
 REJECTS: Final = "rejects"
@@ -312,7 +313,7 @@ class Writer:
         """Validate ``frame`` (pandera, data included) and make it night ``night`` of
         ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
         model, partitions, order = TABLES[table]
-        model.validate(frame, lazy=True)
+        validate(model, frame)  # one query; pandera's report if it fails
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
             try:

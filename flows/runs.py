@@ -70,6 +70,7 @@ from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.formulas import VERSIONS, chosen, describe, resolve
 from schemas.tables import RULES
+from schemas.validation import validate
 from transforms.aggregate import Bootstrap
 from transforms.compact import plain
 from transforms.compare import rescore_significance
@@ -327,7 +328,7 @@ class DryRun:
     nothing, records nothing."""
 
     def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        TABLES[table][0].validate(frame, lazy=True)
+        validate(TABLES[table][0], frame)
 
     def night_done(self) -> None:
         pass

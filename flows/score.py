@@ -53,6 +53,7 @@ from schemas.tables import (
     EpisodeScores,
     EpisodeStatus,
 )
+from schemas.validation import validate
 from transforms.aggregate import Bootstrap, component_sums
 from transforms.compact import compact
 from transforms.duplicates import KEY as DUPLICATE_KEY
@@ -267,7 +268,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     staged = None
     if scores.height:
         table = with_provenance(scores, SCORER_VERSION, {target.night: target.fingerprint})
-        EpisodeScores.validate(table, lazy=True)
+        validate(EpisodeScores, table)  # one query; pandera's report if it fails
         staged = delta.write_data_files(
             target.location,
             EPISODE_SCORES_TABLE,

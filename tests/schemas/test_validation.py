@@ -1,0 +1,173 @@
+"""``schemas.validation``: one query says what pandera says, and pandera reports failures.
+
+The frames are the tables of a real run of the example dump, then changed at random: a value
+set to null, NaN, out of range or unknown, a row repeated, a column dropped, moved, added
+or of another dtype. On each, the one-query answer must equal pandera's own validation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandera.errors
+import pandera.polars as pa
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flows.output import CORE_TABLES, TABLES
+from flows.runs import local_mapper, score
+from schemas.validation import _passes, _schema, validate
+from tests.tables import read_table
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
+    """Each core table of a run of the example dump, as its model lays it out."""
+    out = tmp_path_factory.mktemp("out")
+    score(EXAMPLE_DUMP, out, (), local_mapper)
+    laid_out = {}
+    for name in CORE_TABLES:
+        frame, schema = read_table(out, name), _schema(TABLES[name][0])
+        if not any(c.regex for c in schema.columns.values()):  # read back, the partition
+            frame = frame.select(list(schema.columns))  # columns come last
+        laid_out[name] = frame
+    return laid_out
+
+
+def pandera_passes(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> bool:
+    try:
+        model.validate(frame, lazy=True)
+    except pandera.errors.SchemaErrors:
+        return False
+    return True
+
+
+def test_every_table_of_a_run_passes_in_one_query(tables: dict[str, pl.DataFrame]) -> None:
+    for name, frame in tables.items():
+        model = TABLES[name][0]
+        assert frame.height > 0 or name == "regressions", name
+        assert pandera_passes(model, frame), name
+        assert _passes(_schema(model), frame), name
+
+
+VALUES: dict[type[pl.DataType], list[object]] = {
+    pl.Float64: [None, math.nan, math.inf, -math.inf, -0.5, 0.0, 1.0, 1.5, 1e300],
+    pl.Int64: [None, -1, 0, 1, 2, 10**9],
+    pl.String: [None, "", "concept_formation", "no-such-category", "rejected"],
+    pl.Boolean: [None, True, False],
+    pl.UInt32: [None, 0, 1, 7],
+}
+
+
+AWKWARD: dict[type[pl.DataType], list[object]] = {
+    pl.Float64: [None, math.nan, -0.5, 1.5],
+    pl.Int64: [None, -1, 0],
+    pl.String: [None, "no-such-category"],
+    pl.Boolean: [None],
+}
+OTHER_DTYPE: dict[type[pl.DataType], pl.DataType] = {
+    pl.Float64: pl.Float32(),
+    pl.Int64: pl.Int32(),
+    pl.String: pl.Categorical(),
+    pl.Boolean: pl.Int8(),
+}
+SWEPT = ("episode_scores", "rejects")  # validated per file on the workers: the hot path
+
+
+def test_every_column_set_awkward_or_cast_answers_as_pandera(
+    tables: dict[str, pl.DataFrame],
+) -> None:
+    """Each column of the tables the workers validate, its first value made null, NaN,
+    out of range or unknown, or the column cast to a neighbouring dtype."""
+    for name in SWEPT:
+        frame, model = tables[name].head(3), TABLES[name][0]
+        for column, dtype in frame.schema.items():
+            first = pl.int_range(pl.len()) == 0
+            changed = [
+                frame.with_columns(
+                    pl.when(first)
+                    .then(pl.lit(v, dtype=dtype))
+                    .otherwise(pl.col(column))
+                    .alias(column)
+                )
+                for v in AWKWARD.get(type(dtype), [])
+            ]
+            if type(dtype) in OTHER_DTYPE:
+                changed.append(frame.with_columns(pl.col(column).cast(OTHER_DTYPE[type(dtype)])))
+            for each in changed:
+                assert _passes(_schema(model), each) == pandera_passes(model, each), (
+                    name,
+                    column,
+                    each.row(0),
+                )
+
+
+@st.composite
+def changed(draw: st.DrawFn, tables: dict[str, pl.DataFrame]) -> tuple[str, pl.DataFrame]:
+    """A table of the run with one random change."""
+    name = draw(st.sampled_from(sorted(n for n, t in tables.items() if t.height)))
+    frame = tables[name]
+    column = draw(st.sampled_from(frame.columns))
+    dtype = frame.schema[column]
+    change = draw(
+        st.sampled_from(["value", "value", "value", "repeat", "drop", "move", "add", "cast"])
+    )
+    if change == "repeat":
+        row = draw(st.integers(0, frame.height - 1))
+        return name, pl.concat([frame, frame.slice(row, 1)])
+    if change == "drop":
+        return name, frame.drop(column)
+    if change == "move":
+        return name, frame.select(*(c for c in frame.columns if c != column), column)
+    if change == "add":
+        return name, frame.with_columns(pl.lit(1).alias("extra"))
+    if change == "cast" and not dtype.is_nested():
+        other = draw(st.sampled_from([pl.String, pl.Float32, pl.Int32, pl.Float64, pl.Int64]))
+        return name, frame.with_columns(pl.col(column).cast(other, strict=False))
+    values = VALUES.get(type(dtype), [None])
+    value = draw(st.sampled_from(values))
+    row = draw(st.integers(0, frame.height - 1))
+    at_row = pl.int_range(pl.len()) == row
+    new = pl.when(at_row).then(pl.lit(value, dtype=dtype)).otherwise(pl.col(column))
+    return name, frame.with_columns(new.alias(column))
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_one_query_answers_as_pandera_on_changed_tables(
+    tables: dict[str, pl.DataFrame], data: st.DataObject
+) -> None:
+    name, frame = data.draw(changed(tables))
+    model = TABLES[name][0]
+    expected = pandera_passes(model, frame)
+    assert _passes(_schema(model), frame) == expected
+    if expected:
+        assert validate(model, frame) is frame
+    else:
+        with pytest.raises(pandera.errors.SchemaErrors):
+            validate(model, frame)
+
+
+def test_a_fresh_process_validates_before_pandera_ever_has() -> None:
+    """pandera registers its polars checks on its first validation: a Dask worker's first
+    file reaches ``validate`` before that."""
+    import subprocess
+    import sys
+
+    code = (
+        "import polars as pl, pandera.polars as pa\n"
+        "from schemas.validation import validate\n"
+        "class Scores(pa.DataFrameModel):\n"
+        "    score: float = pa.Field(ge=0)\n"
+        "print(validate(Scores, pl.DataFrame({'score': [0.5]})).height)\n"
+    )
+    root = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
