@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 import time
@@ -12,6 +14,8 @@ import deltalake
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.storage import delta, objects
 from flows.storage.errors import LegacyLayout, StorageError
@@ -337,3 +341,61 @@ def test_reads_conform_to_the_table_model_whatever_version():
     read = conform("model_scores", shuffled.lazy()).collect()
     assert read.columns == [*model.columns, "extra"]
     assert read.schema == {**model.schema, "extra": pl.Int32}
+
+
+def reference_stats(frame: pl.DataFrame) -> dict[str, object]:
+    """A data file's Delta statistics as this project writes them, value by value: null
+    counts of flat columns; minimum and maximum of integers, of floats without NaN, of
+    dates (as text) and of strings of at most 64 characters."""
+    minimum: dict[str, object] = {}
+    maximum: dict[str, object] = {}
+    nulls: dict[str, int] = {}
+    for name, dtype in frame.schema.items():
+        if dtype.is_nested():
+            continue
+        values = frame.get_column(name).to_list()
+        present = [v for v in values if v is not None]
+        nulls[name] = len(values) - len(present)
+        if not present:
+            continue
+        floats_ok = dtype.is_float() and not any(math.isnan(v) for v in present)
+        short = dtype == pl.String and max(len(v) for v in present) <= 64
+        if dtype.is_integer() or floats_ok or short:
+            minimum[name], maximum[name] = min(present), max(present)
+        elif dtype == pl.Date:
+            minimum[name], maximum[name] = str(min(present)), str(max(present))
+    return {
+        "numRecords": frame.height,
+        "minValues": minimum,
+        "maxValues": maximum,
+        "nullCount": nulls,
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.none() | st.integers(-(2**63), 2**63 - 1),
+            st.none() | st.sampled_from([math.nan, -0.0, 0.0, math.inf]) | st.floats(),
+            st.none() | st.text(max_size=3) | st.text(min_size=63, max_size=66),
+            st.none() | st.dates(),
+            st.none() | st.booleans(),
+            st.none() | st.lists(st.text(max_size=3), max_size=2),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_data_files_statistics_are_its_values(rows: list[tuple[object, ...]]) -> None:
+    """Readers skip files by these statistics: one wrong bound hides rows from a query."""
+    schema = {
+        "n": pl.Int64,
+        "x": pl.Float64,
+        "s": pl.String,
+        "d": pl.Date,
+        "b": pl.Boolean,
+        "l": pl.List(pl.String),
+    }
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
+    assert json.loads(delta._stats(frame)) == reference_stats(frame)
