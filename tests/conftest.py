@@ -21,6 +21,19 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="cogscore-tests-prefect-")
 
 
+@pytest.fixture(autouse=True)
+def storage_options_stay_in_their_test() -> Iterator[None]:
+    """``--storage-option`` (and a flow's ``storage_options``) become the process's
+    ``COGSCORE_STORAGE_OPTIONS``: a command is one process, but the tests run commands and
+    flows in this one, and one test's options must not reach the next."""
+    saved = os.environ.get("COGSCORE_STORAGE_OPTIONS")
+    yield
+    if saved is None:
+        os.environ.pop("COGSCORE_STORAGE_OPTIONS", None)
+    else:
+        os.environ["COGSCORE_STORAGE_OPTIONS"] = saved
+
+
 @pytest.fixture(scope="session")
 def prefect_api() -> Iterator[str]:
     """One temporary Prefect API server for the session (it takes 15-25 s to start)."""
