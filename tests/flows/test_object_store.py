@@ -108,11 +108,12 @@ def test_vacuum_on_the_command_line(tmp_path: Path) -> None:
     assert "give days or hours" in cli("vacuum", out, "--retain", "soon", code=2)
 
 
-def upload(server: S3Server, dump: Path) -> str:
-    """The dump's files (and markers) into a fresh bucket: its s3:// root."""
+def upload(server: S3Server, dump: Path, bucket: str | None = None) -> str:
+    """The dump's files (and markers) into a fresh bucket (or into ``bucket``, beside what
+    it holds): its s3:// root."""
     import boto3
 
-    bucket = server.create_bucket()
+    bucket = bucket or server.create_bucket()
     client = boto3.client(
         "s3",
         endpoint_url=server.endpoint,
@@ -297,3 +298,40 @@ def test_a_dump_object_s_footer_is_fetched_once_and_only_its_columns_read(
     assert [g for g in gets if g is not None and g.startswith("bytes=-")] == [gets[0]]
     assert None not in gets  # no GET of the whole object
     assert all(g.startswith("bytes=") for g in gets if g is not None) and len(gets) >= 2
+
+
+def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
+    s3_env: S3Server, prefect_home: Path, tmp_path: Path
+) -> None:
+    """The production path: the Prefect engine, nightly, the dump and OUT in a bucket, a
+    night delivered after another into an output that holds the first."""
+    import shutil
+
+    nights = sorted(p.name for p in EXAMPLE_DUMP.iterdir() if p.name.startswith("dump_date="))
+    first = tmp_path / "first" / nights[0]
+    shutil.copytree(EXAMPLE_DUMP / nights[0], first)
+    root = upload(s3_env, first.parent)
+    out = f"s3://{s3_env.create_bucket()}/cogscore"
+    nightly = ["nightly", root, "--out", out, "--engine", "prefect"]
+    # Not ``cli``: Prefect's console log handler keeps the stream of an earlier in-process
+    # command, closed by then, and prints a logging error (a command is its own process).
+    assert CliRunner().invoke(app, nightly).exit_code == 0
+    later = tmp_path / "later" / nights[1]
+    shutil.copytree(EXAMPLE_DUMP / nights[1], later)
+    upload(s3_env, later.parent, bucket=root.removeprefix("s3://").split("/")[0])
+    second = CliRunner().invoke(app, nightly)
+    assert second.exit_code == 0, second.output
+    new = nights[1].removeprefix("dump_date=")
+    assert f"nightly: 1 night(s) scored ({new}), 1 unchanged" in second.output
+
+    cli("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
+    remote, local = Output.at(out), Output.at(tmp_path / "local")
+    for table in CORE_TABLES:
+        assert_frame_equal(
+            remote.read(table).drop("input_fingerprint"),
+            local.read(table).drop("input_fingerprint"),
+            check_row_order=False,
+        )
+    assert sorted(remote.state()["nights"]) == [n.removeprefix("dump_date=") for n in nights]
+    cached = list((prefect_home / "storage").glob("cogscore-file-*"))
+    assert len(cached) == len(list(EXAMPLE_DUMP.rglob("*.parquet")))  # each file scored once
