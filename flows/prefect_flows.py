@@ -123,8 +123,7 @@ def file_task(
     scored before), then, with a ``target``, its episode rows staged into OUT, so that only
     the slim columns come back. One task, not a scoring task and a staging task: mapped
     apart, every file was scored before the first was staged, and each scored file's rows
-    waited in memory for their turn (a night of 1.5 M episodes peaked at 1.5 GiB against
-    0.74 on the local engine)."""
+    waited in memory for their turn."""
     days = cache_days()
     if days:
         prune_cache(timedelta(days=days))

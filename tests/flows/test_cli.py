@@ -119,8 +119,7 @@ def test_the_prefect_flows_stage_each_file_before_scoring_more(
 ) -> None:
     """A scored file's rows wait for their staging in memory: no more of them at a time
     than files scored at once. Mapped as a scoring task then a staging task, every file of
-    a night was scored before the first was staged (1.5 GiB at 1.5 M episodes, 0.74 on the
-    local engine)."""
+    a night was scored before the first was staged."""
     import threading
 
     from flows import prefect_flows, runs
