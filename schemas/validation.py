@@ -48,8 +48,8 @@ def validate(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFram
 
 @cache
 def _schema(model: type[pa.DataFrameModel]) -> pa.DataFrameSchema:
-    # pandera registers its polars checks on its first validation, and a check made before
-    # that cannot run on polars data: in a fresh worker, this may come first.
+    # pandera registers its polars checks on its first validation: in a fresh worker, this
+    # may come first.
     register_polars_backends(use_narwhals_backend=CONFIG.use_narwhals_backend)
     return model.to_schema()
 
@@ -126,7 +126,14 @@ def _all_checks(schema: pa.DataFrameSchema) -> list[pa.Check]:
 
 def _check(lazy: pl.LazyFrame, key: str, check: pa.Check) -> pl.LazyFrame:
     """One row, one boolean: whether ``check`` holds on every row (a null outcome fails
-    unless the check ignores nulls), as pandera's check backend judges it."""
+    unless the check ignores nulls), as pandera's check backend judges it.
+
+    A built-in check's function is looked up again first, as pandera's ``Check.__call__``
+    does: a check made before pandera registered its polars checks (pandera caches a
+    model's schema, and importing ``flows`` makes some) has none for polars data."""
+    name = getattr(check._check_fn, "__name__", None)
+    if name is not None and check.is_builtin_check(name):
+        check._check_fn = check.get_builtin_check_fn(name)
     out = PolarsCheckBackend(check).apply(PolarsData(lazy, key))
     if isinstance(out, bool):
         return pl.LazyFrame({CHECK_OUTPUT_KEY: [out]})

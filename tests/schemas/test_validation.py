@@ -155,8 +155,9 @@ def test_one_query_answers_as_pandera_on_changed_tables(
 
 
 def test_a_fresh_process_validates_before_pandera_ever_has() -> None:
-    """pandera registers its polars checks on its first validation: a Dask worker's first
-    file reaches ``validate`` before that."""
+    """pandera registers its polars checks on its first validation, and a model's schema
+    (cached by pandera) may have been made before that, as importing ``flows`` does: a
+    Dask worker's first file reaches ``validate`` in such a process."""
     import subprocess
     import sys
 
@@ -165,6 +166,7 @@ def test_a_fresh_process_validates_before_pandera_ever_has() -> None:
         "from schemas.validation import validate\n"
         "class Scores(pa.DataFrameModel):\n"
         "    score: float = pa.Field(ge=0)\n"
+        "Scores.to_schema()\n"
         "print(validate(Scores, pl.DataFrame({'score': [0.5]})).height)\n"
     )
     root = Path(__file__).parents[2]
