@@ -252,6 +252,7 @@ def _context(
     ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
     from prefect.runtime import flow_run
 
+    cache_days()  # a bad COGSCORE_CACHE_DAYS fails the run here, before any file's task
     if storage_options:
         os.environ[ENV_OPTIONS] = ",".join(storage_options)
     return runs.RunContext(
