@@ -129,11 +129,11 @@ def file_task(
         prune_cache(timedelta(days=days))
         cached = score_file_task.with_options(cache_expiration=timedelta(days=days))
         part = cached(dump_file, formulas, digest)
+        # A cached result may come from an identical file written earlier: the manifest
+        # must record this file's own modification time (nightly trusts it next time).
+        part.report.mtime_ns = modified_ns(dump_file)
     else:
         part = score_file(dump_file, formulas, digest)
-    # A cached result may come from an identical file written earlier: the manifest must
-    # record this file's own modification time (nightly trusts it next time).
-    part.report.mtime_ns = modified_ns(dump_file)
     return part if target is None else stage(part, target)
 
 

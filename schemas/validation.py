@@ -6,8 +6,9 @@ whatever their number, a sixth of the time a worker spends on a file. ``validate
 same questions of the frame in one query, each check built by pandera's own check backend
 from the model (nothing is listed twice), and passes the frame when every answer is yes.
 When any is not, or the model holds something this does not read (coercion, element-wise
-checks, regex columns, parsers), pandera validates the frame itself and raises its report,
-so a failure is always pandera's ``SchemaErrors``, with every failure case.
+checks, parsers, unique columns, pattern columns in an ordered model), pandera validates the
+frame itself and raises its report, so a failure is always pandera's ``SchemaErrors``, with
+every failure case.
 
 The answers are at least as strict as pandera's (NaN counts as null in every column that
 may not hold nulls, as pandera counts it in float columns; duplicates count nulls as equal,
