@@ -32,11 +32,35 @@ def rows_frame(rows: Sequence[Row]) -> pl.LazyFrame:
     return pl.concat(parts)
 
 
+def chunked(frame: pl.DataFrame, cuts: Sequence[int], whole: Sequence[str] = ()) -> pl.DataFrame:
+    """``frame`` with each column in chunks ending at ``cuts`` (row positions), as a file's
+    columns come from the reader, but the ``whole`` columns in one chunk (as a column made
+    from a literal is)."""
+    ends = sorted({c for c in cuts if 0 < c < frame.height} | {frame.height})
+    starts = [0, *ends[:-1]]
+
+    def cut(column: pl.Series) -> pl.Series:
+        column = column.rechunk()
+        if column.name in whole:
+            return column
+        pieces = [column.slice(s, e - s) for s, e in zip(starts, ends, strict=True)]
+        return pl.concat(pieces, rechunk=False)
+
+    return pl.DataFrame([cut(c) for c in frame.get_columns()])
+
+
 def run_pipeline(
-    rows: Sequence[Row], formulas: Mapping[str, str] | None = None
+    rows: Sequence[Row], formulas: Mapping[str, str] | None = None, cuts: Sequence[int] = ()
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(scores, rejects) of rows grouped by their "file", every file at once."""
-    scores, unscored = score_rows(rows_frame(rows), resolve(formulas or {}))
+    """(scores, rejects) of rows grouped by their "file", every file at once; ``cuts``: the
+    rows come in chunks ending there, as a file's come from the Parquet reader."""
+    frame = rows_frame(rows)
+    if cuts:
+        # From a step's output, not a frame's scan: polars' scan of an in-memory frame
+        # hands its rows on in one chunk.
+        parts = chunked(frame.collect(), cuts)
+        frame = pl.LazyFrame(schema=parts.schema).map_batches(lambda _: parts, schema=parts.schema)
+    scores, unscored = score_rows(frame, resolve(formulas or {}))
     rejects = rejects_of(unscored)
     duplicates = duplicate_episodes(episode_ids(scores, rejects))
     marked = reject_duplicates(scores, rejects, duplicates)

@@ -8,13 +8,14 @@ from typing import Any
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from schemas.contract import FILE, Col
 from schemas.tables import STATUS
 from tests.dumps import Row
-from tests.run import rows_frame
+from tests.run import chunked, rows_frame
 from tests.strategies import dumps
-from transforms.episodes import KEY, episode_facts, in_episode_order
+from transforms.episodes import KEY, aligned, episode_facts, in_episode_order
 from transforms.rules import SEGMENT, with_status
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -106,3 +107,24 @@ def test_the_fast_verdict_is_the_detailed_one(rows: list[Row]) -> None:
     ]
     fast, detailed = (v.sort(KEY, nulls_last=True) for v in verdicts)
     assert fast.equals(detailed)
+
+
+@SETTINGS
+@given(
+    st.lists(st.integers(0, 9), min_size=0, max_size=30),
+    st.lists(st.integers(1, 29), max_size=4),
+    st.lists(st.integers(1, 29), max_size=4),
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+)
+def test_aligned_columns_keep_their_values_in_chunks_alike(
+    values: list[int], cuts: list[int], other_cuts: list[int], whole: list[str]
+) -> None:
+    frame = pl.DataFrame({"a": values, "b": values, "c": [str(v) for v in values]})
+    cut = chunked(frame, cuts, whole)
+    # A column of another layout too: every column must then be one chunk.
+    mixed = cut.with_columns(chunked(frame.select("b"), other_cuts)["b"])
+    for before in (cut, mixed):
+        after = aligned(before)
+        assert_frame_equal(after, frame)
+        layouts = {tuple(len(c) for c in s.get_chunks()) for s in after.get_columns()}
+        assert len(layouts) == 1, layouts

@@ -76,9 +76,9 @@ class Outcome:
 # ------------------------------------------------------------------------------ running
 
 
-def vectorised(rows: Sequence[Row], chosen: Mapping[str, str]) -> Outcome:
-    """``score_rows`` on a LazyFrame of the rows (every file at once)."""
-    scores, rejects = run_pipeline(rows, chosen)
+def vectorised(rows: Sequence[Row], chosen: Mapping[str, str], cuts: Sequence[int] = ()) -> Outcome:
+    """``score_rows`` on a LazyFrame of the rows (every file at once; ``cuts``: in chunks)."""
+    scores, rejects = run_pipeline(rows, chosen, cuts)
     return Outcome(scores, rejects, len(rows))
 
 
@@ -193,6 +193,21 @@ def test_score_rows_agrees_with_reference(
 ) -> None:
     rows = tidied(rows) if tidy else rows
     assert_agree(rows, chosen, vectorised(rows, chosen))
+
+
+@LAZY
+@given(
+    rows=dumps(max_episodes=8),
+    chosen=formulas(),
+    cuts=st.lists(st.floats(0.05, 0.95), min_size=1, max_size=3),
+)
+def test_rows_read_in_chunks_score_as_the_reference(
+    rows: list[Row], chosen: dict[str, str], cuts: list[float]
+) -> None:
+    # A file's columns come in chunks (the reader's morsels), the episode numbers in one:
+    # episode order must cut them alike (``transforms.episodes.aligned``).
+    rows = tidied(rows)
+    assert_agree(rows, chosen, vectorised(rows, chosen, [int(c * len(rows)) for c in cuts]))
 
 
 @PARQUET
