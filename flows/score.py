@@ -264,7 +264,8 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     """Write a scored file's episode scores as data files of ``episode_scores`` (validated,
     with provenance; invisible until the night's commit, ``vacuum`` removes them if that
     never comes) and keep what the reduction needs: the slim columns, the component sums."""
-    scores = part.scores
+    # Sorted once: the staged files and the held columns (parts join in (file, id) order).
+    scores = part.scores.sort(FILE, Col.EPISODE_ID)
     staged = None
     if scores.height:
         table = with_provenance(scores, SCORER_VERSION, {target.night: target.fingerprint})
@@ -272,7 +273,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
         staged = delta.write_data_files(
             target.location,
             EPISODE_SCORES_TABLE,
-            table.sort(FILE, Col.EPISODE_ID),
+            table,
             target.night,
             partition_by=(DUMP_DATE, Col.CATEGORY),
         )
@@ -280,7 +281,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     # The reject rows of the file's unscored episodes are made here too (a plan of ~15 ms a
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
     rejects = pl.concat([part.rejects, _reject_rows(part.unscored)])
-    held = compact(scores.select(SLIM).sort(Col.EPISODE_ID))  # parts join in (file, id) order
+    held = compact(scores.select(SLIM))
     return FilePart(held, _no_rows(), rejects, part.report, staged, sums)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -210,3 +211,30 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     assert part.rejects.height > 0 and episodes == 3000
     held = sum(f.to_arrow().nbytes for f in (part.scores, part.rejects, part.sums) if f is not None)
     assert held / episodes < 100
+
+
+def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -> None:
+    """A night's parts join in (file, episode id) order without sorting the night
+    (``assemble``), so each staged part holds its episodes so, and its data files are
+    written so; the scoring plan hands them in category order."""
+    from flows.io import discover
+    from flows.score import StageTarget, score_file, stage
+    from flows.storage import delta
+    from flows.storage.location import Location
+    from flows.warehouse import EPISODE_SCORES
+    from schemas.contract import Col
+    from schemas.formulas import resolve
+    from simulator import simulate
+
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=600, seed=5)
+    (dump_file,) = discover(tmp_path / "dump")
+    target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
+    scored = score_file(dump_file, resolve(()))
+    ids = scored.scores[Col.EPISODE_ID]
+    assert not ids.is_sorted()  # else this test could not fail
+    part = stage(scored, target)
+    assert part.scores[Col.EPISODE_ID].cast(pl.String).to_list() == sorted(ids.to_list())
+    assert part.staged is not None and len(part.staged.adds) > 1
+    for add in part.staged.adds:
+        one = delta.read_staged(target.location, EPISODE_SCORES, replace(part.staged, adds=[add]))
+        assert one[Col.EPISODE_ID].is_sorted()
