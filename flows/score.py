@@ -55,7 +55,7 @@ from schemas.tables import (
 )
 from schemas.validation import validate
 from transforms.aggregate import Bootstrap, component_sums
-from transforms.compact import compact
+from transforms.compact import compact, owned
 from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, schema_problems
@@ -280,8 +280,9 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     sums = compact(component_sums(scores.lazy()).collect())
     # The reject rows of the file's unscored episodes are made here too (a plan of ~15 ms a
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
-    rejects = pl.concat([part.rejects, _reject_rows(part.unscored)])
-    held = compact(scores.select(SLIM))
+    # Held to the night's end: in buffers of their own, not views pinning the file's text.
+    rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
+    held = owned(compact(scores.select(SLIM)))
     return FilePart(held, _no_rows(), rejects, part.report, staged, sums)
 
 

@@ -31,3 +31,22 @@ def plain(frame: pl.DataFrame) -> pl.DataFrame:
     [String]
     """
     return frame.cast({c: pl.String for c, t in frame.schema.items() if t == pl.Categorical})
+
+
+def owned(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in buffers of its own.
+
+    Text taken out of a larger frame (a filter, a join) stays views into that frame's
+    buffers and keeps all of them alive: the few reject rows and slim columns a worker hands
+    back for each file would pin most of the file's text until the night ends (~0.5 MB a
+    file of 10,000 episodes). Through Arrow, the text is copied out, the values only.
+
+    >>> big = pl.DataFrame({"id": [f"an-episode-id-{i:06}" for i in range(10_000)]})
+    >>> views = pl.CompatLevel.newest()
+    >>> size = lambda f: f.to_arrow(compat_level=views).get_total_buffer_size()
+    >>> size(big.head(10)) > 100_000, size(owned(big.head(10))) < 1_000
+    (True, True)
+    """
+    copy = pl.from_arrow(frame.to_arrow())
+    assert isinstance(copy, pl.DataFrame)
+    return copy.cast(dict(frame.schema))

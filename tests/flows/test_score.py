@@ -210,6 +210,14 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     episodes = part.scores.height + part.rejects.height
     assert part.rejects.height > 0 and episodes == 3000
     held = sum(f.to_arrow().nbytes for f in (part.scores, part.rejects, part.sums) if f is not None)
+    # ... and no more than that: text taken out of the file's columns stays views into
+    # their buffers (which plain Arrow strings, a copy, do not show) unless copied out.
+    views = pl.CompatLevel.newest()
+    for frame in (part.scores, part.rejects):
+        for column in frame.select(pl.col(pl.String)).get_columns():
+            kept = column.to_arrow(compat_level=views).get_total_buffer_size()
+            values = 16 * column.len() + int(column.str.len_bytes().sum())
+            assert kept <= values + 1024, f"{column.name}: {kept} bytes for {values}"
     assert held / episodes < 100
 
 
