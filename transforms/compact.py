@@ -49,4 +49,4 @@ def owned(frame: pl.DataFrame) -> pl.DataFrame:
     """
     copy = pl.from_arrow(frame.to_arrow())
     assert isinstance(copy, pl.DataFrame)
-    return copy.cast(dict(frame.schema))
+    return copy.cast(frame.schema)
