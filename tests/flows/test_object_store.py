@@ -265,12 +265,12 @@ def test_a_store_that_ignores_conditional_writes_is_refused_unless_allowed(
     assert "ignores conditional writes" in output
 
 
-def test_a_dump_object_s_footer_is_fetched_once_and_only_its_columns_read(
+def test_a_dump_object_s_footer_is_fetched_once_and_never_the_whole_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Scoring a file on S3 (issue 17: no step downloads a whole file): one GET of its footer
-    (the scan's, kept by polars for the count and the schema), then ranged GETs of the
-    columns it needs; never the whole object. Counted by moto in its own process."""
+    (the scan's, kept by polars for the count and the schema), then ranged GETs; never the
+    whole object. Counted by moto in its own process."""
     from benchmarks.scale import s3_requests, start_counting_s3, upload
     from flows.io import discover
     from flows.score import score_file
@@ -298,6 +298,74 @@ def test_a_dump_object_s_footer_is_fetched_once_and_only_its_columns_read(
     assert [g for g in gets if g is not None and g.startswith("bytes=-")] == [gets[0]]
     assert None not in gets  # no GET of the whole object
     assert all(g.startswith("bytes=") for g in gets if g is not None) and len(gets) >= 2
+
+
+def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the columns a scorer reads are fetched: ``ts`` is never read. polars joins ranges
+    less than 1 MiB apart into one GET (a request's latency costs more than those bytes), so
+    in a small file ``ts`` comes with its neighbours; here it holds 2.4 MB of timestamps that
+    do not compress, between columns the scorer reads (as contract 1.1 dumps have it, with
+    ``instance_id`` after it), and not one of its bytes may be fetched."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from benchmarks.scale import (
+        byte_range,
+        column_ranges,
+        merged,
+        overlap,
+        s3_requests,
+        start_counting_s3,
+        upload,
+    )
+    from flows.io import discover
+    from flows.score import score_file
+    from schemas.contract import INSTANCE_ID, Col
+    from schemas.formulas import resolve
+    from simulator import simulate
+
+    simulate(tmp_path / "sim", date="2026-12-01", episodes=12_000, episodes_per_file=12_000)
+    (simulated,) = discover(tmp_path / "sim")
+    table = pq.read_table(simulated.path)
+    noise = np.random.default_rng(0).integers(0, 2**62, table.num_rows)
+    ts_at = table.schema.get_field_index(Col.TS)
+    ts = pa.array(noise, pa.int64()).cast(table.schema.field(ts_at).type)
+    table = table.set_column(ts_at, table.schema.field(ts_at), ts)
+    assert table.column_names[-1] != Col.TS  # else nothing lies beyond it to skip
+    path = tmp_path / "dump" / "dump_date=2026-12-01" / "part-0.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(table, path, row_group_size=table.num_rows)
+    columns, _ = column_ranges(path)
+    assert sum(b - a for a, b in columns[Col.TS]) > 2 * 2**20
+
+    server = start_counting_s3()
+    try:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
+        url = upload(server, server.create_bucket("columns"), tmp_path / "dump", "d")
+        (dump_file,) = discover(url)
+        s3_requests(server.endpoint, reset=True)
+        part = score_file(dump_file, resolve(()))
+        requests = s3_requests(server.endpoint)
+    finally:
+        server.stop()
+    assert part.report.status == "scored" and part.scores.height > 0
+    size = path.stat().st_size
+    gets = [r for r in requests if r["method"] == "GET" and r["path"].endswith(dump_file.relative)]
+    # The footer is read with a guess of its size (the file's last 256 KiB), which may take
+    # the tail of the column before it: only the other GETs fetch columns on purpose.
+    footer, *reads = gets
+    assert footer["range"] == "bytes=-262144"
+    covered = merged([byte_range(r["range"], size) for r in reads])
+    assert sum(overlap(covered, chunk) for chunk in columns[Col.TS]) == 0
+    for name in (Col.EPISODE_ID, Col.CONTENT, INSTANCE_ID):  # read: before and after it
+        assert sum(overlap(covered, c) for c in columns[name]) == sum(
+            b - a for a, b in columns[name]
+        )
 
 
 def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
