@@ -4,6 +4,7 @@ bucket, read back by readers cogscore did not write (deltalake, DuckDB)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from deltalake import DeltaTable
@@ -265,36 +266,44 @@ def test_a_store_that_ignores_conditional_writes_is_refused_unless_allowed(
     assert "ignores conditional writes" in output
 
 
+def _score_a_file_on_counting_s3(
+    dump: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``score_file`` on the one file of ``dump``, uploaded to a moto server in its own
+    process that counts requests: the file's part and the GETs of it, in order."""
+    from benchmarks.scale import s3_requests, start_counting_s3, upload
+    from flows.io import discover
+    from flows.score import score_file
+    from schemas.formulas import resolve
+
+    server = start_counting_s3()
+    try:
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
+        url = upload(server, server.create_bucket("counted"), dump, "d")
+        (dump_file,) = discover(url)
+        s3_requests(server.endpoint, reset=True)
+        part = score_file(dump_file, resolve(()))
+        requests = s3_requests(server.endpoint)
+    finally:
+        server.stop()
+    assert part.report.status == "scored" and part.scores.height > 0
+    gets = [r for r in requests if r["method"] == "GET" and r["path"].endswith(dump_file.relative)]
+    return part, gets
+
+
 def test_a_dump_object_s_footer_is_fetched_once_and_never_the_whole_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Scoring a file on S3 (issue 17: no step downloads a whole file): one GET of its footer
     (the scan's, kept by polars for the count and the schema), then ranged GETs; never the
     whole object. Counted by moto in its own process."""
-    from benchmarks.scale import s3_requests, start_counting_s3, upload
-    from flows.io import discover
-    from flows.score import score_file
-    from schemas.formulas import resolve
     from simulator import simulate
 
     simulate(tmp_path / "dump", date="2026-12-01", episodes=200, seed=5)
-    server = start_counting_s3()
-    try:
-        for name, value in server.env.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
-        url = upload(server, server.create_bucket("footer"), tmp_path / "dump", "d")
-        (dump_file,) = discover(url)
-        s3_requests(server.endpoint, reset=True)
-        part = score_file(dump_file, resolve(()))
-        gets = [
-            r["range"]
-            for r in s3_requests(server.endpoint)
-            if r["method"] == "GET" and r["path"].endswith(dump_file.relative)
-        ]
-    finally:
-        server.stop()
-    assert part.report.status == "scored" and part.scores.height > 0
+    _, requests = _score_a_file_on_counting_s3(tmp_path / "dump", monkeypatch)
+    gets = [r["range"] for r in requests]
     assert [g for g in gets if g is not None and g.startswith("bytes=-")] == [gets[0]]
     assert None not in gets  # no GET of the whole object
     assert all(g.startswith("bytes=") for g in gets if g is not None) and len(gets) >= 2
@@ -312,19 +321,9 @@ def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from benchmarks.scale import (
-        byte_range,
-        column_ranges,
-        merged,
-        overlap,
-        s3_requests,
-        start_counting_s3,
-        upload,
-    )
+    from benchmarks.scale import byte_range, column_ranges, merged, overlap
     from flows.io import discover
-    from flows.score import score_file
     from schemas.contract import INSTANCE_ID, Col
-    from schemas.formulas import resolve
     from simulator import simulate
 
     simulate(tmp_path / "sim", date="2026-12-01", episodes=12_000, episodes_per_file=12_000)
@@ -341,31 +340,16 @@ def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     columns, _ = column_ranges(path)
     assert sum(b - a for a, b in columns[Col.TS]) > 2 * 2**20
 
-    server = start_counting_s3()
-    try:
-        for name, value in server.env.items():
-            monkeypatch.setenv(name, value)
-        monkeypatch.delenv("COGSCORE_STORAGE_OPTIONS", raising=False)
-        url = upload(server, server.create_bucket("columns"), tmp_path / "dump", "d")
-        (dump_file,) = discover(url)
-        s3_requests(server.endpoint, reset=True)
-        part = score_file(dump_file, resolve(()))
-        requests = s3_requests(server.endpoint)
-    finally:
-        server.stop()
-    assert part.report.status == "scored" and part.scores.height > 0
-    size = path.stat().st_size
-    gets = [r for r in requests if r["method"] == "GET" and r["path"].endswith(dump_file.relative)]
+    _, gets = _score_a_file_on_counting_s3(tmp_path / "dump", monkeypatch)
     # The footer is read with a guess of its size (the file's last 256 KiB), which may take
     # the tail of the column before it: only the other GETs fetch columns on purpose.
     footer, *reads = gets
     assert footer["range"] == "bytes=-262144"
-    covered = merged([byte_range(r["range"], size) for r in reads])
+    covered = merged([byte_range(r["range"], path.stat().st_size) for r in reads])
     assert sum(overlap(covered, chunk) for chunk in columns[Col.TS]) == 0
     for name in (Col.EPISODE_ID, Col.CONTENT, INSTANCE_ID):  # read: before and after it
-        assert sum(overlap(covered, c) for c in columns[name]) == sum(
-            b - a for a, b in columns[name]
-        )
+        chunks = columns[name]
+        assert sum(overlap(covered, c) for c in chunks) == sum(b - a for a, b in chunks)
 
 
 def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
