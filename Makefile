@@ -55,6 +55,7 @@ demo: setup
 # ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes).
 bench: setup
 	$(BIN)/python -m benchmarks.run --repeat 5 --large
+	$(BIN)/python -m benchmarks.before_after
 	$(BIN)/python -m benchmarks.ceiling
 	$(BIN)/python -m benchmarks.scale
 
