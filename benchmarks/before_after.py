@@ -16,8 +16,6 @@ net against its read floor.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -25,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from benchmarks.run import measure, rows_of
 
 TOP = Path(__file__).parents[1]
 DATA = TOP / "benchmarks" / "data"
@@ -47,30 +47,6 @@ def worktree(rev: str) -> Iterator[Path]:
             subprocess.run([*git, "worktree", "remove", "--force", str(where)], **quiet)
 
 
-def measure(checkout: Path, what: str, dump: Path, *args: int) -> dict[str, Any]:
-    """``benchmarks.measure`` of ``checkout``'s code in a fresh process: its JSON line, with
-    the process's peak resident memory as ``peak_mib`` (from ``wait4``, as ``/usr/bin/time``
-    reports it)."""
-    command = [sys.executable, "-m", "benchmarks.measure", what, str(dump), *map(str, args)]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(
-            command,
-            cwd=checkout,
-            env={**os.environ, "PYTHONPATH": str(checkout)},
-            stdout=out,
-            stderr=err,
-            text=True,
-        )
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        if child.returncode:
-            raise SystemExit(f"{checkout}: measure {what} {dump} failed:\n{err.read()}")
-        result: dict[str, Any] = json.loads(out.read().strip().splitlines()[-1])
-    result["peak_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
-    return result
-
-
 def interleaved(
     checkouts: dict[str, Path], what: str, dump: Path, runs: int, *args: int
 ) -> dict[str, list[dict[str, Any]]]:
@@ -78,7 +54,7 @@ def interleaved(
     results: dict[str, list[dict[str, Any]]] = {label: [] for label in checkouts}
     for _ in range(runs):
         for label, checkout in checkouts.items():
-            results[label].append(measure(checkout, what, dump, *args))
+            results[label].append(measure(what, dump, *args, checkout=checkout))
             print(f"  {label} {what} {dump.name}: done", file=sys.stderr, flush=True)
     return results
 
@@ -100,12 +76,6 @@ def growth(large: Sequence[float], small: Sequence[float], episodes: int) -> lis
     [235.5, 235.8]
     """
     return sorted((big - little) * 2**20 / episodes for big in large for little in small)
-
-
-def rows_of(dump: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return sum(pq.ParquetFile(p).metadata.num_rows for p in sorted(dump.rglob("*.parquet")))
 
 
 def table(

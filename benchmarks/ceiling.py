@@ -13,8 +13,9 @@ python -m benchmarks.ceiling [DUMP] [--repeat 3]
   (each warm: one file scored first), each with polars on one thread: what the cores can do
   when nothing is shared.
 
-Prints one JSON line with the medians, and the budget a file would have for the 3 M rows/s
-target on this machine's cores.
+Prints one JSON line: the best of ``--repeat`` runs (at least 5) on one thread, the median of
+``--repeat`` passes in threads, one timed span of ``--repeat`` passes in processes, and the
+budget a file would have for the 3 M rows/s target on this machine's cores.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
-under ``/usr/bin/time`` for the peak resident memory).
+as a child and reads its peak resident memory from ``wait4``, as ``/usr/bin/time`` does).
 
 python -m benchmarks.measure read|needed|score|warm|scorer|reference|hash|floor DUMP [REPEAT]
 

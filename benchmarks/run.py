@@ -1,7 +1,7 @@
 """The performance benchmarks of the README's "Performance" section (``make bench``).
 
 Generates simulated one-night dumps (seed 0, cached under benchmarks/data/, git-ignored),
-then measures, each in a fresh process under ``/usr/bin/time`` (peak resident memory):
+then measures, each in a fresh process (its peak resident memory from ``wait4``):
 one full polars read of the files (the baseline), the part of the files any scorer must read,
 the scorer end to end (``flows.runs.score``, tables written) and, once, the row-wise
 reference of the tests. Then, on a dump with realistic text (``benchmarks.realistic``), the
@@ -64,19 +64,23 @@ def history(nights: int, episodes: int) -> Path:
     return root
 
 
-def measure(what: str, root: Path, *args: int) -> dict[str, Any]:
-    """One measurement in a fresh process: its JSON line plus ``peak_mib``."""
-    with tempfile.NamedTemporaryFile("r") as peak:
-        timed = ["/usr/bin/time", "-f", "%M", "-o", peak.name, sys.executable]
-        done = subprocess.run(
-            [*timed, "-m", "benchmarks.measure", what, str(root), *map(str, args)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        kib = int(peak.read().strip().splitlines()[-1])
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["peak_mib"] = kib / 1024
+def measure(what: str, root: Path, *args: int, checkout: Path | None = None) -> dict[str, Any]:
+    """One measurement (``benchmarks.measure``) in a fresh process: its JSON line plus
+    ``peak_mib``, the process's peak resident memory (from ``wait4``, as ``/usr/bin/time``
+    reports it). ``checkout``: run from there with ``PYTHONPATH`` set to it, so that
+    ``python -m`` imports that checkout's code (default: this process's directory)."""
+    command = [sys.executable, "-m", "benchmarks.measure", what, str(root), *map(str, args)]
+    env = os.environ if checkout is None else {**os.environ, "PYTHONPATH": str(checkout)}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(command, cwd=checkout, env=env, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if child.returncode:
+            where = f"{checkout}: " if checkout else ""
+            raise SystemExit(f"{where}measure {what} {root} failed:\n{err.read()}")
+        result: dict[str, Any] = json.loads(out.read().strip().splitlines()[-1])
+    result["peak_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
     return result
 
 

@@ -26,7 +26,7 @@ def test_a_measurement_runs_its_own_checkout_s_code(tmp_path: Path) -> None:
         "big = bytearray(64 * 2**20)  # touched: resident\n"
         "print(json.dumps({'file': __file__, 'args': sys.argv[1:]}))\n"
     )
-    result = before_after.measure(tmp_path / "checkout", "warm", Path("dump"), 3)
+    result = before_after.measure("warm", Path("dump"), 3, checkout=tmp_path / "checkout")
     assert Path(result["file"]).resolve() == module.resolve()
     assert result["args"] == ["warm", "dump", "3"]
     assert result["peak_mib"] > 64
