@@ -68,9 +68,9 @@ DaskOpt = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        from flows.score import SCORER_VERSION
+        from flows.version import COGSCORE_VERSION
 
-        typer.echo(f"cogscore {SCORER_VERSION}")
+        typer.echo(f"cogscore {COGSCORE_VERSION}")
         raise typer.Exit()
 
 
@@ -173,7 +173,7 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
     (score, nightly)."""
     from flows.io import check_writable, discover, dump_root, one_layout
     from flows.output import Output
-    from flows.runs import formulas_for
+    from flows.plan import formulas_for
     from schemas.formulas import resolve
 
     try:

@@ -38,7 +38,6 @@ from flows import runs
 from flows.io import DumpFile, content_digest, modified_ns
 from flows.score import (
     SCORER_CODE,
-    SCORER_VERSION,
     FilePart,
     StageTarget,
     score_file,
@@ -46,6 +45,7 @@ from flows.score import (
 )
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
+from flows.version import COGSCORE_VERSION
 from schemas.contract import Category
 
 
@@ -63,7 +63,7 @@ def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
         raise ValueError(f"no content digest for {dump_file.relative}: refusing to cache it")
     formulas = json.dumps({str(k): v for k, v in sorted(parameters["formulas"].items())})
     place = json.dumps([dump_file.relative, sorted(dump_file.partitions.items())])
-    parts = [digest, place, formulas, SCORER_VERSION, SCORER_CODE]
+    parts = [digest, place, formulas, COGSCORE_VERSION, SCORER_CODE]
     return "cogscore-file-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any, Final
 
-from flows.score import SCORER_VERSION
+from flows.version import COGSCORE_VERSION
 
 
 class ExitCode(IntEnum):
@@ -98,7 +98,7 @@ def run_record(
         "exit_code": int(exit_code),
         "error": error,
         "output": output,
-        "cogscore_version": SCORER_VERSION,
+        "cogscore_version": COGSCORE_VERSION,
         "nights_scored": [],
         "nights_unchanged": [],
         "nights_waiting": [],

@@ -29,7 +29,7 @@ from plotly.offline import get_plotlyjs
 
 from flows.io import DumpFile, scan
 from flows.output import TABLES, Output
-from flows.runs import nights_off_set
+from flows.plan import nights_off_set
 from schemas.contract import DUMP_DATE, Category, Col, Kind
 from schemas.tables import RULES, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import FORMULA_VERSIONS

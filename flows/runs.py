@@ -30,7 +30,6 @@ from flows.io import (
     content_digest,
     discover,
     local_path,
-    marked_complete,
     one_layout,
 )
 from flows.io import dump_root as root_of
@@ -42,15 +41,22 @@ from flows.output import (
     MODEL_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
-    TABLES,
     Output,
     Writer,
     empty_table,
     fault_point,
     record_failure,
 )
+from flows.plan import (
+    describe_set,
+    fingerprint,
+    formula_set,
+    formulas_for,
+    nights_off_set,
+    plan_nightly,
+    ready,
+)
 from flows.score import (
-    SCORER_VERSION,
     FilePart,
     FileReport,
     ScoreResult,
@@ -61,14 +67,15 @@ from flows.score import (
     vanished,
 )
 from flows.storage.runs_table import RunRow, RunStatus
+from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
-    fingerprint,
     run_details,
     with_provenance,
 )
 from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.formulas import VERSIONS, chosen, describe, resolve
+from schemas.formulas import chosen, resolve
+from schemas.models import schema_of
 from schemas.tables import RULES
 from schemas.validation import validate
 from transforms.aggregate import Bootstrap
@@ -266,69 +273,12 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-# -- formula versions: pinned per output ---------------------------------------------------
-
-
-def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
-    """The formula versions an output scores with (None: a new output)."""
-    recorded = state.get("formula_set")
-    if not recorded:
-        return None
-    pinned = {Category(c): v for c, v in recorded.items()}
-    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
-    if unknown:
-        raise InputError(
-            f"the output was scored with {describe(unknown)}, which this cogscore "
-            f"{SCORER_VERSION} does not have: run the version that wrote it, or a newer one"
-        )
-    return {c: pinned.get(c, resolve()[c]) for c in Category}
-
-
-def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
-    """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
-    defaults are (a new output: ``asked``, else the newest). Asking for another version
-    there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
-    output = Output.at(out)
-    named = chosen(asked)
-    pinned = formula_set(output.state())
-    if pinned is None:
-        return resolve(named)
-    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
-    if conflicts:
-        raise InputError(
-            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
-            f"--formula {describe(conflicts)} would mix versions across its nights. To change "
-            f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
-            f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
-            "(over every night it changes the output's set)"
-        )
-    return pinned
-
-
-def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
-    """The output's nights scored with versions other than its set: what differs, by night."""
-    pinned = formula_set(state)
-    if pinned is None:
-        return {}
-    off = {}
-    for night, entry in state.get("nights", {}).items():
-        versions = entry.get("formula_versions") or {}
-        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
-        if differ:
-            off[night] = describe(differ)
-    return dict(sorted(off.items()))
-
-
-def _describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
-    return {str(c): v for c, v in versions.items()}
-
-
 class DryRun:
     """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
     nothing, records nothing."""
 
     def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        validate(TABLES[table][0], frame)
+        validate(schema_of(table), frame)
 
     def night_done(self) -> None:
         pass
@@ -414,11 +364,11 @@ def _score_and_write(
         "run_id": context.run_id,
         "kind": kind,
         "started": started,
-        "scorer_version": SCORER_VERSION,
+        "scorer_version": COGSCORE_VERSION,
         "input": str(dump_root),
         "partitioned": dated,
-        "formula_versions": _describe_set(formulas),
-        "formula_set": _describe_set(pinned),
+        "formula_versions": describe_set(formulas),
+        "formula_set": describe_set(pinned),
     }
     writing = (
         contextlib.nullcontext(DryRun())
@@ -468,7 +418,9 @@ def _score_and_write(
                 if result.staged is not None and isinstance(writer, Writer):
                     writer.commit_staged(EPISODE_SCORES, night, result.staged)
                 for name, table in tables.items():
-                    writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints), night)
+                    writer.write(
+                        name, with_provenance(table, COGSCORE_VERSION, fingerprints), night
+                    )
                 if clear_diff:  # a night scored again: its old rescore diff no longer holds
                     writer.write(RESCORE_DIFF, _no_diff(), night)
                 writer.night_done()
@@ -528,7 +480,7 @@ def _score_and_write(
     outcome.regressions = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
-    outcome.formula_set = _describe_set(pinned)
+    outcome.formula_set = describe_set(pinned)
     outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
     outcome.seconds = time.perf_counter() - t0
     return outcome
@@ -570,19 +522,6 @@ def _no_diff() -> pl.DataFrame:
     return empty_table(RESCORE_DIFF)
 
 
-def _ready(
-    dump_root: Path | str, files: Sequence[DumpFile], require_marker: bool
-) -> tuple[list[DumpFile], list[str]]:
-    """The files of nights a run may score, and the nights still waiting for the harness's
-    ``_SUCCESS`` marker (only where markers are required)."""
-    if not require_marker:
-        return list(files), []
-    nights = {f.partitions.get(DUMP_DATE) for f in files}
-    waiting = {n for n in nights if not marked_complete(dump_root, n)}
-    ready = [f for f in files if f.partitions.get(DUMP_DATE) not in waiting]
-    return ready, sorted(n or "(undated)" for n in waiting)
-
-
 def _nothing_to_do(
     kind: str,
     dump_root: Path | str,
@@ -601,7 +540,7 @@ def _nothing_to_do(
         finished=now,
         night=None,
         table_versions={},
-        scorer_version=SCORER_VERSION,
+        scorer_version=COGSCORE_VERSION,
         input=str(dump_root),
         partitioned=state.get("partitioned_by_dump_date"),
         formula_set=state.get("formula_set", {}),
@@ -631,7 +570,7 @@ def score(
     input_root, output = root_of(input_root), Output.at(out)
     versions = formulas_for(output, formulas)
     files = one_layout(input_root, discover(input_root))
-    files, waiting = _ready(input_root, files, require_marker)
+    files, waiting = ready(input_root, files, require_marker)
     if files:
         outcome = _score_and_write(
             "score", input_root, output, files, versions, mapper, {}, context=context
@@ -641,68 +580,6 @@ def score(
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
-
-
-@dataclass
-class NightlyPlan:
-    nights: dict[str, list[DumpFile]]
-    digests: dict[str, str]  # relative path -> sha256
-    new: list[str]
-    changed: list[str]
-    unchanged: list[str]
-    waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
-
-    @property
-    def to_score(self) -> list[str]:
-        return sorted([*self.new, *self.changed])
-
-
-def plan_nightly(
-    dump_root: Path | str,
-    out: Output | Path | str,
-    verify: bool = False,
-    require_marker: bool = False,
-) -> NightlyPlan:
-    """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
-    from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
-    ``require_marker``). A file whose size and modification time are those recorded last
-    keeps its recorded digest unless ``verify``; every other file is read and hashed."""
-    dump_root, output = root_of(dump_root), Output.at(out)
-    files = discover(dump_root)
-    undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
-    if undated:
-        raise InputError(
-            f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
-        )
-    files, waiting = _ready(dump_root, files, require_marker)
-    earlier = output.state().get("nights", {})
-    known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
-    digests = {}
-    nights: dict[str, list[DumpFile]] = {}
-    for f in files:
-        nights.setdefault(f.partitions[DUMP_DATE], []).append(f)
-        seen = known.get(f.relative)
-        if (
-            f.is_local
-            and not verify
-            and seen
-            and seen.get("bytes") == f.size
-            and str(seen.get("mtime_ns")) == f.version
-            and seen.get("sha256")
-        ):
-            digests[f.relative] = seen["sha256"]
-        else:  # hashed (a local file), or the object's ETag as listed
-            digests[f.relative] = content_digest(f)
-    new, changed, unchanged = [], [], []
-    for night, night_files in sorted(nights.items()):
-        now = fingerprint((f.relative, digests[f.relative]) for f in night_files)
-        if night not in earlier:
-            new.append(night)
-        elif earlier[night].get("input_fingerprint") != now:
-            changed.append(night)
-        else:
-            unchanged.append(night)
-    return NightlyPlan(nights, digests, new, changed, unchanged, waiting)
 
 
 def nightly(
@@ -783,7 +660,7 @@ def rescore(
         for f in discover(dump_root)
         if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
     ]
-    files, waiting = _ready(dump_root, files, require_marker)
+    files, waiting = ready(dump_root, files, require_marker)
     nights = sorted({f.partitions[DUMP_DATE] for f in files})
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
@@ -814,7 +691,9 @@ def rescore(
         if diff_out is not None:  # as the table holds it, provenance included
             target = local_path(diff_out, "--diff-out")
             target.parent.mkdir(parents=True, exist_ok=True)
-            with_provenance(_diff_table(diffs), SCORER_VERSION, fingerprints).write_parquet(target)
+            with_provenance(_diff_table(diffs), COGSCORE_VERSION, fingerprints).write_parquet(
+                target
+            )
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(

@@ -11,7 +11,7 @@ import polars as pl
 from rich.markup import escape
 
 from flows.output import Output
-from flows.runs import nights_off_set, plan_nightly
+from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
 from flows.summary import printable, render, table_of_columns

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from typing import TYPE_CHECKING
 
 import polars as pl
 from rich import box
@@ -14,9 +15,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
-from flows.runs import Outcome, RunSummary
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import SCORE
+
+if TYPE_CHECKING:
+    from flows.runs import Outcome, RunSummary
 
 
 def printable(text: object) -> str:
