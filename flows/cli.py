@@ -384,11 +384,13 @@ def _run(
                 engine="local",
                 progress=progress,
                 regression=runs.regression_options(**(regression or {})),
+                strict=strict,
+                fail_on_regression=fail_on_regression,
             )
             run = getattr(runs, kind)
             with progress:
                 result = run(**kwargs, mapper=mapper, context=context)
-            outcome = enforce_strict(result, strict, fail_on_regression)
+            outcome = enforce_strict(result)
     except RegressionAlert as alert:
         outcome, code, error = alert.outcome, ExitCode.REGRESSION, str(alert)
     except StrictFailure as failure:

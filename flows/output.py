@@ -168,6 +168,7 @@ class Output:
                 "files": list(row.files),
                 "run_id": row.run_id,
                 "input": row.input,
+                "models_unscored": dict(row.details.get("models_unscored", {}).get(row.night, {})),
             }
             if row.night is None:
                 undated = entry

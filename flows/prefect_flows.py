@@ -246,7 +246,11 @@ def _regression(
 
 
 def _context(
-    kind: str, storage_options: list[str] | None, regression: runs.RegressionOptions
+    kind: str,
+    storage_options: list[str] | None,
+    regression: runs.RegressionOptions,
+    strict: bool | None,
+    fail_on_regression: bool | None = False,
 ) -> runs.RunContext:
     """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
     ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
@@ -260,6 +264,8 @@ def _context(
         command=f"prefect flow cogscore-{kind} ({flow_run.name})",
         engine="prefect",
         regression=regression,
+        strict=_flag(strict, STRICT_ENV),
+        fail_on_regression=_flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
     )
 
 
@@ -297,13 +303,9 @@ def score_flow(
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
-        _context("score", storage_options, regression),
+        _context("score", storage_options, regression, strict, fail_on_regression),
     )
-    return enforce_strict(
-        _publish(outcome),
-        _flag(strict, STRICT_ENV),
-        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
-    )
+    return enforce_strict(_publish(outcome))
 
 
 @flow(name="cogscore-nightly", validate_parameters=False, task_runner=_files_at_once())
@@ -338,13 +340,9 @@ def nightly_flow(
         prefect_mapper,
         verify,
         _flag(require_marker, MARKER_ENV),
-        _context("nightly", storage_options, regression),
+        _context("nightly", storage_options, regression, strict, fail_on_regression),
     )
-    return enforce_strict(
-        _publish(outcome),
-        _flag(strict, STRICT_ENV),
-        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
-    )
+    return enforce_strict(_publish(outcome))
 
 
 @flow(name="cogscore-rescore", validate_parameters=False, task_runner=_files_at_once())
@@ -377,6 +375,6 @@ def rescore_flow(
         dry_run,
         diff_out,
         _flag(require_marker, MARKER_ENV),
-        _context("rescore", storage_options, regression),
+        _context("rescore", storage_options, regression, strict),
     )
-    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
+    return enforce_strict(_publish(outcome))

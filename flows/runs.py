@@ -23,7 +23,13 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from flows.comparisons import SLIM, NightWatch, RegressionOptions, slim
+from flows.comparisons import (
+    SLIM,
+    NightWatch,
+    RegressionOptions,
+    models_without_scores,
+    slim,
+)
 from flows.io import (
     DumpFile,
     InputError,
@@ -56,6 +62,7 @@ from flows.plan import (
     plan_nightly,
     ready,
 )
+from flows.records import Verdict, exit_code_of, run_status, verdict
 from flows.score import (
     FilePart,
     FileReport,
@@ -221,6 +228,9 @@ class Outcome:
     nights_unchanged: list[str] = field(default_factory=list)
     nights_waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
     nights_failed: dict[str, str] = field(default_factory=dict)  # night -> why
+    # night -> model -> why: models with episodes on a night but none scored
+    models_unscored: dict[str, dict[str, str]] = field(default_factory=dict)
+    verdict: Verdict = field(default_factory=Verdict)
     # The output's formula set, and its nights scored with other versions (what differs).
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
@@ -316,6 +326,26 @@ class RunContext:
     engine: str = "local"
     progress: Progress = field(default_factory=NoProgress)
     regression: RegressionOptions = field(default_factory=RegressionOptions)
+    strict: bool = False  # any input not scored fails the run (exit 3)
+    fail_on_regression: bool = False  # a regression alert fails the run (exit 6)
+
+
+def _nothing_scored(counts: Mapping[str, int]) -> str | None:
+    """Why a night with no episode scored fails (None where some episode was scored).
+
+    >>> _nothing_scored({"episodes_scored": 0, "episodes_harness_error": 3,
+    ...     "episodes_rejected": 1, "rows_read": 40})
+    'no episode scored: 4 episode(s), 3 harness error(s), 1 rejected'
+    """
+    if counts.get("episodes_scored", 0):
+        return None
+    errors, rejected = counts.get("episodes_harness_error", 0), counts.get("episodes_rejected", 0)
+    if not (errors or rejected):
+        return f"no episode scored: no episode in {counts.get('rows_read', 0)} row(s)"
+    return (
+        f"no episode scored: {errors + rejected} episode(s), {errors} harness error(s), "
+        f"{rejected} rejected"
+    )
 
 
 def _score_and_write(
@@ -360,6 +390,7 @@ def _score_and_write(
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
     failed: dict[str, str] = {}  # night -> why it could not be scored
+    unscored: dict[str, dict[str, str]] = {}  # night -> model -> why none of its was scored
     run: dict[str, Any] = {
         "run_id": context.run_id,
         "kind": kind,
@@ -395,15 +426,24 @@ def _score_and_write(
                 if gone:  # the night fails, unwritten; the other nights go on
                     if isinstance(writer, Writer):
                         writer.discard([p.staged for p in parts if p.staged is not None])
-                    failed[night or "(undated)"] = "; ".join(
-                        f"{r.file}: {r.problems[0]}" for r in gone
-                    )
-                    log().error("night %s failed: %s", night, failed[night or "(undated)"])
+                    lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
+                    rows.append(_failed_night(run, night, lost, failed))
+                    progress.night_done(night)
                     continue
                 t2 = time.perf_counter()
                 result = assemble(parts, formulas, target)
                 del parts
                 fault_point("scored")
+                why = _nothing_scored(result.counts)
+                if why is not None:  # the night fails, unwritten: its earlier tables stay
+                    if isinstance(writer, Writer) and result.staged:
+                        writer.discard(result.staged)
+                    summary.add(result)
+                    rows.append(_failed_night(run, night, why, failed, result))
+                    progress.night_done(night)
+                    continue
+                if dark := models_without_scores(result.scores, result.rejects):
+                    unscored[night or "(undated)"] = dark
                 t3 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
                 tables = night_tables(result, bootstrap)
@@ -450,11 +490,20 @@ def _score_and_write(
                 )
                 del result, tables
             extra = finish(fingerprints) if finish else {}
-        except BaseException:
+        except BaseException as error:
             if isinstance(writer, Writer) and rows:
-                record_failure(output, _finished(rows, {}))
+                record_failure(output, _finished(rows, _crashed(error)))
             raise
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
+        flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
+        ended = verdict(
+            nights_failed=failed,
+            models_unscored=unscored,
+            counts=summary.counts,
+            alerts=_alerts(flagged_rows),
+            strict=context.strict,
+            fail_on_regression=context.fail_on_regression,
+        )
         record = {
             **run_details(bootstrap),
             **(details or {}),
@@ -463,6 +512,10 @@ def _score_and_write(
             "command": context.command,
             "timings": dict(summary.timings),
             "nights_failed": failed,
+            "models_unscored": unscored,
+            "status": run_status(ended.code, scored=bool(rows)),
+            "exit_code": int(ended.code),
+            "error": ended.error,
         }
         if isinstance(writer, Writer) and rows:
             writer.commit(_finished(rows, record))
@@ -472,18 +525,62 @@ def _score_and_write(
                 **run, status=RunStatus.FAILED, finished=now, night=None, table_versions={}
             )
             record_failure(output, _finished([nothing], record))
-    after = state_after(state, rows) if dry_run else output.state()
+    after = (
+        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED])
+        if dry_run
+        else output.state()
+    )
     log().info("%s run finished in %.1f s", kind, time.perf_counter() - t0)
     scored = sorted(n for n in groups if n is not None and n not in failed)
     outcome = Outcome(kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
-    outcome.regressions = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
+    outcome.models_unscored = unscored
+    outcome.verdict = ended
+    outcome.regressions = flagged_rows
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
     outcome.formula_set = describe_set(pinned)
     outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def _failed_night(
+    run: Mapping[str, Any],
+    night: str | None,
+    why: str,
+    failed: dict[str, str],
+    result: ScoreResult | None = None,
+) -> RunRow:
+    """A night that failed: named in ``failed`` and the log, and its row of the runs table
+    (status failed: it pins nothing, so the next run scores the night again)."""
+    failed[night or "(undated)"] = why
+    log().error("night %s failed: %s", night or "(undated)", why)
+    return RunRow(
+        **run,
+        status=RunStatus.FAILED,
+        finished=run["started"],  # set at the commit
+        night=night,
+        table_versions={},
+        counts=result.counts if result is not None else {},
+        input_fingerprint=(
+            fingerprint((r.file, r.sha256) for r in result.files) if result is not None else None
+        ),
+        files=[asdict(r) for r in result.files] if result is not None else (),
+    )
+
+
+def _alerts(regressions: pl.DataFrame) -> list[str]:
+    """Each regression alert, named: model (scope, night)."""
+    fired = regressions.filter(pl.col("level") == LEVEL_ALERT)
+    return [f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()]
+
+
+def _crashed(error: BaseException) -> dict[str, Any]:
+    """What the runs table records of a run that stopped on an error."""
+    code = exit_code_of(error)
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return {"status": "failed", "exit_code": int(code), "error": first}
 
 
 def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, str]:
@@ -511,7 +608,7 @@ def state_after(state: Mapping[str, Any], rows: Sequence[RunRow]) -> dict[str, A
     """``state`` with the nights of ``rows`` as they would be (a dry run's view)."""
     nights = dict(state.get("nights", {}))
     for row in rows:
-        if row.night is not None:
+        if row.night is not None and row.status is RunStatus.SUCCEEDED:
             nights[row.night] = {"formula_versions": dict(row.formula_versions)}
     return {**state, "nights": nights}
 

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
+from flows.records import ExitCode, unscored_line
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import SCORE
 
@@ -164,17 +165,7 @@ def diff_lines(diff: pl.DataFrame) -> list[str]:
 
 def unscored_input(outcome: Outcome) -> str | None:
     """The "completed with rejected input" line, where a file or an episode was not scored."""
-    if outcome.result is None:
-        return None
-    counts = outcome.result.counts
-    if not (counts["files_rejected"] or counts["rows_rejected"]):
-        return None
-    return (
-        f"completed with rejected input: {counts['files_rejected']} file(s), "
-        f"{counts['episodes_rejected']} rejected episode(s), "
-        f"{counts['episodes_harness_error']} harness error(s), "
-        f"{counts['rows_rejected']} row(s) not scored (see rejects/)"
-    )
+    return None if outcome.result is None else unscored_line(outcome.result.counts)
 
 
 class StrictFailure(Exception):
@@ -191,20 +182,16 @@ class RegressionAlert(StrictFailure):
     run fails (exit 6; Prefect: Failed) after its tables are written."""
 
 
-def enforce_strict(outcome: Outcome, strict: bool, fail_on_regression: bool = False) -> Outcome:
-    """``outcome``, or ``StrictFailure`` when a night failed, or when ``strict`` and some
-    input was not scored; ``RegressionAlert`` when ``fail_on_regression`` and an alert
-    fired."""
-    if outcome.nights_failed:
-        raise StrictFailure(outcome, f"{len(outcome.nights_failed)} night(s) failed")
-    if strict and (status := unscored_input(outcome)) is not None:
-        raise StrictFailure(outcome, f"strict run failed: {status}")
-    fired = alerts_of(outcome)
-    if fail_on_regression and not fired.is_empty():
-        named = ", ".join(
-            f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()
-        )
-        raise RegressionAlert(outcome, f"{fired.height} regression alert(s): {printable(named)}")
+def enforce_strict(outcome: Outcome) -> Outcome:
+    """``outcome``, or the failure its verdict names (decided by the run before it
+    committed, ``flows.records.verdict``): ``StrictFailure`` (exit 3) when a night failed,
+    a model had episodes but none scored, or a strict run did not score some input;
+    ``RegressionAlert`` (exit 6) when a regression alert fired and the run fails on one."""
+    ended = outcome.verdict
+    if ended.code is ExitCode.REGRESSION:
+        raise RegressionAlert(outcome, printable(ended.error))
+    if ended.code is ExitCode.UNSCORED:
+        raise StrictFailure(outcome, printable(ended.error))
     return outcome
 
 
@@ -242,6 +229,12 @@ def formula_lines(outcome: Outcome) -> list[str]:
     lines = [
         f"night {printable(night)} failed, not written: {printable(why)}"
         for night, why in outcome.nights_failed.items()
+    ]
+    lines += [
+        f"model {printable(model)} has no score on {printable(night)}: {printable(why)} (not "
+        "ranked; a not_comparable row in regressions where the night has a baseline)"
+        for night, models in outcome.models_unscored.items()
+        for model, why in models.items()
     ]
     if outcome.nights_waiting:
         lines.append(

@@ -409,9 +409,10 @@ REGRESSIONS_TABLE: Final = Table(
         BASELINE: _text(isin=("previous", "mean")),
         BASELINE_DATES: _text(),
         N_BASELINE_NIGHTS: _count(1),
-        SCORE: _real(),
-        BASELINE_SCORE: _real(),
-        CHANGE: _real(),
+        # null only where the model had episodes but none scored (level not_comparable)
+        SCORE: _real(nullable=True),
+        BASELINE_SCORE: _real(nullable=True),
+        CHANGE: _real(nullable=True),
         SE: _real(nullable=True, ge=0.0),
         CI_LOW: _real(nullable=True),
         CI_HIGH: _real(nullable=True),
