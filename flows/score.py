@@ -82,6 +82,7 @@ class FileReport:
     mtime_ns: int = 0
     status: str = "scored"  # or "rejected", or "gone" (deleted after the dump was listed)
     problems: list[str] = field(default_factory=list)
+    link_target: str | None = None  # where a file reached through a symbolic link really is
 
 
 @dataclass
@@ -131,6 +132,7 @@ def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
+    report.link_target = dump_file.target
     try:
         # An object's footer is fetched once, by this scan, for its count, schema and rows.
         scanned = None if dump_file.is_local else scan(dump_file)

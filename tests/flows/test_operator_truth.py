@@ -89,7 +89,8 @@ def night_of_errors(dump: Path, night: str, models: set[str] | None = None) -> N
 
 
 def cli(*args: str) -> tuple[int, str, dict[str, object] | None]:
-    """Exit code, stdout and (with --json) the run record of ``cogscore ARGS``."""
+    """Exit code, what it wrote (stdout and stderr) and (with --json) the run record of
+    ``cogscore ARGS``."""
     from typer.testing import CliRunner
 
     from flows.cli import app
@@ -97,7 +98,18 @@ def cli(*args: str) -> tuple[int, str, dict[str, object] | None]:
     result = CliRunner().invoke(app, list(args), terminal_width=100)
     last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     record = json.loads(last) if "--json" in args and last.startswith("{") else None
-    return result.exit_code, result.stdout, record
+    return result.exit_code, result.output, record
+
+
+def stdout(*args: str) -> str:
+    """What ``cogscore ARGS`` printed on stdout (it must succeed)."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, list(args), terminal_width=100)
+    assert result.exit_code == 0, result.output
+    return result.stdout
 
 
 def dump_of_two_nights(tmp_path: Path) -> Path:
@@ -123,10 +135,10 @@ def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
     assert "no episode scored" in record["nights_failed"]["2026-12-02"]  # type: ignore[index]
     assert "night 2026-12-02 failed, not written" in text
     assert "2026-12-02" not in Output.at(out).state()["nights"]  # the next run tries again
-    listed = json.loads(cli("history", str(out), "--json")[1])
+    listed = json.loads(stdout("history", str(out), "--json"))
     assert (listed[0]["status"], listed[0]["exit_code"]) == ("failed", 3)
     assert listed[0]["nights_failed"] == ["2026-12-02"]
-    report = json.loads(cli("status", str(out), "--json")[1])
+    report = json.loads(stdout("status", str(out), "--json"))
     assert list(report["nights_failed"]) == ["2026-12-02"]
     assert "FAILED" in cli("status", str(out))[1]
     page = write_report(out, tmp_path / "report.html").read_text()
@@ -153,7 +165,7 @@ def test_a_model_whose_every_episode_is_a_harness_error_is_named_not_dropped(
     regressions = Output.at(out).read("regressions").filter(pl.col("model") == "oracle-large")
     row = regressions.filter(pl.col("dump_date") == "2026-12-02").row(0, named=True)
     assert (row["scope"], row["level"], row["reason"]) == ("overall", "not_comparable", why)
-    assert json.loads(cli("status", str(out), "--json")[1])["models_unscored"] == {
+    assert json.loads(stdout("status", str(out), "--json"))["models_unscored"] == {
         "2026-12-02": {"oracle-large": why}
     }
 
@@ -162,9 +174,54 @@ def test_a_strict_run_with_rejects_is_recorded_as_failed_everywhere(tmp_path: Pa
     out = tmp_path / "out"
     code, _, record = cli("score", str(EXAMPLE_DUMP), "--out", str(out), "--strict", "--json")
     assert code == 3 and record is not None
-    listed = json.loads(cli("history", str(out), "--json")[1])
+    listed = json.loads(stdout("history", str(out), "--json"))
     assert (record["status"], record["exit_code"]) == ("failed", 3)
     assert (listed[0]["status"], listed[0]["exit_code"]) == ("failed", 3)
     assert listed[0]["error"] == record["error"]
-    last = json.loads(cli("status", str(out), "--json")[1])["last_runs"][0]
+    last = json.loads(stdout("status", str(out), "--json"))["last_runs"][0]
     assert (last["status"], last["exit_code"]) == ("failed", 3)
+
+
+# --- 2: symbolic links are followed, and recorded -------------------------------------------
+
+
+def test_a_night_folder_that_is_a_symbolic_link_is_scored_and_its_target_recorded(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from flows.output import Output
+
+    elsewhere = tmp_path / "harness-output"
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", elsewhere / "night")
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-11-30", dump / "dump_date=2026-11-30")
+    (dump / "dump_date=2026-12-01").symlink_to(elsewhere / "night", target_is_directory=True)
+    (dump / "loop").symlink_to(dump, target_is_directory=True)  # walked once, not forever
+    out = tmp_path / "out"
+    code, _, record = cli("nightly", str(dump), "--out", str(out), "--strict", "--json")
+    assert record is not None and record["nights_scored"] == ["2026-11-30", "2026-12-01"]
+    assert code == 3  # the example dump's rejects: strict, but nothing was skipped
+    files = Output.at(out).state()["nights"]["2026-12-01"]["files"]
+    assert [f["link_target"] for f in files] == [
+        str((elsewhere / "night" / f["file"].split("/")[-1]).resolve()) for f in files
+    ]
+    assert all(
+        f["link_target"] is None for f in Output.at(out).state()["nights"]["2026-11-30"]["files"]
+    )
+    assert json.loads(stdout("status", str(out), str(dump), "--json"))["dump"]["unchanged"] == [
+        "2026-11-30",
+        "2026-12-01",
+    ]
+
+
+def test_a_broken_symbolic_link_in_a_dump_is_refused_by_name(tmp_path: Path) -> None:
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    (dump / "dump_date=2026-12-01" / "part-9.parquet").symlink_to(tmp_path / "gone.parquet")
+    code, text, _ = cli("nightly", str(dump), "--out", str(tmp_path / "out"))
+    assert code == 2
+    assert "dump_date=2026-12-01/part-9.parquet is a broken symbolic link" in text
+    assert not (tmp_path / "out").exists()
