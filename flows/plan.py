@@ -7,6 +7,7 @@ Light on purpose: ``cogscore status`` reads it without importing the scoring cod
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,50 @@ def fingerprint(files: Iterable[tuple[str, str]]) -> str:
     """The digest of a night's input: its files' relative paths and content digests."""
     lines = "\n".join(f"{name}\t{digest}" for name, digest in sorted(files))
     return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+# -- where a run reads and writes -------------------------------------------------------------
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """Whether the place ``inner`` (a path or URL, without credentials) is ``outer`` or
+    lies below it.
+
+    >>> _contains("/data/dump", "/data/dump/out"), _contains("/data/dump", "/data/dumps")
+    (True, False)
+    >>> _contains("s3://b/dumps", "s3://b/dumps/x"), _contains("s3://b/d", "gs://b/d/x")
+    (True, False)
+    """
+    outer, inner = outer.rstrip("/"), inner.rstrip("/")
+    return inner == outer or inner.startswith(outer + "/")
+
+
+def check_places(
+    dump_root: Path | str, output: Output, state: Mapping[str, Any], input_changed: bool
+) -> None:
+    """Refuse, before any work (``InputError``), an output and a dump that overlap (the
+    output's files would become input), and another dump root for an output that holds
+    nights scored from a first one, unless ``input_changed`` says the dump moved: a staging
+    dump's night would replace production's, and the next production run would flip it
+    back."""
+    here = Output.at(output).location.display
+    there = str(dump_root) if isinstance(dump_root, str) else str(Path(dump_root))
+    if isinstance(dump_root, Path) and Output.at(output).location.is_local:
+        here, there = os.path.realpath(here), os.path.realpath(there)
+    if _contains(there, here) or _contains(here, there):
+        inside = "inside the dump" if _contains(there, here) else "around the dump"
+        raise InputError(
+            f"the output {here} lies {inside} {there}: its tables would be read as input; "
+            "give an --out outside the dump root (and the dump outside the output)"
+        )
+    before = state.get("input")
+    if before and before != str(dump_root) and not input_changed:
+        raise InputError(
+            f"{output} holds nights scored from {before}; this run reads {dump_root}. "
+            "Scoring another dump into it would replace those nights with its own. If the "
+            "dump moved, say so: --input-root-changed (COGSCORE_INPUT_ROOT_CHANGED=1); "
+            "else give another --out"
+        )
 
 
 # -- formula versions: pinned per output ---------------------------------------------------
@@ -104,6 +149,7 @@ class NightlyPlan:
     changed: list[str]
     unchanged: list[str]
     waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    gone: list[str] = field(default_factory=list)  # in the output, their input deleted
 
     @property
     def to_score(self) -> list[str]:
@@ -127,8 +173,10 @@ def plan_nightly(
         raise InputError(
             f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
         )
+    listed = {f.partitions[DUMP_DATE] for f in files}
     files, waiting = ready(dump_root, files, require_marker)
     earlier = output.state().get("nights", {})
+    gone = sorted(set(earlier) - listed)
     known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
     digests = {}
     nights: dict[str, list[DumpFile]] = {}
@@ -155,4 +203,4 @@ def plan_nightly(
             changed.append(night)
         else:
             unchanged.append(night)
-    return NightlyPlan(nights, digests, new, changed, unchanged, waiting)
+    return NightlyPlan(nights, digests, new, changed, unchanged, waiting, gone)

@@ -222,6 +222,7 @@ MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
 
 
 FAIL_ON_REGRESSION_ENV = "COGSCORE_FAIL_ON_REGRESSION"
+INPUT_CHANGED_ENV = "COGSCORE_INPUT_ROOT_CHANGED"
 
 
 def _regression(
@@ -251,6 +252,7 @@ def _context(
     regression: runs.RegressionOptions,
     strict: bool | None,
     fail_on_regression: bool | None = False,
+    input_root_changed: bool | None = None,
 ) -> runs.RunContext:
     """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
     ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
@@ -266,6 +268,7 @@ def _context(
         regression=regression,
         strict=_flag(strict, STRICT_ENV),
         fail_on_regression=_flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
+        input_changed=_flag(input_root_changed, INPUT_CHANGED_ENV),
     )
 
 
@@ -292,6 +295,7 @@ def score_flow(
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
     fail_on_regression: bool | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
@@ -303,7 +307,9 @@ def score_flow(
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
-        _context("score", storage_options, regression, strict, fail_on_regression),
+        _context(
+            "score", storage_options, regression, strict, fail_on_regression, input_root_changed
+        ),
     )
     return enforce_strict(_publish(outcome))
 
@@ -322,6 +328,7 @@ def nightly_flow(
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
     fail_on_regression: bool | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
@@ -340,7 +347,9 @@ def nightly_flow(
         prefect_mapper,
         verify,
         _flag(require_marker, MARKER_ENV),
-        _context("nightly", storage_options, regression, strict, fail_on_regression),
+        _context(
+            "nightly", storage_options, regression, strict, fail_on_regression, input_root_changed
+        ),
     )
     return enforce_strict(_publish(outcome))
 
@@ -361,6 +370,7 @@ def rescore_flow(
     baseline_nights: int | None = None,
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
@@ -375,6 +385,6 @@ def rescore_flow(
         dry_run,
         diff_out,
         _flag(require_marker, MARKER_ENV),
-        _context("rescore", storage_options, regression, strict),
+        _context("rescore", storage_options, regression, strict, None, input_root_changed),
     )
     return enforce_strict(_publish(outcome))

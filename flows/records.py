@@ -136,6 +136,7 @@ RECORD_KEYS: Final = (
     "nights_scored",
     "nights_unchanged",
     "nights_waiting",
+    "nights_input_gone",  # nights the output holds whose input is no longer in the dump
     "nights_failed",
     "models_unscored",  # {night: {model: why}}: models with episodes but none scored
     "counts",
@@ -174,6 +175,7 @@ def run_record(
         "nights_scored": [],
         "nights_unchanged": [],
         "nights_waiting": [],
+        "nights_input_gone": [],
         "nights_failed": {},
         "models_unscored": {},
         "counts": {},
@@ -194,6 +196,7 @@ def run_record(
         "nights_scored": outcome.nights_scored,
         "nights_unchanged": outcome.nights_unchanged,
         "nights_waiting": outcome.nights_waiting,
+        "nights_input_gone": outcome.nights_input_gone,
         "nights_failed": outcome.nights_failed,
         "models_unscored": outcome.models_unscored,
         "counts": dict(outcome.result.counts) if outcome.result else {},

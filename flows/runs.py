@@ -54,6 +54,7 @@ from flows.output import (
     record_failure,
 )
 from flows.plan import (
+    check_places,
     describe_set,
     fingerprint,
     formula_set,
@@ -227,6 +228,7 @@ class Outcome:
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
     nights_waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    nights_input_gone: list[str] = field(default_factory=list)  # in OUT, input deleted
     nights_failed: dict[str, str] = field(default_factory=dict)  # night -> why
     # night -> model -> why: models with episodes on a night but none scored
     models_unscored: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -328,6 +330,7 @@ class RunContext:
     regression: RegressionOptions = field(default_factory=RegressionOptions)
     strict: bool = False  # any input not scored fails the run (exit 3)
     fail_on_regression: bool = False  # a regression alert fails the run (exit 6)
+    input_changed: bool = False  # the dump moved: another root for the output is expected
 
 
 def _nothing_scored(counts: Mapping[str, int]) -> str | None:
@@ -665,6 +668,7 @@ def score(
     t0 = time.perf_counter()
     context = context or RunContext()
     input_root, output = root_of(input_root), Output.at(out)
+    check_places(input_root, output, output.state(), context.input_changed)
     versions = formulas_for(output, formulas)
     files = one_layout(input_root, discover(input_root))
     files, waiting = ready(input_root, files, require_marker)
@@ -694,6 +698,7 @@ def nightly(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
+    check_places(dump_root, output, output.state(), context.input_changed)
     versions = formulas_for(output, formulas)
     plan = plan_nightly(dump_root, output, verify, require_marker)
     planned = {
@@ -719,6 +724,7 @@ def nightly(
         outcome = _nothing_to_do("nightly", dump_root, output, context, {"nightly": planned})
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting
+    outcome.nights_input_gone = plan.gone
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
@@ -750,6 +756,7 @@ def rescore(
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
     state = output.state()
+    check_places(dump_root, output, state, context.input_changed)
     pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}
     files = [

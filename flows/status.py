@@ -141,6 +141,7 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             "changed": plan.changed,
             "unchanged": plan.unchanged,
             "without_success_marker": marked.waiting,
+            "input_gone": plan.gone,
         }
     return report
 

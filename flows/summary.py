@@ -236,6 +236,11 @@ def formula_lines(outcome: Outcome) -> list[str]:
         for night, models in outcome.models_unscored.items()
         for model, why in models.items()
     ]
+    if outcome.nights_input_gone:
+        lines.append(
+            f"nights in {outcome.out} whose input is gone from the dump (kept as scored): "
+            + ", ".join(outcome.nights_input_gone)
+        )
     if outcome.nights_waiting:
         lines.append(
             f"waiting for the _SUCCESS marker (not scored): {', '.join(outcome.nights_waiting)}"

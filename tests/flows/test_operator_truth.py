@@ -225,3 +225,58 @@ def test_a_broken_symbolic_link_in_a_dump_is_refused_by_name(tmp_path: Path) -> 
     assert code == 2
     assert "dump_date=2026-12-01/part-9.parquet is a broken symbolic link" in text
     assert not (tmp_path / "out").exists()
+
+
+# --- 4, 5: one dump root per output; outputs and dumps apart ---------------------------------
+
+
+def test_another_dump_root_into_an_output_is_refused_unless_the_dump_moved(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    from flows.output import Output
+
+    production, staging, out = tmp_path / "production", tmp_path / "staging", tmp_path / "out"
+    shutil.copytree(EXAMPLE_DUMP, production)
+    shutil.copytree(EXAMPLE_DUMP, staging)
+    assert cli("nightly", str(production), "--out", str(out))[0] == 0
+    before = Output.at(out).runs().height
+    for command in ("nightly", "score"):
+        code, text, _ = cli(command, str(staging), "--out", str(out))
+        assert code == 2 and "--input-root-changed" in text and str(production) in text
+    code, _, _ = cli("rescore", str(staging), "--out", str(out), "--formula", "runtime_rl=v1")
+    assert code == 2
+    assert Output.at(out).runs().height == before  # refused before any work
+    moved = cli("nightly", str(staging), "--out", str(out), "--input-root-changed")
+    assert moved[0] == 0 and Output.at(out).state()["input"] == str(staging)
+
+
+def test_nights_whose_input_is_gone_are_named_by_nightly_and_status(tmp_path: Path) -> None:
+    import shutil
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    shutil.rmtree(dump / "dump_date=2026-11-30")
+    code, text, record = cli("nightly", str(dump), "--out", str(out), "--json")
+    assert code == 0 and record is not None
+    assert record["nights_input_gone"] == ["2026-11-30"]
+    assert "whose input is gone from the dump (kept as scored): 2026-11-30" in text
+    report = json.loads(stdout("status", str(out), str(dump), "--json"))
+    assert report["dump"]["input_gone"] == ["2026-11-30"]
+
+
+@pytest.mark.parametrize("inside", ["out_in_dump", "dump_in_out"])
+def test_an_output_and_a_dump_that_overlap_are_refused_on_the_first_run(
+    tmp_path: Path, inside: str
+) -> None:
+    import shutil
+
+    if inside == "out_in_dump":
+        dump, out = tmp_path / "dump", tmp_path / "dump" / "out"
+    else:
+        dump, out = tmp_path / "out" / "dump", tmp_path / "out"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    code, text, _ = cli("nightly", str(dump), "--out", str(out))
+    assert code == 2 and f"the output {out} lies" in text
+    assert not (out / "runs").exists()
