@@ -437,15 +437,12 @@ def _score_and_write(
                 result = assemble(parts, formulas, target)
                 del parts
                 fault_point("scored")
-                why = _nothing_scored(result.counts)
-                if why is not None:  # the night fails, unwritten: its earlier tables stay
-                    if isinstance(writer, Writer) and result.staged:
-                        writer.discard(result.staged)
-                    summary.add(result)
-                    rows.append(_failed_night(run, night, why, failed, result))
-                    progress.night_done(night)
-                    continue
-                if dark := models_without_scores(result.scores, result.rejects):
+                # A night with no episode scored fails the run, but is written: its rejects
+                # (every reason kept) and no scores, as its input now stands.
+                if (why := _nothing_scored(result.counts)) is not None:
+                    failed[night or "(undated)"] = why
+                    log().error("night %s failed: %s", night or "(undated)", why)
+                elif dark := models_without_scores(result.scores, result.rejects):
                     unscored[night or "(undated)"] = dark
                 t3 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
@@ -549,27 +546,19 @@ def _score_and_write(
 
 
 def _failed_night(
-    run: Mapping[str, Any],
-    night: str | None,
-    why: str,
-    failed: dict[str, str],
-    result: ScoreResult | None = None,
+    run: Mapping[str, Any], night: str | None, why: str, failed: dict[str, str]
 ) -> RunRow:
-    """A night that failed: named in ``failed`` and the log, and its row of the runs table
-    (status failed: it pins nothing, so the next run scores the night again)."""
-    failed[night or "(undated)"] = why
-    log().error("night %s failed: %s", night or "(undated)", why)
+    """A night that failed unwritten (a file vanished while the run read it): named in
+    ``failed`` and the log, and its row of the runs table (status failed: it pins nothing,
+    so the next run scores the night again)."""
+    failed[night or "(undated)"] = f"not written: {why}"
+    log().error("night %s failed, not written: %s", night or "(undated)", why)
     return RunRow(
         **run,
         status=RunStatus.FAILED,
         finished=run["started"],  # set at the commit
         night=night,
         table_versions={},
-        counts=result.counts if result is not None else {},
-        input_fingerprint=(
-            fingerprint((r.file, r.sha256) for r in result.files) if result is not None else None
-        ),
-        files=[asdict(r) for r in result.files] if result is not None else (),
     )
 
 

@@ -34,6 +34,15 @@ class UnsafeStore(StorageError):
     """The store ignores conditional writes, so two writers could both believe they won."""
 
 
+class NoOutput(StorageError):
+    """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
+
+
+class UnknownRun(StorageError):
+    """``--as-of`` names a run the output never recorded, or one whose tables ``vacuum``
+    has since deleted."""
+
+
 class LegacyLayout(StorageError):
     """The output folder holds the snapshot layout (`current`, `_versions/`), not Delta tables."""
 

@@ -123,6 +123,8 @@ def dump_of_two_nights(tmp_path: Path) -> Path:
 def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
     tmp_path: Path,
 ) -> None:
+    import polars as pl
+
     from flows.output import Output
     from flows.report import write_report
 
@@ -131,20 +133,22 @@ def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
     code, text, record = cli("nightly", str(dump), "--out", str(out), "--json")
     assert code == 3 and record is not None
     assert record["status"] == "failed" and record["exit_code"] == 3
-    assert record["nights_scored"] == ["2026-11-30", "2026-12-01"]
-    assert "no episode scored" in record["nights_failed"]["2026-12-02"]  # type: ignore[index]
-    assert "night 2026-12-02 failed, not written" in text
-    assert "2026-12-02" not in Output.at(out).state()["nights"]  # the next run tries again
+    why = "no episode scored: 45 episode(s), 45 harness error(s), 0 rejected"
+    assert record["nights_failed"] == {"2026-12-02": why}
+    assert f"night 2026-12-02 FAILED: {why}" in text
+    # Written as its input stands, every reason kept: its rejects, and no scores.
+    output = Output.at(out)
+    assert output.read("rejects").filter(pl.col("dump_date") == "2026-12-02").height == 45
+    assert output.read("model_scores").filter(pl.col("dump_date") == "2026-12-02").is_empty()
     listed = json.loads(stdout("history", str(out), "--json"))
     assert (listed[0]["status"], listed[0]["exit_code"]) == ("failed", 3)
     assert listed[0]["nights_failed"] == ["2026-12-02"]
+    assert listed[0]["nights"] == ["2026-11-30", "2026-12-01"]
     report = json.loads(stdout("status", str(out), "--json"))
     assert list(report["nights_failed"]) == ["2026-12-02"]
-    assert "FAILED" in cli("status", str(out))[1]
+    assert "night 2026-12-02 FAILED: no episode scored" in stdout("status", str(out))
     page = write_report(out, tmp_path / "report.html").read_text()
-    assert "night <b>2026-12-02</b> failed" in page
-    # Retried by the next run, and failing again, visibly: the night is never taken as done.
-    assert cli("nightly", str(dump), "--out", str(out))[0] == 3
+    assert "night <b>2026-12-02</b> failed: no episode scored" in page
 
 
 def test_a_model_whose_every_episode_is_a_harness_error_is_named_not_dropped(
