@@ -894,6 +894,35 @@ def vacuum(
     typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
 
 
+@app.command()
+def unlock(
+    out: OutArg,
+    run_id: Annotated[
+        str,
+        typer.Option(
+            "--run",
+            metavar="RUN_ID",
+            help="The run whose lease to break: the one the busy message (exit 5) names.",
+        ),
+    ],
+    storage_option: StorageOpt = None,
+) -> None:
+    """Break the lease of a run that is gone (killed, or its host down): it blocks the output
+    until its lease expires (6 h). Check first that the run is not going. Refused when
+    another run holds the lease or the run is alive on this host. The next run repairs what
+    the killed run left."""
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+    from flows.storage.lease import break_lease
+
+    _storage_options(storage_option)
+    try:
+        holder = break_lease(Output.at(out).require().location, run_id)
+    except StorageError as error:
+        raise _refused(error) from None
+    typer.echo(f"unlocked {Output.at(out)}: broke the lease of {holder.describe()}")
+
+
 JsonOpt = Annotated[
     bool, typer.Option("--json", envvar="COGSCORE_JSON", help="Print JSON instead of a table.")
 ]

@@ -36,10 +36,20 @@ def exit_code_of(error: BaseException) -> ExitCode:
         OutputBusy,
         StorageError,
         UnknownRun,
+        UnlockRefused,
         UnsafeStore,
     )
 
-    usage = (InputError, ReportError, BadLocation, LegacyLayout, UnsafeStore, NoOutput, UnknownRun)
+    usage = (
+        InputError,
+        ReportError,
+        BadLocation,
+        LegacyLayout,
+        UnsafeStore,
+        NoOutput,
+        UnknownRun,
+        UnlockRefused,
+    )
     if isinstance(error, OutputBusy):
         return ExitCode.BUSY
     if isinstance(error, usage):

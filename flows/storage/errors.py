@@ -38,6 +38,10 @@ class NoOutput(StorageError):
     """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
 
 
+class UnlockRefused(StorageError):
+    """``cogscore unlock`` refused: no lease, another run's lease, or a run still alive."""
+
+
 class UnknownRun(StorageError):
     """``--as-of`` names a run the output never recorded, or one whose tables ``vacuum``
     has since deleted."""

@@ -284,3 +284,36 @@ def test_an_output_and_a_dump_that_overlap_are_refused_on_the_first_run(
     code, text, _ = cli("nightly", str(dump), "--out", str(out))
     assert code == 2 and f"the output {out} lies" in text
     assert not (out / "runs").exists()
+
+
+# --- 10: a killed run's lease from another host ---------------------------------------------
+
+
+def test_a_dead_runs_lease_from_another_host_is_broken_by_unlock_and_named_when_busy(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from flows.output import Output
+    from flows.storage import objects
+    from flows.storage.lease import LEASE_KEY, Holder, Lease
+
+    out = tmp_path / "out"
+    assert cli("score", str(EXAMPLE_DUMP), "--out", str(out))[0] == 0
+    now = datetime.now(UTC)
+    dead = Holder(
+        "another-host", 4242, "killed-run", "cogscore nightly", now, now + timedelta(hours=6)
+    )
+    location = Output.at(out).location
+    assert objects.put_if_absent(location, LEASE_KEY, dead.to_json()) is not None
+    code, text, _ = cli("score", str(EXAMPLE_DUMP), "--out", str(out))
+    assert code == 5 and f"cogscore unlock {out} --run killed-run" in text
+    code, text, _ = cli("unlock", str(out), "--run", "another-run")
+    assert code == 2 and "held by run killed-run, not another-run" in text
+    code, text, _ = cli("unlock", str(out), "--run", "killed-run")
+    assert code == 0 and "broke the lease of run killed-run" in text
+    assert cli("score", str(EXAMPLE_DUMP), "--out", str(out))[0] == 0
+    with Lease(location, "live-run", "cogscore nightly"):  # alive here: never broken
+        code, text, _ = cli("unlock", str(out), "--run", "live-run")
+        assert code == 2 and "alive on this host" in text
+    assert cli("unlock", str(out), "--run", "live-run")[1].startswith("error: ")
