@@ -239,6 +239,11 @@ def formula_lines(outcome: Outcome) -> list[str]:
         for night, models in outcome.models_unscored.items()
         for model, why in models.items()
     ]
+    if outcome.regressions_refreshed:
+        lines.append(
+            "regressions made again against the rescored nights before them: "
+            + ", ".join(outcome.regressions_refreshed)
+        )
     if outcome.nights_input_gone:
         lines.append(
             f"nights in {outcome.out} whose input is gone from the dump (kept as scored): "

@@ -83,7 +83,8 @@ def night_of_errors(dump: Path, night: str, models: set[str] | None = None) -> N
             pl.when(hit).then(pl.lit("error")).otherwise(pl.col("status")).alias("status"),
             (pl.col("episode_id") + f"-{night}").alias("episode_id"),
         )
-        touched = spoiled.filter(pl.col("model").is_in(sorted(models or set(rows["model"]))))
+        chosen = set(rows["model"]) if models is None else models
+        touched = spoiled.filter(pl.col("model").is_in(sorted(chosen)))
         assert spoiled.filter(hit).height == touched["episode_id"].n_unique()  # each ends
         spoiled.write_parquet(target / source.name)
 
@@ -317,3 +318,54 @@ def test_a_dead_runs_lease_from_another_host_is_broken_by_unlock_and_named_when_
         code, text, _ = cli("unlock", str(out), "--run", "live-run")
         assert code == 2 and "alive on this host" in text
     assert cli("unlock", str(out), "--run", "live-run")[1].startswith("error: ")
+
+
+# --- 10: a rescore's later nights; a rescored night delivered again ------------------------
+
+
+def test_a_rescore_makes_the_next_nights_regressions_again_against_the_new_baseline(
+    tmp_path: Path,
+) -> None:
+    import polars as pl
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    before = Output.at(out).read("regressions").filter(pl.col("dump_date") == "2026-12-02")
+    code, text, _ = cli(
+        "rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1",
+        "--since", "2026-12-01", "--until", "2026-12-01",
+    )  # fmt: skip
+    assert code == 0
+    assert "regressions made again against the rescored nights before them: 2026-12-02" in text
+    after = Output.at(out).read("regressions").filter(pl.col("dump_date") == "2026-12-02")
+    procedural = pl.col("scope") == "procedural_learning"
+    # The baseline (2026-12-01) is now scored with v1, the night with v2: not comparable.
+    assert set(after.filter(procedural)["level"]) == {"not_comparable"}
+    assert set(before.filter(procedural)["level"]) != {"not_comparable"}
+
+
+def test_a_rescored_night_delivered_again_keeps_its_rescored_versions(tmp_path: Path) -> None:
+    import polars as pl
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore, "--since", "2026-12-01")[0] == 0
+    night = dump / "dump_date=2026-12-01"
+    first = sorted(night.glob("*.parquet"))[0]
+    pl.read_parquet(first).head(-1).write_parquet(first)  # delivered again, changed
+    code, text, _ = cli("nightly", str(dump), "--out", str(out))
+    assert code == 0 and "night 2026-12-01 scored with other versions" in text
+    versions = (
+        Output.at(out)
+        .read("category_scores")
+        .filter(
+            (pl.col("dump_date") == "2026-12-01") & (pl.col("category") == "procedural_learning")
+        )["formula_version"]
+    )
+    assert set(versions) == {"v1"}
