@@ -65,6 +65,7 @@ from flows.plan import (
     rescored_versions,
 )
 from flows.records import Verdict, exit_code_of, run_status, verdict
+from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
     FilePart,
     FileReport,
@@ -398,6 +399,7 @@ def _score_and_write(
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
     watch = NightWatch(output, context.regression, state.get("nights", {}) if dated else ())
+    seen = SeenIds(output, frozenset(state.get("nights", {})))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
@@ -460,6 +462,13 @@ def _score_and_write(
                 result = assemble(parts, versions, target)
                 del parts
                 fault_point("scored")
+                if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
+                    if isinstance(writer, Writer) and result.staged:
+                        writer.discard(result.staged)
+                    rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
+                    progress.night_done(night)
+                    continue
+                seen.add(night, result.scores[Col.EPISODE_ID])
                 # A night with no episode scored fails the run, but is written: its rejects
                 # (every reason kept) and no scores, as its input now stands.
                 if (why := _nothing_scored(result.counts)) is not None:
@@ -571,13 +580,15 @@ def _score_and_write(
 
 
 def _failed_night(
-    run: Mapping[str, Any], night: str | None, why: str, failed: dict[str, str]
+    run: Mapping[str, Any], night: str | None, why: str, failed: dict[str, str], said: bool = False
 ) -> RunRow:
-    """A night that failed unwritten (a file vanished while the run read it): named in
-    ``failed`` and the log, and its row of the runs table (status failed: it pins nothing,
-    so the next run scores the night again)."""
-    failed[night or "(undated)"] = f"not written: {why}"
-    log().error("night %s failed, not written: %s", night or "(undated)", why)
+    """A night that failed unwritten (a file vanished while the run read it, it repeats
+    another night's episodes): named in ``failed`` and the log, and its row of the runs
+    table (status failed: it pins nothing, so the next run scores the night again).
+    ``said``: ``why`` already says the night was not written."""
+    why = why if said else f"not written: {why}"
+    failed[night or "(undated)"] = why
+    log().error("night %s failed, %s", night or "(undated)", why)
     return RunRow(
         **run,
         status=RunStatus.FAILED,

@@ -369,3 +369,29 @@ def test_a_rescored_night_delivered_again_keeps_its_rescored_versions(tmp_path: 
         )["formula_version"]
     )
     assert set(versions) == {"v1"}
+
+
+# --- 10: the same episode ids on two nights --------------------------------------------------
+
+
+def test_a_night_that_repeats_another_nights_episodes_fails_unwritten(tmp_path: Path) -> None:
+    import shutil
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    shutil.copytree(dump / "dump_date=2026-12-01", dump / "dump_date=2026-12-02")  # a copy
+    code, _, record = cli("nightly", str(dump), "--out", str(out), "--json")
+    assert code == 3 and record is not None
+    why = record["nights_failed"]["2026-12-02"]  # type: ignore[index]
+    assert why.startswith("not written: ") and "already scored on 2026-12-01" in why
+    assert "2026-12-02" not in Output.at(out).state()["nights"]
+    assert "2026-12-02" in json.loads(stdout("status", str(out), "--json"))["nights_failed"]
+    # Within one run as well: a night copied into a new night of the same run.
+    again = tmp_path / "again"
+    code, _, record = cli("nightly", str(dump), "--out", str(again), "--json")
+    assert code == 3 and record is not None and list(record["nights_failed"]) == ["2026-12-02"]
+    # A night's own ids are not a repeat: rescoring it succeeds.
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore, "--since", "2026-12-01", "--until", "2026-12-01")[0] == 0
