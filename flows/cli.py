@@ -360,11 +360,40 @@ def masked(args: list[str]) -> list[str]:
     return out
 
 
+_LAST_WORDS: list[str] = []  # the error line, printed once everything else has been
+
+
 def run(args: list[str] | None = None) -> None:
-    """The ``cogscore`` command: the arguments as typed are kept for the run record."""
+    """The ``cogscore`` command. The arguments as typed are kept for the run record; what
+    native libraries print on stderr passes through ``flows.native``'s filter (no Rust panic
+    text); a temporary Prefect server is stopped before the error line, so that the error
+    line is the last thing on stderr."""
+    from flows.native import NativeStderr
+
     typed = list(sys.argv[1:] if args is None else args)
     _TYPED[:] = [typed]
-    app(args=hoisted(typed), prog_name="cogscore")
+    try:
+        with NativeStderr():
+            try:
+                app(args=hoisted(typed), prog_name="cogscore")
+            finally:
+                _stop_temporary_prefect()
+    finally:
+        for line in _LAST_WORDS:
+            _say(line, error=True)
+
+
+def _stop_temporary_prefect() -> None:
+    """Stop the temporary Prefect servers this process started (Prefect stops them when the
+    process exits, and says so on stderr: after the command's last line)."""
+    server = sys.modules.get("prefect.server.api.server")
+    if server is None:
+        return
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=5)  # the run's logs reach the server before it stops
+    for instance in list(server.SubprocessASGIServer._instances.values()):
+        instance.stop()
 
 
 def _command_line() -> str:
@@ -397,6 +426,26 @@ def _command_line() -> str:
         for item in value if isinstance(value, list) else [value]:
             words += [param.opts[0], str(item)]
     return shlex.join(masked(words))
+
+
+def _check_prefect_api() -> None:
+    """Where ``PREFECT_API_URL`` names a server, that it answers (else one line, exit 4,
+    before any work): Prefect's own error is a traceback of its client."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return  # Prefect starts its temporary server in this process
+    from prefect.client.orchestration import get_client
+
+    from flows.storage.errors import ServiceUnreachable
+
+    with get_client(sync_client=True) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        first = (str(problem).strip().splitlines() or [type(problem).__name__])[0]
+        raise ServiceUnreachable(
+            f"the Prefect API at {url} does not answer ({first}): start it, correct "
+            "PREFECT_API_URL, or run in this process with --engine local"
+        )
 
 
 @contextmanager
@@ -459,6 +508,7 @@ def _run(
             os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
             # Prefect's temporary server needs 15-25 s here on a cold start (default 20 s).
             os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+            _check_prefect_api()
             from flows import prefect_flows
 
             flow = getattr(prefect_flows, f"{kind}_flow")
@@ -515,7 +565,9 @@ def _run(
     if outcome is not None:
         for line in outcome_lines(outcome):
             typer.echo(line)
-    if error is not None:
+    if error is not None and _TYPED:  # the command: said last (``run``)
+        _LAST_WORDS.append(error)
+    elif error is not None:
         _say(error, error=True)  # one line: the last thing on stderr
     else:
         _say(f"done in {time.perf_counter() - t0:.1f} s")

@@ -38,6 +38,10 @@ class NoOutput(StorageError):
     """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
 
 
+class ServiceUnreachable(StorageError):
+    """A service a run needs (the Prefect API of ``PREFECT_API_URL``) does not answer."""
+
+
 class UnlockRefused(StorageError):
     """``cogscore unlock`` refused: no lease, another run's lease, or a run still alive."""
 

@@ -395,3 +395,136 @@ def test_a_night_that_repeats_another_nights_episodes_fails_unwritten(tmp_path: 
     # A night's own ids are not a repeat: rescoring it succeeds.
     rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
     assert cli(*rescore, "--since", "2026-12-01", "--until", "2026-12-01")[0] == 0
+
+
+# --- 7: exit codes and one-line errors -------------------------------------------------------
+
+
+def test_an_unreachable_prefect_api_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "nightly", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the Prefect API at http://127.0.0.1:9/api does not answer")
+    assert "Traceback" not in done.stderr
+
+
+def test_read_commands_on_a_missing_output_exit_2_and_create_nothing(tmp_path: Path) -> None:
+    typo = tmp_path / "TYPO"
+    for args in (
+        ["status", str(typo)],
+        ["history", str(typo)],
+        ["sql", str(typo), "SELECT 1"],
+        ["compare", str(typo)],
+        ["vacuum", str(typo), "--dry-run"],
+        ["report", str(typo), "--html", str(tmp_path / "r.html")],
+        ["unlock", str(typo), "--run", "x"],
+    ):
+        code, text, _ = cli(*args)
+        assert code == 2 and text.strip().splitlines() == [
+            f"error: no cogscore output at {typo} (it holds no runs table): check the path; a "
+            "score or nightly run creates the output"
+        ], args
+    assert not typo.exists()
+
+
+def test_as_of_a_vacuumed_or_unknown_run_exits_2_naming_it(tmp_path: Path) -> None:
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    first = json.loads(stdout("history", str(out), "--json"))[0]["run_id"]
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore)[0] == 0  # replaces every night's files
+    assert cli("vacuum", str(out), "--retain", "0h")[0] == 0
+    for args in (
+        ["sql", str(out), "SELECT count(*) FROM model_scores"],
+        ["compare", str(out)],
+        ["report", str(out), "--html", str(tmp_path / "r.html")],
+    ):
+        code, text, _ = cli(*args, "--as-of", first)
+        lines = text.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: --as-of {first}:")
+        assert "vacuum deleted them" in lines[0]
+    code, text, _ = cli("sql", str(out), "SELECT 1", "--as-of", "no-such-run")
+    assert code == 2 and "no such run" in text
+
+
+def test_the_record_names_the_command_as_typed_and_a_usage_error_still_prints_it(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    args = ["rescore", str(EXAMPLE_DUMP), "--out", str(tmp_path / "out"),
+            "--formula", "procedural_learning=v9", "--json",
+            "--storage-option", "aws_secret_access_key=hush"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", *args],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["status"] == "refused" and record["exit_code"] == 2
+    assert "procedural_learning has no formula 'v9'" in record["error"]
+    assert record["command"] == (
+        f"cogscore rescore {EXAMPLE_DUMP} --out {tmp_path / 'out'} --formula "
+        "procedural_learning=v9 --json --storage-option 'aws_secret_access_key=***'"
+    )
+
+
+def test_log_options_are_taken_after_the_command_too(tmp_path: Path) -> None:
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "score", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out"), "--log-format", "json", "--log-level=info"],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    logged = [json.loads(line) for line in done.stderr.strip().splitlines()]
+    assert {"run started" in r["message"] for r in logged} == {True, False}
+
+
+# --- 9: the error line is the last thing on stderr -------------------------------------------
+
+
+def test_rust_panic_text_on_stderr_is_dropped_and_the_rest_passed_on() -> None:
+    panic = (
+        b"\nthread 'tokio-rt-worker' (4693) panicked at object_store/src/buffered.rs:369:41:"
+        b"\nAlready shut down\nstack backtrace:\n"
+        b"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n"
+    )
+    code = (
+        "import os, sys\n"
+        "from flows.native import NativeStderr\n"
+        "with NativeStderr():\n"
+        "    os.write(2, b'native line\\n')\n"
+        f"    os.write(2, {panic!r})\n"
+        "    os.write(2, b'after\\n')\n"
+        "print('error: the last line', file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.stderr.splitlines() == ["native line", "after", "error: the last line"]
+
+
+def test_with_the_prefect_engine_the_error_line_is_still_the_last_on_stderr(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # its own temporary server
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "score", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out"), "--engine", "prefect", "--strict"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: strict run failed: completed with rejected input")
