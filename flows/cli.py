@@ -1110,4 +1110,4 @@ def sql(
 
 
 if __name__ == "__main__":
-    sys.exit(app())
+    run()
