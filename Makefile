@@ -17,8 +17,10 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
+# With the extra `kaggle` (kaggle-benchmarks, the LearningBench harness, ~880 MB): the
+# importer's tests replay real runs through it, in CI as everywhere.
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --quiet
+	$(UV) sync --frozen --quiet --extra kaggle
 	touch $@
 
 lint: setup
