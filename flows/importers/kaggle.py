@@ -25,7 +25,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,13 @@ def episode_id_of(run_id: str, record: RunRecord) -> str:
 
 def night_of(record: RunRecord, date: str | None) -> str:
     return date or record.start_time[:10]
+
+
+def dump_key(run_id: str, record: RunRecord, date: str | None) -> str:
+    """Where a run's rows go below DUMP_ROOT: its night's folder, a name from its id and a
+    digest of its episode id (a run file's name repeats on other nights and re-runs)."""
+    digest = hashlib.sha256(episode_id_of(run_id, record).encode()).hexdigest()[:12]
+    return f"{DUMP_DATE}={night_of(record, date)}/{run_id}-{digest}.parquet"
 
 
 def rows_of(run_id: str, record: RunRecord, task: TaskFile, result: dict[str, Any]) -> pl.DataFrame:
@@ -271,9 +278,7 @@ def _import_one(
         report.reasons = [Reason.INPUTS_NOT_CAPTURED]
         report.detail = str(error)
         return report, worker
-    episode = episode_id_of(run_id, record)
-    digest = hashlib.sha256(episode.encode()).hexdigest()[:12]
-    key = f"{DUMP_DATE}={night_of(record, date)}/{run_id}-{digest}.parquet"
+    key = dump_key(run_id, record, date)
     report.written = write_if_changed(out, key, parquet_bytes(frame))
     report.outcome, report.file = Outcome.IMPORTED, key
     return report, worker
@@ -281,7 +286,3 @@ def _import_one(
 
 def _missing(runs: Location, relative: str) -> Any:
     raise RunFileError(f"{runs.child(relative).display} disappeared while importing")
-
-
-def iter_reports(report: ImportReport) -> Iterator[RunReport]:
-    yield from report.runs

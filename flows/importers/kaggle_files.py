@@ -131,7 +131,10 @@ def parse_run(data: bytes) -> RunRecord:
             end_time=raw.get("endTime"),
             py_run_id=str(raw.get("pyRunId", "")),
             requests=requests_of(list(raw.get("conversations") or [])),
-            reported_score=reported_score(raw.get("results")),
+            # an ERRORED run records a pass/fail of False, not a score
+            reported_score=None
+            if raw.get("state") == ERRORED
+            else reported_score(raw.get("results")),
             task_version=int(version.get("versionNumber", 1)),
             error_message=raw.get("errorMessage"),
             raw=raw,

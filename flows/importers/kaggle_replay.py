@@ -29,8 +29,11 @@ import sys
 import tempfile
 import time
 import traceback
+import types
+import typing
 import uuid
 from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +58,25 @@ def _harness() -> Any:
     return kbench
 
 
-def scripted_llm(kbench: Any, record: RunRecord, log: dict[str, Any]) -> Any:
+def returning_failures(kbench: Any) -> contextlib.AbstractContextManager[None]:
+    """Within: a task run that fails is returned as a failed run, not raised (as in Kaggle's
+    batch runs), whatever the harness's configuration says outside."""
+
+    @contextlib.contextmanager
+    def scope() -> Iterator[None]:
+        before = kbench.config.continue_with_exceptions
+        kbench.config.continue_with_exceptions = True
+        try:
+            yield
+        finally:
+            kbench.config.continue_with_exceptions = before
+
+    return scope()
+
+
+def scripted_llm(
+    kbench: Any, record: RunRecord, log: dict[str, Any], blank_at: int | None = None
+) -> Any:
     """An ``LLMChat`` that answers each call with the run's next recorded reply in the chat
     the call is made in (the file lists chats one after another, so replies are queued per
     chat name); a call whose reply the file lacks fails as the recorded call did."""
@@ -80,16 +101,18 @@ def scripted_llm(kbench: Any, record: RunRecord, log: dict[str, Any]) -> Any:
                 log["extra_calls"] += 1
                 raise MissingReply(f"the task made a call the run did not record (chat {chat!r})")
             reply = queue.popleft()
+            log["calls"] = log.get("calls", 0) + 1
+            schema = kwargs.get("response_format")
+            if blank_at == log["calls"] and schema is not None:
+                return LLMResponse(content=blank_reply(schema))
             if reply is None:
                 log["missing"] += 1
                 raise MissingReply(f"the run recorded no reply to this call (chat {chat!r})")
-            schema = kwargs.get("response_format")
             if schema is not None:
                 with contextlib.suppress(ValueError):
                     decoded = json.loads(reply)  # stored JSON-encoded twice
                     if isinstance(decoded, str):
                         reply = decoded
-            log["last"] = (reply, schema)
             return LLMResponse(content=reply)
 
     return ScriptedLLM()
@@ -152,29 +175,87 @@ def _snippet(text: str, other: str, width: int = 120) -> str:
     return ("…" if start else "") + text[start : start + width]
 
 
+def run_captured(task: Any, module: dict[str, Any], go: Callable[[], Any]) -> tuple[Any, Capture]:
+    """``go()`` (the task's run) with its score inputs captured (``kaggle_capture``)."""
+    capture = Capture(module).install()
+    try:
+        with (
+            returning_failures(sys.modules["kaggle_benchmarks"]),
+            ReturnWatch(task.func.__code__, capture.returned_locals),
+        ):
+            run = go()
+    finally:
+        capture.restore()
+    return run, capture
+
+
+def _messages(chat: Any) -> list[Any]:
+    """A chat's messages in the order they happened, its sub-chats' included."""
+    out: list[Any] = []
+    for entry in getattr(chat, "history", []):
+        out.extend(_messages(entry) if hasattr(entry, "history") else [entry])
+    return out
+
+
+def _unreadable_last_reply(run: Any) -> bool:
+    """Whether the run's last reply did not fit the schema the task asked for."""
+    replies = [m for m in _messages(run.chat) if m.sender.role == "assistant"]
+    if not replies:
+        return False
+    meta = replies[-1]._meta
+    schema, raw = meta.get("schema"), meta.get("raw_content")
+    return schema not in (None, str) and isinstance(raw, str) and not reply_fits(schema, raw)
+
+
+def conclude(
+    kbench: Any, job: dict[str, Any], record: RunRecord, run: Any, capture: Capture
+) -> dict[str, Any]:
+    """What a finished run gives the importer, whether replayed or recorded live: the score
+    inputs (checked against the task's own numbers), or why there are none.
+
+    A run that failed: when the model's last reply did not fit the schema the task asked
+    for (a task with no guard), it is the model's failure (``unreadable_reply``: its items
+    all wrong, score 0); otherwise the harness's (``errored``: ``episode_end`` status
+    error, never scored)."""
+    result: dict[str, Any] = {"reason": None, "notes": [], "returned": None}
+    if run.status == kbench.utils.Status.FAILED:
+        result["error"] = _last_line(run.error_message)
+        if not _unreadable_last_reply(run):
+            result["notes"] = [Reason.ERRORED]
+            return result
+        result["notes"] = [Reason.UNREADABLE_REPLY]
+        calls = sum(1 for r in record.requests for role, _ in r.sent if role == "user")
+        try:
+            result["inputs"] = _items_without_answers(kbench, job, record, calls)
+        except (CaptureError, KeyError, TypeError, ValueError) as error:
+            return {
+                "reason": Reason.INPUTS_NOT_CAPTURED,
+                "detail": f"unreadable reply, items not found: {error}",
+            }
+        return result
+    result["returned"] = run.result
+    assertions = [(a.passed, a.expectation) for a in run.assertion_results]
+    try:
+        category = Category(job["category"])
+        result["inputs"] = score_inputs(category, capture, run.result, assertions)
+    except (CaptureError, KeyError, TypeError, ValueError) as error:
+        return {"reason": Reason.INPUTS_NOT_CAPTURED, "detail": f"{type(error).__name__}: {error}"}
+    return result
+
+
 def replay(job: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """One run through its task file, in this process: the result the worker sends back."""
     kbench = _harness()
     kbench.client.directory = workdir  # the task's .task.json and the replayed .run.json
     record = parse_run(job["run"].encode())
-    category = Category(job["category"])
     task, module = _load_task(kbench, Path(job["task_file"]), job["task_name"])
-    log: dict[str, Any] = {"missing": 0, "extra_calls": 0, "last": None}
+    log: dict[str, Any] = {"missing": 0, "extra_calls": 0, "calls": 0}
     llm = scripted_llm(kbench, record, log)
-    capture = Capture(module).install()
-    try:
-        with ReturnWatch(task.func.__code__, capture.returned_locals):
-            run = task.run(llm=llm)
-    finally:
-        capture.restore()
+    run, capture = run_captured(task, module, lambda: task.run(llm=llm))
     written = sorted(workdir.glob("*.run.json"))
     if not written:
         return {"reason": Reason.REPLAY_FAILED, "detail": "the harness wrote no run file"}
-    replayed = parse_run(written[-1].read_bytes())
-    notes = []
-    if log["missing"]:
-        notes.append(Reason.REPLY_MISSING)
-    difference = first_difference(record, replayed)
+    difference = first_difference(record, parse_run(written[-1].read_bytes()))
     if difference is not None:
         return {"reason": Reason.PROMPT_MISMATCH, "detail": difference}
     failed = run.status == kbench.utils.Status.FAILED
@@ -185,32 +266,58 @@ def replay(job: dict[str, Any], workdir: Path) -> dict[str, Any]:
             "detail": f"the run was recorded {said} but its replay "
             + ("failed: " + _last_line(run.error_message) if failed else "completed"),
         }
-    assertions = [(a.passed, a.expectation) for a in run.assertion_results]
-    result: dict[str, Any] = {"reason": None, "notes": notes, "returned": None}
-    if failed:
-        last = log["last"]
-        unreadable = last is not None and last[1] is not None and not reply_fits(last[1], last[0])
-        result["error"] = _last_line(run.error_message)
-        if unreadable:
-            result["notes"] = [*notes, Reason.UNREADABLE_REPLY]
-            result["inputs"] = _items_without_answers(kbench, job, record)
-        else:
-            result["notes"] = [*notes, Reason.ERRORED]
-        return result
-    returned = run.result
-    result["returned"] = returned
-    try:
-        result["inputs"] = score_inputs(category, capture, returned, assertions)
-    except (CaptureError, KeyError, TypeError, ValueError) as error:
-        return {"reason": Reason.INPUTS_NOT_CAPTURED, "detail": f"{type(error).__name__}: {error}"}
+    result = conclude(kbench, job, record, run, capture)
+    if log["missing"] and not result["reason"]:
+        result["notes"] = [Reason.REPLY_MISSING, *result["notes"]]
     return result
 
 
-def _items_without_answers(kbench: Any, job: dict[str, Any], record: RunRecord) -> dict[str, Any]:
-    """The items of a run the model's unreadable reply ended (a task with no guard): the
-    task replayed once more with that reply left blank, for its items only (every item is
-    then unanswered: wrong)."""
-    return {"items": [], "params": {}, "unanswered": True}
+def blank_value(annotation: Any) -> Any:
+    """The empty value of a field's type: what an answer left blank reads as.
+
+    >>> blank_value(str), blank_value(int), blank_value(list[int]), blank_value(int | None)
+    ('', 0, [], 0)
+    """
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        return blank_value(options[0]) if options else None
+    if origin in (list, tuple, set) or annotation in (list, tuple, set):
+        return []
+    if origin is dict or annotation is dict:
+        return {}
+    zeros: dict[Any, Any] = {bool: False, int: 0, float: 0.0}
+    return zeros.get(annotation, "")
+
+
+def blank_reply(schema: Any) -> str:
+    """A reply that fits ``schema`` (the harness's pydantic model) with every field blank."""
+    fields = getattr(schema, "model_fields", {})
+    return json.dumps({name: blank_value(f.annotation) for name, f in fields.items()})
+
+
+def _items_without_answers(
+    kbench: Any, job: dict[str, Any], record: RunRecord, unreadable_call: int
+) -> dict[str, Any]:
+    """The items of a run that the model's unreadable reply ended (a task with no guard):
+    the task replayed once more with that reply left blank, for its items only; every item
+    is then unanswered, so wrong (``CaptureError`` when the items cannot be had)."""
+    before = kbench.client.directory
+    kbench.client.directory = Path(tempfile.mkdtemp(prefix="cogscore-blank-"))
+    try:  # this replay's files go elsewhere: a live job's run file stays the run's own
+        task, module = _load_task(kbench, Path(job["task_file"]), job["task_name"])
+        log: dict[str, Any] = {"missing": 0, "extra_calls": 0, "calls": 0}
+        llm = scripted_llm(kbench, record, log, blank_at=unreadable_call)
+        run, capture = run_captured(task, module, lambda: task.run(llm=llm))
+    finally:
+        kbench.client.directory = before
+    assertions = [(a.passed, a.expectation) for a in run.assertion_results]
+    if run.status == kbench.utils.Status.FAILED:
+        raise CaptureError("the task fails even with that reply left blank")
+    inputs = score_inputs(Category(job["category"]), capture, run.result, assertions)
+    for item in inputs.get("items") or []:
+        item["answer"], item["verdict"] = None, False
+    return inputs
 
 
 def _last_line(message: str | None) -> str:

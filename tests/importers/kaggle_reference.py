@@ -113,5 +113,7 @@ def reference_score(frame: pl.DataFrame) -> float:
         return _concept(sum(verdicts), used, params)
     if category == "runtime_rl":
         return _rl(rows, params)
-    rounds = [r["value"] for r in sorted(rows, key=lambda r: r["round"] or 0) if r["kind"] == "round_end"]
+    rounds = [
+        r["value"] for r in sorted(rows, key=lambda r: r["round"] or 0) if r["kind"] == "round_end"
+    ]
     return _procedural(task, rounds, sum(verdicts) / len(verdicts))

@@ -46,7 +46,9 @@ def test_twelve_runs_import_and_the_one_without_a_task_file_is_reported(
     assert report.imported == 12
 
 
-def test_every_imported_run_scores_what_kaggle_recorded(imported: tuple[ImportReport, Path]) -> None:
+def test_every_imported_run_scores_what_kaggle_recorded(
+    imported: tuple[ImportReport, Path],
+) -> None:
     report, out = imported
     for run in report.runs:
         if run.outcome is not Outcome.IMPORTED:
