@@ -20,7 +20,7 @@ $(UV):
 # With the extra `kaggle` (kaggle-benchmarks, the LearningBench harness, ~880 MB): the
 # importer's tests replay real runs through it, in CI as everywhere.
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --quiet --extra kaggle
+	$(UV) sync --frozen --quiet --compile-bytecode --extra kaggle
 	touch $@
 
 lint: setup

@@ -68,9 +68,9 @@ DaskOpt = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        from flows.score import SCORER_VERSION
+        from flows.version import COGSCORE_VERSION
 
-        typer.echo(f"cogscore {SCORER_VERSION}")
+        typer.echo(f"cogscore {COGSCORE_VERSION}")
         raise typer.Exit()
 
 
@@ -167,13 +167,19 @@ def _refused(error: Exception) -> typer.Exit:
     return typer.Exit(int(exit_code_of(error)))
 
 
-def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = True) -> None:
+def _check(
+    input_root: str,
+    out: str,
+    formula: list[str] | None,
+    input_changed: bool,
+    pinned: bool = True,
+) -> None:
     """Fail fast, before any flow starts, on what the user can fix (``InputError``,
     ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
     (score, nightly)."""
     from flows.io import check_writable, discover, dump_root, one_layout
     from flows.output import Output
-    from flows.runs import formulas_for
+    from flows.plan import check_places, formulas_for
     from schemas.formulas import resolve
 
     try:
@@ -181,6 +187,7 @@ def _check(input_root: str, out: str, formula: list[str] | None, pinned: bool = 
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
+    check_places(root, output, output.state(), input_changed)
     one_layout(root, discover(root))
     if output.location.is_local:
         check_writable(Path(output.location.uri))
@@ -291,6 +298,15 @@ def _regression(
     }
 
 
+InputChangedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--input-root-changed",
+        envvar="COGSCORE_INPUT_ROOT_CHANGED",
+        help="The dump moved: score from this DUMP_ROOT into an output scored from another "
+        "(refused otherwise, so that a second dump never replaces the first's nights).",
+    ),
+]
 MarkerOpt = Annotated[
     bool,
     typer.Option(
@@ -339,6 +355,7 @@ def _run(
     quiet: bool = False,
     fail_on_regression: bool = False,
     regression: dict[str, Any] | None = None,
+    input_changed: bool = False,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -370,7 +387,13 @@ def _run(
 
                 flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
             gate = {"fail_on_regression": fail_on_regression} if fail_on_regression else {}
-            outcome = flow(**kwargs, **(regression or {}), **gate, strict=strict)
+            outcome = flow(
+                **kwargs,
+                **(regression or {}),
+                **gate,
+                strict=strict,
+                input_root_changed=input_changed,
+            )
         else:
             from flows import runs
             from flows.terminal import progress_for
@@ -384,11 +407,14 @@ def _run(
                 engine="local",
                 progress=progress,
                 regression=runs.regression_options(**(regression or {})),
+                strict=strict,
+                fail_on_regression=fail_on_regression,
+                input_changed=input_changed,
             )
             run = getattr(runs, kind)
             with progress:
                 result = run(**kwargs, mapper=mapper, context=context)
-            outcome = enforce_strict(result, strict, fail_on_regression)
+            outcome = enforce_strict(result)
     except RegressionAlert as alert:
         outcome, code, error = alert.outcome, ExitCode.REGRESSION, str(alert)
     except StrictFailure as failure:
@@ -452,6 +478,7 @@ def score(
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
@@ -469,7 +496,8 @@ def score(
         engine,
         dask_address,
         "score",
-        check=lambda: _check(input_root, out, formula),
+        check=lambda: _check(input_root, out, formula, input_root_changed),
+        input_changed=input_root_changed,
         strict=strict,
         json_output=json_output,
         quiet=quiet,
@@ -493,6 +521,7 @@ def nightly(
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
     verify: Annotated[
         bool,
         typer.Option(
@@ -516,7 +545,8 @@ def nightly(
         engine,
         dask_address,
         "nightly",
-        check=lambda: _check(dump_root, out, formula),
+        check=lambda: _check(dump_root, out, formula, input_root_changed),
+        input_changed=input_root_changed,
         strict=strict,
         json_output=json_output,
         quiet=quiet,
@@ -556,6 +586,7 @@ def rescore(
     dask_address: DaskOpt = None,
     strict: StrictOpt = False,
     require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -591,7 +622,8 @@ def rescore(
         engine,
         dask_address,
         "rescore",
-        check=lambda: _check(dump_root, out, formula, pinned=False),
+        check=lambda: _check(dump_root, out, formula, input_root_changed, pinned=False),
+        input_changed=input_root_changed,
         strict=strict,
         json_output=json_output,
         quiet=quiet,

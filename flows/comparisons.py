@@ -16,9 +16,20 @@ from typing import TYPE_CHECKING, Final, Literal
 import polars as pl
 
 from schemas.comparisons import (
+    BASELINE,
+    BASELINE_DATES,
     HARNESS_ERROR_SHARE,
+    LEVEL,
+    LEVEL_NOT_COMPARABLE,
+    N_BASELINE_NIGHTS,
+    N_PAIRS,
+    OVERALL,
+    PAIRED,
+    PAIRED_NONE,
     RANK_HIGH,
     RANK_LOW,
+    REASON,
+    SCOPE,
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
@@ -114,6 +125,33 @@ def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:
     return ran.group_by(key).agg(share.alias(HARNESS_ERROR_SHARE))
 
 
+def models_without_scores(scores: pl.DataFrame, rejects: pl.DataFrame) -> dict[str, str]:
+    """The models of a night with episodes but none scored, each with why (its harness
+    errors and rejected episodes): they must not vanish from the night silently.
+
+    >>> rejects = pl.DataFrame({"model": ["m", "m", "n"], "status": ["harness_error"] * 3})
+    >>> models_without_scores(pl.DataFrame({"model": ["n"]}), rejects)
+    {'m': 'no episode scored: 2 harness error(s), 0 rejected'}
+    """
+    scored = scores.lazy().select(pl.col(Col.MODEL).cast(pl.String).unique())
+    counted = (
+        rejects.lazy()
+        .filter(pl.col(Col.MODEL).is_not_null())
+        .join(scored, on=Col.MODEL, how="anti")
+        .group_by(Col.MODEL)
+        .agg(
+            (pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR).sum().alias("errors"),
+            (pl.col(STATUS) == EpisodeStatus.REJECTED).sum().alias("rejected"),
+        )
+        .sort(Col.MODEL)
+        .collect()
+    )
+    return {
+        model: f"no episode scored: {errors} harness error(s), {rejected} rejected"
+        for model, errors, rejected in counted.iter_rows()
+    }
+
+
 @dataclass
 class NightWatch:
     """Regressions of the nights a run scores, night after night in date order.
@@ -144,6 +182,7 @@ class NightWatch:
             del self._recent[old]
         if not baseline:  # the first night: nothing to compare with (and nothing to prepare)
             return _no_regressions()
+        dark = models_without_scores(scores, rejects)
         table = regressions(
             pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
             baseline=self.options.baseline,
@@ -152,7 +191,29 @@ class NightWatch:
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
         )
-        return plain(table.filter(pl.col(DUMP_DATE) == night))
+        tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
+        return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")
+
+    def _unscored_rows(self, night: str, baseline: list[str], dark: dict[str, str]) -> pl.DataFrame:
+        """A ``not_comparable`` row (scope overall) for each model with episodes tonight but
+        none scored: never silently absent from the night's regressions."""
+        rows = [
+            {
+                DUMP_DATE: night,
+                Col.MODEL: model,
+                SCOPE: OVERALL,
+                BASELINE: self.options.baseline,
+                BASELINE_DATES: ",".join(baseline),
+                N_BASELINE_NIGHTS: len(baseline),
+                N_PAIRS: 0,
+                PAIRED: PAIRED_NONE,
+                LEVEL: LEVEL_NOT_COMPARABLE,
+                REASON: why,
+            }
+            for model, why in dark.items()
+        ]
+        empty = _no_regressions()
+        return pl.DataFrame(rows, schema=empty.schema) if rows else empty
 
     def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         from flows.output import EPISODE_SCORES, REJECTS

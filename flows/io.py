@@ -33,6 +33,9 @@ class DumpFile:
     partitions: dict[str, str] = field(default_factory=dict)
     listed_size: int | None = None
     version: str = ""
+    # Where a file reached through a symbolic link (itself, or a folder on its way) really
+    # is: recorded with the run (provenance); None where no link was followed.
+    target: str | None = None
 
     @property
     def is_local(self) -> bool:
@@ -122,15 +125,45 @@ def _listed_files(root: Path) -> list[DumpFile]:
     if root.is_file():
         stat = root.stat()
         return [DumpFile(root, root.name, {}, stat.st_size, str(stat.st_mtime_ns))]
-    files = sorted(p for p in root.rglob("*.parquet") if p.is_file() and not _hidden(p, root))
-    if not files:
-        raise InputError(f"input {root} holds no .parquet files")
+    real_root = Path(os.path.realpath(root))
     out = []
-    for path in files:
-        relative, stat = path.relative_to(root).as_posix(), path.stat()
+    for path in _parquet_below(root):
+        relative = path.relative_to(root).as_posix()
+        if not path.exists():
+            raise InputError(
+                f"input {root}: {relative} is a broken symbolic link (to "
+                f"{os.readlink(path)}); remove it or restore its target"
+            )
+        stat, real = path.stat(), Path(os.path.realpath(path))
+        target = None if real == real_root / relative else str(real)
         partitions = partition_values(relative)
-        out.append(DumpFile(path, relative, partitions, stat.st_size, str(stat.st_mtime_ns)))
+        out.append(
+            DumpFile(path, relative, partitions, stat.st_size, str(stat.st_mtime_ns), target)
+        )
+    if not out:
+        raise InputError(f"input {root} holds no .parquet files")
     return out
+
+
+def _parquet_below(root: Path) -> list[Path]:
+    """Every ``*.parquet`` below ``root`` (hidden and ``_`` names aside), sorted, following
+    symbolic links to files and to folders alike (a night's folder may be a link to where
+    the harness wrote it); a folder reached twice (a link loop) is walked once."""
+    seen: set[tuple[int, int]] = set()
+    found = []
+    for folder, subfolders, names in os.walk(root, followlinks=True):
+        stat = os.stat(folder)
+        if (stat.st_dev, stat.st_ino) in seen:
+            subfolders[:] = []
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        subfolders[:] = [d for d in subfolders if not d.startswith((".", "_"))]
+        found += [
+            Path(folder) / name
+            for name in names
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        ]
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
 def _listed_objects(root: str) -> list[DumpFile]:
@@ -230,10 +263,6 @@ def marked_complete(root: Path | str, night: str | None) -> bool:
     from flows.storage.objects import get_object
 
     return get_object(Location.parse(root), key) is not None
-
-
-def _hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith((".", "_")) for part in path.relative_to(root).parts)
 
 
 def check_writable(out: Path) -> None:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import pandera.polars as pa
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
@@ -34,38 +33,27 @@ from flows.storage.errors import StorageError
 from flows.storage.lease import Lease, check_conditional_writes
 from flows.storage.location import Location
 from flows.storage.runs_table import PINNING, RUNS_TABLE, RunRow, RunStatus
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE
 from schemas.tables import (
-    CategoryScores,
-    EpisodeScores,
-    ModelComparisons,
-    ModelScores,
-    Regressions,
-    Rejects,
-    RescoreDiff,
-    TaskScores,
+    CATEGORY_SCORES_TABLE,
+    EPISODE_SCORES_TABLE,
+    MODEL_COMPARISONS_TABLE,
+    MODEL_SCORES_TABLE,
+    REGRESSIONS_TABLE,
+    REJECTS_TABLE,
+    RESCORE_DIFF_TABLE,
+    TABLES,
+    TASK_SCORES_TABLE,
 )
-from schemas.validation import validate
 
-EPISODE_SCORES: Final = "episode_scores"
-REJECTS: Final = "rejects"
-TASK_SCORES: Final = "task_scores"
-CATEGORY_SCORES: Final = "category_scores"
-MODEL_SCORES: Final = "model_scores"
-RESCORE_DIFF: Final = "rescore_diff"  # written by rescores only
-MODEL_COMPARISONS: Final = "model_comparisons"
-REGRESSIONS: Final = "regressions"
-# name: (pandera model, partition columns after dump_date, sort key)
-TABLES: Final[dict[str, tuple[type[pa.DataFrameModel], list[str], list[str]]]] = {
-    EPISODE_SCORES: (EpisodeScores, [Col.CATEGORY], ["file", Col.EPISODE_ID]),
-    REJECTS: (Rejects, [], ["file", Col.EPISODE_ID]),
-    TASK_SCORES: (TaskScores, [], [Col.MODEL, Col.CATEGORY, Col.TASK]),
-    CATEGORY_SCORES: (CategoryScores, [], [Col.MODEL, Col.CATEGORY]),
-    MODEL_SCORES: (ModelScores, [], ["ranked_among", "rank", Col.MODEL]),
-    RESCORE_DIFF: (RescoreDiff, [], [Col.MODEL, "level", Col.CATEGORY]),
-    MODEL_COMPARISONS: (ModelComparisons, [], ["scope", "model_a", "model_b"]),
-    REGRESSIONS: (Regressions, [], [Col.MODEL, "scope"]),
-}
+EPISODE_SCORES: Final = EPISODE_SCORES_TABLE.name
+REJECTS: Final = REJECTS_TABLE.name
+TASK_SCORES: Final = TASK_SCORES_TABLE.name
+CATEGORY_SCORES: Final = CATEGORY_SCORES_TABLE.name
+MODEL_SCORES: Final = MODEL_SCORES_TABLE.name
+RESCORE_DIFF: Final = RESCORE_DIFF_TABLE.name  # written by rescores only
+MODEL_COMPARISONS: Final = MODEL_COMPARISONS_TABLE.name
+REGRESSIONS: Final = REGRESSIONS_TABLE.name
 # The tables every run writes (rescore_diff only a rescore).
 CORE_TABLES: Final = (
     EPISODE_SCORES,
@@ -180,6 +168,7 @@ class Output:
                 "files": list(row.files),
                 "run_id": row.run_id,
                 "input": row.input,
+                "models_unscored": dict(row.details.get("models_unscored", {}).get(row.night, {})),
             }
             if row.night is None:
                 undated = entry
@@ -264,8 +253,7 @@ def empty_table(table: str) -> pl.DataFrame:
     """A table no run wrote: no rows, the columns of its model (a regex column left out)."""
     if table == RUNS_TABLE:
         return runs_table.RUNS_SCHEMA.to_frame()
-    columns = TABLES[table][0].to_schema().columns.values()
-    return pl.DataFrame(schema={c.name: c.dtype.type for c in columns if not c.regex})
+    return pl.DataFrame(schema=TABLES[table].dtypes)
 
 
 def conform(table: str, frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -312,8 +300,12 @@ class Writer:
     def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
         """Validate ``frame`` (pandera, data included) and make it night ``night`` of
         ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
-        model, partitions, order = TABLES[table]
-        validate(model, frame)  # one query; pandera's report if it fails
+        from schemas.models import schema_of
+        from schemas.validation import validate
+
+        spec = TABLES[table]
+        validate(schema_of(spec), frame)  # one query; pandera's report if it fails
+        order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
             try:
@@ -322,7 +314,7 @@ class Writer:
                     table,
                     ordered,
                     night,
-                    partition_by=(DUMP_DATE, *partitions),
+                    partition_by=(DUMP_DATE, *spec.partitions),
                     commit_metadata={"run_id": self.run_id},
                 )
                 break
@@ -373,14 +365,14 @@ class Writer:
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
         """Append the run's rows, each naming every table's version now: the commit point.
         The versions recorded."""
-        for table, (_, partitions, _) in TABLES.items():  # every table readable, rows or not
+        for table, spec in TABLES.items():  # every table readable, rows or not
             if delta.table_version(self.output.location, table) is None:
                 delta.write_night(
                     self.output.location,
                     table,
                     empty_table(table),
                     None,
-                    partition_by=(DUMP_DATE, *partitions),
+                    partition_by=(DUMP_DATE, *spec.partitions),
                     commit_metadata={"run_id": self.run_id},
                 )
         versions = delta.table_versions(self.output.location, list(TABLES))

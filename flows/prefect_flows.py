@@ -38,7 +38,6 @@ from flows import runs
 from flows.io import DumpFile, content_digest, modified_ns
 from flows.score import (
     SCORER_CODE,
-    SCORER_VERSION,
     FilePart,
     StageTarget,
     score_file,
@@ -46,6 +45,7 @@ from flows.score import (
 )
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
+from flows.version import COGSCORE_VERSION
 from schemas.contract import Category
 
 
@@ -63,7 +63,7 @@ def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
         raise ValueError(f"no content digest for {dump_file.relative}: refusing to cache it")
     formulas = json.dumps({str(k): v for k, v in sorted(parameters["formulas"].items())})
     place = json.dumps([dump_file.relative, sorted(dump_file.partitions.items())])
-    parts = [digest, place, formulas, SCORER_VERSION, SCORER_CODE]
+    parts = [digest, place, formulas, COGSCORE_VERSION, SCORER_CODE]
     return "cogscore-file-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
@@ -222,6 +222,7 @@ MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
 
 
 FAIL_ON_REGRESSION_ENV = "COGSCORE_FAIL_ON_REGRESSION"
+INPUT_CHANGED_ENV = "COGSCORE_INPUT_ROOT_CHANGED"
 
 
 def _regression(
@@ -246,7 +247,12 @@ def _regression(
 
 
 def _context(
-    kind: str, storage_options: list[str] | None, regression: runs.RegressionOptions
+    kind: str,
+    storage_options: list[str] | None,
+    regression: runs.RegressionOptions,
+    strict: bool | None,
+    fail_on_regression: bool | None = False,
+    input_root_changed: bool | None = None,
 ) -> runs.RunContext:
     """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
     ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
@@ -260,6 +266,9 @@ def _context(
         command=f"prefect flow cogscore-{kind} ({flow_run.name})",
         engine="prefect",
         regression=regression,
+        strict=_flag(strict, STRICT_ENV),
+        fail_on_regression=_flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
+        input_changed=_flag(input_root_changed, INPUT_CHANGED_ENV),
     )
 
 
@@ -286,6 +295,7 @@ def score_flow(
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
     fail_on_regression: bool | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
@@ -297,13 +307,11 @@ def score_flow(
         formulas or [],
         prefect_mapper,
         _flag(require_marker, MARKER_ENV),
-        _context("score", storage_options, regression),
+        _context(
+            "score", storage_options, regression, strict, fail_on_regression, input_root_changed
+        ),
     )
-    return enforce_strict(
-        _publish(outcome),
-        _flag(strict, STRICT_ENV),
-        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
-    )
+    return enforce_strict(_publish(outcome))
 
 
 @flow(name="cogscore-nightly", validate_parameters=False, task_runner=_files_at_once())
@@ -320,6 +328,7 @@ def nightly_flow(
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
     fail_on_regression: bool | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
@@ -338,13 +347,11 @@ def nightly_flow(
         prefect_mapper,
         verify,
         _flag(require_marker, MARKER_ENV),
-        _context("nightly", storage_options, regression),
+        _context(
+            "nightly", storage_options, regression, strict, fail_on_regression, input_root_changed
+        ),
     )
-    return enforce_strict(
-        _publish(outcome),
-        _flag(strict, STRICT_ENV),
-        _flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
-    )
+    return enforce_strict(_publish(outcome))
 
 
 @flow(name="cogscore-rescore", validate_parameters=False, task_runner=_files_at_once())
@@ -363,6 +370,7 @@ def rescore_flow(
     baseline_nights: int | None = None,
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
+    input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
@@ -377,6 +385,6 @@ def rescore_flow(
         dry_run,
         diff_out,
         _flag(require_marker, MARKER_ENV),
-        _context("rescore", storage_options, regression),
+        _context("rescore", storage_options, regression, strict, None, input_root_changed),
     )
-    return enforce_strict(_publish(outcome), _flag(strict, STRICT_ENV))
+    return enforce_strict(_publish(outcome))

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
 from typing import Any, Final
 
-from flows.score import SCORER_VERSION
+from flows.version import COGSCORE_VERSION
 
 
 class ExitCode(IntEnum):
@@ -44,6 +46,83 @@ def exit_code_of(error: BaseException) -> ExitCode:
     return ExitCode.INTERNAL
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """How a run ends, decided before it commits (so that the runs table records it): its
+    exit code, and why where that is not 0 (one line)."""
+
+    code: ExitCode = ExitCode.SUCCESS
+    error: str | None = None
+
+
+def unscored_line(counts: Mapping[str, int]) -> str | None:
+    """The "completed with rejected input" line, where a file or an episode was not scored.
+
+    >>> unscored_line({"files_rejected": 0, "rows_rejected": 0})
+    >>> unscored_line({"files_rejected": 1, "episodes_rejected": 2,
+    ...     "episodes_harness_error": 3, "rows_rejected": 40})  # doctest: +NORMALIZE_WHITESPACE
+    'completed with rejected input: 1 file(s), 2 rejected episode(s), 3 harness error(s),
+    40 row(s) not scored (see rejects/)'
+    """
+    if not (counts.get("files_rejected") or counts.get("rows_rejected")):
+        return None
+    return (
+        f"completed with rejected input: {counts['files_rejected']} file(s), "
+        f"{counts['episodes_rejected']} rejected episode(s), "
+        f"{counts['episodes_harness_error']} harness error(s), "
+        f"{counts['rows_rejected']} row(s) not scored (see rejects/)"
+    )
+
+
+def verdict(
+    *,
+    nights_failed: Mapping[str, str],
+    models_unscored: Mapping[str, Mapping[str, str]],
+    counts: Mapping[str, int],
+    alerts: Sequence[str],
+    strict: bool,
+    fail_on_regression: bool,
+) -> Verdict:
+    """The exit code of a run that scored (README "Exit codes"): 3 when a night failed or a
+    model had episodes on a night but none scored (whatever ``strict`` says: a night or a
+    model must never vanish silently), or, with ``strict``, when any input was not scored;
+    6 when ``fail_on_regression`` and a regression alert fired (``alerts``: each named).
+
+    >>> verdict(nights_failed={}, models_unscored={"2026-12-01": {"m": "no episode scored"}},
+    ...     counts={}, alerts=[], strict=False, fail_on_regression=False).error
+    '1 model(s) with episodes but none scored: m on 2026-12-01 (no episode scored)'
+    """
+    if nights_failed:
+        why = "; ".join(f"{night}: {reason}" for night, reason in nights_failed.items())
+        return Verdict(ExitCode.UNSCORED, f"{len(nights_failed)} night(s) failed: {why}")
+    unscored = [
+        f"{model} on {night} ({reason})"
+        for night, models in models_unscored.items()
+        for model, reason in models.items()
+    ]
+    if unscored:
+        return Verdict(
+            ExitCode.UNSCORED,
+            f"{len(unscored)} model(s) with episodes but none scored: {'; '.join(unscored)}",
+        )
+    if strict and (line := unscored_line(counts)) is not None:
+        return Verdict(ExitCode.UNSCORED, f"strict run failed: {line}")
+    if fail_on_regression and alerts:
+        return Verdict(
+            ExitCode.REGRESSION, f"{len(alerts)} regression alert(s): {', '.join(alerts)}"
+        )
+    return Verdict()
+
+
+def run_status(code: ExitCode, scored: bool) -> str:
+    """A run's status, as the runs table, ``history``, ``status`` and the record say it."""
+    if code in (ExitCode.USAGE, ExitCode.BUSY) and not scored:
+        return "refused"
+    if code is not ExitCode.SUCCESS:
+        return "failed"
+    return "succeeded" if scored else "nothing_to_do"
+
+
 RECORD_KEYS: Final = (
     "run_id",
     "command",
@@ -57,7 +136,9 @@ RECORD_KEYS: Final = (
     "nights_scored",
     "nights_unchanged",
     "nights_waiting",
+    "nights_input_gone",  # nights the output holds whose input is no longer in the dump
     "nights_failed",
+    "models_unscored",  # {night: {model: why}}: models with episodes but none scored
     "counts",
     "rejected_files",  # [{file, problems}]
     "formula_set",
@@ -79,15 +160,7 @@ def run_record(
     output: str | None = None,
 ) -> dict[str, Any]:
     """The record of a command run; ``outcome`` (a ``flows.runs.Outcome``) where it ran."""
-    status = (
-        "refused"
-        if outcome is None and exit_code in (ExitCode.USAGE, ExitCode.BUSY)
-        else "failed"
-        if exit_code is not ExitCode.SUCCESS
-        else "nothing_to_do"
-        if outcome is not None and outcome.result is None
-        else "succeeded"
-    )
+    status = run_status(exit_code, outcome is not None and outcome.result is not None)
     record: dict[str, Any] = dict.fromkeys(RECORD_KEYS)
     record |= {
         "command": command,
@@ -98,11 +171,13 @@ def run_record(
         "exit_code": int(exit_code),
         "error": error,
         "output": output,
-        "cogscore_version": SCORER_VERSION,
+        "cogscore_version": COGSCORE_VERSION,
         "nights_scored": [],
         "nights_unchanged": [],
         "nights_waiting": [],
+        "nights_input_gone": [],
         "nights_failed": {},
+        "models_unscored": {},
         "counts": {},
         "rejected_files": [],
         "formula_set": {},
@@ -121,7 +196,9 @@ def run_record(
         "nights_scored": outcome.nights_scored,
         "nights_unchanged": outcome.nights_unchanged,
         "nights_waiting": outcome.nights_waiting,
+        "nights_input_gone": outcome.nights_input_gone,
         "nights_failed": outcome.nights_failed,
+        "models_unscored": outcome.models_unscored,
         "counts": dict(outcome.result.counts) if outcome.result else {},
         "rejected_files": [
             {"file": f["file"], "problems": f["problems"]}

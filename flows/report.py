@@ -29,7 +29,7 @@ from plotly.offline import get_plotlyjs
 
 from flows.io import DumpFile, scan
 from flows.output import TABLES, Output
-from flows.runs import nights_off_set
+from flows.plan import nights_off_set
 from schemas.contract import DUMP_DATE, Category, Col, Kind
 from schemas.tables import RULES, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import FORMULA_VERSIONS
@@ -950,6 +950,26 @@ def script_json(text: str) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def attention_html(wh: Warehouse, night: str | None) -> str:
+    """What must not pass silently: nights whose latest attempt failed (not written), and
+    the shown night's models with episodes but none scored (absent from its leaderboard)."""
+    from flows.status import failed_nights
+
+    items = [
+        f"<li>night <b>{html.escape(n)}</b> failed, not written: {html.escape(why)}</li>"
+        for n, why in failed_nights(wh.out).items()
+    ]
+    entry = wh.manifest.get("nights", {}).get(night, {}) if night is not None else {}
+    items += [
+        f"<li>model <b>{html.escape(model)}</b> has no score on {html.escape(str(night))}: "
+        f"{html.escape(why)} (not ranked)</li>"
+        for model, why in entry.get("models_unscored", {}).items()
+    ]
+    if not items:
+        return ""
+    return f"<div class='attention' id='attention'><ul>{''.join(items)}</ul></div>"
+
+
 def provenance_html(wh: Warehouse, night: str | None) -> str:
     models = wh["model_scores"]
     rows = []
@@ -987,6 +1007,7 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f4f4f4; } code { font-size: 0.85em; word-break: break-all; }
 .chart { width: 100%; min-height: 420px; margin: 0.5em 0 1.5em 0; }
 nav a { margin-right: 1em; } .note { color: #555; }
+.attention { border: 2px solid #c0392b; background: #fdecea; padding: 0.2em 1em; }
 """
 
 DRAW: Final = """
@@ -1028,6 +1049,7 @@ def render(wh: Warehouse, night: str | None = None) -> str:
         f"generated {generated} from the warehouse tables; "
         f"{len(figures)} charts (plotly.js {html.escape(plotly.__version__)} "
         "(Python), inline: the page needs no network).</p>"
+        f"{attention_html(wh, None if shown == 'undated' else shown)}"
         f"{provenance_html(wh, None if shown == 'undated' else shown)}<nav>{nav}</nav>"
         f"{''.join(body)}"
         f"<script>{get_plotlyjs()}</script>"

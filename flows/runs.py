@@ -23,14 +23,19 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from flows.comparisons import SLIM, NightWatch, RegressionOptions, slim
+from flows.comparisons import (
+    SLIM,
+    NightWatch,
+    RegressionOptions,
+    models_without_scores,
+    slim,
+)
 from flows.io import (
     DumpFile,
     InputError,
     content_digest,
     discover,
     local_path,
-    marked_complete,
     one_layout,
 )
 from flows.io import dump_root as root_of
@@ -42,15 +47,24 @@ from flows.output import (
     MODEL_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
-    TABLES,
     Output,
     Writer,
     empty_table,
     fault_point,
     record_failure,
 )
+from flows.plan import (
+    check_places,
+    describe_set,
+    fingerprint,
+    formula_set,
+    formulas_for,
+    nights_off_set,
+    plan_nightly,
+    ready,
+)
+from flows.records import Verdict, exit_code_of, run_status, verdict
 from flows.score import (
-    SCORER_VERSION,
     FilePart,
     FileReport,
     ScoreResult,
@@ -61,14 +75,15 @@ from flows.score import (
     vanished,
 )
 from flows.storage.runs_table import RunRow, RunStatus
+from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
-    fingerprint,
     run_details,
     with_provenance,
 )
 from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.formulas import VERSIONS, chosen, describe, resolve
+from schemas.formulas import chosen, resolve
+from schemas.models import schema_of
 from schemas.tables import RULES
 from schemas.validation import validate
 from transforms.aggregate import Bootstrap
@@ -213,7 +228,11 @@ class Outcome:
     nights_scored: list[str] = field(default_factory=list)
     nights_unchanged: list[str] = field(default_factory=list)
     nights_waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    nights_input_gone: list[str] = field(default_factory=list)  # in OUT, input deleted
     nights_failed: dict[str, str] = field(default_factory=dict)  # night -> why
+    # night -> model -> why: models with episodes on a night but none scored
+    models_unscored: dict[str, dict[str, str]] = field(default_factory=dict)
+    verdict: Verdict = field(default_factory=Verdict)
     # The output's formula set, and its nights scored with other versions (what differs).
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
@@ -266,69 +285,12 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-# -- formula versions: pinned per output ---------------------------------------------------
-
-
-def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
-    """The formula versions an output scores with (None: a new output)."""
-    recorded = state.get("formula_set")
-    if not recorded:
-        return None
-    pinned = {Category(c): v for c, v in recorded.items()}
-    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
-    if unknown:
-        raise InputError(
-            f"the output was scored with {describe(unknown)}, which this cogscore "
-            f"{SCORER_VERSION} does not have: run the version that wrote it, or a newer one"
-        )
-    return {c: pinned.get(c, resolve()[c]) for c in Category}
-
-
-def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
-    """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
-    defaults are (a new output: ``asked``, else the newest). Asking for another version
-    there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
-    output = Output.at(out)
-    named = chosen(asked)
-    pinned = formula_set(output.state())
-    if pinned is None:
-        return resolve(named)
-    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
-    if conflicts:
-        raise InputError(
-            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
-            f"--formula {describe(conflicts)} would mix versions across its nights. To change "
-            f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
-            f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
-            "(over every night it changes the output's set)"
-        )
-    return pinned
-
-
-def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
-    """The output's nights scored with versions other than its set: what differs, by night."""
-    pinned = formula_set(state)
-    if pinned is None:
-        return {}
-    off = {}
-    for night, entry in state.get("nights", {}).items():
-        versions = entry.get("formula_versions") or {}
-        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
-        if differ:
-            off[night] = describe(differ)
-    return dict(sorted(off.items()))
-
-
-def _describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
-    return {str(c): v for c, v in versions.items()}
-
-
 class DryRun:
     """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
     nothing, records nothing."""
 
     def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        validate(TABLES[table][0], frame)
+        validate(schema_of(table), frame)
 
     def night_done(self) -> None:
         pass
@@ -366,6 +328,27 @@ class RunContext:
     engine: str = "local"
     progress: Progress = field(default_factory=NoProgress)
     regression: RegressionOptions = field(default_factory=RegressionOptions)
+    strict: bool = False  # any input not scored fails the run (exit 3)
+    fail_on_regression: bool = False  # a regression alert fails the run (exit 6)
+    input_changed: bool = False  # the dump moved: another root for the output is expected
+
+
+def _nothing_scored(counts: Mapping[str, int]) -> str | None:
+    """Why a night with no episode scored fails (None where some episode was scored).
+
+    >>> _nothing_scored({"episodes_scored": 0, "episodes_harness_error": 3,
+    ...     "episodes_rejected": 1, "rows_read": 40})
+    'no episode scored: 4 episode(s), 3 harness error(s), 1 rejected'
+    """
+    if counts.get("episodes_scored", 0):
+        return None
+    errors, rejected = counts.get("episodes_harness_error", 0), counts.get("episodes_rejected", 0)
+    if not (errors or rejected):
+        return f"no episode scored: no episode in {counts.get('rows_read', 0)} row(s)"
+    return (
+        f"no episode scored: {errors + rejected} episode(s), {errors} harness error(s), "
+        f"{rejected} rejected"
+    )
 
 
 def _score_and_write(
@@ -410,15 +393,16 @@ def _score_and_write(
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
     failed: dict[str, str] = {}  # night -> why it could not be scored
+    unscored: dict[str, dict[str, str]] = {}  # night -> model -> why none of its was scored
     run: dict[str, Any] = {
         "run_id": context.run_id,
         "kind": kind,
         "started": started,
-        "scorer_version": SCORER_VERSION,
+        "scorer_version": COGSCORE_VERSION,
         "input": str(dump_root),
         "partitioned": dated,
-        "formula_versions": _describe_set(formulas),
-        "formula_set": _describe_set(pinned),
+        "formula_versions": describe_set(formulas),
+        "formula_set": describe_set(pinned),
     }
     writing = (
         contextlib.nullcontext(DryRun())
@@ -445,15 +429,24 @@ def _score_and_write(
                 if gone:  # the night fails, unwritten; the other nights go on
                     if isinstance(writer, Writer):
                         writer.discard([p.staged for p in parts if p.staged is not None])
-                    failed[night or "(undated)"] = "; ".join(
-                        f"{r.file}: {r.problems[0]}" for r in gone
-                    )
-                    log().error("night %s failed: %s", night, failed[night or "(undated)"])
+                    lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
+                    rows.append(_failed_night(run, night, lost, failed))
+                    progress.night_done(night)
                     continue
                 t2 = time.perf_counter()
                 result = assemble(parts, formulas, target)
                 del parts
                 fault_point("scored")
+                why = _nothing_scored(result.counts)
+                if why is not None:  # the night fails, unwritten: its earlier tables stay
+                    if isinstance(writer, Writer) and result.staged:
+                        writer.discard(result.staged)
+                    summary.add(result)
+                    rows.append(_failed_night(run, night, why, failed, result))
+                    progress.night_done(night)
+                    continue
+                if dark := models_without_scores(result.scores, result.rejects):
+                    unscored[night or "(undated)"] = dark
                 t3 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
                 tables = night_tables(result, bootstrap)
@@ -468,7 +461,9 @@ def _score_and_write(
                 if result.staged is not None and isinstance(writer, Writer):
                     writer.commit_staged(EPISODE_SCORES, night, result.staged)
                 for name, table in tables.items():
-                    writer.write(name, with_provenance(table, SCORER_VERSION, fingerprints), night)
+                    writer.write(
+                        name, with_provenance(table, COGSCORE_VERSION, fingerprints), night
+                    )
                 if clear_diff:  # a night scored again: its old rescore diff no longer holds
                     writer.write(RESCORE_DIFF, _no_diff(), night)
                 writer.night_done()
@@ -498,11 +493,20 @@ def _score_and_write(
                 )
                 del result, tables
             extra = finish(fingerprints) if finish else {}
-        except BaseException:
+        except BaseException as error:
             if isinstance(writer, Writer) and rows:
-                record_failure(output, _finished(rows, {}))
+                record_failure(output, _finished(rows, _crashed(error)))
             raise
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
+        flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
+        ended = verdict(
+            nights_failed=failed,
+            models_unscored=unscored,
+            counts=summary.counts,
+            alerts=_alerts(flagged_rows),
+            strict=context.strict,
+            fail_on_regression=context.fail_on_regression,
+        )
         record = {
             **run_details(bootstrap),
             **(details or {}),
@@ -511,6 +515,10 @@ def _score_and_write(
             "command": context.command,
             "timings": dict(summary.timings),
             "nights_failed": failed,
+            "models_unscored": unscored,
+            "status": run_status(ended.code, scored=bool(rows)),
+            "exit_code": int(ended.code),
+            "error": ended.error,
         }
         if isinstance(writer, Writer) and rows:
             writer.commit(_finished(rows, record))
@@ -520,18 +528,62 @@ def _score_and_write(
                 **run, status=RunStatus.FAILED, finished=now, night=None, table_versions={}
             )
             record_failure(output, _finished([nothing], record))
-    after = state_after(state, rows) if dry_run else output.state()
+    after = (
+        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED])
+        if dry_run
+        else output.state()
+    )
     log().info("%s run finished in %.1f s", kind, time.perf_counter() - t0)
     scored = sorted(n for n in groups if n is not None and n not in failed)
     outcome = Outcome(kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
-    outcome.regressions = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
+    outcome.models_unscored = unscored
+    outcome.verdict = ended
+    outcome.regressions = flagged_rows
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
-    outcome.formula_set = _describe_set(pinned)
+    outcome.formula_set = describe_set(pinned)
     outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def _failed_night(
+    run: Mapping[str, Any],
+    night: str | None,
+    why: str,
+    failed: dict[str, str],
+    result: ScoreResult | None = None,
+) -> RunRow:
+    """A night that failed: named in ``failed`` and the log, and its row of the runs table
+    (status failed: it pins nothing, so the next run scores the night again)."""
+    failed[night or "(undated)"] = why
+    log().error("night %s failed: %s", night or "(undated)", why)
+    return RunRow(
+        **run,
+        status=RunStatus.FAILED,
+        finished=run["started"],  # set at the commit
+        night=night,
+        table_versions={},
+        counts=result.counts if result is not None else {},
+        input_fingerprint=(
+            fingerprint((r.file, r.sha256) for r in result.files) if result is not None else None
+        ),
+        files=[asdict(r) for r in result.files] if result is not None else (),
+    )
+
+
+def _alerts(regressions: pl.DataFrame) -> list[str]:
+    """Each regression alert, named: model (scope, night)."""
+    fired = regressions.filter(pl.col("level") == LEVEL_ALERT)
+    return [f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()]
+
+
+def _crashed(error: BaseException) -> dict[str, Any]:
+    """What the runs table records of a run that stopped on an error."""
+    code = exit_code_of(error)
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return {"status": "failed", "exit_code": int(code), "error": first}
 
 
 def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, str]:
@@ -559,7 +611,7 @@ def state_after(state: Mapping[str, Any], rows: Sequence[RunRow]) -> dict[str, A
     """``state`` with the nights of ``rows`` as they would be (a dry run's view)."""
     nights = dict(state.get("nights", {}))
     for row in rows:
-        if row.night is not None:
+        if row.night is not None and row.status is RunStatus.SUCCEEDED:
             nights[row.night] = {"formula_versions": dict(row.formula_versions)}
     return {**state, "nights": nights}
 
@@ -568,19 +620,6 @@ def _no_diff() -> pl.DataFrame:
     from flows.output import empty_table
 
     return empty_table(RESCORE_DIFF)
-
-
-def _ready(
-    dump_root: Path | str, files: Sequence[DumpFile], require_marker: bool
-) -> tuple[list[DumpFile], list[str]]:
-    """The files of nights a run may score, and the nights still waiting for the harness's
-    ``_SUCCESS`` marker (only where markers are required)."""
-    if not require_marker:
-        return list(files), []
-    nights = {f.partitions.get(DUMP_DATE) for f in files}
-    waiting = {n for n in nights if not marked_complete(dump_root, n)}
-    ready = [f for f in files if f.partitions.get(DUMP_DATE) not in waiting]
-    return ready, sorted(n or "(undated)" for n in waiting)
 
 
 def _nothing_to_do(
@@ -601,7 +640,7 @@ def _nothing_to_do(
         finished=now,
         night=None,
         table_versions={},
-        scorer_version=SCORER_VERSION,
+        scorer_version=COGSCORE_VERSION,
         input=str(dump_root),
         partitioned=state.get("partitioned_by_dump_date"),
         formula_set=state.get("formula_set", {}),
@@ -629,9 +668,10 @@ def score(
     t0 = time.perf_counter()
     context = context or RunContext()
     input_root, output = root_of(input_root), Output.at(out)
+    check_places(input_root, output, output.state(), context.input_changed)
     versions = formulas_for(output, formulas)
     files = one_layout(input_root, discover(input_root))
-    files, waiting = _ready(input_root, files, require_marker)
+    files, waiting = ready(input_root, files, require_marker)
     if files:
         outcome = _score_and_write(
             "score", input_root, output, files, versions, mapper, {}, context=context
@@ -641,68 +681,6 @@ def score(
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
-
-
-@dataclass
-class NightlyPlan:
-    nights: dict[str, list[DumpFile]]
-    digests: dict[str, str]  # relative path -> sha256
-    new: list[str]
-    changed: list[str]
-    unchanged: list[str]
-    waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
-
-    @property
-    def to_score(self) -> list[str]:
-        return sorted([*self.new, *self.changed])
-
-
-def plan_nightly(
-    dump_root: Path | str,
-    out: Output | Path | str,
-    verify: bool = False,
-    require_marker: bool = False,
-) -> NightlyPlan:
-    """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
-    from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
-    ``require_marker``). A file whose size and modification time are those recorded last
-    keeps its recorded digest unless ``verify``; every other file is read and hashed."""
-    dump_root, output = root_of(dump_root), Output.at(out)
-    files = discover(dump_root)
-    undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
-    if undated:
-        raise InputError(
-            f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
-        )
-    files, waiting = _ready(dump_root, files, require_marker)
-    earlier = output.state().get("nights", {})
-    known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
-    digests = {}
-    nights: dict[str, list[DumpFile]] = {}
-    for f in files:
-        nights.setdefault(f.partitions[DUMP_DATE], []).append(f)
-        seen = known.get(f.relative)
-        if (
-            f.is_local
-            and not verify
-            and seen
-            and seen.get("bytes") == f.size
-            and str(seen.get("mtime_ns")) == f.version
-            and seen.get("sha256")
-        ):
-            digests[f.relative] = seen["sha256"]
-        else:  # hashed (a local file), or the object's ETag as listed
-            digests[f.relative] = content_digest(f)
-    new, changed, unchanged = [], [], []
-    for night, night_files in sorted(nights.items()):
-        now = fingerprint((f.relative, digests[f.relative]) for f in night_files)
-        if night not in earlier:
-            new.append(night)
-        elif earlier[night].get("input_fingerprint") != now:
-            changed.append(night)
-        else:
-            unchanged.append(night)
-    return NightlyPlan(nights, digests, new, changed, unchanged, waiting)
 
 
 def nightly(
@@ -720,6 +698,7 @@ def nightly(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
+    check_places(dump_root, output, output.state(), context.input_changed)
     versions = formulas_for(output, formulas)
     plan = plan_nightly(dump_root, output, verify, require_marker)
     planned = {
@@ -745,6 +724,7 @@ def nightly(
         outcome = _nothing_to_do("nightly", dump_root, output, context, {"nightly": planned})
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting
+    outcome.nights_input_gone = plan.gone
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
@@ -776,6 +756,7 @@ def rescore(
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
     state = output.state()
+    check_places(dump_root, output, state, context.input_changed)
     pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}
     files = [
@@ -783,7 +764,7 @@ def rescore(
         for f in discover(dump_root)
         if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
     ]
-    files, waiting = _ready(dump_root, files, require_marker)
+    files, waiting = ready(dump_root, files, require_marker)
     nights = sorted({f.partitions[DUMP_DATE] for f in files})
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
@@ -814,7 +795,9 @@ def rescore(
         if diff_out is not None:  # as the table holds it, provenance included
             target = local_path(diff_out, "--diff-out")
             target.parent.mkdir(parents=True, exist_ok=True)
-            with_provenance(_diff_table(diffs), SCORER_VERSION, fingerprints).write_parquet(target)
+            with_provenance(_diff_table(diffs), COGSCORE_VERSION, fingerprints).write_parquet(
+                target
+            )
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
     outcome = _score_and_write(

@@ -11,7 +11,6 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Final, TypeVar
 
@@ -30,27 +29,24 @@ from flows.io import (
 from flows.storage import delta
 from flows.storage.delta import StagedFiles
 from flows.storage.location import Location
-from flows.warehouse import (
-    EPISODE_SCORES as EPISODE_SCORES_TABLE,
-)
-from flows.warehouse import (
-    REJECTS as REJECTS_TABLE,
-)
+from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
 from schemas.formulas import resolve
+from schemas.models import schema_of
 from schemas.rows import DumpRows
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES,
+    EPISODE_SCORES_TABLE,
     FEEDBACK_OUT_OF_RANGE,
     N_ROWS,
     REASONS,
     REJECTS,
+    REJECTS_TABLE,
     ROWS,
     RULES,
     STATUS,
-    EpisodeScores,
     EpisodeStatus,
 )
 from schemas.validation import validate
@@ -60,17 +56,6 @@ from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import rejects_of, score_rows
-
-
-def _installed_version() -> str:
-    """cogscore's version from its package metadata (pyproject.toml), wherever it runs."""
-    try:
-        return metadata.version("cogscore")
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "0+unknown"
-
-
-SCORER_VERSION: Final = _installed_version()
 
 
 def code_digest(top: Path = Path(__file__).parents[1]) -> str:
@@ -97,6 +82,7 @@ class FileReport:
     mtime_ns: int = 0
     status: str = "scored"  # or "rejected", or "gone" (deleted after the dump was listed)
     problems: list[str] = field(default_factory=list)
+    link_target: str | None = None  # where a file reached through a symbolic link really is
 
 
 @dataclass
@@ -146,6 +132,7 @@ def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
+    report.link_target = dump_file.target
     try:
         # An object's footer is fetched once, by this scan, for its count, schema and rows.
         scanned = None if dump_file.is_local else scan(dump_file)
@@ -268,14 +255,14 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     scores = part.scores.sort(FILE, Col.EPISODE_ID)
     staged = None
     if scores.height:
-        table = with_provenance(scores, SCORER_VERSION, {target.night: target.fingerprint})
-        validate(EpisodeScores, table)  # one query; pandera's report if it fails
+        table = with_provenance(scores, COGSCORE_VERSION, {target.night: target.fingerprint})
+        validate(schema_of(EPISODE_SCORES_TABLE), table)  # one query; pandera's report if it fails
         staged = delta.write_data_files(
             target.location,
-            EPISODE_SCORES_TABLE,
+            EPISODE_SCORES_TABLE.name,
             table,
             target.night,
-            partition_by=(DUMP_DATE, Col.CATEGORY),
+            partition_by=(DUMP_DATE, *EPISODE_SCORES_TABLE.partitions),
         )
     sums = compact(component_sums(scores.lazy()).collect())
     # The reject rows of the file's unscored episodes are made here too (a plan of ~15 ms a
@@ -406,9 +393,9 @@ def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> 
         return part
     if part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi").is_empty():
         return part
-    rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE, part.staged)
+    rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE.name, part.staged)
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
-    delta.discard(target.location, EPISODE_SCORES_TABLE, [part.staged])
+    delta.discard(target.location, EPISODE_SCORES_TABLE.name, [part.staged])
     unstaged = FilePart(kept.select(list(EPISODE_SCORES)), part.unscored, part.rejects, part.report)
     return stage(unstaged, target)
 
@@ -431,9 +418,9 @@ def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.Data
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
         raise RuntimeError(f"row accounting does not balance: {counts}")
     # Staged episode scores are in OUT already (committed with the night's other tables).
-    episodes = {} if result.staged is not None else {EPISODE_SCORES_TABLE: result.scores}
+    episodes = {} if result.staged is not None else {EPISODE_SCORES_TABLE.name: result.scores}
     return {
         **episodes,
-        REJECTS_TABLE: result.rejects,
+        REJECTS_TABLE.name: result.rejects,
         **aggregate(result.scores, bootstrap, result.sums),
     }

@@ -11,9 +11,10 @@ import polars as pl
 from rich.markup import escape
 
 from flows.output import Output
-from flows.runs import nights_off_set, plan_nightly
+from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
+from flows.storage.runs_table import RunStatus
 from flows.summary import printable, render, table_of_columns
 
 
@@ -22,18 +23,32 @@ def history(output: Output) -> pl.DataFrame:
     rows = output.runs()
     if rows.is_empty():
         return pl.DataFrame()
+    scored = pl.col("status") == RunStatus.SUCCEEDED
     runs = rows.group_by("run_id", maintain_order=True).agg(
         pl.col("kind").first(),
-        pl.col("status").first(),
+        pl.col("status").first().alias("row_status"),
         pl.col("started").min(),
         pl.col("finished").max(),
-        pl.col("night").drop_nulls().sort().alias("nights"),
+        pl.col("night").filter(scored).drop_nulls().sort().alias("nights"),
+        pl.col("night").filter(~scored).drop_nulls().sort().alias("nights_failed"),
         *[pl.col(c).sum() for c in ("rows_read", "episodes_scored", "episodes_rejected")],
         pl.col("details").last(),
     )
-    engine = pl.col("details").str.json_path_match("$.engine").alias("engine")
-    command = pl.col("details").str.json_path_match("$.command").alias("command")
-    return runs.with_columns(engine, command).drop("details").sort("finished", descending=True)
+    detail = pl.col("details").str.json_path_match
+    # The run's own outcome (recorded since issue 27; before, each row's status said it).
+    status = pl.coalesce(detail("$.status"), pl.col("row_status")).alias("status")
+    code = detail("$.exit_code").cast(pl.Int64).alias("exit_code")
+    return (
+        runs.with_columns(
+            status,
+            code,
+            detail("$.error").alias("error"),
+            detail("$.engine").alias("engine"),
+            detail("$.command").alias("command"),
+        )
+        .drop("details", "row_status")
+        .sort("finished", descending=True)
+    )
 
 
 def history_lines(output: Output) -> list[str]:
@@ -44,10 +59,14 @@ def history_lines(output: Output) -> list[str]:
     for name in ("run", "kind", "status", "finished (UTC)", "nights", "episodes", "engine"):
         table.add_column(name, overflow="fold")
     for run in runs.iter_rows(named=True):
+        code = run["exit_code"]
+        failed = ", ".join(run["nights_failed"])
         table.add_row(
             escape(run["run_id"]),
             run["kind"],
-            run["status"],
+            run["status"]
+            + ("" if code in (None, 0) else f" (exit {code})")
+            + (f"\n[dim]failed: {escape(failed)}[/dim]" if failed else ""),
             run["finished"].strftime("%Y-%m-%d %H:%M:%S"),
             escape(", ".join(run["nights"]) or "-"),
             str(run["episodes_scored"] or 0),
@@ -65,6 +84,22 @@ def lease_holder(output: Output) -> str | None:
         return Holder.from_json(held.data).describe()
     except (ValueError, KeyError, TypeError):
         return "unreadable lease object"
+
+
+def failed_nights(output: Output) -> dict[str, str]:
+    """The nights whose latest attempt failed, with why (the output keeps what an earlier
+    run wrote of them, if any; the next run scores them again)."""
+    rows = output.runs().filter(pl.col("night").is_not_null())
+    if rows.is_empty():
+        return {}
+    latest = rows.group_by("night").agg(pl.all().sort_by("finished").last())
+    failed = latest.filter(pl.col("status") == RunStatus.FAILED).sort("night")
+    out = {}
+    for row in failed.iter_rows(named=True):
+        details = json.loads(row["details"] or "{}")
+        why = details.get("nights_failed", {}).get(row["night"]) or details.get("error")
+        out[row["night"]] = f"run {row['run_id']}: {why or 'failed'}"
+    return out
 
 
 def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any]:
@@ -85,6 +120,12 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             }
             for night, entry in nights.items()
         },
+        "nights_failed": failed_nights(output),
+        "models_unscored": {
+            night: entry["models_unscored"]
+            for night, entry in nights.items()
+            if entry.get("models_unscored")
+        },
         "table_versions": output.versions(),
         "last_runs": [
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}
@@ -100,8 +141,16 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             "changed": plan.changed,
             "unchanged": plan.unchanged,
             "without_success_marker": marked.waiting,
+            "input_gone": plan.gone,
         }
     return report
+
+
+UNSCORED_WORDS = {
+    "episodes_rejected": "rejected episode(s)",
+    "episodes_harness_error": "harness error(s)",
+    "files_rejected": "rejected file(s)",
+}
 
 
 def status_lines(report: dict[str, Any]) -> list[str]:
@@ -111,17 +160,26 @@ def status_lines(report: dict[str, Any]) -> list[str]:
     lines.append("  formula set: " + ",".join(f"{c}={v}" for c, v in report["formula_set"].items()))
     for night, differ in report["nights_off_set"].items():
         lines.append(f"  night {night} scored with other versions: {differ}")
+    for night, why in report["nights_failed"].items():
+        lines.append(f"  night {night} FAILED on its latest attempt, {why}")
+    for night, models in report["models_unscored"].items():
+        for model, why in models.items():
+            lines.append(f"  night {night}: model {model} has no score ({why})")
     unscored = {
         n: c for n, c in report["unscored"].items() if any((v or 0) > 0 for v in c.values())
     }
     for night, counts in unscored.items():
-        described = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
-        lines.append(f"  night {night} not scored: {described}")
+        described = ", ".join(
+            f"{v} {UNSCORED_WORDS[k]}" for k, v in counts.items() if v and k in UNSCORED_WORDS
+        )
+        lines.append(f"  night {night} scored; not scored in it: {described}")
     versions = ", ".join(f"{t} v{v}" for t, v in sorted(report["table_versions"].items()))
     lines.append(f"  table versions: {versions or '-'}")
     for run in report["last_runs"]:
+        code = "" if run.get("exit_code") in (None, 0) else f" (exit {run['exit_code']})"
         lines.append(
-            f"  run {run['run_id']}: {run['kind']} {run['status']}, finished {run['finished']}"
+            f"  run {run['run_id']}: {run['kind']} {run['status']}{code}, "
+            f"finished {run['finished']}"
         )
     lines.append(f"  lease: {report['lease'] or 'free'}")
     if "dump" in report:

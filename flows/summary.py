@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from typing import TYPE_CHECKING
 
 import polars as pl
 from rich import box
@@ -14,9 +15,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
-from flows.runs import Outcome, RunSummary
+from flows.records import ExitCode, unscored_line
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import SCORE
+
+if TYPE_CHECKING:
+    from flows.runs import Outcome, RunSummary
 
 
 def printable(text: object) -> str:
@@ -161,17 +165,7 @@ def diff_lines(diff: pl.DataFrame) -> list[str]:
 
 def unscored_input(outcome: Outcome) -> str | None:
     """The "completed with rejected input" line, where a file or an episode was not scored."""
-    if outcome.result is None:
-        return None
-    counts = outcome.result.counts
-    if not (counts["files_rejected"] or counts["rows_rejected"]):
-        return None
-    return (
-        f"completed with rejected input: {counts['files_rejected']} file(s), "
-        f"{counts['episodes_rejected']} rejected episode(s), "
-        f"{counts['episodes_harness_error']} harness error(s), "
-        f"{counts['rows_rejected']} row(s) not scored (see rejects/)"
-    )
+    return None if outcome.result is None else unscored_line(outcome.result.counts)
 
 
 class StrictFailure(Exception):
@@ -188,20 +182,16 @@ class RegressionAlert(StrictFailure):
     run fails (exit 6; Prefect: Failed) after its tables are written."""
 
 
-def enforce_strict(outcome: Outcome, strict: bool, fail_on_regression: bool = False) -> Outcome:
-    """``outcome``, or ``StrictFailure`` when a night failed, or when ``strict`` and some
-    input was not scored; ``RegressionAlert`` when ``fail_on_regression`` and an alert
-    fired."""
-    if outcome.nights_failed:
-        raise StrictFailure(outcome, f"{len(outcome.nights_failed)} night(s) failed")
-    if strict and (status := unscored_input(outcome)) is not None:
-        raise StrictFailure(outcome, f"strict run failed: {status}")
-    fired = alerts_of(outcome)
-    if fail_on_regression and not fired.is_empty():
-        named = ", ".join(
-            f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()
-        )
-        raise RegressionAlert(outcome, f"{fired.height} regression alert(s): {printable(named)}")
+def enforce_strict(outcome: Outcome) -> Outcome:
+    """``outcome``, or the failure its verdict names (decided by the run before it
+    committed, ``flows.records.verdict``): ``StrictFailure`` (exit 3) when a night failed,
+    a model had episodes but none scored, or a strict run did not score some input;
+    ``RegressionAlert`` (exit 6) when a regression alert fired and the run fails on one."""
+    ended = outcome.verdict
+    if ended.code is ExitCode.REGRESSION:
+        raise RegressionAlert(outcome, printable(ended.error))
+    if ended.code is ExitCode.UNSCORED:
+        raise StrictFailure(outcome, printable(ended.error))
     return outcome
 
 
@@ -240,6 +230,17 @@ def formula_lines(outcome: Outcome) -> list[str]:
         f"night {printable(night)} failed, not written: {printable(why)}"
         for night, why in outcome.nights_failed.items()
     ]
+    lines += [
+        f"model {printable(model)} has no score on {printable(night)}: {printable(why)} (not "
+        "ranked; a not_comparable row in regressions where the night has a baseline)"
+        for night, models in outcome.models_unscored.items()
+        for model, why in models.items()
+    ]
+    if outcome.nights_input_gone:
+        lines.append(
+            f"nights in {outcome.out} whose input is gone from the dump (kept as scored): "
+            + ", ".join(outcome.nights_input_gone)
+        )
     if outcome.nights_waiting:
         lines.append(
             f"waiting for the _SUCCESS marker (not scored): {', '.join(outcome.nights_waiting)}"

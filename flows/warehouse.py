@@ -6,10 +6,9 @@ Every table is per ``dump_date`` (a night is the unit of reporting) and carries
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict
 from functools import cache
 from importlib import metadata
@@ -57,12 +56,6 @@ __all__ = [
     "TASK_SCORES",
 ]
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy", "deltalake", "obstore")
-
-
-def fingerprint(files: Iterable[tuple[str, str]]) -> str:
-    """The digest of a night's input: its files' relative paths and content digests."""
-    lines = "\n".join(f"{name}\t{digest}" for name, digest in sorted(files))
-    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
 
 
 def aggregate(

@@ -1,28 +1,71 @@
-"""The output tables: column names, dtypes and their pandera models.
+"""The output tables: column names, dtypes, and the registry of every table (``TABLES``).
 
-Every table is validated against its model (data included) before it is written.
+Each table is declared once, here: its columns (dtype, nulls, the checks its values must
+meet), its partitions after ``dump_date`` and its sort order. Storage, validation (the
+pandera schemas of ``schemas.models``, built from these declarations), the SQL views and the
+report read it. Nothing here imports pandera: the read commands need only the dtypes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-import pandera.polars as pa
 import polars as pl
 
 from schemas.comparisons import (
     A_BETTER,
     B_BETTER,
+    BASELINE,
+    BASELINE_DATES,
+    BASELINE_SCORE,
+    CATEGORIES_COVERED,
+    CHANGE,
+    CI_HIGH,
+    CI_LOW,
+    DELTA,
+    DIFF,
+    FORMULA_VERSIONS,
+    LEVEL,
     LEVEL_ALERT,
     LEVEL_NONE,
     LEVEL_NOT_COMPARABLE,
     LEVEL_WATCH,
+    MARGIN,
+    MDE,
+    MODEL_A,
+    MODEL_B,
+    N_BASELINE_NIGHTS,
+    N_EPISODES_A,
+    N_EPISODES_B,
+    N_PAIRS,
+    N_RANKED,
+    N_TASKS,
+    NEW_SCORE,
+    OLD_SCORE,
     OVERALL,
+    P_HOLM,
+    P_VALUE,
+    PAIRED,
     PAIRED_FULL,
     PAIRED_NONE,
     PAIRED_PARTIAL,
+    Q_BH,
+    RANK_CHANGE_SIGNIFICANT,
+    RANK_HIGH,
+    RANK_LOW,
+    RANKED_AMONG,
+    REASON,
+    SCOPE,
+    SCORE_A,
+    SCORE_B,
+    SE,
+    SE_TASKS,
+    TIER,
     UNRESOLVED,
+    VERDICT,
 )
 from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, Category, Col
 
@@ -37,9 +80,6 @@ STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
 ROWS: Final = "rows"
-# A value in [0, 1], checked as one range (pandera runs each check as its own query: two
-# checks, ge and le, cost twice as much per table written).
-UNIT_INTERVAL: Final = {"min_value": 0.0, "max_value": 1.0}
 
 
 class EpisodeStatus(StrEnum):
@@ -130,230 +170,278 @@ REJECTS: Final[dict[str, pl.DataType]] = {
 }
 
 
-class EpisodeScores(pa.DataFrameModel):
-    """One row per scored episode."""
-
-    run_id: str
-    episode_id: str
-    model: str
-    task: str
-    category: str = pa.Field(isin=list(Category))
-    instance_id: str = pa.Field(nullable=True)  # contract 1.1; null: not shared
-    dump_date: str = pa.Field(nullable=True)
-    score: float = pa.Field(nullable=False)
-    formula_version: str
-    correct_count: pl.Int64 = pa.Field(nullable=True, ge=0)
-    n_items: pl.Int64 = pa.Field(nullable=True, ge=0)
-    accuracy: float = pa.Field(nullable=True)
-    examples_used: pl.Int64 = pa.Field(nullable=True, ge=0)
-    efficiency: float = pa.Field(nullable=True)
-    success: bool = pa.Field(nullable=True)
-    steps: pl.Int64 = pa.Field(nullable=True, ge=0)
-    progress: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    transfer: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    asymptote: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    trajectory: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    consistency: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    positional: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    feedback_out_of_range: pl.Int64 = pa.Field(ge=0)
-    n_rows: pl.Int64 = pa.Field(ge=1)
-    file: str
-    scorer_version: str
-    input_fingerprint: str
-
-    class Config:
-        strict = True
-        ordered = True
-        unique = ("dump_date", "episode_id")  # copies within a night are rejected
+# --- the registry ---------------------------------------------------------------------------
 
 
-class Rejects(pa.DataFrameModel):
-    """One row per unscored episode and file (and per file, the rows with no episode_id)."""
+@dataclass(frozen=True)
+class Column:
+    """A column's dtype, whether it may hold nulls, and what its values must meet (checked by
+    pandera, ``schemas.models``): at least ``ge``, at most ``le``, in [0, 1] (``unit``: one
+    range check, not two: pandera runs each check as a query of its own), or one of
+    ``isin``."""
 
-    episode_id: str = pa.Field(nullable=True)
-    file: str
-    dump_date: str = pa.Field(nullable=True)
-    model: str = pa.Field(nullable=True)
-    task: str = pa.Field(nullable=True)
-    category: str = pa.Field(nullable=True)
-    status: str = pa.Field(isin=[EpisodeStatus.REJECTED, EpisodeStatus.HARNESS_ERROR])
-    rules: pl.List(pl.String)  # type: ignore[valid-type]
-    reasons: pl.List(pl.String)  # type: ignore[valid-type]
-    rows: pl.Int64 = pa.Field(ge=0)  # an unreadable file's rows cannot be counted
-    scorer_version: str
-    input_fingerprint: str
-
-    class Config:
-        strict = True
-        ordered = True
+    dtype: pl.DataType
+    nullable: bool = False
+    ge: float | None = None
+    le: float | None = None
+    unit: bool = False
+    isin: tuple[str, ...] | None = None
 
 
-class _Interval(pa.DataFrameModel):
-    # Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
-    ci_low: float
-    ci_high: float
+@dataclass(frozen=True)
+class Table:
+    """One output table: its columns in order (``patterns``: columns named by a regular
+    expression, such as ``mean_.+``), its partition columns after ``dump_date``, its sort
+    order, and its whole-table rules (``strict``: no other column; ``ordered``: in this
+    order; ``unique``: no two rows share these; ``frame_checks``: named checks of several
+    columns, defined in ``schemas.models``)."""
 
-    @pa.dataframe_check
-    @classmethod
-    def low_below_high(cls, data: pa.PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(pl.col("ci_low") <= pl.col("ci_high"))
+    name: str
+    columns: Mapping[str, Column]
+    partitions: tuple[str, ...] = ()
+    sort: tuple[str, ...] = ()
+    patterns: Mapping[str, Column] = field(default_factory=dict)
+    strict: bool = False
+    ordered: bool = False
+    unique: tuple[str, ...] | None = None
+    frame_checks: tuple[str, ...] = ()
 
-
-class TaskScores(_Interval):
-    """Per night, model and task: mean episode score, spread, interval, mean components."""
-
-    dump_date: str = pa.Field(nullable=True)
-    model: str
-    category: str = pa.Field(isin=list(Category))
-    task: str
-    score: float
-    n_episodes: pl.Int64 = pa.Field(ge=1)
-    std: float = pa.Field(nullable=True, ge=0.0)
-    formula_version: str
-    scorer_version: str
-    input_fingerprint: str
-    mean_components: float = pa.Field(nullable=True, alias="mean_.+", regex=True)
+    @property
+    def dtypes(self) -> dict[str, pl.DataType]:
+        """The literal columns' dtypes, in order (what an empty table of it holds)."""
+        return {name: column.dtype for name, column in self.columns.items()}
 
 
-class CategoryScores(_Interval):
-    """Per night, model and category: the mean of its task scores."""
-
-    dump_date: str = pa.Field(nullable=True)
-    model: str
-    category: str = pa.Field(isin=list(Category))
-    score: float
-    n_tasks: pl.Int64 = pa.Field(ge=1)
-    n_episodes: pl.Int64 = pa.Field(ge=1)
-    formula_version: str
-    scorer_version: str
-    input_fingerprint: str
+def _text(nullable: bool = False, isin: tuple[str, ...] | None = None) -> Column:
+    return Column(pl.String(), nullable, isin=isin)
 
 
-class ModelScores(_Interval):
-    """Per night and model: the mean of its category scores, its rank among the models of
-    the same coverage, the rank's bootstrap interval and its significance tier."""
-
-    dump_date: str = pa.Field(nullable=True)
-    model: str
-    score: float
-    categories_covered: pl.Int64 = pa.Field(ge=1, le=len(Category))
-    ranked_among: str  # the categories covered, comma-joined: models are ranked among these
-    n_episodes: pl.Int64 = pa.Field(ge=1)
-    n_ranked: pl.Int64 = pa.Field(ge=1)
-    rank: pl.Int64 = pa.Field(ge=1)
-    rank_low: pl.Int64 = pa.Field(ge=1)
-    rank_high: pl.Int64 = pa.Field(ge=1)
-    tier: pl.Int64 = pa.Field(nullable=True, ge=1)  # null: alone in its coverage group
-    formula_versions: str
-    scorer_version: str
-    input_fingerprint: str
-
-    @pa.dataframe_check
-    @classmethod
-    def ranks_within_group(cls, data: pa.PolarsData) -> pl.LazyFrame:
-        return data.lazyframe.select(
-            (pl.col("rank_low") <= pl.col("rank_high"))
-            & (pl.col("rank_high") <= pl.col("n_ranked"))
-            & (pl.col("rank") <= pl.col("n_ranked"))
-        )
+def _count(at_least: int = 0, nullable: bool = False) -> Column:
+    return Column(pl.Int64(), nullable, ge=at_least)
 
 
+def _real(nullable: bool = False, ge: float | None = None, unit: bool = False) -> Column:
+    return Column(pl.Float64(), nullable, ge=ge, unit=unit)
+
+
+CATEGORIES: Final = tuple(str(c) for c in Category)
+SCOPES: Final = (*CATEGORIES, OVERALL)
 VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
 PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
 LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
-SCOPES: Final = [c.value for c in Category] + [OVERALL]
+_PROVENANCE: Final = {SCORER_VERSION: _text(), INPUT_FINGERPRINT: _text()}
+# Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
+_INTERVAL: Final = {"ci_low": _real(), "ci_high": _real()}
+_COMPONENT_RULES: Final[dict[str, Column]] = {
+    Component.CORRECT_COUNT: _count(nullable=True),
+    Component.N_ITEMS: _count(nullable=True),
+    Component.EXAMPLES_USED: _count(nullable=True),
+    Component.STEPS: _count(nullable=True),
+    Component.SUCCESS: Column(pl.Boolean(), nullable=True),
+    **{
+        c: _real(nullable=True, unit=True)
+        for c in (
+            Component.PROGRESS,
+            Component.TRANSFER,
+            Component.ASYMPTOTE,
+            Component.TRAJECTORY,
+            Component.CONSISTENCY,
+            Component.POSITIONAL,
+        )
+    },
+}
+_EPISODE_RULES: Final[dict[str, Column]] = {
+    Col.CATEGORY: _text(isin=CATEGORIES),
+    INSTANCE_ID: _text(nullable=True),  # contract 1.1; null: not shared
+    DUMP_DATE: _text(nullable=True),
+    FEEDBACK_OUT_OF_RANGE: _count(),
+    N_ROWS: _count(1),
+    **_COMPONENT_RULES,
+}
 
-
-class RescoreDiff(pa.DataFrameModel):
-    """Per night, model and level: what a rescore with other formula versions moved."""
-
-    dump_date: str = pa.Field(nullable=True)
-    model: str
-    level: str = pa.Field(isin=["model", "category"])
-    category: str = pa.Field(isin=[c.value for c in Category] + ["overall"])
-    old_score: float = pa.Field(nullable=True)
-    new_score: float = pa.Field(nullable=True)
-    delta: float = pa.Field(nullable=True)
-    old_rank: pl.Int64 = pa.Field(nullable=True, ge=1)
-    new_rank: pl.Int64 = pa.Field(nullable=True, ge=1)
-    old_formula: str = pa.Field(nullable=True)
-    new_formula: str = pa.Field(nullable=True)
-    se: float = pa.Field(nullable=True, ge=0.0)
-    ci_low: float = pa.Field(nullable=True)
-    ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    mde: float = pa.Field(nullable=True, ge=0.0)
-    n_pairs: pl.Int64 = pa.Field(nullable=True, ge=0)
-    paired: str = pa.Field(nullable=True, isin=list(PAIRINGS))
-    rank_change_significant: bool = pa.Field(nullable=True)
-    scorer_version: str
-    input_fingerprint: str
-
-
-# --- comparisons (README "Comparisons"; computed by transforms.compare) -----------------
-
-
-class ModelComparisons(pa.DataFrameModel):
-    """Per night, scope and ordered pair of models: the difference, its uncertainty and
-    the Holm-corrected verdict."""
-
-    dump_date: str = pa.Field(nullable=True)
-    scope: str = pa.Field(isin=SCOPES)
-    model_a: str
-    model_b: str
-    n_tasks: pl.Int64 = pa.Field(ge=0)
-    n_episodes_a: pl.Int64 = pa.Field(ge=1)
-    n_episodes_b: pl.Int64 = pa.Field(ge=1)
-    n_pairs: pl.Int64 = pa.Field(ge=0)
-    paired: str = pa.Field(isin=list(PAIRINGS))
-    score_a: float
-    score_b: float
-    diff: float
-    se: float = pa.Field(nullable=True, ge=0.0)
-    se_tasks: float = pa.Field(nullable=True, ge=0.0)
-    ci_low: float = pa.Field(nullable=True)
-    ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    p_holm: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    verdict: str = pa.Field(isin=list(VERDICTS))
-    mde: float = pa.Field(nullable=True, ge=0.0)
-    scorer_version: str
-    input_fingerprint: str
-
-    class Config:
-        strict = True
-        ordered = True
-        unique = ("dump_date", "scope", "model_a", "model_b")
-
-
-class Regressions(pa.DataFrameModel):
-    """Per night, model and scope: the change from the baseline nights, its uncertainty,
-    the Benjamini-Hochberg q-value over the night's tests, and the alert level."""
-
-    dump_date: str
-    model: str
-    scope: str = pa.Field(isin=SCOPES)
-    baseline: str = pa.Field(isin=["previous", "mean"])
-    baseline_dates: str
-    n_baseline_nights: pl.Int64 = pa.Field(ge=1)
-    score: float
-    baseline_score: float
-    change: float
-    se: float = pa.Field(nullable=True, ge=0.0)
-    ci_low: float = pa.Field(nullable=True)
-    ci_high: float = pa.Field(nullable=True)
-    p_value: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    q_bh: float = pa.Field(nullable=True, in_range=UNIT_INTERVAL)
-    mde: float = pa.Field(nullable=True, ge=0.0)
-    margin: float = pa.Field(nullable=True, ge=0.0)
-    n_pairs: pl.Int64 = pa.Field(ge=0)
-    paired: str = pa.Field(isin=list(PAIRINGS))
-    level: str = pa.Field(isin=list(LEVELS))
-    reason: str = pa.Field(nullable=True)
-    scorer_version: str
-    input_fingerprint: str
-
-    class Config:
-        strict = True
-        ordered = True
-        unique = ("dump_date", "model", "scope")
+EPISODE_SCORES_TABLE: Final = Table(
+    "episode_scores",
+    {
+        **{
+            name: _EPISODE_RULES.get(name, Column(dtype, nullable=name in COMPONENT_DTYPES))
+            for name, dtype in EPISODE_SCORES.items()
+        },
+        **_PROVENANCE,
+    },
+    partitions=(Col.CATEGORY,),
+    sort=(FILE, Col.EPISODE_ID),
+    strict=True,
+    ordered=True,
+    unique=(DUMP_DATE, Col.EPISODE_ID),  # copies within a night are rejected
+)
+REJECTS_TABLE: Final = Table(
+    "rejects",
+    {
+        **{name: Column(dtype, nullable=True) for name, dtype in REJECTS.items()},
+        FILE: _text(),
+        STATUS: _text(isin=(EpisodeStatus.REJECTED, EpisodeStatus.HARNESS_ERROR)),
+        RULES: Column(pl.List(pl.String())),
+        REASONS: Column(pl.List(pl.String())),
+        ROWS: _count(),  # an unreadable file's rows cannot be counted
+        **_PROVENANCE,
+    },
+    sort=(FILE, Col.EPISODE_ID),
+    strict=True,
+    ordered=True,
+)
+TASK_SCORES_TABLE: Final = Table(
+    "task_scores",
+    {
+        **_INTERVAL,
+        DUMP_DATE: _text(nullable=True),
+        Col.MODEL: _text(),
+        Col.CATEGORY: _text(isin=CATEGORIES),
+        Col.TASK: _text(),
+        SCORE: _real(),
+        "n_episodes": _count(1),
+        "std": _real(nullable=True, ge=0.0),
+        FORMULA_VERSION: _text(),
+        **_PROVENANCE,
+    },
+    sort=(Col.MODEL, Col.CATEGORY, Col.TASK),
+    patterns={"mean_.+": _real(nullable=True)},
+    frame_checks=("low_below_high",),
+)
+CATEGORY_SCORES_TABLE: Final = Table(
+    "category_scores",
+    {
+        **_INTERVAL,
+        DUMP_DATE: _text(nullable=True),
+        Col.MODEL: _text(),
+        Col.CATEGORY: _text(isin=CATEGORIES),
+        SCORE: _real(),
+        N_TASKS: _count(1),
+        "n_episodes": _count(1),
+        FORMULA_VERSION: _text(),
+        **_PROVENANCE,
+    },
+    sort=(Col.MODEL, Col.CATEGORY),
+    frame_checks=("low_below_high",),
+)
+MODEL_SCORES_TABLE: Final = Table(
+    "model_scores",
+    {
+        **_INTERVAL,
+        DUMP_DATE: _text(nullable=True),
+        Col.MODEL: _text(),
+        SCORE: _real(),
+        CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
+        RANKED_AMONG: _text(),  # the categories covered, comma-joined: ranked among these
+        "n_episodes": _count(1),
+        N_RANKED: _count(1),
+        "rank": _count(1),
+        RANK_LOW: _count(1),
+        RANK_HIGH: _count(1),
+        TIER: _count(1, nullable=True),  # null: alone in its coverage group
+        FORMULA_VERSIONS: _text(),
+        **_PROVENANCE,
+    },
+    sort=(RANKED_AMONG, "rank", Col.MODEL),
+    frame_checks=("ranks_within_group", "low_below_high"),
+)
+RESCORE_DIFF_TABLE: Final = Table(
+    "rescore_diff",
+    {
+        DUMP_DATE: _text(nullable=True),
+        Col.MODEL: _text(),
+        LEVEL: _text(isin=("model", "category")),
+        Col.CATEGORY: _text(isin=SCOPES),
+        OLD_SCORE: _real(nullable=True),
+        NEW_SCORE: _real(nullable=True),
+        DELTA: _real(nullable=True),
+        "old_rank": _count(1, nullable=True),
+        "new_rank": _count(1, nullable=True),
+        "old_formula": _text(nullable=True),
+        "new_formula": _text(nullable=True),
+        SE: _real(nullable=True, ge=0.0),
+        CI_LOW: _real(nullable=True),
+        CI_HIGH: _real(nullable=True),
+        P_VALUE: _real(nullable=True, unit=True),
+        MDE: _real(nullable=True, ge=0.0),
+        N_PAIRS: _count(nullable=True),
+        PAIRED: _text(nullable=True, isin=PAIRINGS),
+        RANK_CHANGE_SIGNIFICANT: Column(pl.Boolean(), nullable=True),
+        **_PROVENANCE,
+    },
+    sort=(Col.MODEL, LEVEL, Col.CATEGORY),
+)
+MODEL_COMPARISONS_TABLE: Final = Table(
+    "model_comparisons",
+    {
+        DUMP_DATE: _text(nullable=True),
+        SCOPE: _text(isin=SCOPES),
+        MODEL_A: _text(),
+        MODEL_B: _text(),
+        N_TASKS: _count(),
+        N_EPISODES_A: _count(1),
+        N_EPISODES_B: _count(1),
+        N_PAIRS: _count(),
+        PAIRED: _text(isin=PAIRINGS),
+        SCORE_A: _real(),
+        SCORE_B: _real(),
+        DIFF: _real(),
+        SE: _real(nullable=True, ge=0.0),
+        SE_TASKS: _real(nullable=True, ge=0.0),
+        CI_LOW: _real(nullable=True),
+        CI_HIGH: _real(nullable=True),
+        P_VALUE: _real(nullable=True, unit=True),
+        P_HOLM: _real(nullable=True, unit=True),
+        VERDICT: _text(isin=VERDICTS),
+        MDE: _real(nullable=True, ge=0.0),
+        **_PROVENANCE,
+    },
+    sort=(SCOPE, MODEL_A, MODEL_B),
+    strict=True,
+    ordered=True,
+    unique=(DUMP_DATE, SCOPE, MODEL_A, MODEL_B),
+)
+REGRESSIONS_TABLE: Final = Table(
+    "regressions",
+    {
+        DUMP_DATE: _text(),
+        Col.MODEL: _text(),
+        SCOPE: _text(isin=SCOPES),
+        BASELINE: _text(isin=("previous", "mean")),
+        BASELINE_DATES: _text(),
+        N_BASELINE_NIGHTS: _count(1),
+        # null only where the model had episodes but none scored (level not_comparable)
+        SCORE: _real(nullable=True),
+        BASELINE_SCORE: _real(nullable=True),
+        CHANGE: _real(nullable=True),
+        SE: _real(nullable=True, ge=0.0),
+        CI_LOW: _real(nullable=True),
+        CI_HIGH: _real(nullable=True),
+        P_VALUE: _real(nullable=True, unit=True),
+        Q_BH: _real(nullable=True, unit=True),
+        MDE: _real(nullable=True, ge=0.0),
+        MARGIN: _real(nullable=True, ge=0.0),
+        N_PAIRS: _count(),
+        PAIRED: _text(isin=PAIRINGS),
+        LEVEL: _text(isin=LEVELS),
+        REASON: _text(nullable=True),
+        **_PROVENANCE,
+    },
+    sort=(Col.MODEL, SCOPE),
+    strict=True,
+    ordered=True,
+    unique=(DUMP_DATE, Col.MODEL, SCOPE),
+)
+# Every table a run writes but the runs table (``flows.storage.runs_table``), by name.
+TABLES: Final[dict[str, Table]] = {
+    t.name: t
+    for t in (
+        EPISODE_SCORES_TABLE,
+        REJECTS_TABLE,
+        TASK_SCORES_TABLE,
+        CATEGORY_SCORES_TABLE,
+        MODEL_SCORES_TABLE,
+        RESCORE_DIFF_TABLE,
+        MODEL_COMPARISONS_TABLE,
+        REGRESSIONS_TABLE,
+    )
+}

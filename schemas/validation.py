@@ -29,9 +29,11 @@ from pandera.config import CONFIG
 from pandera.constants import CHECK_OUTPUT_KEY
 
 
-def validate(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` when it meets ``model`` (checked in one query); else pandera's lazy
-    validation raises its ``SchemaErrors``.
+def validate(
+    model: type[pa.DataFrameModel] | pa.DataFrameSchema, frame: pl.DataFrame
+) -> pl.DataFrame:
+    """``frame`` when it meets ``model`` (a model or a schema; checked in one query); else
+    pandera's lazy validation raises its ``SchemaErrors``.
 
     >>> class Scores(pa.DataFrameModel):
     ...     score: float = pa.Field(ge=0)
@@ -47,11 +49,20 @@ def validate(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> pl.DataFram
     return frame
 
 
+def _schema(model: type[pa.DataFrameModel] | pa.DataFrameSchema) -> pa.DataFrameSchema:
+    _register()
+    return model if isinstance(model, pa.DataFrameSchema) else _model_schema(model)
+
+
 @cache
-def _schema(model: type[pa.DataFrameModel]) -> pa.DataFrameSchema:
+def _register() -> None:
     # pandera registers its polars checks on its first validation: in a fresh worker, this
     # may come first.
     register_polars_backends(use_narwhals_backend=CONFIG.use_narwhals_backend)
+
+
+@cache
+def _model_schema(model: type[pa.DataFrameModel]) -> pa.DataFrameSchema:
     return model.to_schema()
 
 

@@ -168,19 +168,21 @@ class RunRow:
 def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     """Append a run's rows in one commit (the run's commit point); the runs table's version.
 
-    Every row of the run carries the same run id, status and `table_versions`: the versions
-    of all output tables after the run's last write (`delta.table_versions`).
+    Every row of the run carries the same run id and `table_versions`: the versions of all
+    output tables after the run's last write (`delta.table_versions`). A row's status is its
+    night's: a run that scored some nights and failed others records both (the failed
+    nights' rows pin nothing), and the run's own outcome is in `details`.
     """
     if not rows:
         raise ValueError("a run records at least one row")
     first = rows[0]
     for row in rows:
-        same = (row.run_id, row.status, dict(row.table_versions))
-        if same != (first.run_id, first.status, dict(first.table_versions)):
-            raise ValueError("the rows of one run share run id, status and table versions")
+        if (row.run_id, dict(row.table_versions)) != (first.run_id, dict(first.table_versions)):
+            raise ValueError("the rows of one run share run id and table versions")
     frame = pl.DataFrame([row.record() for row in rows], schema=RUNS_SCHEMA, orient="row")
     where = location.child(RUNS_TABLE)
-    metadata = {"run_id": first.run_id, "status": first.status.value}
+    pinning = [row for row in rows if row.status.value in PINNING]
+    metadata = {"run_id": first.run_id, "status": (pinning or list(rows))[0].status.value}
     try:
         write_deltalake(
             where.uri,
@@ -226,10 +228,11 @@ def versions_as_of(location: Location, run_id: str | None = None) -> dict[str, i
     if rows.is_empty():
         which = f"run {run_id}" if run_id else "succeeded run"
         raise StorageError(f"no {which} in {location.child(RUNS_TABLE).display}")
-    row = RunRow.from_record(rows.row(-1, named=True))
-    if row.status.value not in PINNING:
+    pinning = rows.filter(pl.col("status").is_in(PINNING))
+    if pinning.is_empty():
+        row = RunRow.from_record(rows.row(-1, named=True))
         raise StorageError(f"run {row.run_id} {row.status}: its table versions are not a state")
-    return dict(row.table_versions)
+    return dict(RunRow.from_record(pinning.row(-1, named=True)).table_versions)
 
 
 def read_pinned(location: Location, table: str, run_id: str | None = None) -> pl.LazyFrame:

@@ -41,7 +41,7 @@ def scores() -> pl.DataFrame:
 
 def read(out: Path, table: str) -> pl.DataFrame:
     frame = read_table(out, table)
-    order = [c for c in ("dump_date", *TABLES[table][2]) if c in frame.columns]
+    order = [c for c in ("dump_date", *TABLES[table].sort) if c in frame.columns]
     return frame.select(sorted(frame.columns)).sort(order, nulls_last=True)
 
 

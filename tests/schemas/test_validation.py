@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.output import CORE_TABLES, TABLES
+from flows.output import CORE_TABLES
 from flows.runs import local_mapper, score
+from schemas.models import schema_of
 from schemas.validation import _passes, _schema, validate
 from tests.tables import read_table
 
@@ -31,14 +32,14 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
     score(EXAMPLE_DUMP, out, (), local_mapper)
     laid_out = {}
     for name in CORE_TABLES:
-        frame, schema = read_table(out, name), _schema(TABLES[name][0])
+        frame, schema = read_table(out, name), schema_of(name)
         if not any(c.regex for c in schema.columns.values()):  # read back, the partition
             frame = frame.select(list(schema.columns))  # columns come last
         laid_out[name] = frame
     return laid_out
 
 
-def pandera_passes(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> bool:
+def pandera_passes(model: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
     try:
         model.validate(frame, lazy=True)
     except pandera.errors.SchemaErrors:
@@ -48,7 +49,7 @@ def pandera_passes(model: type[pa.DataFrameModel], frame: pl.DataFrame) -> bool:
 
 def test_every_table_of_a_run_passes_in_one_query(tables: dict[str, pl.DataFrame]) -> None:
     for name, frame in tables.items():
-        model = TABLES[name][0]
+        model = schema_of(name)
         assert frame.height > 0 or name == "regressions", name
         assert pandera_passes(model, frame), name
         assert _passes(_schema(model), frame), name
@@ -84,7 +85,7 @@ def test_every_column_set_awkward_or_cast_answers_as_pandera(
     """Each column of the tables the workers validate, its first value made null, NaN,
     out of range or unknown, or the column cast to a neighbouring dtype."""
     for name in SWEPT:
-        frame, model = tables[name].head(3), TABLES[name][0]
+        frame, model = tables[name].head(3), schema_of(name)
         for column, dtype in frame.schema.items():
             first = pl.int_range(pl.len()) == 0
             changed = [
@@ -144,7 +145,7 @@ def test_one_query_answers_as_pandera_on_changed_tables(
     tables: dict[str, pl.DataFrame], data: st.DataObject
 ) -> None:
     name, frame = data.draw(changed(tables))
-    model = TABLES[name][0]
+    model = schema_of(name)
     expected = pandera_passes(model, frame)
     assert _passes(_schema(model), frame) == expected
     if expected:

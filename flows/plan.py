@@ -1,0 +1,206 @@
+"""What a run will do, decided before it does it: the formula versions an output scores
+with (pinned per output), and which nights of a dump are new, changed, unchanged or waiting.
+
+Light on purpose: ``cogscore status`` reads it without importing the scoring code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flows.io import DumpFile, InputError, content_digest, discover, marked_complete
+from flows.io import dump_root as root_of
+from flows.output import Output
+from flows.version import COGSCORE_VERSION
+from schemas.contract import DUMP_DATE, Category
+from schemas.formulas import VERSIONS, chosen, describe, resolve
+
+
+def fingerprint(files: Iterable[tuple[str, str]]) -> str:
+    """The digest of a night's input: its files' relative paths and content digests."""
+    lines = "\n".join(f"{name}\t{digest}" for name, digest in sorted(files))
+    return "sha256:" + hashlib.sha256(lines.encode()).hexdigest()
+
+
+# -- where a run reads and writes -------------------------------------------------------------
+
+
+def _contains(outer: str, inner: str) -> bool:
+    """Whether the place ``inner`` (a path or URL, without credentials) is ``outer`` or
+    lies below it.
+
+    >>> _contains("/data/dump", "/data/dump/out"), _contains("/data/dump", "/data/dumps")
+    (True, False)
+    >>> _contains("s3://b/dumps", "s3://b/dumps/x"), _contains("s3://b/d", "gs://b/d/x")
+    (True, False)
+    """
+    outer, inner = outer.rstrip("/"), inner.rstrip("/")
+    return inner == outer or inner.startswith(outer + "/")
+
+
+def check_places(
+    dump_root: Path | str, output: Output, state: Mapping[str, Any], input_changed: bool
+) -> None:
+    """Refuse, before any work (``InputError``), an output and a dump that overlap (the
+    output's files would become input), and another dump root for an output that holds
+    nights scored from a first one, unless ``input_changed`` says the dump moved: a staging
+    dump's night would replace production's, and the next production run would flip it
+    back."""
+    here = Output.at(output).location.display
+    there = str(dump_root) if isinstance(dump_root, str) else str(Path(dump_root))
+    if isinstance(dump_root, Path) and Output.at(output).location.is_local:
+        here, there = os.path.realpath(here), os.path.realpath(there)
+    if _contains(there, here) or _contains(here, there):
+        inside = "inside the dump" if _contains(there, here) else "around the dump"
+        raise InputError(
+            f"the output {here} lies {inside} {there}: its tables would be read as input; "
+            "give an --out outside the dump root (and the dump outside the output)"
+        )
+    before = state.get("input")
+    if before and before != str(dump_root) and not input_changed:
+        raise InputError(
+            f"{output} holds nights scored from {before}; this run reads {dump_root}. "
+            "Scoring another dump into it would replace those nights with its own. If the "
+            "dump moved, say so: --input-root-changed (COGSCORE_INPUT_ROOT_CHANGED=1); "
+            "else give another --out"
+        )
+
+
+# -- formula versions: pinned per output ---------------------------------------------------
+
+
+def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
+    """The formula versions an output scores with (None: a new output)."""
+    recorded = state.get("formula_set")
+    if not recorded:
+        return None
+    pinned = {Category(c): v for c, v in recorded.items()}
+    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
+    if unknown:
+        raise InputError(
+            f"the output was scored with {describe(unknown)}, which this cogscore "
+            f"{COGSCORE_VERSION} does not have: run the version that wrote it, or a newer one"
+        )
+    return {c: pinned.get(c, resolve()[c]) for c in Category}
+
+
+def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
+    """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
+    defaults are (a new output: ``asked``, else the newest). Asking for another version
+    there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
+    output = Output.at(out)
+    named = chosen(asked)
+    pinned = formula_set(output.state())
+    if pinned is None:
+        return resolve(named)
+    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
+    if conflicts:
+        raise InputError(
+            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
+            f"--formula {describe(conflicts)} would mix versions across its nights. To change "
+            f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
+            f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
+            "(over every night it changes the output's set)"
+        )
+    return pinned
+
+
+def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
+    """The output's nights scored with versions other than its set: what differs, by night."""
+    pinned = formula_set(state)
+    if pinned is None:
+        return {}
+    off = {}
+    for night, entry in state.get("nights", {}).items():
+        versions = entry.get("formula_versions") or {}
+        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
+        if differ:
+            off[night] = describe(differ)
+    return dict(sorted(off.items()))
+
+
+def describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
+    return {str(c): v for c, v in versions.items()}
+
+
+def ready(
+    dump_root: Path | str, files: Sequence[DumpFile], require_marker: bool
+) -> tuple[list[DumpFile], list[str]]:
+    """The files of nights a run may score, and the nights still waiting for the harness's
+    ``_SUCCESS`` marker (only where markers are required)."""
+    if not require_marker:
+        return list(files), []
+    nights = {f.partitions.get(DUMP_DATE) for f in files}
+    waiting = {n for n in nights if not marked_complete(dump_root, n)}
+    ready = [f for f in files if f.partitions.get(DUMP_DATE) not in waiting]
+    return ready, sorted(n or "(undated)" for n in waiting)
+
+
+@dataclass
+class NightlyPlan:
+    nights: dict[str, list[DumpFile]]
+    digests: dict[str, str]  # relative path -> sha256
+    new: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    waiting: list[str] = field(default_factory=list)  # no _SUCCESS marker yet
+    gone: list[str] = field(default_factory=list)  # in the output, their input deleted
+
+    @property
+    def to_score(self) -> list[str]:
+        return sorted([*self.new, *self.changed])
+
+
+def plan_nightly(
+    dump_root: Path | str,
+    out: Output | Path | str,
+    verify: bool = False,
+    require_marker: bool = False,
+) -> NightlyPlan:
+    """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
+    from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
+    ``require_marker``). A file whose size and modification time are those recorded last
+    keeps its recorded digest unless ``verify``; every other file is read and hashed."""
+    dump_root, output = root_of(dump_root), Output.at(out)
+    files = discover(dump_root)
+    undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
+    if undated:
+        raise InputError(
+            f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
+        )
+    listed = {f.partitions[DUMP_DATE] for f in files}
+    files, waiting = ready(dump_root, files, require_marker)
+    earlier = output.state().get("nights", {})
+    gone = sorted(set(earlier) - listed)
+    known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
+    digests = {}
+    nights: dict[str, list[DumpFile]] = {}
+    for f in files:
+        nights.setdefault(f.partitions[DUMP_DATE], []).append(f)
+        seen = known.get(f.relative)
+        if (
+            f.is_local
+            and not verify
+            and seen
+            and seen.get("bytes") == f.size
+            and str(seen.get("mtime_ns")) == f.version
+            and seen.get("sha256")
+        ):
+            digests[f.relative] = seen["sha256"]
+        else:  # hashed (a local file), or the object's ETag as listed
+            digests[f.relative] = content_digest(f)
+    new, changed, unchanged = [], [], []
+    for night, night_files in sorted(nights.items()):
+        now = fingerprint((f.relative, digests[f.relative]) for f in night_files)
+        if night not in earlier:
+            new.append(night)
+        elif earlier[night].get("input_fingerprint") != now:
+            changed.append(night)
+        else:
+            unchanged.append(night)
+    return NightlyPlan(nights, digests, new, changed, unchanged, waiting, gone)
