@@ -72,8 +72,8 @@ def import_kaggle(
     Rows go to DUMP_ROOT/dump_date=<night>/, one Parquet file per run; importing the same
     runs again writes nothing. Every run not imported is reported with its reason."""
     from flows.importers.kaggle import import_runs
-    from flows.io import is_night
     from flows.importers.kaggle_terminal import ImportProgress, print_report
+    from flows.io import is_night
     from flows.storage.errors import StorageError
     from flows.storage.location import ENV_OPTIONS, Location, parse_storage_options
 
