@@ -159,14 +159,19 @@ def _llm(base: Any, response: Any, kbench: Any, policy: Policy, slug: str) -> An
     return Scripted()
 
 
-def make_runs(tasks: Path, out: Path, only: str | None, seed: int) -> dict[str, str]:
-    """Every task x policy, each in a forked child; task name -> category."""
+def make_runs(
+    tasks: Path, out: Path, only: str | None, seed: int, names: frozenset[str] | None = None
+) -> dict[str, str]:
+    """Every task (whose name holds ``only``, or is one of ``names``) x policy, each in a
+    forked child; task name -> category."""
     from flows.importers.kaggle_files import index_tasks
 
     index = index_tasks(tasks)
     categories: dict[str, str] = {}
     for name, task_file in sorted(index.items()):
         if (only and only not in name) or task_file.category is None:
+            continue
+        if names is not None and name not in names:
             continue
         categories[name] = str(task_file.category)
         for number, policy in enumerate(POLICIES):
