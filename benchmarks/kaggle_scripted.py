@@ -244,17 +244,26 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
             continue
         assert run.file is not None
         rows = pl.read_parquet(out / "dump" / run.file)
-        ours = None if run.reported_score is None and run.reasons else reference_score(rows)
+        errored = rows.filter(pl.col("status") == "error").height > 0
+        ours = None if errored else reference_score(rows)
         if run.reported_score is None:
             counts[key]["no score recorded (" + ",".join(run.reasons) + ")"] += 1
-            if ours not in (None, 0.0):
+            if ours not in (None, 0.0):  # an unreadable reply: the model's failure, 0
                 exceptions.append({"run": run.run, "why": "unscored run scores", "ours": ours})
         elif ours == run.reported_score:
             counts[key]["equal"] += 1
         else:
             counts[key]["differ"] += 1
             exceptions.append({"run": run.run, "ours": ours, "task": run.reported_score})
+    scores: dict[str, list[float]] = defaultdict(list)
+    for run in report.runs:
+        if run.reported_score is not None:
+            scores[f"{categories.get(run.task or '', '?')}/{run.run.split('/', 1)[0]}"].append(
+                run.reported_score
+            )
     return {
+        "mean_task_score": {k: round(sum(v) / len(v), 3) for k, v in sorted(scores.items())},
+        "nonzero_task_scores": {k: sum(1 for x in v if x) for k, v in sorted(scores.items())},
         "runs": len(runs),
         "tasks": len(categories),
         "imported": report.imported,
