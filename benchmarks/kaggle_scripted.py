@@ -121,7 +121,7 @@ def run_task(task_file: Path, category: str, policy: str, out: Path, seed: int) 
 
     expected: dict[str, str] = {}
     if policy == "partly-right":  # a probe: the task's items, from a random run
-        kbench.client.directory = Path(tempfile.mkdtemp())
+        kbench.client.directory = out.parent / "probes"
         task, module = kaggle_replay._load_task(kbench, task_file, _name(task_file))
         capture = Capture(module).install()
         probe = Policy("random", seed)

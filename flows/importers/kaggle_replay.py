@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -302,8 +303,8 @@ def _items_without_answers(
     """The items of a run that the model's unreadable reply ended (a task with no guard):
     the task replayed once more with that reply left blank, for its items only; every item
     is then unanswered, so wrong (``CaptureError`` when the items cannot be had)."""
-    before = kbench.client.directory
-    kbench.client.directory = Path(tempfile.mkdtemp(prefix="cogscore-blank-"))
+    before, scratch = kbench.client.directory, Path(tempfile.mkdtemp(prefix="cogscore-blank-"))
+    kbench.client.directory = scratch
     try:  # this replay's files go elsewhere: a live job's run file stays the run's own
         task, module = _load_task(kbench, Path(job["task_file"]), job["task_name"])
         log: dict[str, Any] = {"missing": 0, "extra_calls": 0, "calls": 0}
@@ -311,6 +312,7 @@ def _items_without_answers(
         run, capture = run_captured(task, module, lambda: task.run(llm=llm))
     finally:
         kbench.client.directory = before
+        shutil.rmtree(scratch, ignore_errors=True)
     assertions = [(a.passed, a.expectation) for a in run.assertion_results]
     if run.status == kbench.utils.Status.FAILED:
         raise CaptureError("the task fails even with that reply left blank")
@@ -326,10 +328,11 @@ def _last_line(message: str | None) -> str:
 
 
 def _child(job: dict[str, Any], write_fd: int) -> None:
-    """In the forked child: replay, write the result to the pipe, exit without cleanup."""
+    """In the forked child: replay, write the result to the pipe, exit without cleanup (its
+    scratch folder removed: the task's prints, its .task.json, the replayed .run.json)."""
     code = 0
+    workdir = Path(tempfile.mkdtemp(prefix="cogscore-replay-"))
     try:
-        workdir = Path(tempfile.mkdtemp(prefix="cogscore-replay-"))
         out = os.open(workdir / "task-output.txt", os.O_WRONLY | os.O_CREAT, 0o600)
         os.dup2(out, 1)
         os.dup2(out, 2)
@@ -348,6 +351,7 @@ def _child(job: dict[str, Any], write_fd: int) -> None:
     except BaseException:
         code = 1
     finally:
+        shutil.rmtree(workdir, ignore_errors=True)
         os._exit(code)
 
 
