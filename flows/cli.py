@@ -6,7 +6,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -187,8 +188,8 @@ def _check(
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
     root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
-    check_places(root, output, output.state(), input_changed)
     one_layout(root, discover(root))
+    check_places(root, output, output.state(), input_changed)
     if output.location.is_local:
         check_writable(Path(output.location.uri))
     if pinned:
@@ -318,31 +319,159 @@ MarkerOpt = Annotated[
 ]
 
 
-def _command_line() -> str:
-    """This command and its arguments, for the run record: the values of --storage-option
-    are hidden (they may hold secrets)."""
+_TYPED: list[list[str]] = []  # the arguments as typed, where ``run`` started the command
+GLOBAL_OPTIONS: tuple[str, ...] = ("--log-level", "--log-format")
+SECRET_OPTIONS: tuple[str, ...] = ("--storage-option",)
+
+
+def hoisted(args: list[str]) -> list[str]:
+    """``args`` with the options of every command (``--log-level``, ``--log-format``) moved
+    before the command, wherever they were typed.
+
+    >>> hoisted(["nightly", "d", "--log-format", "json", "--log-level=debug"])
+    ['--log-format', 'json', '--log-level=debug', 'nightly', 'd']
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        name = args[i].split("=", 1)[0]
+        width = 1 if "=" in args[i] or name not in GLOBAL_OPTIONS else 2
+        (front if name in GLOBAL_OPTIONS else rest).extend(args[i : i + width])
+        i += width
+    return front + rest
+
+
+def masked(args: list[str]) -> list[str]:
+    """``args`` with the values of ``--storage-option`` hidden (they may hold secrets).
+
+    >>> masked(["--storage-option", "aws_secret_access_key=x", "--storage-option=k=v"])
+    ['--storage-option', 'aws_secret_access_key=***', '--storage-option=k=***']
+    """
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in SECRET_OPTIONS and eq:
+            out.append(f"{name}={value.split('=', 1)[0]}=***")
+        elif i and args[i - 1] in SECRET_OPTIONS:
+            out.append(f"{arg.split('=', 1)[0]}=***")
+        else:
+            out.append(arg)
+    return out
+
+
+_LAST_WORDS: list[str] = []  # the error line, printed once everything else has been
+
+
+def run(args: list[str] | None = None) -> None:
+    """The ``cogscore`` command. The arguments as typed are kept for the run record; what
+    native libraries print on stderr passes through ``flows.native``'s filter (no Rust panic
+    text); a temporary Prefect server is stopped before the error line, so that the error
+    line is the last thing on stderr."""
+    from flows.native import NativeStderr
+
+    typed = list(sys.argv[1:] if args is None else args)
+    _TYPED[:] = [typed]
     try:
-        from typer._click.globals import get_current_context  # typer's own click
-    except ImportError:  # a typer that uses click itself
-        from click import get_current_context  # type: ignore[no-redef]
+        with NativeStderr():
+            try:
+                app(args=hoisted(typed), prog_name="cogscore")
+            finally:
+                _stop_temporary_prefect()
+    finally:
+        for line in _LAST_WORDS:
+            _say(line, error=True)
+
+
+def _stop_temporary_prefect() -> None:
+    """Stop the temporary Prefect servers this process started (Prefect stops them when the
+    process exits, and says so on stderr: after the command's last line)."""
+    server = sys.modules.get("prefect.server.api.server")
+    if server is None:
+        return
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=5)  # the run's logs reach the server before it stops
+    for instance in list(server.SubprocessASGIServer._instances.values()):
+        instance.stop()
+
+
+def _command_line() -> str:
+    """This command and its arguments as typed, for the run record, with the values of
+    --storage-option hidden. Run in-process (tests), where no argv was kept: the options
+    given on the command line, each under the name the user types."""
+    import shlex
+
+    if _TYPED:
+        return shlex.join(["cogscore", *masked(_TYPED[0])])
+    from typer._click.core import ParameterSource  # typer's own click (uv.lock pins it)
+    from typer._click.globals import get_current_context
 
     context = get_current_context(silent=True)
     if context is None:
         return "cogscore"
-    words = [f"cogscore {context.info_name}"]
-    for name, value in context.params.items():
-        if value in (None, False, [], ()):
+    words = ["cogscore", str(context.info_name)]
+    for param in context.command.params:
+        name = param.name or ""
+        if context.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
             continue
-        flag = f"--{name.replace('_', '-')}"
-        if name == "storage_option":
-            words += [f"{flag} {pair.split('=', 1)[0]}=***" for pair in value]
-        elif value is True:
-            words.append(flag)
-        elif isinstance(value, list):
-            words += [f"{flag} {item}" for item in value]
-        else:
-            words.append(f"{flag} {value}")
-    return " ".join(words)
+        value = context.params.get(name)
+        if param.param_type_name != "option":
+            words += [str(v) for v in (value if isinstance(value, list) else [value])]
+            continue
+        secondary = getattr(param, "secondary_opts", [])
+        if isinstance(value, bool):
+            words.append(param.opts[0] if value or not secondary else secondary[0])
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            words += [param.opts[0], str(item)]
+    return shlex.join(masked(words))
+
+
+def _check_prefect_api() -> None:
+    """Where ``PREFECT_API_URL`` names a server, that it answers (else one line, exit 4,
+    before any work): Prefect's own error is a traceback of its client."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return  # Prefect starts its temporary server in this process
+    from prefect.client.orchestration import get_client
+
+    from flows.storage.errors import ServiceUnreachable
+
+    with get_client(sync_client=True) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        first = (str(problem).strip().splitlines() or [type(problem).__name__])[0]
+        raise ServiceUnreachable(
+            f"the Prefect API at {url} does not answer ({first}): start it, correct "
+            "PREFECT_API_URL, or run in this process with --engine local"
+        )
+
+
+@contextmanager
+def _usage_recorded(json_output: bool, engine: Engine) -> Iterator[None]:
+    """A usage error (exit 2) of score, nightly or rescore: with ``--json`` its run record
+    (status refused) is printed all the same, as every outcome's is."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from flows.records import ExitCode, run_record
+
+    started = clock.now(UTC)
+    try:
+        yield
+    except typer.BadParameter as error:
+        if json_output:
+            record = run_record(
+                None,
+                command=_command_line(),
+                engine=str(_engine(engine)),
+                started=started,
+                exit_code=ExitCode.USAGE,
+                error=error.format_message(),
+            )
+            typer.echo(json.dumps(record, default=str))
+        raise
 
 
 def _run(
@@ -379,6 +508,7 @@ def _run(
             os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
             # Prefect's temporary server needs 15-25 s here on a cold start (default 20 s).
             os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+            _check_prefect_api()
             from flows import prefect_flows
 
             flow = getattr(prefect_flows, f"{kind}_flow")
@@ -421,8 +551,11 @@ def _run(
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
     except (InputError, StorageError) as refused:
         code, error = exit_code_of(refused), str(refused)
-    except (typer.BadParameter, typer.Exit):  # the command line's own: usage, exit 2
+    except typer.Exit:
         raise
+    except typer.BadParameter as usage:  # the command line's own: exit 2, recorded
+        with _usage_recorded(json_output, engine):
+            raise usage from None
     except Exception as bug:  # a bug: one line, the traceback only where asked for
         if os.environ.get("COGSCORE_DEBUG"):
             raise
@@ -432,7 +565,9 @@ def _run(
     if outcome is not None:
         for line in outcome_lines(outcome):
             typer.echo(line)
-    if error is not None:
+    if error is not None and _TYPED:  # the command: said last (``run``)
+        _LAST_WORDS.append(error)
+    elif error is not None:
         _say(error, error=True)  # one line: the last thing on stderr
     else:
         _say(f"done in {time.perf_counter() - t0:.1f} s")
@@ -491,7 +626,11 @@ def score(
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
-    _storage_options(storage_option)
+    with _usage_recorded(json_output, engine):
+        _storage_options(storage_option)
+        regression = _regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        )
     _run(
         engine,
         dask_address,
@@ -502,9 +641,7 @@ def score(
         json_output=json_output,
         quiet=quiet,
         fail_on_regression=fail_on_regression,
-        regression=_regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
-        ),
+        regression=regression,
         input_root=input_root,
         out=out,
         formulas=formula or [],
@@ -540,7 +677,11 @@ def nightly(
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
-    _storage_options(storage_option)
+    with _usage_recorded(json_output, engine):
+        _storage_options(storage_option)
+        regression = _regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        )
     _run(
         engine,
         dask_address,
@@ -551,9 +692,7 @@ def nightly(
         json_output=json_output,
         quiet=quiet,
         fail_on_regression=fail_on_regression,
-        regression=_regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
-        ),
+        regression=regression,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -615,9 +754,14 @@ def rescore(
 
     Over every night OUT holds, the versions become OUT's formula set; over part of its
     history the set stays, and those nights are named as scored with other versions."""
-    _storage_options(storage_option)
-    if not formula:
-        raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
+    with _usage_recorded(json_output, engine):
+        _storage_options(storage_option)
+        if not formula:
+            raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
+        regression = _regression(
+            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        )
+        first, last = _day(since), _day(until)
     _run(
         engine,
         dask_address,
@@ -627,14 +771,12 @@ def rescore(
         strict=strict,
         json_output=json_output,
         quiet=quiet,
-        regression=_regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
-        ),
+        regression=regression,
         dump_root=dump_root,
         out=out,
         formulas=formula,
-        since=_day(since),
-        until=_day(until),
+        since=first,
+        until=last,
         dry_run=dry_run,
         diff_out=diff_out,
         require_marker=require_marker,
@@ -738,13 +880,16 @@ def report(
     storage_option: StorageOpt = None,
 ) -> None:
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
+    from flows.output import Output
     from flows.report import ReportError, write_report
     from flows.storage.errors import StorageError
 
     _storage_options(storage_option)
     t0 = time.perf_counter()
     try:
-        path = write_report(out, html_file, night=night, as_of=as_of)
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        path = write_report(output, html_file, night=night, as_of=as_of)
     except (ReportError, StorageError) as error:
         raise _refused(error) from None
     typer.echo(str(path))
@@ -794,11 +939,40 @@ def vacuum(
     _storage_options(storage_option)
     hours = _retention(retain)
     try:
-        count = Output.at(out).vacuum(retain_hours=hours, dry_run=dry_run)
+        count = Output.at(out).require().vacuum(retain_hours=hours, dry_run=dry_run)
     except StorageError as error:
         raise _refused(error) from None
     verb = "would delete" if dry_run else "deleted"
     typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
+
+
+@app.command()
+def unlock(
+    out: OutArg,
+    run_id: Annotated[
+        str,
+        typer.Option(
+            "--run",
+            metavar="RUN_ID",
+            help="The run whose lease to break: the one the busy message (exit 5) names.",
+        ),
+    ],
+    storage_option: StorageOpt = None,
+) -> None:
+    """Break the lease of a run that is gone (killed, or its host down): it blocks the output
+    until its lease expires (6 h). Check first that the run is not going. Refused when
+    another run holds the lease or the run is alive on this host. The next run repairs what
+    the killed run left."""
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+    from flows.storage.lease import break_lease
+
+    _storage_options(storage_option)
+    try:
+        holder = break_lease(Output.at(out).require().location, run_id)
+    except StorageError as error:
+        raise _refused(error) from None
+    typer.echo(f"unlocked {Output.at(out)}: broke the lease of {holder.describe()}")
 
 
 JsonOpt = Annotated[
@@ -820,7 +994,7 @@ def history(
 
     _storage_options(storage_option)
     try:
-        output = Output.at(out)
+        output = Output.at(out).require()
         if json_output:
             typer.echo(as_json(runs_of(output).to_dicts()))
         else:
@@ -854,7 +1028,7 @@ def status(
 
     _storage_options(storage_option)
     try:
-        report = status_of(Output.at(out), dump_root)
+        report = status_of(Output.at(out).require(), dump_root)
     except (StorageError, InputError) as error:
         raise _refused(error) from None
     if json_output:
@@ -895,7 +1069,9 @@ def compare(
 
     _storage_options(storage_option)
     try:
-        table = comparisons(Output.at(out), night, scope, models, as_of)
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        table = comparisons(output, night, scope, models, as_of)
     except StorageError as error:
         raise _refused(error) from None
     if json_output:
@@ -920,7 +1096,9 @@ def sql(
 
     _storage_options(storage_option)
     try:
-        con = connect(Output.at(out), as_of)
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        con = connect(output, as_of)
         relation = con.sql(query)
     except StorageError as error:
         raise _refused(error) from None

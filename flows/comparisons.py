@@ -215,7 +215,14 @@ class NightWatch:
         empty = _no_regressions()
         return pl.DataFrame(rows, schema=empty.schema) if rows else empty
 
-    def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def again(self, night: str) -> pl.DataFrame:
+        """The ``regressions`` rows of ``night``, a night the output holds and the run did
+        not score, made again (its baseline nights were rescored)."""
+        scores, rejects = self._rows([night])
+        return self.regressions(night, scores, rejects)
+
+    def _rows(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The columns regressions read of ``nights``' episode scores and rejects, from OUT."""
         from flows.output import EPISODE_SCORES, REJECTS
 
         assert self.output is not None
@@ -223,7 +230,11 @@ class NightWatch:
         scores = self.output.scan(EPISODE_SCORES).filter(chosen).select(SLIM)
         rejects = self.output.scan(REJECTS).filter(chosen).select(DUMP_DATE, Col.MODEL, STATUS)
         scores_frame, rejects_frame = pl.collect_all([scores, rejects])
-        return slim(scores_frame), harness_shares(scores_frame, rejects_frame)
+        return scores_frame, rejects_frame
+
+    def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+        scores, rejects = self._rows(nights)
+        return slim(scores), harness_shares(scores, rejects)
 
 
 def _no_regressions() -> pl.DataFrame:

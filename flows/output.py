@@ -106,6 +106,19 @@ class Output:
 
     # --- reading ------------------------------------------------------------------------------
 
+    def require(self) -> Output:
+        """This output, where a run has recorded into it; else ``NoOutput`` (exit 2): the
+        read commands and ``vacuum`` never answer "empty" for a mistyped path, nor create
+        anything there."""
+        if delta.table_version(self.location, RUNS_TABLE) is None:
+            from flows.storage.errors import NoOutput
+
+            raise NoOutput(
+                f"no cogscore output at {self.display} (it holds no runs table): check the "
+                "path; a score or nightly run creates the output"
+            )
+        return self
+
     def runs(self) -> pl.DataFrame:
         """Every row of the runs table, oldest run first (none before the first run)."""
         return runs_table.read_runs(self.location)
@@ -115,7 +128,12 @@ class Output:
         rows = self.runs()
         if as_of is not None:
             if rows.filter(pl.col("run_id") == as_of).is_empty():
-                raise StorageError(f"no run {as_of} in {self.location.child(RUNS_TABLE).display}")
+                from flows.storage.errors import UnknownRun
+
+                raise UnknownRun(
+                    f"--as-of {as_of}: no such run in {self.location.child(RUNS_TABLE).display}"
+                    " (cogscore history lists the runs)"
+                )
             position = rows.with_row_index().filter(pl.col("run_id") == as_of)["index"].max()
             rows = rows.head(int(position) + 1)  # type: ignore[arg-type]
         return rows.filter(pl.col("status").is_in(PINNING))
@@ -126,6 +144,23 @@ class Output:
         if rows.is_empty():
             return {}
         return dict(json.loads(rows["table_versions"][-1]))
+
+    def check_as_of(self, as_of: str | None) -> None:
+        """Refuse (``UnknownRun``, exit 2) a run ``as_of`` that the output never recorded,
+        or whose tables ``vacuum`` has deleted files of: named, not a crash on reading."""
+        if as_of is None:
+            return
+        from flows.storage.errors import UnknownRun
+
+        for table, version in self.versions(as_of).items():
+            gone = delta.missing_files(self.location, table, version)
+            if gone:
+                raise UnknownRun(
+                    f"--as-of {as_of}: the tables as that run left them are gone ({table} "
+                    f"version {version} lacks {len(gone)} data file(s)): vacuum deleted them, "
+                    "as it deletes what no table version of its --retain period needs; runs "
+                    "within that period can still be read"
+                )
 
     def read(self, table: str, as_of: str | None = None) -> pl.DataFrame:
         """Table ``table`` as the latest finished run (or run ``as_of``) left it; an empty

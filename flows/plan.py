@@ -124,6 +124,30 @@ def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
     return dict(sorted(off.items()))
 
 
+def rescored_versions(
+    state: Mapping[str, Any], nights: Sequence[str], versions: Mapping[Category, str]
+) -> dict[str, dict[Category, str]]:
+    """The versions each of ``nights`` was last scored with, where they differ from
+    ``versions`` (the output's set): a night of a rescored range, delivered again, is scored
+    as it was rescored, never put back on the set silently (the run names it among the
+    nights scored with other versions)."""
+    off = nights_off_set(state)
+    kept = {}
+    for night in nights:
+        if night not in off:
+            continue
+        recorded = state["nights"][night].get("formula_versions") or {}
+        own = {**versions, **{Category(c): v for c, v in recorded.items()}}
+        unknown = {c: v for c, v in own.items() if v not in VERSIONS[c]}
+        if unknown:
+            raise InputError(
+                f"night {night} was scored with {describe(unknown)}, which this cogscore "
+                f"{COGSCORE_VERSION} does not have: rescore it with a version it has"
+            )
+        kept[night] = own
+    return kept
+
+
 def describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
     return {str(c): v for c, v in versions.items()}
 

@@ -94,7 +94,9 @@ def cache_days() -> float:
     # Prefect also keeps each persisted result in memory for the flow run, by default: every
     # file's rows of a night, held to the end (1.3 GiB at 1.5 M episodes against 0.87).
     cache_result_in_memory=False,
-    task_run_name="score {dump_file.relative} (cached)",
+    # Named for what it may do: a first run computes it ("Completed"), a later one may
+    # find it in the cache ("Cached").
+    task_run_name="score {dump_file.relative} (cacheable)",
 )
 def score_file_task(
     dump_file: DumpFile, formulas: dict[Category, str], digest: str | None

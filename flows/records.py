@@ -32,14 +32,27 @@ def exit_code_of(error: BaseException) -> ExitCode:
     from flows.storage.errors import (
         BadLocation,
         LegacyLayout,
+        NoOutput,
         OutputBusy,
         StorageError,
+        UnknownRun,
+        UnlockRefused,
         UnsafeStore,
     )
 
+    usage = (
+        InputError,
+        ReportError,
+        BadLocation,
+        LegacyLayout,
+        UnsafeStore,
+        NoOutput,
+        UnknownRun,
+        UnlockRefused,
+    )
     if isinstance(error, OutputBusy):
         return ExitCode.BUSY
-    if isinstance(error, InputError | ReportError | BadLocation | LegacyLayout | UnsafeStore):
+    if isinstance(error, usage):
         return ExitCode.USAGE
     if isinstance(error, StorageError):
         return ExitCode.STORAGE

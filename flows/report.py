@@ -956,8 +956,8 @@ def attention_html(wh: Warehouse, night: str | None) -> str:
     from flows.status import failed_nights
 
     items = [
-        f"<li>night <b>{html.escape(n)}</b> failed, not written: {html.escape(why)}</li>"
-        for n, why in failed_nights(wh.out).items()
+        f"<li>night <b>{html.escape(n)}</b> failed: {html.escape(why)}</li>"
+        for n, why in failed_nights(wh.out, wh.manifest).items()
     ]
     entry = wh.manifest.get("nights", {}).get(night, {}) if night is not None else {}
     items += [

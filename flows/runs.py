@@ -62,8 +62,10 @@ from flows.plan import (
     nights_off_set,
     plan_nightly,
     ready,
+    rescored_versions,
 )
 from flows.records import Verdict, exit_code_of, run_status, verdict
+from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
     FilePart,
     FileReport,
@@ -233,6 +235,8 @@ class Outcome:
     # night -> model -> why: models with episodes on a night but none scored
     models_unscored: dict[str, dict[str, str]] = field(default_factory=dict)
     verdict: Verdict = field(default_factory=Verdict)
+    # Nights not scored whose regressions were made again (their baseline was rescored).
+    regressions_refreshed: list[str] = field(default_factory=list)
     # The output's formula set, and its nights scored with other versions (what differs).
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
@@ -365,6 +369,8 @@ def _score_and_write(
     dry_run: bool = False,
     context: RunContext | None = None,
     details: Mapping[str, Any] | None = None,
+    kept: Mapping[str, dict[Category, str]] | None = None,
+    refresh: Sequence[str] = (),
 ) -> Outcome:
     """Score ``files`` night after night into ``output``, then record the run.
 
@@ -374,9 +380,13 @@ def _score_and_write(
     scores (a rescore of years of history). The run's rows in the runs table, appended last,
     are the commit point. ``new_set``: the output's formula set after this run (default: as
     it was, or, for a new output, ``formulas``). ``dry_run``: tables made and checked,
-    nothing written.
+    nothing written. ``kept``: nights scored with their own versions rather than
+    ``formulas`` (a changed night of a rescored range keeps the versions it was rescored
+    with). ``refresh``: nights not scored whose regressions are made again, as their
+    baseline nights changed (a rescore's later nights).
     """
     context = context or RunContext()
+    kept = kept or {}
     started, t0 = datetime.now(UTC), time.perf_counter()
     bootstrap = Bootstrap()
     # Partition by dump_date only where every file has one (discover refuses a mix).
@@ -389,11 +399,13 @@ def _score_and_write(
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
     watch = NightWatch(output, context.regression, state.get("nights", {}) if dated else ())
+    seen = SeenIds(output, frozenset(state.get("nights", {})))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
     failed: dict[str, str] = {}  # night -> why it could not be scored
     unscored: dict[str, dict[str, str]] = {}  # night -> model -> why none of its was scored
+    refreshed: list[str] = []  # nights whose regressions only were made again
     run: dict[str, Any] = {
         "run_id": context.run_id,
         "kind": kind,
@@ -418,13 +430,26 @@ def _score_and_write(
     with writing as writer:
         clear_diff = not dry_run and finish is None and RESCORE_DIFF in output.versions()
         try:
-            for night, night_files in sorted(groups.items(), key=lambda g: g[0] or ""):
+            for night in sorted({*groups, *refresh}, key=lambda n: n or ""):
+                if night not in groups:  # its baseline changed: its regressions again
+                    assert night is not None
+                    fingerprints[night] = state["nights"][night]["input_fingerprint"]
+                    table = watch.again(night)
+                    flagged.append(table.filter(pl.col("level").is_in(FLAGGED)))
+                    writer.write(
+                        REGRESSIONS, with_provenance(table, COGSCORE_VERSION, fingerprints), night
+                    )
+                    refreshed.append(night)
+                    continue
+                night_files = groups[night]
                 t1 = time.perf_counter()
                 target, known = None, digests
                 if isinstance(writer, Writer):  # workers write the episode rows they score
                     known = _digests(night_files, digests)
                     target = StageTarget(output.location, night, fingerprint(known.items()))
-                parts = mapper(night_files, formulas, known, target)
+                versions = kept.get(night or "", formulas)
+                run["formula_versions"] = describe_set(versions)
+                parts = mapper(night_files, versions, known, target)
                 gone = [p.report for p in parts if p.report.status == "gone"]
                 if gone:  # the night fails, unwritten; the other nights go on
                     if isinstance(writer, Writer):
@@ -434,18 +459,22 @@ def _score_and_write(
                     progress.night_done(night)
                     continue
                 t2 = time.perf_counter()
-                result = assemble(parts, formulas, target)
+                result = assemble(parts, versions, target)
                 del parts
                 fault_point("scored")
-                why = _nothing_scored(result.counts)
-                if why is not None:  # the night fails, unwritten: its earlier tables stay
+                if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
                     if isinstance(writer, Writer) and result.staged:
                         writer.discard(result.staged)
-                    summary.add(result)
-                    rows.append(_failed_night(run, night, why, failed, result))
+                    rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
                     progress.night_done(night)
                     continue
-                if dark := models_without_scores(result.scores, result.rejects):
+                seen.add(night, result.scores[Col.EPISODE_ID])
+                # A night with no episode scored fails the run, but is written: its rejects
+                # (every reason kept) and no scores, as its input now stands.
+                if (why := _nothing_scored(result.counts)) is not None:
+                    failed[night or "(undated)"] = why
+                    log().error("night %s failed: %s", night or "(undated)", why)
+                elif dark := models_without_scores(result.scores, result.rejects):
                     unscored[night or "(undated)"] = dark
                 t3 = time.perf_counter()
                 progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
@@ -516,6 +545,7 @@ def _score_and_write(
             "timings": dict(summary.timings),
             "nights_failed": failed,
             "models_unscored": unscored,
+            "regressions_refreshed": refreshed,
             "status": run_status(ended.code, scored=bool(rows)),
             "exit_code": int(ended.code),
             "error": ended.error,
@@ -538,6 +568,7 @@ def _score_and_write(
     outcome = Outcome(kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
     outcome.models_unscored = unscored
+    outcome.regressions_refreshed = refreshed
     outcome.verdict = ended
     outcome.regressions = flagged_rows
     outcome.dry_run = dry_run
@@ -549,27 +580,21 @@ def _score_and_write(
 
 
 def _failed_night(
-    run: Mapping[str, Any],
-    night: str | None,
-    why: str,
-    failed: dict[str, str],
-    result: ScoreResult | None = None,
+    run: Mapping[str, Any], night: str | None, why: str, failed: dict[str, str], said: bool = False
 ) -> RunRow:
-    """A night that failed: named in ``failed`` and the log, and its row of the runs table
-    (status failed: it pins nothing, so the next run scores the night again)."""
+    """A night that failed unwritten (a file vanished while the run read it, it repeats
+    another night's episodes): named in ``failed`` and the log, and its row of the runs
+    table (status failed: it pins nothing, so the next run scores the night again).
+    ``said``: ``why`` already says the night was not written."""
+    why = why if said else f"not written: {why}"
     failed[night or "(undated)"] = why
-    log().error("night %s failed: %s", night or "(undated)", why)
+    log().error("night %s failed, %s", night or "(undated)", why)
     return RunRow(
         **run,
         status=RunStatus.FAILED,
         finished=run["started"],  # set at the commit
         night=night,
         table_versions={},
-        counts=result.counts if result is not None else {},
-        input_fingerprint=(
-            fingerprint((r.file, r.sha256) for r in result.files) if result is not None else None
-        ),
-        files=[asdict(r) for r in result.files] if result is not None else (),
     )
 
 
@@ -719,6 +744,7 @@ def nightly(
             plan.digests,
             context=context,
             details={"nightly": planned},
+            kept=rescored_versions(output.state(), plan.changed, versions),
         )
     else:
         outcome = _nothing_to_do("nightly", dump_root, output, context, {"nightly": planned})
@@ -727,6 +753,24 @@ def nightly(
     outcome.nights_input_gone = plan.gone
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+def later_nights(held: Sequence[str], rescored: Sequence[str], span: int) -> list[str]:
+    """The nights of ``held`` not rescored whose baseline (the ``span`` nights before each)
+    holds a rescored night: their regressions must be made again.
+
+    >>> later_nights(["01", "02", "03", "04", "05"], ["02"], 1)
+    ['03']
+    >>> later_nights(["01", "02", "03", "04", "05"], ["02", "03"], 2)
+    ['04', '05']
+    """
+    every = sorted({*held, *rescored})
+    chosen = set(rescored)
+    return [
+        night
+        for i, night in enumerate(every)
+        if night not in chosen and chosen.intersection(every[max(0, i - span) : i])
+    ]
 
 
 def _in_range(night: str, since: date | None, until: date | None) -> bool:
@@ -769,6 +813,7 @@ def rescore(
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
     every_night = set(state.get("nights", {})) <= set(nights)
+    refresh = later_nights(sorted(state.get("nights", {})), nights, context.regression.span)
     new_set = versions if every_night or pinned is None else pinned
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
@@ -813,6 +858,7 @@ def rescore(
         new_set,
         dry_run,
         context,
+        refresh=refresh,
     )
     outcome.diff = _diff_table(diffs)
     outcome.nights_waiting = waiting

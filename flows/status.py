@@ -23,17 +23,18 @@ def history(output: Output) -> pl.DataFrame:
     rows = output.runs()
     if rows.is_empty():
         return pl.DataFrame()
-    scored = pl.col("status") == RunStatus.SUCCEEDED
     runs = rows.group_by("run_id", maintain_order=True).agg(
         pl.col("kind").first(),
         pl.col("status").first().alias("row_status"),
         pl.col("started").min(),
         pl.col("finished").max(),
-        pl.col("night").filter(scored).drop_nulls().sort().alias("nights"),
-        pl.col("night").filter(~scored).drop_nulls().sort().alias("nights_failed"),
+        pl.col("night").drop_nulls().sort().alias("nights"),
         *[pl.col(c).sum() for c in ("rows_read", "episodes_scored", "episodes_rejected")],
         pl.col("details").last(),
     )
+    failed = [sorted(json.loads(d or "{}").get("nights_failed", {})) for d in runs["details"]]
+    runs = runs.with_columns(pl.Series("nights_failed", failed, dtype=pl.List(pl.String)))
+    runs = runs.with_columns(pl.col("nights").list.set_difference("nights_failed").list.sort())
     detail = pl.col("details").str.json_path_match
     # The run's own outcome (recorded since issue 27; before, each row's status said it).
     status = pl.coalesce(detail("$.status"), pl.col("row_status")).alias("status")
@@ -86,20 +87,27 @@ def lease_holder(output: Output) -> str | None:
         return "unreadable lease object"
 
 
-def failed_nights(output: Output) -> dict[str, str]:
-    """The nights whose latest attempt failed, with why (the output keeps what an earlier
-    run wrote of them, if any; the next run scores them again)."""
+def failed_nights(output: Output, state: dict[str, Any] | None = None) -> dict[str, str]:
+    """The nights that failed, with why: those whose latest attempt failed unwritten (a
+    file vanished while it was read: the next run scores them again), and those written
+    with no episode scored (every one a harness error or rejected: their rejects are in
+    the tables, they have no scores)."""
+    state = output.state() if state is None else state
+    out = {
+        night: f"no episode scored: {counts.get('episodes_harness_error', 0)} harness "
+        f"error(s), {counts.get('episodes_rejected', 0)} rejected (run {entry['run_id']})"
+        for night, entry in state.get("nights", {}).items()
+        if not (counts := entry.get("counts") or {}).get("episodes_scored", 1)
+    }
     rows = output.runs().filter(pl.col("night").is_not_null())
-    if rows.is_empty():
-        return {}
-    latest = rows.group_by("night").agg(pl.all().sort_by("finished").last())
-    failed = latest.filter(pl.col("status") == RunStatus.FAILED).sort("night")
-    out = {}
-    for row in failed.iter_rows(named=True):
-        details = json.loads(row["details"] or "{}")
-        why = details.get("nights_failed", {}).get(row["night"]) or details.get("error")
-        out[row["night"]] = f"run {row['run_id']}: {why or 'failed'}"
-    return out
+    if not rows.is_empty():
+        latest = rows.group_by("night").agg(pl.all().sort_by("finished").last())
+        failed = latest.filter(pl.col("status") == RunStatus.FAILED)
+        for row in failed.iter_rows(named=True):
+            details = json.loads(row["details"] or "{}")
+            why = details.get("nights_failed", {}).get(row["night"]) or details.get("error")
+            out[row["night"]] = f"{why or 'failed'} (run {row['run_id']})"
+    return dict(sorted(out.items()))
 
 
 def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any]:
@@ -120,7 +128,7 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             }
             for night, entry in nights.items()
         },
-        "nights_failed": failed_nights(output),
+        "nights_failed": failed_nights(output, state),
         "models_unscored": {
             night: entry["models_unscored"]
             for night, entry in nights.items()
@@ -161,12 +169,14 @@ def status_lines(report: dict[str, Any]) -> list[str]:
     for night, differ in report["nights_off_set"].items():
         lines.append(f"  night {night} scored with other versions: {differ}")
     for night, why in report["nights_failed"].items():
-        lines.append(f"  night {night} FAILED on its latest attempt, {why}")
+        lines.append(f"  night {night} FAILED: {why}")
     for night, models in report["models_unscored"].items():
         for model, why in models.items():
             lines.append(f"  night {night}: model {model} has no score ({why})")
     unscored = {
-        n: c for n, c in report["unscored"].items() if any((v or 0) > 0 for v in c.values())
+        n: c
+        for n, c in report["unscored"].items()
+        if any((v or 0) > 0 for v in c.values()) and n not in report["nights_failed"]
     }
     for night, counts in unscored.items():
         described = ", ".join(

@@ -72,8 +72,11 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
     }
     table = table_of_columns()
+    # One space between columns (the box's), no padding: the names of six categories' scores
+    # and a model of 14 characters fit in 100 columns (a pipe's width) without folding it.
+    table.padding = (0, 0, 0, 0)
     table.add_column("rank", justify="right", no_wrap=True)
-    table.add_column("model", overflow="fold", ratio=1, min_width=12)
+    table.add_column("model", overflow="fold", min_width=12)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("95% interval", no_wrap=True)
     table.add_column("cats", justify="right", no_wrap=True)
@@ -148,7 +151,7 @@ def diff_lines(diff: pl.DataFrame) -> list[str]:
     overall = diff.filter(pl.col("level") == "model").sort(DUMP_DATE, "new_rank", Col.MODEL)
     table = table_of_columns()
     table.add_column("night", no_wrap=True)
-    table.add_column("model", overflow="fold", ratio=1, min_width=12)
+    table.add_column("model", overflow="fold", min_width=12)
     for name in ("old", "new", "delta", "rank"):
         table.add_column(name, justify="right", no_wrap=True)
     for row in overall.iter_rows(named=True):  # one line per model and night
@@ -227,7 +230,7 @@ def formula_lines(outcome: Outcome) -> list[str]:
     """The nights waiting for their marker, and those scored with other formula versions
     than the output's set (every run names them)."""
     lines = [
-        f"night {printable(night)} failed, not written: {printable(why)}"
+        f"night {printable(night)} FAILED: {printable(why)}"
         for night, why in outcome.nights_failed.items()
     ]
     lines += [
@@ -236,6 +239,11 @@ def formula_lines(outcome: Outcome) -> list[str]:
         for night, models in outcome.models_unscored.items()
         for model, why in models.items()
     ]
+    if outcome.regressions_refreshed:
+        lines.append(
+            "regressions made again against the rescored nights before them: "
+            + ", ".join(outcome.regressions_refreshed)
+        )
     if outcome.nights_input_gone:
         lines.append(
             f"nights in {outcome.out} whose input is gone from the dump (kept as scored): "
@@ -248,8 +256,9 @@ def formula_lines(outcome: Outcome) -> list[str]:
     if outcome.nights_off_set:
         pinned = ",".join(f"{c}={v}" for c, v in outcome.formula_set.items())
         lines.append(f"formula set of {outcome.out}: {pinned}")
+        scored = "would be scored" if outcome.dry_run else "scored"
         lines += [
-            f"  night {printable(night)} scored with other versions: {differ}"
+            f"  night {printable(night)} {scored} with other versions: {differ}"
             for night, differ in outcome.nights_off_set.items()
         ]
     return lines

@@ -93,16 +93,19 @@ def parse_params(text: str | None, category: str | None) -> dict[str, Any]:
     'params_not_object'
     """
     out: dict[str, Any] = {PARAMS_RULE: None, PARAMS_MESSAGE: None}
+    why = "not a JSON object"
     try:
         parsed = json.loads(text, parse_int=_json_int) if text is not None else None
-    except (ValueError, RecursionError):
-        parsed = None
+    except RecursionError:  # Python's parser stops at about 1,000 levels of nesting
+        parsed, why = None, "a JSON value nested too deep to read"
+    except ValueError as error:
+        parsed, why = None, f"not JSON ({error})"
     if not isinstance(parsed, dict):
         shown = "null" if text is None else repr(text[:80])
         out.update(
             {
                 PARAMS_RULE: Rule.PARAMS_NOT_OBJECT.value,
-                PARAMS_MESSAGE: f"`params` is not a JSON object: {shown}",
+                PARAMS_MESSAGE: f"`params` is {why}: {shown}",
             }
         )
         return out

@@ -260,6 +260,22 @@ def table_versions(location: Location, tables: Sequence[str]) -> dict[str, int]:
     return {table: version for table, version in versions.items() if version is not None}
 
 
+def missing_files(location: Location, table: str, version: int) -> list[str]:
+    """The data files version ``version`` of ``OUT/table`` needs that are no longer there
+    (``vacuum`` deleted them): one listing of the table, not a request per file."""
+    from flows.storage.objects import list_files
+
+    where = _table(location, table)
+    with _errors(f"read version {version} of table", where):
+        pinned = DeltaTable(where.uri, version=version, storage_options=_options(where))
+        prefix = where.uri.rstrip("/") + "/"
+        needed = [uri.removeprefix(prefix) for uri in pinned.file_uris()]
+    if not needed:
+        return []
+    present = {info.relative for info in list_files(where)}
+    return [path for path in needed if path not in present]
+
+
 def read_table(location: Location, table: str, version: int | None = None) -> pl.LazyFrame:
     """`OUT/table` at `version` (None: the latest) as a LazyFrame; `dump_date` a String."""
     where = _table(location, table)

@@ -34,6 +34,23 @@ class UnsafeStore(StorageError):
     """The store ignores conditional writes, so two writers could both believe they won."""
 
 
+class NoOutput(StorageError):
+    """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
+
+
+class ServiceUnreachable(StorageError):
+    """A service a run needs (the Prefect API of ``PREFECT_API_URL``) does not answer."""
+
+
+class UnlockRefused(StorageError):
+    """``cogscore unlock`` refused: no lease, another run's lease, or a run still alive."""
+
+
+class UnknownRun(StorageError):
+    """``--as-of`` names a run the output never recorded, or one whose tables ``vacuum``
+    has since deleted."""
+
+
 class LegacyLayout(StorageError):
     """The output folder holds the snapshot layout (`current`, `_versions/`), not Delta tables."""
 

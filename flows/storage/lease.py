@@ -150,7 +150,11 @@ class Lease:
                     f" ({self.location.child(LEASE_KEY).display}): delete it if no run is going"
                 ) from None
             if theirs.expires > _now() and not _dead(theirs):
-                raise OutputBusy(f"{self.location.display} is busy: {theirs.describe()}")
+                raise OutputBusy(
+                    f"{self.location.display} is busy: {theirs.describe()}. If that run is "
+                    f"gone (killed, its host down), break its lease: cogscore unlock "
+                    f"{self.location.display} --run {theirs.run_id}"
+                )
             etag = objects.put_if_match(self.location, LEASE_KEY, ours.to_json(), current.etag)
             if etag is not None:  # took over the expired lease
                 self.holder, self._etag = ours, etag
@@ -195,6 +199,40 @@ class Lease:
         traceback: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def break_lease(location: Location, run_id: str) -> Holder:
+    """Delete the lease of run ``run_id`` (a run killed on another host blocks the output
+    until its lease expires): the holder it was. Guarded: refused (``UnlockRefused``) when
+    no lease is held, when another run holds it (name the run you checked is gone), and
+    when its run is alive on this host; the lease is deleted only if it did not change
+    while it was read."""
+    from flows.storage.errors import UnlockRefused
+
+    current = objects.get_object(location, LEASE_KEY)
+    if current is None:
+        raise UnlockRefused(f"{location.display} holds no lease: nothing to unlock")
+    try:
+        holder = Holder.from_json(current.data)
+    except (ValueError, KeyError, TypeError):
+        raise UnlockRefused(
+            f"{location.child(LEASE_KEY).display} is unreadable: delete it by hand if no run "
+            "is going"
+        ) from None
+    if holder.run_id != run_id:
+        raise UnlockRefused(
+            f"{location.display}'s lease is held by run {holder.run_id}, not {run_id}: "
+            f"{holder.describe()}"
+        )
+    if holder.host == socket.gethostname() and not _dead(holder):
+        raise UnlockRefused(
+            f"run {run_id} is alive on this host (pid {holder.pid}): not unlocking its output"
+        )
+    again = objects.get_object(location, LEASE_KEY)
+    if again is None or again.etag != current.etag:
+        raise UnlockRefused(f"{location.display}'s lease changed while it was read: look again")
+    objects.delete(location, LEASE_KEY)
+    return holder
 
 
 def check_conditional_writes(location: Location, allow_unsafe: bool = False) -> bool:

@@ -322,6 +322,6 @@ def test_the_read_commands_follow_the_same_exit_codes(tmp_path: Path) -> None:
         busy = CliRunner().invoke(app, ["vacuum", str(out)])
     assert busy.exit_code == 5 and "holder-run" in busy.stderr
     empty = CliRunner().invoke(app, ["report", str(tmp_path / "none"), "--html", "x.html"])
-    assert empty.exit_code == 2 and "holds no scores" in empty.stderr
+    assert empty.exit_code == 2 and "no cogscore output at" in empty.stderr
     bad = CliRunner().invoke(app, ["history", "s3:/not-a-url"])
     assert bad.exit_code == 2 and "malformed URL" in bad.stderr  # the user's to fix

@@ -83,7 +83,8 @@ def night_of_errors(dump: Path, night: str, models: set[str] | None = None) -> N
             pl.when(hit).then(pl.lit("error")).otherwise(pl.col("status")).alias("status"),
             (pl.col("episode_id") + f"-{night}").alias("episode_id"),
         )
-        touched = spoiled.filter(pl.col("model").is_in(sorted(models or set(rows["model"]))))
+        chosen = set(rows["model"]) if models is None else models
+        touched = spoiled.filter(pl.col("model").is_in(sorted(chosen)))
         assert spoiled.filter(hit).height == touched["episode_id"].n_unique()  # each ends
         spoiled.write_parquet(target / source.name)
 
@@ -123,6 +124,8 @@ def dump_of_two_nights(tmp_path: Path) -> Path:
 def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
     tmp_path: Path,
 ) -> None:
+    import polars as pl
+
     from flows.output import Output
     from flows.report import write_report
 
@@ -131,20 +134,22 @@ def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
     code, text, record = cli("nightly", str(dump), "--out", str(out), "--json")
     assert code == 3 and record is not None
     assert record["status"] == "failed" and record["exit_code"] == 3
-    assert record["nights_scored"] == ["2026-11-30", "2026-12-01"]
-    assert "no episode scored" in record["nights_failed"]["2026-12-02"]  # type: ignore[index]
-    assert "night 2026-12-02 failed, not written" in text
-    assert "2026-12-02" not in Output.at(out).state()["nights"]  # the next run tries again
+    why = "no episode scored: 45 episode(s), 45 harness error(s), 0 rejected"
+    assert record["nights_failed"] == {"2026-12-02": why}
+    assert f"night 2026-12-02 FAILED: {why}" in text
+    # Written as its input stands, every reason kept: its rejects, and no scores.
+    output = Output.at(out)
+    assert output.read("rejects").filter(pl.col("dump_date") == "2026-12-02").height == 45
+    assert output.read("model_scores").filter(pl.col("dump_date") == "2026-12-02").is_empty()
     listed = json.loads(stdout("history", str(out), "--json"))
     assert (listed[0]["status"], listed[0]["exit_code"]) == ("failed", 3)
     assert listed[0]["nights_failed"] == ["2026-12-02"]
+    assert listed[0]["nights"] == ["2026-11-30", "2026-12-01"]
     report = json.loads(stdout("status", str(out), "--json"))
     assert list(report["nights_failed"]) == ["2026-12-02"]
-    assert "FAILED" in cli("status", str(out))[1]
+    assert "night 2026-12-02 FAILED: no episode scored" in stdout("status", str(out))
     page = write_report(out, tmp_path / "report.html").read_text()
-    assert "night <b>2026-12-02</b> failed" in page
-    # Retried by the next run, and failing again, visibly: the night is never taken as done.
-    assert cli("nightly", str(dump), "--out", str(out))[0] == 3
+    assert "night <b>2026-12-02</b> failed: no episode scored" in page
 
 
 def test_a_model_whose_every_episode_is_a_harness_error_is_named_not_dropped(
@@ -280,3 +285,246 @@ def test_an_output_and_a_dump_that_overlap_are_refused_on_the_first_run(
     code, text, _ = cli("nightly", str(dump), "--out", str(out))
     assert code == 2 and f"the output {out} lies" in text
     assert not (out / "runs").exists()
+
+
+# --- 10: a killed run's lease from another host ---------------------------------------------
+
+
+def test_a_dead_runs_lease_from_another_host_is_broken_by_unlock_and_named_when_busy(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from flows.output import Output
+    from flows.storage import objects
+    from flows.storage.lease import LEASE_KEY, Holder, Lease
+
+    out = tmp_path / "out"
+    assert cli("score", str(EXAMPLE_DUMP), "--out", str(out))[0] == 0
+    now = datetime.now(UTC)
+    dead = Holder(
+        "another-host", 4242, "killed-run", "cogscore nightly", now, now + timedelta(hours=6)
+    )
+    location = Output.at(out).location
+    assert objects.put_if_absent(location, LEASE_KEY, dead.to_json()) is not None
+    code, text, _ = cli("score", str(EXAMPLE_DUMP), "--out", str(out))
+    assert code == 5 and f"cogscore unlock {out} --run killed-run" in text
+    code, text, _ = cli("unlock", str(out), "--run", "another-run")
+    assert code == 2 and "held by run killed-run, not another-run" in text
+    code, text, _ = cli("unlock", str(out), "--run", "killed-run")
+    assert code == 0 and "broke the lease of run killed-run" in text
+    assert cli("score", str(EXAMPLE_DUMP), "--out", str(out))[0] == 0
+    with Lease(location, "live-run", "cogscore nightly"):  # alive here: never broken
+        code, text, _ = cli("unlock", str(out), "--run", "live-run")
+        assert code == 2 and "alive on this host" in text
+    assert cli("unlock", str(out), "--run", "live-run")[1].startswith("error: ")
+
+
+# --- 10: a rescore's later nights; a rescored night delivered again ------------------------
+
+
+def test_a_rescore_makes_the_next_nights_regressions_again_against_the_new_baseline(
+    tmp_path: Path,
+) -> None:
+    import polars as pl
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    before = Output.at(out).read("regressions").filter(pl.col("dump_date") == "2026-12-02")
+    code, text, _ = cli(
+        "rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1",
+        "--since", "2026-12-01", "--until", "2026-12-01",
+    )  # fmt: skip
+    assert code == 0
+    assert "regressions made again against the rescored nights before them: 2026-12-02" in text
+    after = Output.at(out).read("regressions").filter(pl.col("dump_date") == "2026-12-02")
+    procedural = pl.col("scope") == "procedural_learning"
+    # The baseline (2026-12-01) is now scored with v1, the night with v2: not comparable.
+    assert set(after.filter(procedural)["level"]) == {"not_comparable"}
+    assert set(before.filter(procedural)["level"]) != {"not_comparable"}
+
+
+def test_a_rescored_night_delivered_again_keeps_its_rescored_versions(tmp_path: Path) -> None:
+    import polars as pl
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore, "--since", "2026-12-01")[0] == 0
+    night = dump / "dump_date=2026-12-01"
+    first = sorted(night.glob("*.parquet"))[0]
+    pl.read_parquet(first).head(-1).write_parquet(first)  # delivered again, changed
+    code, text, _ = cli("nightly", str(dump), "--out", str(out))
+    assert code == 0 and "night 2026-12-01 scored with other versions" in text
+    versions = (
+        Output.at(out)
+        .read("category_scores")
+        .filter(
+            (pl.col("dump_date") == "2026-12-01") & (pl.col("category") == "procedural_learning")
+        )["formula_version"]
+    )
+    assert set(versions) == {"v1"}
+
+
+# --- 10: the same episode ids on two nights --------------------------------------------------
+
+
+def test_a_night_that_repeats_another_nights_episodes_fails_unwritten(tmp_path: Path) -> None:
+    import shutil
+
+    from flows.output import Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    shutil.copytree(dump / "dump_date=2026-12-01", dump / "dump_date=2026-12-02")  # a copy
+    code, _, record = cli("nightly", str(dump), "--out", str(out), "--json")
+    assert code == 3 and record is not None
+    why = record["nights_failed"]["2026-12-02"]  # type: ignore[index]
+    assert why.startswith("not written: ") and "already scored on 2026-12-01" in why
+    assert "2026-12-02" not in Output.at(out).state()["nights"]
+    assert "2026-12-02" in json.loads(stdout("status", str(out), "--json"))["nights_failed"]
+    # Within one run as well: a night copied into a new night of the same run.
+    again = tmp_path / "again"
+    code, _, record = cli("nightly", str(dump), "--out", str(again), "--json")
+    assert code == 3 and record is not None and list(record["nights_failed"]) == ["2026-12-02"]
+    # A night's own ids are not a repeat: rescoring it succeeds.
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore, "--since", "2026-12-01", "--until", "2026-12-01")[0] == 0
+
+
+# --- 7: exit codes and one-line errors -------------------------------------------------------
+
+
+def test_an_unreachable_prefect_api_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "nightly", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the Prefect API at http://127.0.0.1:9/api does not answer")
+    assert "Traceback" not in done.stderr
+
+
+def test_read_commands_on_a_missing_output_exit_2_and_create_nothing(tmp_path: Path) -> None:
+    typo = tmp_path / "TYPO"
+    for args in (
+        ["status", str(typo)],
+        ["history", str(typo)],
+        ["sql", str(typo), "SELECT 1"],
+        ["compare", str(typo)],
+        ["vacuum", str(typo), "--dry-run"],
+        ["report", str(typo), "--html", str(tmp_path / "r.html")],
+        ["unlock", str(typo), "--run", "x"],
+    ):
+        code, text, _ = cli(*args)
+        assert code == 2 and text.strip().splitlines() == [
+            f"error: no cogscore output at {typo} (it holds no runs table): check the path; a "
+            "score or nightly run creates the output"
+        ], args
+    assert not typo.exists()
+
+
+def test_as_of_a_vacuumed_or_unknown_run_exits_2_naming_it(tmp_path: Path) -> None:
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    first = json.loads(stdout("history", str(out), "--json"))[0]["run_id"]
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    assert cli(*rescore)[0] == 0  # replaces every night's files
+    assert cli("vacuum", str(out), "--retain", "0h")[0] == 0
+    for args in (
+        ["sql", str(out), "SELECT count(*) FROM model_scores"],
+        ["compare", str(out)],
+        ["report", str(out), "--html", str(tmp_path / "r.html")],
+    ):
+        code, text, _ = cli(*args, "--as-of", first)
+        lines = text.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: --as-of {first}:")
+        assert "vacuum deleted them" in lines[0]
+    code, text, _ = cli("sql", str(out), "SELECT 1", "--as-of", "no-such-run")
+    assert code == 2 and "no such run" in text
+
+
+def test_the_record_names_the_command_as_typed_and_a_usage_error_still_prints_it(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    args = ["rescore", str(EXAMPLE_DUMP), "--out", str(tmp_path / "out"),
+            "--formula", "procedural_learning=v9", "--json",
+            "--storage-option", "aws_secret_access_key=hush"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", *args],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["status"] == "refused" and record["exit_code"] == 2
+    assert "procedural_learning has no formula 'v9'" in record["error"]
+    assert record["command"] == (
+        f"cogscore rescore {EXAMPLE_DUMP} --out {tmp_path / 'out'} --formula "
+        "procedural_learning=v9 --json --storage-option 'aws_secret_access_key=***'"
+    )
+
+
+def test_log_options_are_taken_after_the_command_too(tmp_path: Path) -> None:
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "score", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out"), "--log-format", "json", "--log-level=info"],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    logged = [json.loads(line) for line in done.stderr.strip().splitlines()]
+    assert {"run started" in r["message"] for r in logged} == {True, False}
+
+
+# --- 9: the error line is the last thing on stderr -------------------------------------------
+
+
+def test_rust_panic_text_on_stderr_is_dropped_and_the_rest_passed_on() -> None:
+    panic = (
+        b"\nthread 'tokio-rt-worker' (4693) panicked at object_store/src/buffered.rs:369:41:"
+        b"\nAlready shut down\nstack backtrace:\n"
+        b"note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose backtrace.\n"
+    )
+    code = (
+        "import os, sys\n"
+        "from flows.native import NativeStderr\n"
+        "with NativeStderr():\n"
+        "    os.write(2, b'native line\\n')\n"
+        f"    os.write(2, {panic!r})\n"
+        "    os.write(2, b'after\\n')\n"
+        "print('error: the last line', file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.stderr.splitlines() == ["native line", "after", "error: the last line"]
+
+
+def test_with_the_prefect_engine_the_error_line_is_still_the_last_on_stderr(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # its own temporary server
+    done = subprocess.run(
+        [sys.executable, "-c", "from flows.cli import run; run()", "score", str(EXAMPLE_DUMP),
+         "--out", str(tmp_path / "out"), "--engine", "prefect", "--strict"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: strict run failed: completed with rejected input")

@@ -133,6 +133,6 @@ def test_params_nested_a_thousand_deep_is_rejected_with_a_reason(tmp_path: Path)
     runs.score(tmp_path / "dump", tmp_path / "out")
     rejects = _table(tmp_path / "out", "rejects")
     assert rejects["rules"].to_list() == [["params_not_object"]]
-    assert "not a JSON object" in rejects["reasons"][0][0]
+    assert "`params` is a JSON value nested too deep to read" in rejects["reasons"][0][0]
     manifest = last_run(tmp_path / "out")
     assert manifest["counts"]["episodes_rejected"] == 1

@@ -1,0 +1,79 @@
+"""Episode ids a night repeats from another night.
+
+The contract makes an ``episode_id`` unique in the whole dump. Within a night a copy is
+rejected episode by episode (``transforms.duplicates``); a night that repeats ids already
+scored on another night (a night's files copied into the next, a harness that re-sends
+yesterday's episodes) fails whole, unwritten and named, rather than counting the same
+episodes twice in every table that aggregates across nights.
+
+Checked against the nights the output holds (their ``episode_id`` column, filtered by the
+night's ids: exact) and against the new nights this run scored before (two 64-bit hashes
+of each id kept, 16 bytes an episode: a false match is a 2^-128 chance per pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from flows.output import EPISODE_SCORES, Output
+from schemas.contract import DUMP_DATE, Col
+
+_SEEDS = (0x5EED1, 0x5EED2)
+
+
+def _hashes(ids: pl.Series) -> pl.DataFrame:
+    text = ids.cast(pl.String)
+    return pl.DataFrame([text.hash(seed).alias(f"h{seed}") for seed in _SEEDS]).unique()
+
+
+@dataclass
+class SeenIds:
+    """The episode ids of the output's nights and of this run's new nights, to check each
+    night against the others."""
+
+    output: Output | None
+    known: frozenset[str] = frozenset()  # the nights the output holds
+    _new: dict[str, pl.DataFrame] = field(default_factory=dict)  # night -> id hashes
+
+    def repeats(self, night: str | None, ids: pl.Series) -> dict[str, int]:
+        """Per other night, how many of ``ids`` (the night's scored episodes) it scored."""
+        if night is None or ids.is_empty():
+            return {}
+        found: dict[str, int] = {}
+        if self.output is not None and self.known - {night}:
+            counted = (
+                self.output.scan(EPISODE_SCORES)
+                .filter(
+                    (pl.col(DUMP_DATE) != night)
+                    & pl.col(Col.EPISODE_ID).is_in(ids.cast(pl.String).implode())
+                )
+                .group_by(DUMP_DATE)
+                .len()
+                .collect()
+            )
+            found |= dict(counted.iter_rows())
+        if self._new:
+            mine = _hashes(ids)
+            for other, hashes in self._new.items():
+                if other != night and (n := mine.join(hashes, on=hashes.columns).height):
+                    found[other] = n
+        return dict(sorted(found.items()))
+
+    def add(self, night: str | None, ids: pl.Series) -> None:
+        """Remember a night this run scored that the output did not hold."""
+        if night is not None and night not in self.known:
+            self._new[night] = _hashes(ids)
+
+
+def repeat_reason(repeats: dict[str, int]) -> str:
+    """Why a night that repeats other nights' episodes fails.
+
+    >>> repeat_reason({"2026-12-01": 40})
+    'not written: 40 episode id(s) already scored on 2026-12-01 (a copy of another night?)'
+    """
+    named = ", ".join(
+        f"{n} episode id(s) already scored on {night}" for night, n in repeats.items()
+    )
+    return f"not written: {named} (a copy of another night?)"
