@@ -70,9 +70,18 @@ def _fields(schema: Any) -> dict[str, Any]:
 class Policy:
     """What a scripted model answers: by policy, seeded per task."""
 
-    def __init__(self, name: str, seed: int, expected: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        seed: int,
+        expected: dict[str, str] | None = None,
+        rounds: list[Any] | None = None,
+    ) -> None:
         self.name, self.rng = name, random.Random(seed)
         self.expected = expected or {}
+        # procedural: the answers of the phases in order, one call each (a round answered
+        # right at its first attempt takes one call); None: a random answer
+        self.rounds, self.calls = list(rounds or []), 0
 
     def reply(self, prompt: str, schema: Any) -> str:
         if self.name == "unreadable":
@@ -82,11 +91,31 @@ class Policy:
             picked = self.rng.sample(words, min(len(words), self.rng.randint(1, 6)))
             return " ".join(picked)
         value = {n: random_value(t, self.rng, words) for n, t in _fields(schema).items()}
+        self.calls += 1
+        if self.name == "partly-right" and self.calls <= len(self.rounds):
+            _fill(value, _fields(schema), self.rounds[self.calls - 1])
         if self.name == "partly-right":
             for position, (field, answer) in enumerate(sorted(self.expected.items())):
                 if field in value and position % 2 == 0:
                     value[field] = _typed(answer, _fields(schema)[field])
         return json.dumps(value)
+
+
+def _fill(value: dict[str, Any], fields: dict[str, Any], answer: Any) -> None:
+    """Put a round's right answer in the field that can hold it (a list in the list field,
+    a text in the one text field that is not an action or reasoning); say "submit"."""
+    if answer is None:
+        return
+    texts = [n for n, t in fields.items() if t is str and n not in ("action", "reasoning")]
+    lists = [n for n, t in fields.items() if t is list or typing.get_origin(t) is list]
+    if isinstance(answer, list) and len(lists) == 1:
+        value[lists[0]] = answer
+    elif isinstance(answer, str) and len(texts) == 1:
+        value[texts[0]] = answer
+    else:
+        return
+    if "action" in fields:
+        value["action"] = "submit"
 
 
 def _typed(text: str, annotation: Any) -> Any:
@@ -120,13 +149,23 @@ def run_task(task_file: Path, category: str, policy: str, out: Path, seed: int) 
     from kaggle_benchmarks.actors.llms import LLMChat, LLMResponse
 
     expected: dict[str, str] = {}
+    rounds: list[Any] = []
     if policy == "partly-right":  # a probe: the task's items, from a random run
-        kbench.client.directory = out.parent / "probes"
+        kbench.client.directory = out.parent.parent / "probes"  # not among the runs
         task, module = kaggle_replay._load_task(kbench, task_file, _name(task_file))
         capture = Capture(module).install()
         probe = Policy("random", seed)
         run = task.run(llm=_llm(LLMChat, LLMResponse, kbench, probe, "scripted/probe"))
         capture.restore()
+        log = capture.last("_log_trace")
+        if log is not None and "phases" in log.args:
+            # procedural: every practice round right at its first attempt (one call each),
+            # then every other transfer test (the zero guard holds when rounds end wrong)
+            phases = log.args["phases"]
+            rounds = [
+                p.get("correct") if str(p["label"]).startswith("Practice") or n % 2 else None
+                for n, p in enumerate(phases)
+            ]
         try:
             inputs = score_inputs(Category(category), capture, run.result, [])
             expected = _expected_fields(inputs.get("items") or [])
@@ -134,7 +173,7 @@ def run_task(task_file: Path, category: str, policy: str, out: Path, seed: int) 
             expected = {}
     kbench.client.directory = out
     task, _ = kaggle_replay._load_task(kbench, task_file, _name(task_file))
-    scripted = Policy(policy, seed, expected)
+    scripted = Policy(policy, seed, expected, rounds)
     task.run(llm=_llm(LLMChat, LLMResponse, kbench, scripted, f"scripted/{policy}"))
     written = sorted(out.glob(f"{task.name}-*.run.json"))
     return str(written[-1]) if written else None
