@@ -1115,4 +1115,4 @@ app.command("import-kaggle")(import_kaggle)
 
 
 if __name__ == "__main__":
-    sys.exit(app())
+    run()

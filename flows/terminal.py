@@ -4,7 +4,6 @@ terminal or the user asked for quiet."""
 
 from __future__ import annotations
 
-import sys
 import time
 from types import TracebackType
 from typing import Self
@@ -77,10 +76,12 @@ class TerminalProgress:
 
 
 def progress_for(quiet: bool) -> TerminalProgress | NoProgress:
-    """The terminal's progress where stderr is a terminal and quiet is not asked for."""
-    if quiet or not sys.stderr.isatty():
+    """The terminal's progress where stderr is a terminal that can redraw (rich's
+    "interactive": not ``TERM=dumb``) and quiet is not asked for."""
+    console = Console(stderr=True)
+    if quiet or not console.is_interactive:
         return NoProgress()
-    return TerminalProgress()
+    return TerminalProgress(console)
 
 
 __all__ = ["RunProgress", "TerminalProgress", "progress_for"]

@@ -67,7 +67,9 @@ def schema_of(table: Table | str) -> pa.DataFrameSchema:
 @cache
 def _schema_named(name: str) -> pa.DataFrameSchema:
     table = TABLES[name]
-    columns = {name: _column(name, c) for name, c in table.columns.items()}
+    # Names as plain strings: a StrEnum member as a column's name (Col.CATEGORY) makes
+    # pandera's report of failures fail itself (polars: "String is incompatible with Enum").
+    columns = {str(name): _column(str(name), c) for name, c in table.columns.items()}
     columns |= {pattern: _column(pattern, c, regex=True) for pattern, c in table.patterns.items()}
     return pa.DataFrameSchema(
         columns,

@@ -190,6 +190,7 @@ def test_an_internal_error_is_one_line_and_exit_1_unless_debugging(
 
 def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: Path) -> None:
     """A recorded terminal run (``script`` gives the command a pseudo-terminal)."""
+    import os
     import re
     import shlex
     import subprocess
@@ -204,10 +205,13 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: 
                 str(tmp_path / out), "--engine", "local", *extra]  # fmt: skip
 
     root = Path(__file__).parents[2]
+    # The terminal the test runs in must not matter: a capable one is asked for here (a
+    # dumb terminal gets no live display, as checked below).
+    capable = {**os.environ, "TERM": "xterm-256color"}
     log = tmp_path / "terminal.log"
     subprocess.run(
         ["script", "-qfec", shlex.join(command("tty")), str(log)],
-        cwd=root, check=True, capture_output=True, timeout=120,
+        cwd=root, check=True, capture_output=True, timeout=120, env=capable,
     )  # fmt: skip
     seen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", log.read_text(errors="replace"))
     assert re.search(rf"files\b.*\b{files}/{files}\b", seen), seen[-2000:]
@@ -219,9 +223,17 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: 
     quiet_log = tmp_path / "quiet.log"
     subprocess.run(
         ["script", "-qfec", shlex.join(command("quiet", "--quiet")), str(quiet_log)],
-        cwd=root, check=True, capture_output=True, timeout=120,
+        cwd=root, check=True, capture_output=True, timeout=120, env=capable,
     )  # fmt: skip
     assert "━" not in quiet_log.read_text(errors="replace")
+    dumb = {**os.environ, "TERM": "dumb"}  # a terminal that cannot redraw: no live display
+    dumb_log = tmp_path / "dumb.log"
+    subprocess.run(
+        ["script", "-qfec", shlex.join(command("dumb")), str(dumb_log)],
+        cwd=root, check=True, capture_output=True, timeout=120, env=dumb,
+    )  # fmt: skip
+    shown = dumb_log.read_text(errors="replace")
+    assert "━" not in shown and f"{example_dump_counts()['rows_read']} rows read" in shown
 
 
 def test_json_logs_are_one_object_per_line_each_with_the_run_id(tmp_path: Path) -> None:

@@ -245,7 +245,8 @@ def test_undated_input_into_an_output_of_nights_is_refused(
     cli("nightly", history_dump, "--out", out, "--engine", "local")
     before = tree_digest(out)
     single = next((history_dump / f"dump_date={NIGHTS[0]}").glob("*.parquet"))
-    output = cli("score", single, "--out", out, "--engine", "local", code=2)
+    # Another dump root as well: the layout is what this refusal is about.
+    output = cli("score", single, "--out", out, "--engine", "local", "--input-root-changed", code=2)
     assert "would replace them all" in output
     stray = tmp_path / "stray"
     shutil.copytree(history_dump, stray)

@@ -250,7 +250,8 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     both = {t: read(out, t) for t in CORE_TABLES}
-    runs.rescore(one_night, out, ["procedural_learning=v1"])  # replaces that night's partitions
+    moved = runs.RunContext(input_changed=True)  # one night of the dump, copied elsewhere
+    runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
         night = pl.col("dump_date").cast(pl.String) == "2026-11-30"

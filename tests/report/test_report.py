@@ -106,7 +106,7 @@ def test_the_command_prints_the_path(warehouse: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(target) and target.stat().st_size > 1_000_000
     empty = CliRunner().invoke(app, ["report", str(tmp_path), "--html", str(target)])
-    assert empty.exit_code == 2 and "holds no scores" in empty.output
+    assert empty.exit_code == 2 and "no cogscore output at" in empty.output
     night = CliRunner().invoke(
         app, ["report", str(warehouse), "--html", str(target), "--night", "2026-11-30"]
     )

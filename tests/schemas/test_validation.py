@@ -174,3 +174,15 @@ def test_a_fresh_process_validates_before_pandera_ever_has() -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
+
+
+def test_a_table_missing_any_column_is_reported_by_pandera(
+    tables: dict[str, pl.DataFrame],
+) -> None:
+    """pandera's report of the failures must itself work: with a StrEnum member as a
+    column's name, it failed while stacking the failure cases (polars SchemaError)."""
+    for name, frame in tables.items():
+        literal = [c for c, column in schema_of(name).columns.items() if not column.regex]
+        for column in literal:
+            with pytest.raises(pandera.errors.SchemaErrors):
+                validate(schema_of(name), frame.drop(column))

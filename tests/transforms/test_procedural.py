@@ -82,3 +82,23 @@ def test_single_round_has_a_flat_trajectory() -> None:
     scores, _ = run_pipeline(rows)
     assert scores["trajectory"].to_list() == [0.5]
     assert scores["score"].to_list() == [ref.procedural_composite_score([0.4], 1.0)]
+
+
+def guarded_score(round_value: float, test_right: bool) -> float:
+    """The pipeline's v2 score for five equal rounds and one transfer test."""
+    rounds = [round_end(n, round_value) for n in range(1, 6)]
+    tests = [item("t1", "x"), answer("t1", "x" if test_right else "no")]
+    rows = episode(Category.PROCEDURAL_LEARNING, *rounds, *tests, params="{}")
+    scores, rejects = run_pipeline(rows, {Category.PROCEDURAL_LEARNING: "v2"})
+    assert rejects.is_empty()
+    return float(scores["score"][0])
+
+
+@pytest.mark.parametrize("value", [0.0, 5e-10, 9.99e-10, 1e-9, 2e-9, 5e-9, 9e-9, 1e-8, 2e-8])
+def test_the_zero_guard_stops_at_its_epsilon_as_the_reference_does(value: float) -> None:
+    """Rounds about the guard's ε with every transfer test failed: below ε the score is
+    0.0 (no spurious trajectory bonus), from ε on the formula applies; the reference keeps
+    its own ε (the contract's 1e-9), so a guard moved either way disagrees with it."""
+    got = guarded_score(value, test_right=False)
+    assert got == ref.procedural_composite_score([value] * 5, 0.0)
+    assert (got == 0.0) == (value < 1e-9)
