@@ -269,7 +269,12 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
     )
     seconds = time.monotonic() - started
     counts: dict[str, Counter[str]] = defaultdict(Counter)
-    exceptions = []
+    exceptions: list[dict[str, Any]] = []
+    scorer = cogscore_scores(out)  # None until the scorer knows `recorded`
+    if scorer is not None:
+        for episode, (cogscore, theirs) in sorted(scorer.items()):
+            if theirs is not None and cogscore != theirs:
+                exceptions.append({"episode": episode, "cogscore": cogscore, "task": theirs})
     made = {parse_run(r.read_bytes()).task for r in runs}
     for name in sorted(set(categories) - made):
         exceptions.append({"task": name, "why": "the harness wrote no run file"})
@@ -285,6 +290,8 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
         rows = pl.read_parquet(out / "dump" / run.file)
         errored = rows.filter(pl.col("status") == "error").height > 0
         ours = None if errored else reference_score(rows)
+        if scorer is not None and not errored and rows["episode_id"][0] not in scorer:
+            exceptions.append({"run": run.run, "why": "cogscore did not score it"})
         if run.reported_score is None:
             counts[key]["no score recorded (" + ",".join(run.reasons) + ")"] += 1
             if ours not in (None, 0.0):  # an unreadable reply: the model's failure, 0
@@ -304,6 +311,7 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
         "mean_task_score": {k: round(sum(v) / len(v), 3) for k, v in sorted(scores.items())},
         "nonzero_task_scores": {k: sum(1 for x in v if x) for k, v in sorted(scores.items())},
         "runs": len(runs),
+        "cogscore_scored": None if scorer is None else len(scorer),
         "tasks": len(categories),
         "imported": report.imported,
         "import_seconds": round(seconds, 1),
@@ -311,6 +319,43 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
         "counts": {k: dict(v) for k, v in sorted(counts.items())},
         "exceptions": exceptions,
         "out": str(out),
+    }
+
+
+def cogscore_scores(out: Path) -> dict[str, tuple[float, float | None]] | None:
+    """cogscore's own score and the reported one of every episode of ``out/dump`` (scored
+    with ``cogscore score``), or None while the scorer does not know the match kind
+    ``recorded`` (contract 1.2, issue 28's scorer side)."""
+    import subprocess
+
+    import polars as pl
+
+    from schemas import contract
+
+    if not hasattr(contract, "Match") or "RECORDED" not in contract.Match.__members__:
+        return None
+    scored = out / "scored"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flows.cli",
+            "score",
+            str(out / "dump"),
+            "--out",
+            str(scored),
+            "--engine",
+            "local",
+            "--quiet",
+        ],
+        check=False,
+        capture_output=True,
+    )
+    frame = pl.read_delta(str(scored / "episode_scores"))
+    reported = "reported_score" if "reported_score" in frame.columns else None
+    return {
+        row["episode_id"]: (row["score"], row[reported] if reported else None)
+        for row in frame.iter_rows(named=True)
     }
 
 
