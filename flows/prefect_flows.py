@@ -46,7 +46,6 @@ from flows.score import (
 )
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
-from schemas.contract import Category
 
 
 def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
@@ -96,9 +95,7 @@ def cache_days() -> float:
     cache_result_in_memory=False,
     task_run_name="score {dump_file.relative} (cached)",
 )
-def score_file_task(
-    dump_file: DumpFile, formulas: dict[Category, str], digest: str | None
-) -> FilePart:
+def score_file_task(dump_file: DumpFile, formulas: dict[str, str], digest: str | None) -> FilePart:
     """A file scored, its result cached by content (``file_cache_key``) for ``cache_days``;
     run inside ``file_task``, which retries."""
     return score_file(dump_file, formulas, digest)
@@ -115,7 +112,7 @@ def score_file_task(
 )
 def file_task(
     dump_file: DumpFile,
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digest: str | None,
     target: StageTarget | None,
 ) -> FilePart:
@@ -170,7 +167,7 @@ def prune_cache(keep: timedelta, now: float | None = None) -> list[Path]:
 
 def prefect_mapper(
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: Mapping[str, str],
     target: StageTarget | None = None,
 ) -> list[FilePart]:

@@ -68,7 +68,16 @@ from flows.warehouse import (
 )
 from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.formulas import VERSIONS, chosen, describe, resolve
+from schemas.formulas import (
+    VERSIONS,
+    chosen,
+    describe,
+    ordered,
+    overlay,
+    resolve,
+    split_key,
+    version_of,
+)
 from schemas.tables import RULES
 from schemas.validation import validate
 from transforms.aggregate import Bootstrap
@@ -79,7 +88,7 @@ from transforms.diff import rescore_diff, with_significance
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 # (files, formulas, digests, where to stage the episode scores or None) -> parts
 Mapper = Callable[
-    [Sequence[DumpFile], dict[Category, str], Mapping[str, str], "StageTarget | None"],
+    [Sequence[DumpFile], dict[str, str], Mapping[str, str], "StageTarget | None"],
     list[FilePart],
 ]
 FILES_AT_ONCE = 2
@@ -118,7 +127,7 @@ class NoProgress:
 
 def local_mapper(
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: Mapping[str, str],
     target: StageTarget | None = None,
     progress: Progress | None = None,
@@ -142,7 +151,7 @@ def local_mapper_with(progress: Progress) -> Mapper:
 
     def mapper(
         files: Sequence[DumpFile],
-        formulas: dict[Category, str],
+        formulas: dict[str, str],
         digests: Mapping[str, str],
         target: StageTarget | None = None,
     ) -> list[FilePart]:
@@ -156,7 +165,7 @@ def dask_mapper(address: str) -> Mapper:
 
     def mapper(
         files: Sequence[DumpFile],
-        formulas: dict[Category, str],
+        formulas: dict[str, str],
         digests: Mapping[str, str],
         target: StageTarget | None = None,
     ) -> list[FilePart]:
@@ -180,7 +189,7 @@ class RunSummary:
     """What a run scored, kept small (the tables are on disk): counts, episodes scored and
     not per category, reasons, formula versions and timings, summed over its nights."""
 
-    formulas: dict[Category, str]
+    formulas: dict[str, str]
     counts: Counter[str] = field(default_factory=Counter)
     scored: Counter[str] = field(default_factory=Counter)  # by category
     unscored: Counter[str] = field(default_factory=Counter)  # by category ("(unknown)")
@@ -269,22 +278,28 @@ def new_run_id() -> str:
 # -- formula versions: pinned per output ---------------------------------------------------
 
 
-def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
-    """The formula versions an output scores with (None: a new output)."""
+def formula_set(state: Mapping[str, Any]) -> dict[str, str] | None:
+    """The formula versions an output scores with (None: a new output). A category the
+    output never named takes this release's default; a task the output never named takes
+    its category's pinned version (a task's own default does not enter a pinned set)."""
     recorded = state.get("formula_set")
     if not recorded:
         return None
-    pinned = {Category(c): v for c, v in recorded.items()}
-    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
+    pinned = ordered(recorded)
+    try:
+        unknown = {k: v for k, v in pinned.items() if v not in VERSIONS[split_key(k)[0]]}
+    except ValueError as error:
+        raise InputError(f"the output's formula set: {error}") from None
     if unknown:
         raise InputError(
             f"the output was scored with {describe(unknown)}, which this cogscore "
             f"{SCORER_VERSION} does not have: run the version that wrote it, or a newer one"
         )
-    return {c: pinned.get(c, resolve()[c]) for c in Category}
+    defaults = resolve()
+    return ordered({**{str(c): defaults[c] for c in Category}, **pinned})
 
 
-def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
+def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[str, str]:
     """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
     defaults are (a new output: ``asked``, else the newest). Asking for another version
     there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
@@ -293,16 +308,27 @@ def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Categor
     pinned = formula_set(output.state())
     if pinned is None:
         return resolve(named)
-    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
+    conflicts = {k: v for k, v in named.items() if version_of(pinned, *_category_task(k)) != v}
     if conflicts:
+        now = {k: version_of(pinned, *_category_task(k)) for k in conflicts}
         raise InputError(
-            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
+            f"{output} is scored with {describe(now)}; "
             f"--formula {describe(conflicts)} would mix versions across its nights. To change "
             f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
             f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
             "(over every night it changes the output's set)"
         )
     return pinned
+
+
+def _version_in(versions: Mapping[str, str], key: str) -> str | None:
+    category, task = _category_task(key)
+    return version_of(versions, category, task) if category in versions else None
+
+
+def _category_task(key: str) -> tuple[str, str | None]:
+    category, task = split_key(key)
+    return str(category), task
 
 
 def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
@@ -313,14 +339,19 @@ def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
     off = {}
     for night, entry in state.get("nights", {}).items():
         versions = entry.get("formula_versions") or {}
-        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
+        # A key either side names (a task's own entry, else its category's version).
+        differ = {
+            k: _version_in(versions, k) or "none"
+            for k in {*versions, *pinned}
+            if _version_in(versions, k) != _version_in(pinned, k)
+        }
         if differ:
             off[night] = describe(differ)
     return dict(sorted(off.items()))
 
 
-def _describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
-    return {str(c): v for c, v in versions.items()}
+def _describe_set(versions: Mapping[str, str]) -> dict[str, str]:
+    return ordered(versions)
 
 
 class DryRun:
@@ -373,12 +404,12 @@ def _score_and_write(
     dump_root: Path | str,
     output: Output,
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     mapper: Mapper,
     digests: Mapping[str, str],
     finish: Finish | None = None,
     per_night: NightHook | None = None,
-    new_set: dict[Category, str] | None = None,
+    new_set: dict[str, str] | None = None,
     dry_run: bool = False,
     context: RunContext | None = None,
     details: Mapping[str, Any] | None = None,
@@ -777,7 +808,7 @@ def rescore(
     dump_root, output = root_of(dump_root), Output.at(out)
     state = output.state()
     pinned = formula_set(state)
-    versions = {**(pinned or resolve()), **chosen(formulas)}
+    versions = overlay(pinned or resolve(), formulas)
     files = [
         f
         for f in discover(dump_root)

@@ -37,7 +37,7 @@ from flows.warehouse import (
     REJECTS as REJECTS_TABLE,
 )
 from flows.warehouse import aggregate, with_provenance
-from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
+from schemas.contract import DUMP_DATE, FILE, Col, canonical_schema
 from schemas.formulas import resolve
 from schemas.rows import DumpRows
 from schemas.rules import Rule
@@ -106,7 +106,7 @@ class ScoreResult:
     scores: pl.DataFrame  # every column, or the slim ones where the rows are staged
     rejects: pl.DataFrame
     files: list[FileReport]
-    formulas: dict[Category, str]
+    formulas: dict[str, str]
     sums: pl.DataFrame | None = None  # per file and task: component sums
     staged: list[StagedFiles] | None = None  # the night's staged episode_scores files
 
@@ -288,7 +288,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
 
 def score_and_stage(
     dump_file: DumpFile,
-    formulas: Mapping[Category, str],
+    formulas: Mapping[str, str],
     digest: str | None = None,
     target: StageTarget | None = None,
 ) -> FilePart:
@@ -301,7 +301,7 @@ _UNSCORED: Final = {c: t for c, t in canonical_schema().items() if c != Col.CONT
 
 
 def score_file(
-    dump_file: DumpFile, formulas: Mapping[Category, str], digest: str | None = None
+    dump_file: DumpFile, formulas: Mapping[str, str], digest: str | None = None
 ) -> FilePart:
     """Scores, unscored rows and report of one file; ``digest``: its sha256, if known.
 
@@ -351,7 +351,7 @@ _PLAN = pl.QueryOptFlags(comm_subplan_elim=False)
 
 def assemble(
     parts: Sequence[FilePart],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     target: StageTarget | None = None,
 ) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
