@@ -50,6 +50,7 @@ from flows.output import (
     record_failure,
 )
 from flows.score import (
+    MISMATCHES_LISTED,
     SCORER_VERSION,
     FilePart,
     FileReport,
@@ -196,9 +197,13 @@ class RunSummary:
     reasons: Counter[str] = field(default_factory=Counter)  # by rule
     timings: dict[str, float] = field(default_factory=dict)  # seconds by step
     rejected_files: list[tuple[str, list[str]]] = field(default_factory=list)
+    # The first episodes (MISMATCHES_LISTED) whose score differs from the reported one.
+    mismatched: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, result: ScoreResult) -> None:
         self.counts.update(result.counts)
+        room = MISMATCHES_LISTED - len(self.mismatched)
+        self.mismatched += result.mismatches.listed[:room]
         self.rejected_files += [
             (f.file, f.problems) for f in result.files if f.status == "rejected"
         ]

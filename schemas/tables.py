@@ -24,7 +24,7 @@ from schemas.comparisons import (
     PAIRED_PARTIAL,
     UNRESOLVED,
 )
-from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, Category, Col
+from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
 SCORE: Final = "score"
 FORMULA_VERSION: Final = "formula_version"
@@ -33,6 +33,11 @@ SCORER_VERSION: Final = "scorer_version"
 INPUT_FINGERPRINT: Final = "input_fingerprint"
 # Feedback values outside [0, 1] are legal (progress is clamped) but counted as warnings.
 FEEDBACK_OUT_OF_RANGE: Final = "feedback_out_of_range"
+# Contract 1.2: the harness's reported score beside cogscore's, whether the two differ
+# (float64 inequality, nothing rounded; null without a reported score), and the items whose
+# declarative verdict differs from the harness's recorded one (null: none compared).
+SCORE_MISMATCH: Final = "score_mismatch"
+VERDICT_MISMATCHES: Final = "verdict_mismatches"
 STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
@@ -92,6 +97,9 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     FEEDBACK_OUT_OF_RANGE: pl.Int64(),
     N_ROWS: pl.Int64(),
     FILE: pl.String(),
+    REPORTED_SCORE: pl.Float64(),
+    SCORE_MISMATCH: pl.Boolean(),
+    VERDICT_MISMATCHES: pl.Int64(),
 }
 # What a night's reduction holds of each episode whose rows are staged (``flows.score.stage``,
 # ``transforms.compact``): text of few distinct values as Categorical, 4 bytes a row
@@ -158,6 +166,9 @@ class EpisodeScores(pa.DataFrameModel):
     feedback_out_of_range: pl.Int64 = pa.Field(ge=0)
     n_rows: pl.Int64 = pa.Field(ge=1)
     file: str
+    reported_score: float = pa.Field(nullable=True)  # contract 1.2
+    score_mismatch: bool = pa.Field(nullable=True)
+    verdict_mismatches: pl.Int64 = pa.Field(nullable=True, ge=0)
     scorer_version: str
     input_fingerprint: str
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from schemas.contract import Category, Col, Kind
+from schemas.contract import REPORTED_SCORE, Category, Col, Kind
 from schemas.formulas import task_versions, version_of
 from schemas.tables import (
     EPISODE_SCORES,
@@ -29,12 +29,14 @@ from schemas.tables import (
     N_ROWS,
     REJECTS,
     ROWS,
+    SCORE,
+    SCORE_MISMATCH,
     STATUS,
     Component,
     EpisodeStatus,
 )
 from transforms import procedural, runtime_rl
-from transforms.episodes import SEGMENT, episode_facts, in_episode_order
+from transforms.episodes import SEGMENT, episode_facts, in_episode_order, of_kind
 from transforms.formulas import Registered
 from transforms.items import graded_items
 from transforms.registry import SCORERS
@@ -86,6 +88,7 @@ def score_rows(
         .join(graded_items(table), on=SEGMENT, how="left")
         .join(runtime_rl.interaction_facts(table), on=SEGMENT, how="left")
         .join(procedural.round_facts(table), on=SEGMENT, how="left")
+        .join(reported_scores(table), on=SEGMENT, how="left")
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )
@@ -98,6 +101,14 @@ def score_rows(
         pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
     )
     return scores, unscored_rows
+
+
+def reported_scores(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per episode with one: the harness's reported score (contract 1.2), the last non-null
+    one on an ``episode_end`` row. ``rows`` are in ``in_episode_order``."""
+    reported = pl.col(REPORTED_SCORE)
+    ends = of_kind(rows, Kind.EPISODE_END, REPORTED_SCORE).filter(reported.is_not_null())
+    return ends.group_by(SEGMENT).agg(reported.last())
 
 
 def _branches(formulas: Mapping[str, str], category: Category) -> dict[str, pl.Expr]:
@@ -116,8 +127,10 @@ def _scored(
     scorable: pl.LazyFrame, category: Category, version: str, tasks: pl.Expr, formula: Registered
 ) -> pl.LazyFrame:
     episodes = scorable.filter((pl.col(Col.CATEGORY) == category) & tasks)
+    # Differ: float64 inequality, nothing rounded (null where nothing was reported).
+    mismatch = pl.col(SCORE) != pl.col(REPORTED_SCORE)
     return (
         formula.scorer(episodes)
-        .with_columns(pl.lit(version).alias(FORMULA_VERSION))
+        .with_columns(pl.lit(version).alias(FORMULA_VERSION), mismatch.alias(SCORE_MISMATCH))
         .select(*BASE_COLUMNS, *formula.components)
     )
