@@ -48,8 +48,9 @@ FormulaOpt = Annotated[
     typer.Option(
         "--formula",
         envvar="COGSCORE_FORMULA",
-        help="CATEGORY=VERSION, e.g. procedural_learning=v1 (repeatable; the variable: "
-        "space-separated).",
+        help="CATEGORY=VERSION, e.g. procedural_learning=v1; CATEGORY/TASK=VERSION for one "
+        "task, CATEGORY/*=VERSION for a category and all its tasks (repeatable; the "
+        "variable: space-separated). cogscore formulas lists the versions.",
     ),
 ]
 EngineOpt = Annotated[
@@ -133,14 +134,12 @@ def main(
 
 @app.command()
 def formulas() -> None:
-    """List every formula version of every category, and the newest (what a new output
-    pins unless --formula says otherwise)."""
-    from schemas.formulas import DEFAULTS, DESCRIPTIONS, VERSIONS
+    """List every formula version of every category and the default (what a new output
+    pins unless --formula says otherwise), then the tasks with a default of their own."""
+    from schemas.formulas import listing
 
-    for category, versions in VERSIONS.items():
-        for version in versions:
-            newest = " (newest)" if DEFAULTS[category] == version else ""
-            typer.echo(f"{category}={version}{newest}: {DESCRIPTIONS[category, version]}")
+    for key, default, description in listing():
+        typer.echo(f"{key}{' (default)' if default else ''}: {description}")
 
 
 def _engine(engine: Engine) -> Engine:

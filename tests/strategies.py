@@ -29,7 +29,9 @@ from schemas.contract import (
     EPISODE_CONSTANT,
     FILE,
     INSTANCE_ID,
+    REPORTED_SCORE,
     REQUIRED,
+    VERDICT,
     Category,
     Col,
     Kind,
@@ -326,7 +328,13 @@ def items_and_answers(draw: Draw, category: Category) -> list[Row]:
         expected = draw(expected_text(effective))
         items.append(item(item_id, expected, match=mode))
         for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):
-            answers.append(answer(item_id, draw(answer_text(expected, effective))))
+            reply = answer(item_id, draw(answer_text(expected, effective)))
+            # Contract 1.2: the harness's own verdict; a `recorded` item's is the verdict
+            # (mostly given: an answer without one is rejected), a declarative one's is
+            # compared with the kind's.
+            given = [True, False, True, False, None] if mode is Match.RECORDED else [None, None]
+            reply[VERDICT] = draw(st.sampled_from([*given, True, False]))
+            answers.append(reply)
     turns = items + draw(st.permutations(answers))
     if draw(st.integers(0, 4)) == 4:
         turns = draw(st.permutations(turns))  # answers before their items are legal
@@ -479,6 +487,9 @@ def episode_body(draw: Draw, category: Category) -> tuple[Any, list[Row]]:
         # status `error` is a harness error (never scored); "ERROR" and null are not
         status = st.sampled_from([*[Status.COMPLETED] * 4, None, "ERROR", Status.ERROR])
         turns = [*turns, episode_end(draw(status))]
+        if draw(st.booleans()):  # contract 1.2: the score the harness recorded
+            reported = st.sampled_from([0.0, 1.0, 0.5, 0.25, 0.55]) | st.floats(0.0, 1.0)
+            turns[-1][REPORTED_SCORE] = draw(reported)
     return params, turns
 
 
@@ -619,9 +630,13 @@ def _harness_error(draw: Draw, rows: list[Row]) -> None:
 
 
 def _non_finite(draw: Draw, rows: list[Row]) -> None:
+    non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
+    if draw(st.integers(0, 3)) == 3:  # a reported score (read on episode_end rows only)
+        _added(rows, episode_end(Status.COMPLETED, **{REPORTED_SCORE: draw(non_finite)}))
+        return
     r = _pick(draw, rows)
     if r is not None:
-        r[Col.VALUE] = draw(st.sampled_from([math.nan, math.inf, -math.inf]))
+        r[Col.VALUE] = draw(non_finite)
 
 
 def _unknown_answer(draw: Draw, rows: list[Row]) -> None:

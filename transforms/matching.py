@@ -16,7 +16,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import Match
+from schemas.contract import VERDICT, Match
 from transforms.text import is_ascii, py_split_joined, py_strip
 
 EXPECTED: Final = "expected"
@@ -115,7 +115,9 @@ def _fast_verdicts() -> pl.Expr:
         .then(False)  # a side is not a literal
     )
     sequence = pl.when(mode == Match.SEQUENCE).then(same | (pl.col(_JA) == pl.col(_JE)))
-    return pl.coalesce(contains, nfc, integer, sequence)
+    # The harness's verdict is the verdict; no answer (no verdict) is wrong.
+    recorded = pl.when(mode == Match.RECORDED).then(pl.col(VERDICT).fill_null(False))
+    return pl.coalesce(contains, nfc, integer, sequence, recorded)
 
 
 def grade(
@@ -124,9 +126,12 @@ def grade(
     """Add ``correct`` and ``positional`` to item/answer pairs.
 
     ``pairs`` has ``key`` (unique per pair), ``expected`` (non-null), ``answer`` (null: no
-    answer, graded as the empty string) and ``mode`` (a ``Match`` value). ``positional`` is
+    answer, graded as the empty string), ``verdict`` (the harness's, null where it recorded
+    none) and ``mode`` (a ``Match`` value). ``positional`` is
     computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
     """
+    if VERDICT not in pairs.collect_schema():  # pairs of a dump before contract 1.2
+        pairs = pairs.with_columns(pl.lit(None, pl.Boolean).alias(VERDICT))
     expected, answer, mode = pl.col(EXPECTED), pl.col(ANSWER).fill_null(""), pl.col(MODE)
     positional = pl.lit(True) if positional_where is None else positional_where
     # Equal stripped texts have equal tokens: only the others are split.

@@ -11,12 +11,26 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import Col, Kind
+from schemas.contract import Category, Col, Kind
 from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
 from transforms.episodes import SEGMENT, of_kind
+from transforms.formulas import formula
 
 ZERO_GUARD: Final = 1e-9
+# v2, the seed's four parts.
+TRANSFER: Final = 0.30
+ASYMPTOTE: Final = 0.25
+TRAJECTORY: Final = 0.25
+CONSISTENCY: Final = 0.20
+FOUR_PARTS: Final = {
+    "transfer": TRANSFER,
+    "asymptote": ASYMPTOTE,
+    "trajectory": TRAJECTORY,
+    "consistency": CONSISTENCY,
+}
+# v1, the seed's previous formula: a half each.
+HALF: Final = 0.5
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -85,20 +99,47 @@ def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
-    test = pl.col(Component.TRANSFER)
-    asymptote, consistency = pl.col(Component.ASYMPTOTE), pl.col(Component.CONSISTENCY)
-    if version == "v1":
-        composite = 0.5 * consistency + 0.5 * test
-    else:
-        four_parts = (
-            0.30 * test
-            + 0.25 * asymptote
-            + 0.25 * pl.col(Component.TRAJECTORY)
-            + 0.20 * consistency
-        )
-        guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
-        composite = pl.when(guarded).then(pl.lit(0.0)).otherwise(four_parts)
+def _with_transfer(episodes: pl.LazyFrame) -> pl.LazyFrame:
     return episodes.with_columns(
         fraction_correct().alias(Component.TRANSFER), fraction_correct().alias(Component.ACCURACY)
-    ).with_columns(composite.alias(SCORE))
+    )
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v1",
+    text="{consistency:.1f} x weighted learning mean + {transfer:.1f} x test score (the seed's "
+    "previous formula)",
+    weights={"consistency": HALF, "transfer": HALF},
+    components=COMPONENTS,
+)
+def previous(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    composite = HALF * pl.col(Component.CONSISTENCY) + HALF * pl.col(Component.TRANSFER)
+    return _with_transfer(episodes).with_columns(composite.alias(SCORE))
+
+
+def four_parts() -> pl.Expr:
+    """The seed's ``procedural_composite_score`` with its zero guard (unrounded)."""
+    test = pl.col(Component.TRANSFER)
+    asymptote, consistency = pl.col(Component.ASYMPTOTE), pl.col(Component.CONSISTENCY)
+    composite = (
+        TRANSFER * test
+        + ASYMPTOTE * asymptote
+        + TRAJECTORY * pl.col(Component.TRAJECTORY)
+        + CONSISTENCY * consistency
+    )
+    guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
+    return pl.when(guarded).then(pl.lit(0.0)).otherwise(composite)
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v2",
+    text="{transfer:.2f} x transfer + {asymptote:.2f} x asymptote + {trajectory:.2f} x "
+    "trajectory + {consistency:.2f} x consistency (the seed's)",
+    weights=FOUR_PARTS,
+    components=COMPONENTS,
+    default=True,
+)
+def seed_four_parts(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    return _with_transfer(episodes).with_columns(four_parts().alias(SCORE))

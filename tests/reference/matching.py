@@ -1,4 +1,6 @@
-"""The contract's four match modes ("Matching an answer to an item"), verbatim Python."""
+"""The contract's declarative match modes ("Matching an answer to an item"), verbatim Python.
+
+``recorded`` is no function of the texts: the scorer reads the answer's verdict."""
 
 from __future__ import annotations
 

@@ -280,6 +280,16 @@ REJECTIONS = [
     ("non-finite-message", assoc(row("message", value=math.inf)), {R.NON_FINITE_VALUE}),
     ("non-finite-feedback", rl(feedback(math.nan)), {R.NON_FINITE_VALUE}),
     (
+        "non-finite-reported-score",
+        assoc(row("episode_end", status="completed", reported_score=math.inf)),
+        {R.NON_FINITE_VALUE},
+    ),
+    (
+        "recorded-answer-without-verdict",
+        assoc(item("r1", "x", "recorded"), answer("r1", "x")),
+        {R.RECORDED_WITHOUT_VERDICT},
+    ),
+    (
         "non-finite-round",
         procedural(*rounds(0.1, 0.2, math.nan, 0.4, 0.5)),
         {R.NON_FINITE_VALUE, R.ROUND_VALUE_OUT_OF_RANGE},
