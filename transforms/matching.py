@@ -209,7 +209,7 @@ def _json_verdicts() -> tuple[pl.Expr, pl.Expr]:
     mode, e, a = pl.col(MODE), pl.col(EXPECTED), pl.col(ANSWER).fill_null("")
 
     def number(text: pl.Expr, strings: bool) -> pl.Expr:
-        literal = pl.when(text.str.contains(_JSON_INT)).then(text)
+        literal: pl.Expr = pl.when(text.str.contains(_JSON_INT)).then(text)
         if strings:
             quoted = text.str.contains(_JSON_INT_STRING)
             literal = pl.coalesce(literal, pl.when(quoted).then(text.str.strip_chars('"')))
