@@ -92,9 +92,22 @@ class Match(StrEnum):
     INTEGER = "integer"
     NFC = "nfc"
     SEQUENCE = "sequence"
+    # 1.2: the graders of the real benchmark's tasks (docs/contract.md gives their Python).
+    UPPER_CONTAINS = "upper_contains"
+    WORD = "word"
+    ISOLATED_WORD = "isolated_word"
+    NFC_WORDS = "nfc_words"
+    INT_VALUE = "int_value"
+    JSON_EQUAL = "json_equal"
     # 1.2: the answer's `verdict` is the verdict (a bespoke grader).
     RECORDED = "recorded"
 
+
+# Words that, among the three before a `word` or `isolated_word` match, make it a negation
+# (as the benchmark's graders list them; `\w+` splits "isn't" in two, so those never match).
+NEGATIONS: Final = frozenset(
+    {"not", "isn't", "isnt", "never", "no", "cannot", "can't", "cant", "neither", "without"}
+)
 
 # The kinds that are a function of (expected, answer) texts: all but `recorded`.
 DECLARATIVE: Final = tuple(m for m in Match if m is not Match.RECORDED)

@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import strategies as st
 
@@ -280,9 +280,92 @@ def variant(draw: Draw, text: str) -> str:
     return out
 
 
+def json_value() -> st.SearchStrategy[Any]:
+    """A value a harness's structured answer holds (what ``json.dumps`` writes)."""
+    scalars = (
+        st.integers(-(10**40), 10**40)
+        | st.integers(-20, 20)
+        | st.booleans()
+        | st.none()
+        | st.floats(allow_nan=True)
+        | st.sampled_from([0.0, -0.0, 1.0, 3.0, 1e16])
+        | st.text(max_size=6)
+        | st.sampled_from(["3", "+03", " 3", "-0", "3.0", "٣", "1_000", "yes", "ſ"])
+    )
+    return scalars | st.lists(scalars, max_size=3)
+
+
+@st.composite
+def json_text(draw: Draw, value: Any = None, *, fresh: bool = True) -> str:
+    """``value`` (or a fresh one) as JSON, now and then spaced or not JSON at all."""
+    if fresh:
+        value = draw(json_value())
+    how = draw(st.sampled_from(["dumps", "dumps", "dumps", "spaced", "broken"]))
+    text = json.dumps(value)
+    if how == "spaced":
+        return draw(st.sampled_from([" ", "\n", "", "\t"])) + json.dumps(value, indent=1)
+    if how == "broken":
+        return text[: draw(st.integers(0, max(0, len(text) - 1)))] or "'x'"
+    return text
+
+
+@st.composite
+def json_answer(draw: Draw, expected: str) -> str:
+    """Another JSON spelling of ``expected``'s value (as int, float, string, bool), or
+    another value."""
+    try:
+        value = json.loads(expected)
+    except ValueError:
+        return draw(json_text())
+    how = draw(st.sampled_from(["same", "str", "float", "bool", "other"]))
+    if how == "str" and not isinstance(value, (list, str)):
+        return json.dumps(str(value))
+    if how == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return json.dumps(float(value)) if abs(value) < 2**60 else json.dumps(value)
+    if how == "bool" and value in (0, 1):
+        return json.dumps(bool(value))
+    if how == "other":
+        return draw(json_text())
+    return draw(json_text(value, fresh=False))
+
+
+WORD_TOKENS: Final = ["UNKNOWN", "NO", "YES", "Plex", "-7", "ruled out", "K", "ſ", "a_b"]
+
+
+@st.composite
+def word_answer(draw: Draw, expected: str) -> str:
+    """The token in a sentence: negated or not, inside a longer word, with punctuation."""
+    token = draw(st.sampled_from([expected, expected.lower(), expected.upper()]))
+    before = draw(
+        st.sampled_from(
+            [
+                "",
+                "it is ",
+                "not ",
+                "it is not ",
+                "Not ",
+                "never really ",
+                "no, it is ",
+                "cannot be ",
+                "isn't ",
+                "x",
+                "-",
+                "I can't say: ",
+                "neither A nor B, but ",
+            ]
+        )
+    )
+    after = draw(st.sampled_from(["", ".", "s", " (blocked)", "x", "-1", "\u0301"]))
+    return draw(whitespace()) + before + token + after + draw(whitespace())
+
+
 @functools.cache
 def expected_text(mode: Match) -> st.SearchStrategy[str]:
     """A valid ``expected`` for a match mode (non-blank; an integer literal for ``integer``)."""
+    if mode in (Match.INT_VALUE, Match.JSON_EQUAL):
+        return st.builds(json.dumps, json_value())
+    if mode in (Match.WORD, Match.ISOLATED_WORD):
+        return st.sampled_from(WORD_TOKENS) | words().filter(lambda s: s.strip() != "")
     if mode is Match.INTEGER:
         return st.builds(
             lambda pad, lit, pad2: pad + lit + pad2, whitespace(), integer_literal(), whitespace()
@@ -302,6 +385,10 @@ def answer_text(draw: Draw, expected: str, mode: Match) -> str | None:
         return draw(any_text())
     if mode is Match.INTEGER and _INTEGER.fullmatch(expected.strip()) and draw(st.booleans()):
         return draw(same_integer(expected))
+    if mode in (Match.INT_VALUE, Match.JSON_EQUAL) and draw(st.integers(0, 3)) > 0:
+        return draw(json_answer(expected))
+    if mode in (Match.WORD, Match.ISOLATED_WORD) and draw(st.integers(0, 3)) > 0:
+        return draw(word_answer(expected))
     return draw(variant(expected))
 
 

@@ -105,8 +105,27 @@ CONTAINS: Final = "contains"
 INTEGER: Final = "integer"
 NFC: Final = "nfc"
 SEQUENCE: Final = "sequence"
+# 1.2: the graders of the real benchmark's tasks
+UPPER_CONTAINS: Final = "upper_contains"
+WORD: Final = "word"
+ISOLATED_WORD: Final = "isolated_word"
+NFC_WORDS: Final = "nfc_words"
+INT_VALUE: Final = "int_value"
+JSON_EQUAL: Final = "json_equal"
 RECORDED: Final = "recorded"  # 1.2: the answer's verdict is the verdict
-MATCH_MODES: Final = (CONTAINS, INTEGER, NFC, SEQUENCE, RECORDED)
+MATCH_MODES: Final = (
+    CONTAINS,
+    INTEGER,
+    NFC,
+    SEQUENCE,
+    UPPER_CONTAINS,
+    WORD,
+    ISOLATED_WORD,
+    NFC_WORDS,
+    INT_VALUE,
+    JSON_EQUAL,
+    RECORDED,
+)
 
 COMPLETED: Final = "completed"
 ERROR: Final = "error"
