@@ -858,7 +858,8 @@ def episodes(
         file=file,
         params=params,
         model=draw(st.sampled_from(["m1", "m2", "mé"])),
-        task=draw(st.sampled_from(["hanoi_two", "t", "中"])),
+        # boolean_circuit_proc_learning: a task with a formula version of its own (v4)
+        task=draw(st.sampled_from(["hanoi_two", "t", "中", "boolean_circuit_proc_learning"])),
         turns=turns,
     )
     for row_, turn in zip(rows, draw(turn_numbers(len(rows))), strict=True):

@@ -1,5 +1,8 @@
-"""Procedural learning: the seed's ``procedural_composite_score`` (v2) and the previous
-``0.5 x weighted mean + 0.5 x test score`` (v1).
+"""Procedural learning: the seed's ``procedural_composite_score`` (v2), the same as the 7
+new-formula tasks code it (v3: the trajectory and the score rounded to 4 places, Python's
+``round``), the seed's previous ``0.5 x weighted mean + 0.5 x test score`` (v1), and the
+previous formula as the 4 old-formula tasks code it (v4: a plain mean of the rounds, the
+default of those tasks).
 
 All sums run left to right over the rounds in ``round`` order (running sums), so the bits
 equal the seed's Python; ``mean(xs)`` is that sum over ``len(xs)``.
@@ -16,6 +19,7 @@ from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
 from transforms.episodes import SEGMENT, of_kind
 from transforms.formulas import formula
+from transforms.rounding import python_round4
 
 ZERO_GUARD: Final = 1e-9
 # v2, the seed's four parts.
@@ -31,6 +35,16 @@ FOUR_PARTS: Final = {
 }
 # v1, the seed's previous formula: a half each.
 HALF: Final = 0.5
+# The tasks that still score with the previous formula, as they code it (v4): a plain mean
+# of the practice rounds, `sum(learning_scores) / 5 * 0.5 + test * 0.5`.
+OLD_FORMULA_TASKS: Final = (
+    "boolean_circuit_proc_learning",
+    "grammar_induction_proc_learning",
+    "lights_out_variant_proc_learning",
+    "voting_protocol_proc_learning",
+)
+# The plain mean of the rounds (v4's), beside the components.
+ROUNDS_MEAN: Final = "rounds_mean"
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -84,12 +98,13 @@ def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
         )
     )
     sums = rounds.group_by(SEGMENT).agg(
-        pl.col(_N, _K, _ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY).last()
+        pl.col(_N, _K, _MEAN, _ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY).last()
     )
     slope = pl.col(_COVARIANCE) / pl.col(_VARIANCE)
     normalised = (slope / (1.0 / (n - 1.0))).clip(-1.0, 1.0)
     return sums.select(
         SEGMENT,
+        pl.col(_MEAN).alias(ROUNDS_MEAN),
         (pl.col(_ASYMPTOTE) / k).alias(Component.ASYMPTOTE),
         pl.when(n == 1.0)
         .then(pl.lit(0.5))
@@ -127,7 +142,7 @@ def four_parts() -> pl.Expr:
         + ASYMPTOTE * asymptote
         + TRAJECTORY * pl.col(Component.TRAJECTORY)
         + CONSISTENCY * consistency
-    )
+    )  # the seed's order of terms, as the tasks write it too
     guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
     return pl.when(guarded).then(pl.lit(0.0)).otherwise(composite)
 
@@ -139,7 +154,42 @@ def four_parts() -> pl.Expr:
     "trajectory + {consistency:.2f} x consistency (the seed's)",
     weights=FOUR_PARTS,
     components=COMPONENTS,
-    default=True,
 )
 def seed_four_parts(episodes: pl.LazyFrame) -> pl.LazyFrame:
     return _with_transfer(episodes).with_columns(four_parts().alias(SCORE))
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v3",
+    text="v2 as the new-formula tasks code it: round({transfer:.2f} x transfer + "
+    "{asymptote:.2f} x asymptote + {trajectory:.2f} x round(trajectory, 4) + "
+    "{consistency:.2f} x consistency, 4)",
+    weights=FOUR_PARTS,
+    components=COMPONENTS,
+    default=True,
+)
+def tasks_four_parts(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    """``_learning_curve_slope`` returns ``round(trajectory, 4)`` and
+    ``procedural_composite_score`` ``round(raw, 4)`` (Python's round: exact on the binary
+    value, ``transforms.rounding``); the zero guard returns 0.0 before either."""
+    rounded = python_round4(pl.col(Component.TRAJECTORY)).alias(Component.TRAJECTORY)
+    return (
+        _with_transfer(episodes)
+        .with_columns(rounded)
+        .with_columns(python_round4(four_parts()).alias(SCORE))
+    )
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v4",
+    text="the previous formula as the old-formula tasks code it: mean of the rounds x "
+    "{mean:.1f} + test score x {transfer:.1f} (a plain mean, not the weighted one of v1)",
+    weights={"mean": HALF, "transfer": HALF},
+    components=COMPONENTS,
+    tasks=OLD_FORMULA_TASKS,
+)
+def tasks_previous(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    composite = pl.col(ROUNDS_MEAN) * HALF + pl.col(Component.TRANSFER) * HALF
+    return _with_transfer(episodes).with_columns(composite.alias(SCORE))

@@ -67,10 +67,27 @@ from tests.reference.matching import grade, is_integer_literal, positional
 
 Row = dict[str, Any]
 
-# Per category: the formula versions, the default first (procedural learning: v2 is the
-# seed's four components, v1 its "previous formula", kept for rescoring history).
+# Per category: the formula versions, the default first (procedural learning: v3 is the
+# seed's four components as the new-formula task files code them, rounded; v2 the seed's
+# text, unrounded; v1 its "previous formula"; v4 that formula as the 4 old-formula task
+# files code it, their default).
 FORMULA_VERSIONS: dict[str, tuple[str, ...]] = {name: ("v1",) for name in CATEGORIES}
-FORMULA_VERSIONS[PROCEDURAL] = ("v2", "v1")
+FORMULA_VERSIONS[PROCEDURAL] = ("v3", "v2", "v1", "v4")
+TASK_VERSIONS: dict[str, str] = {
+    f"{PROCEDURAL}/{task}": "v4"
+    for task in (
+        "boolean_circuit_proc_learning",
+        "grammar_induction_proc_learning",
+        "lights_out_variant_proc_learning",
+        "voting_protocol_proc_learning",
+    )
+}
+_PROCEDURAL_SCORES = {
+    "v1": f.procedural_v1_score,
+    "v2": f.procedural_composite_score,
+    "v3": f.procedural_v3_score,
+    "v4": f.procedural_v4_score,
+}
 
 # fmt: off
 SCORE_FIELDS = (
@@ -413,7 +430,9 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         round_scores = [r[VALUE] for r in round_ends]
         test_score = correct / n_items
         asymptote, trajectory, consistency = f.procedural_parts(round_scores)
-        score_fn = f.procedural_composite_score if version == "v2" else f.procedural_v1_score
+        if version == "v3":  # the trajectory the task files compute: rounded
+            trajectory = round(trajectory, 4)
+        score_fn = _PROCEDURAL_SCORES[version]
         out.update(
             transfer=test_score,
             asymptote=asymptote,
@@ -440,15 +459,25 @@ def _with_reported(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _versions(formulas: dict[str, str] | None) -> dict[str, str]:
-    chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()}
+    """Category and ``category/task`` keys to versions: defaults, then ``formulas`` (a
+    ``category/*`` key gives the category and every task of it that version)."""
+    chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()} | TASK_VERSIONS
     for name, version in (formulas or {}).items():
-        category = str(name)
+        category, _, task = str(name).partition("/")
         if category not in FORMULA_VERSIONS:
             raise ValueError(f"unknown category {category!r}")
         if version not in FORMULA_VERSIONS[category]:
             raise ValueError(f"no formula {version!r} for {category}")
-        chosen[category] = version
+        if task == "*":
+            chosen = {k: v for k, v in chosen.items() if not k.startswith(category + "/")}
+            chosen[category] = version
+        else:
+            chosen[str(name)] = version
     return chosen
+
+
+def _version(versions: dict[str, str], category: str, task: str) -> str:
+    return versions.get(f"{category}/{task}", versions[category])
 
 
 def _reject(rows: list[Row], rules: set[str], status: str) -> dict[str, Any]:
@@ -500,8 +529,9 @@ def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> 
             result.rows_rejected += len(ep_rows)
         else:
             assert category is not None and params is not None  # no rule broken
+            task = ep_rows[0][TASK]
             result.scored[(episode_id, key[1])] = _score(
-                ep_rows, category, params, versions[category]
+                ep_rows, category, params, _version(versions, category, task)
             )
             result.rows_scored += len(ep_rows)
     return result

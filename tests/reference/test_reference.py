@@ -478,9 +478,15 @@ def test_procedural_rounds_ordered_by_round_and_versions() -> None:
     rows = episode(
         "procedural_learning", *body, item("t1", "x"), item("t2", "y"), answer("t1", "x")
     )
-    new = reference_score(rows).scored[KEY]
+    new = reference_score(rows, {"procedural_learning": "v2"}).scored[KEY]
     # The seed's Learner: 0.30 x 0.5 + 0.25 x 0.85 + 0.25 x 0.92 + 0.20 x 9.9/15 (prints 0.72)
     assert new["score"] == pytest.approx(0.7245, abs=1e-12) and new["formula_version"] == "v2"
+    # v3 (the default: the task files' rounding) rounds it to 4 places, a tie decided by
+    # the binary value, as Python's round does.
+    rounded = reference_score(rows).scored[KEY]
+    assert rounded["formula_version"] == "v3" and rounded["score"] == round(new["score"], 4)
+    plain = reference_score(rows, {"procedural_learning": "v4"}).scored[KEY]
+    assert plain["score"] == pytest.approx(sum(learner) / 5 * 0.5 + 0.5 * 0.5, abs=1e-12)
     assert (new["transfer"], new["asymptote"], new["trajectory"]) == (0.5, (0.8 + 0.9) / 2, 0.92)
     old = reference_score(rows, {"procedural_learning": "v1"}).scored[KEY]
     # 0.5 x 0.66 + 0.5 x 0.5 (the seed prints 0.58)
