@@ -70,19 +70,23 @@ def _check(
 
 
 def _options(
-    baseline: str,
-    baseline_nights: int,
-    margin: float | None,
-    tolerance: float,
+    json_output: bool,
+    engine: Engine,
+    storage_option: list[str] | None,
+    regression: tuple[str, int, float | None, float],
     **flags: bool,
 ) -> RunOptions:
     """The run's options, built once from the command line (typer has read their
-    environment variables): a bad one is a usage error."""
-    try:
-        regression = RegressionOptions(baseline, baseline_nights, margin, tolerance)  # type: ignore[arg-type]
-    except ValueError as error:
-        raise typer.BadParameter(str(error), param_hint="--baseline") from None
-    return RunOptions(**flags, regression=regression)
+    environment variables), its storage options made the process's: a bad one is a usage
+    error (exit 2, its run record printed all the same with ``--json``). ``regression``:
+    baseline, baseline nights, margin, harness error tolerance."""
+    with _usage_recorded(json_output, engine):
+        use_storage_options(storage_option)
+        try:
+            checked = RegressionOptions(*regression)  # type: ignore[arg-type]
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--baseline") from None
+        return RunOptions(**flags, regression=checked)
 
 
 def _flow_parameters(options: RunOptions) -> dict[str, Any]:
@@ -264,18 +268,16 @@ def score(
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
-    with _usage_recorded(json_output, engine):
-        use_storage_options(storage_option)
-        options = _options(
-            baseline,
-            baseline_nights,
-            regression_margin,
-            harness_error_tolerance,
-            strict=strict,
-            require_marker=require_marker,
-            input_changed=input_root_changed,
-            fail_on_regression=fail_on_regression,
-        )
+    options = _options(
+        json_output,
+        engine,
+        storage_option,
+        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        strict=strict,
+        require_marker=require_marker,
+        input_changed=input_root_changed,
+        fail_on_regression=fail_on_regression,
+    )
     _run(
         engine,
         dask_address,
@@ -318,18 +320,16 @@ def nightly(
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
-    with _usage_recorded(json_output, engine):
-        use_storage_options(storage_option)
-        options = _options(
-            baseline,
-            baseline_nights,
-            regression_margin,
-            harness_error_tolerance,
-            strict=strict,
-            require_marker=require_marker,
-            input_changed=input_root_changed,
-            fail_on_regression=fail_on_regression,
-        )
+    options = _options(
+        json_output,
+        engine,
+        storage_option,
+        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        strict=strict,
+        require_marker=require_marker,
+        input_changed=input_root_changed,
+        fail_on_regression=fail_on_regression,
+    )
     _run(
         engine,
         dask_address,
@@ -398,19 +398,18 @@ def rescore(
 
     Over every night OUT holds, the versions become OUT's formula set; over part of its
     history the set stays, and those nights are named as scored with other versions."""
+    options = _options(
+        json_output,
+        engine,
+        storage_option,
+        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        strict=strict,
+        require_marker=require_marker,
+        input_changed=input_root_changed,
+    )
     with _usage_recorded(json_output, engine):
-        use_storage_options(storage_option)
         if not formula:
             raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
-        options = _options(
-            baseline,
-            baseline_nights,
-            regression_margin,
-            harness_error_tolerance,
-            strict=strict,
-            require_marker=require_marker,
-            input_changed=input_root_changed,
-        )
         first, last = _day(since), _day(until)
     _run(
         engine,
