@@ -210,7 +210,8 @@ def comparisons(
     as_of: str | None = None,
 ) -> pl.DataFrame:
     """The pairwise comparisons of the models of a night (default: the latest) in a scope
-    (a category, or ``overall``): the ``model_comparisons`` table as the latest finished run
+    (a category, ``overall``: each task weighs the same, or ``overall_by_category``): the
+    ``model_comparisons`` table as the latest finished run
     (or run ``as_of``) left it. Holm's correction is over every pair of the night and scope,
     whichever ``models`` are shown. A night scored before that table existed is compared
     from its episode scores (``transforms.compare.model_comparisons``, the same function)."""
@@ -237,20 +238,25 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
     from schemas.comparisons import (
         CI_HIGH,
         CI_LOW,
+        DESIGN,
         DIFF,
         MDE,
         MODEL_A,
         MODEL_B,
         P_HOLM,
+        P_WILCOXON,
         PAIRED,
         VERDICT,
     )
+    from transforms.aggregate import Bootstrap
 
     if table.is_empty():
         return ["no pair of models to compare"]
     grid = table_of_columns()
-    for name in ("model a", "model b", "a - b", "95% interval", "p (Holm)", "verdict", "mde"):
+    level = f"{Bootstrap().level:.0%} interval"
+    for name in ("model a", "model b", "a - b", level, "p (Holm)", "verdict", "mde"):
         grid.add_column(name, overflow="fold")
+    grid.add_column("p (Wilcoxon)", no_wrap=True)
     grid.add_column("paired", no_wrap=True)
 
     def number(value: float | None, digits: int = 3) -> str:
@@ -265,6 +271,8 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
             number(row[P_HOLM], 4),
             row[VERDICT],
             number(row[MDE]),
+            number(row.get(P_WILCOXON), 4),
             row[PAIRED],
         )
-    return render(grid)
+    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
+    return [*render(grid), f"sampling design: {', '.join(designs)} (README 'Comparisons')"]

@@ -10,6 +10,8 @@ import polars as pl
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,
+    DESIGN,
+    DF,
     MDE,
     N_PAIRS,
     P_VALUE,
@@ -78,10 +80,12 @@ def rescore_diff(
 def with_significance(diff: pl.DataFrame, significance: pl.DataFrame) -> pl.DataFrame:
     """``rescore_diff`` rows with the uncertainty of each change (``rescore_significance``
     of ``transforms.compare``, joined on night, model and scope): standard error, interval,
-    p-value, minimum detectable effect, pairing, and on ``model`` rows whether the ranking
-    change is significant. Null where the model is on one side only."""
+    p-value, minimum detectable effect, pairing, the sampling design and its degrees of
+    freedom, and on ``model`` rows whether the ranking change is significant. Null where the
+    model is on one side only."""
     scope = pl.col(SCOPE).alias(Col.CATEGORY)
-    columns = [SE, CI_LOW, CI_HIGH, P_VALUE, MDE, N_PAIRS, PAIRED, RANK_CHANGE_SIGNIFICANT]
+    columns = [SE, DF, DESIGN, CI_LOW, CI_HIGH, P_VALUE, MDE, N_PAIRS, PAIRED]
+    columns += [RANK_CHANGE_SIGNIFICANT]
     joined = significance.select(DUMP_DATE, Col.MODEL, scope, *columns)
     return diff.join(
         joined, on=[DUMP_DATE, Col.MODEL, Col.CATEGORY], how="left", nulls_equal=True
