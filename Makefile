@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
-.PHONY: setup test lint browser demo bench mutants clean
+.PHONY: setup test lint browser demo demo-real kaggle-check bench mutants clean
 
 setup: $(VENV)/.synced
 
@@ -17,8 +17,10 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/pip install --quiet uv==$(UV_VERSION)
 
+# With the extra `kaggle` (kaggle-benchmarks, the LearningBench harness, ~880 MB): the
+# importer's tests replay real runs through it, in CI as everywhere.
 $(VENV)/.synced: pyproject.toml uv.lock | $(UV)
-	$(UV) sync --frozen --quiet --compile-bytecode
+	$(UV) sync --frozen --quiet --compile-bytecode --extra kaggle
 	touch $@
 
 lint: setup
@@ -51,6 +53,24 @@ demo: setup
 	@echo "report: demo-out/report.html (open it in a browser; it needs no network)"
 	@echo "status: $(BIN)/cogscore status demo-out demo-dump; history: $(BIN)/cogscore history demo-out"
 
+# The 13 real LearningBench runs of ../shared/learningbench: replayed through their task
+# files under the real harness (`import-kaggle` runs the task files), scored nightly, shown
+# on the terminal and in the report. The run with no task file is reported, not imported.
+LEARNINGBENCH ?= ../shared/learningbench
+demo-real: setup
+	rm -rf demo-real-out demo-real-dump
+	$(BIN)/cogscore import-kaggle $(LEARNINGBENCH)/kaggle_runs --tasks $(LEARNINGBENCH)/tasks --out demo-real-dump
+	$(BIN)/cogscore nightly demo-real-dump --out demo-real-out --engine local
+	$(BIN)/cogscore sql demo-real-out "SELECT task, model, score, reported_score FROM episode_scores ORDER BY task"
+	$(BIN)/cogscore report demo-real-out --html demo-real-out/report.html
+	@echo "rows: demo-real-dump/; tables: demo-real-out/; report: demo-real-out/report.html"
+
+# Every one of the 135 LearningBench tasks under the real harness with three scripted models
+# (unreadable, random answers of the schema asked for, partly right), imported, each score
+# compared with the task's own (about 8 minutes here; prints the counts and every exception).
+kaggle-check: setup
+	$(BIN)/python -m benchmarks.kaggle_scripted
+
 # Performance figures of the README (dumps cached under benchmarks/data/, ~3 GB; --large:
 # ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes).
 bench: setup
@@ -66,4 +86,4 @@ mutants: setup
 	$(BIN)/python scripts/mutants.py --jobs 2 --sample 80
 
 clean:
-	rm -rf .tools $(VENV) demo-out demo-dump .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf .tools $(VENV) demo-out demo-dump demo-real-out demo-real-dump .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -776,7 +776,7 @@ def fit_model(runs: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str,
                 "driver": med([r["net_s"] - r["timings"]["files_s"] for r in rs]),
                 "memory": med([driver_memory(r) for r in rs]),
                 "working_set": med([r["file_working_set_mib"] for r in rs]),
-                "write": med([r["timings"]["write_s"] for r in rs]),
+                "write": med([r["timings"]["stage_s"] for r in rs]),
             }
         )
     biggest = max(night, key=lambda n: n["rows"])

@@ -1113,5 +1113,10 @@ def sql(
         typer.echo(str(relation))
 
 
+from flows.importers.kaggle_command import import_kaggle  # noqa: E402
+
+app.command("import-kaggle")(import_kaggle)
+
+
 if __name__ == "__main__":
     run()

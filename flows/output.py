@@ -23,12 +23,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
 from flows.storage import delta, runs_table
+from flows.storage.delta import StagedFiles
 from flows.storage.errors import StorageError
 from flows.storage.lease import Lease, check_conditional_writes
 from flows.storage.location import Location
@@ -65,6 +66,9 @@ CORE_TABLES: Final = (
     REGRESSIONS,
 )
 ALL_TABLES: Final = (*TABLES, RUNS_TABLE)
+
+if TYPE_CHECKING:
+    from flows.score import StageTarget
 
 # A store that ignores conditional writes is refused unless this is set (at the user's risk:
 # two writers could overwrite each other's commits there).
@@ -323,18 +327,80 @@ def in_order(frame: pl.DataFrame, order: Sequence[str]) -> bool:
     return bool(frame.select(later.slice(1).all()).item())
 
 
+class TableWriter(Protocol):
+    """What a run writes through: its nights' tables staged one night at a time, then
+    committed at once (``Writer``), or only checked (``DryRun``)."""
+
+    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
+        """Where the workers stage a night's episode rows (None: they keep them)."""
+        ...
+
+    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        """Night ``night`` of ``table`` will be ``frame`` (checked now)."""
+        ...
+
+    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
+        """Night ``night`` of ``table`` will be the files the workers staged."""
+        ...
+
+    def discard(self, staged: Sequence[StagedFiles]) -> None:
+        """Staged episode rows of a night that failed: never to be committed."""
+        ...
+
+    def night_done(self) -> None: ...
+
+    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
+        """Every table's staged nights at once, then the run's rows: the versions."""
+        ...
+
+
+@dataclass
+class DryRun:
+    """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
+    nothing, records nothing."""
+
+    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
+        return None
+
+    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        from schemas.models import schema_of
+        from schemas.validation import validate
+
+        validate(schema_of(table), frame)
+
+    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
+        raise AssertionError("a dry run stages no files")
+
+    def discard(self, staged: Sequence[StagedFiles]) -> None:
+        pass
+
+    def night_done(self) -> None:
+        pass
+
+    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
+        return {}
+
+
 @dataclass
 class Writer:
-    """Writes one run's tables into ``OUT``, a night at a time, then records the run."""
+    """Writes one run's tables into ``OUT``: each night's tables staged as data files as the
+    night is done (memory holds one night), then, once every night is, one commit per table
+    replacing all the run's nights of it, and the run's rows in ``runs`` last (the commit
+    point). A reader of any table's latest version sees the whole run or none of it."""
 
     output: Output
     lease: Lease
     run_id: str
-    written: set[str] = field(default_factory=set)
+    staged: dict[str, dict[str | None, list[StagedFiles]]] = field(default_factory=dict)
 
-    def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        """Validate ``frame`` (pandera, data included) and make it night ``night`` of
-        ``table`` (one predicate overwrite: the night's old rows go, other nights stay)."""
+    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
+        from flows.score import StageTarget
+
+        return StageTarget(self.output.location, night, fingerprint)
+
+    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        """Validate ``frame`` (pandera, data included) and stage it as night ``night`` of
+        ``table`` (an empty frame empties the night)."""
         from schemas.models import schema_of
         from schemas.validation import validate
 
@@ -342,66 +408,34 @@ class Writer:
         validate(schema_of(spec), frame)  # one query; pandera's report if it fails
         order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
-        for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
-            try:
-                delta.write_night(
-                    self.output.location,
-                    table,
-                    ordered,
-                    night,
-                    partition_by=(DUMP_DATE, *spec.partitions),
-                    commit_metadata={"run_id": self.run_id},
-                )
-                break
-            except CommitFailedError as error:
-                if attempt == 2:
-                    where = self.output.location.child(table).display
-                    raise StorageError(
-                        f"another writer changed night {night} of {where} while this run "
-                        f"wrote it, twice: {str(error).splitlines()[0]}; run again when it "
-                        "is done (cogscore's own runs take turns through the lease)"
-                    ) from None
-        self.written.add(table)
-        fault_point(f"wrote-{table}")
+        files = delta.write_data_files(
+            self.output.location, table, ordered, night, partition_by=(DUMP_DATE, *spec.partitions)
+        )
+        self.stage_files(table, night, [files])
 
-    def commit_staged(
-        self, table: str, night: str | None, staged: Sequence[delta.StagedFiles]
-    ) -> None:
-        """Make the staged files (written and validated by the workers that scored the
-        night's files) night ``night`` of ``table``, in one commit; nothing staged: the night
-        holds no rows."""
+    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
+        """Stage the files the workers wrote (validated there) as night ``night`` of
+        ``table``; none: the night holds no rows."""
         if not staged:
-            self.write(table, empty_table(table), night)
+            self.stage(table, empty_table(table), night)
             return
-        for attempt in (1, 2):  # another writer committed to this night meanwhile: once more
-            try:
-                delta.commit_files(
-                    self.output.location, table, night, staged, {"run_id": self.run_id}
-                )
-                break
-            except CommitFailedError as error:
-                if attempt == 2:
-                    raise StorageError(
-                        f"another writer changed night {night} of "
-                        f"{self.output.location.child(table).display} while this run wrote "
-                        f"it, twice: {str(error).splitlines()[0]}"
-                    ) from None
-        self.written.add(table)
-        fault_point(f"wrote-{table}")
+        self.staged.setdefault(table, {}).setdefault(night, []).extend(staged)
 
-    def discard(self, staged: Sequence[delta.StagedFiles], table: str = EPISODE_SCORES) -> None:
-        """Delete staged files that will not be committed (their night failed)."""
-        delta.discard(self.output.location, table, staged)
+    def discard(self, staged: Sequence[StagedFiles]) -> None:
+        delta.discard(self.output.location, EPISODE_SCORES, staged)
 
     def night_done(self) -> None:
-        """A night is written: push the lease's expiry (a long rescore keeps it)."""
+        """A night is staged: push the lease's expiry (a long rescore keeps it)."""
         self.lease.renew()
 
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
-        """Append the run's rows, each naming every table's version now: the commit point.
-        The versions recorded."""
-        for table, spec in TABLES.items():  # every table readable, rows or not
-            if delta.table_version(self.output.location, table) is None:
+        """Each table's staged nights in one commit (every table readable, rows or not),
+        then the run's rows, each naming every table's version: the commit point."""
+        for table, spec in TABLES.items():
+            nights = self.staged.get(table)
+            if nights:
+                self._commit_nights(table, nights)
+            elif delta.table_version(self.output.location, table) is None:
                 delta.write_night(
                     self.output.location,
                     table,
@@ -416,6 +450,23 @@ class Writer:
         runs_table.record_run(self.output.location, stamped)
         fault_point("after-commit")
         return versions
+
+    def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> None:
+        staged = [files for night in nights.values() for files in night]
+        for attempt in (1, 2):  # another writer committed to these nights meanwhile: once more
+            try:
+                delta.commit_nights(
+                    self.output.location, table, list(nights), staged, {"run_id": self.run_id}
+                )
+                break
+            except CommitFailedError as error:
+                if attempt == 2:
+                    raise StorageError(
+                        f"another writer changed {self.output.location.child(table).display}"
+                        f" while this run wrote it, twice: {str(error).splitlines()[0]}; run "
+                        "again when it is done (cogscore's own runs take turns through the lease)"
+                    ) from None
+        fault_point(f"wrote-{table}")
 
 
 def _with_versions(row: RunRow, versions: Mapping[str, int]) -> RunRow:

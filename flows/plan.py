@@ -89,13 +89,15 @@ def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
     return {c: pinned.get(c, resolve()[c]) for c in Category}
 
 
-def formulas_for(out: Output | Path | str, asked: Sequence[str]) -> dict[Category, str]:
+def formulas_for(
+    out: Output | Path | str, asked: Sequence[str], state: Mapping[str, Any] | None = None
+) -> dict[Category, str]:
     """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
     defaults are (a new output: ``asked``, else the newest). Asking for another version
     there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
     output = Output.at(out)
     named = chosen(asked)
-    pinned = formula_set(output.state())
+    pinned = formula_set(output.state() if state is None else state)
     if pinned is None:
         return resolve(named)
     conflicts = {c: v for c, v in named.items() if pinned[c] != v}
@@ -185,6 +187,7 @@ def plan_nightly(
     out: Output | Path | str,
     verify: bool = False,
     require_marker: bool = False,
+    state: Mapping[str, Any] | None = None,
 ) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
@@ -199,7 +202,7 @@ def plan_nightly(
         )
     listed = {f.partitions[DUMP_DATE] for f in files}
     files, waiting = ready(dump_root, files, require_marker)
-    earlier = output.state().get("nights", {})
+    earlier = (output.state() if state is None else state).get("nights", {})
     gone = sorted(set(earlier) - listed)
     known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
     digests = {}

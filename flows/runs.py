@@ -14,7 +14,7 @@ import contextlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -41,14 +41,16 @@ from flows.io import (
 from flows.io import dump_root as root_of
 from flows.logs import log
 from flows.logs import run_id as run_id_var
+from flows.night import NightHook, tables_of_night
 from flows.output import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
     MODEL_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
+    DryRun,
     Output,
-    Writer,
+    TableWriter,
     empty_table,
     fault_point,
     record_failure,
@@ -72,7 +74,6 @@ from flows.score import (
     ScoreResult,
     StageTarget,
     assemble,
-    night_tables,
     score_and_stage,
     vanished,
 )
@@ -85,9 +86,7 @@ from flows.warehouse import (
 from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.formulas import chosen, resolve
-from schemas.models import schema_of
 from schemas.tables import RULES
-from schemas.validation import validate
 from transforms.aggregate import Bootstrap
 from transforms.compact import plain
 from transforms.compare import rescore_significance
@@ -289,21 +288,8 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-class DryRun:
-    """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
-    nothing, records nothing."""
-
-    def write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        validate(schema_of(table), frame)
-
-    def night_done(self) -> None:
-        pass
-
-
 # After the last night, with each night's input fingerprint: what the run records beside.
 Finish = Callable[[dict[str | None, str]], dict[str, Any]]
-# Per night: (night, its result, its tables) -> more tables of that night to write.
-NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
 
 
 def _check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
@@ -325,7 +311,9 @@ def _check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None
 
 @dataclass
 class RunContext:
-    """Who runs, for the run record: its id, its command and engine."""
+    """Who runs and how, decided once (the command line, the environment or a flow's
+    parameters) and passed down whole: its id, command and engine, its progress display,
+    the regression options, and what ends it failed."""
 
     run_id: str = field(default_factory=new_run_id)
     command: str = ""
@@ -355,45 +343,69 @@ def _nothing_scored(counts: Mapping[str, int]) -> str | None:
     )
 
 
-def _score_and_write(
-    kind: str,
-    dump_root: Path | str,
-    output: Output,
-    files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+@contextlib.contextmanager
+def _opened(
+    output: Output, context: RunContext, dry_run: bool = False
+) -> Iterator[tuple[TableWriter, dict[str, Any]]]:
+    """The run's writer and the output's state, read once: under the output's lease (taken
+    first, so that no other run commits between the read and this run's commit), or, for a
+    dry run, as it stands (a dry run writes nothing)."""
+    if dry_run:
+        yield DryRun(), output.state()
+        return
+    with output.writing(context.run_id, context.command) as writer:
+        yield writer, output.state()
+
+
+@dataclass
+class Job:
+    """What a run scores, decided from the output's state before it scores anything."""
+
+    kind: str
+    dump_root: Path | str
+    output: Output
+    files: Sequence[DumpFile]
+    formulas: dict[Category, str]
+    digests: Mapping[str, str] = field(default_factory=dict)
+    finish: Finish | None = None
+    per_night: NightHook | None = None
+    new_set: dict[Category, str] | None = None  # the output's set after the run
+    details: Mapping[str, Any] = field(default_factory=dict)
+    # Nights scored with their own versions rather than ``formulas`` (a changed night of a
+    # rescored range keeps the versions it was rescored with).
+    kept: Mapping[str, dict[Category, str]] = field(default_factory=dict)
+    # Nights not scored whose regressions are made again (their baseline was rescored).
+    refresh: Sequence[str] = ()
+
+
+def _score_nights(
+    job: Job,
+    writer: TableWriter,
+    state: Mapping[str, Any],
     mapper: Mapper,
-    digests: Mapping[str, str],
-    finish: Finish | None = None,
-    per_night: NightHook | None = None,
-    new_set: dict[Category, str] | None = None,
-    dry_run: bool = False,
-    context: RunContext | None = None,
-    details: Mapping[str, Any] | None = None,
-    kept: Mapping[str, dict[Category, str]] | None = None,
-    refresh: Sequence[str] = (),
+    context: RunContext,
 ) -> Outcome:
-    """Score ``files`` night after night into ``output``, then record the run.
+    """Score ``job``'s files night after night, stage each night's tables as it is done,
+    then commit every table once and record the run.
 
     A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
-    for copies, its tables made and written (one predicate overwrite per table), and its
-    frames dropped before the next night, so memory holds one night however many a run
-    scores (a rescore of years of history). The run's rows in the runs table, appended last,
-    are the commit point. ``new_set``: the output's formula set after this run (default: as
-    it was, or, for a new output, ``formulas``). ``dry_run``: tables made and checked,
-    nothing written. ``kept``: nights scored with their own versions rather than
-    ``formulas`` (a changed night of a rescored range keeps the versions it was rescored
-    with). ``refresh``: nights not scored whose regressions are made again, as their
-    baseline nights changed (a rescore's later nights).
+    for copies (within it and against the other nights), its tables made
+    (``flows.night.tables_of_night``) and staged, and its frames dropped before the next
+    night, so memory holds one night however many a run scores (a rescore of years of
+    history). Once every night is staged, each table gets one commit that replaces all the
+    run's nights of it (a reader of the tables' latest versions sees the whole run or none
+    of it, table by table), and the run's rows in the runs table, appended last, are the
+    commit point for cogscore's own readers. With a ``DryRun`` writer, the tables are made
+    and checked and nothing is written.
     """
-    context = context or RunContext()
-    kept = kept or {}
     started, t0 = datetime.now(UTC), time.perf_counter()
+    output, files, formulas = job.output, job.files, job.formulas
     bootstrap = Bootstrap()
+    dry_run = isinstance(writer, DryRun)
     # Partition by dump_date only where every file has one (discover refuses a mix).
     dated = bool(files) and all(DUMP_DATE in f.partitions for f in files)
-    state = output.state()
     _check_layout(output, state, dated)
-    pinned = new_set or formula_set(state) or formulas
+    pinned = job.new_set or formula_set(state) or formulas
     groups: dict[str | None, list[DumpFile]] = {}
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
@@ -408,124 +420,110 @@ def _score_and_write(
     refreshed: list[str] = []  # nights whose regressions only were made again
     run: dict[str, Any] = {
         "run_id": context.run_id,
-        "kind": kind,
+        "kind": job.kind,
         "started": started,
         "scorer_version": COGSCORE_VERSION,
-        "input": str(dump_root),
+        "input": str(job.dump_root),
         "partitioned": dated,
         "formula_versions": describe_set(formulas),
         "formula_set": describe_set(pinned),
     }
-    writing = (
-        contextlib.nullcontext(DryRun())
-        if dry_run
-        else output.writing(context.run_id, context.command)
-    )
     progress = context.progress
     progress.begin(len(groups), len(files))
     run_id_var.set(context.run_id)
     log().info(
-        "%s run started: %d night(s), %d file(s) from %s", kind, len(groups), len(files), dump_root
+        "%s run started: %d night(s), %d file(s) from %s",
+        job.kind,
+        len(groups),
+        len(files),
+        job.dump_root,
     )
-    with writing as writer:
-        clear_diff = not dry_run and finish is None and RESCORE_DIFF in output.versions()
-        try:
-            for night in sorted({*groups, *refresh}, key=lambda n: n or ""):
-                if night not in groups:  # its baseline changed: its regressions again
-                    assert night is not None
-                    fingerprints[night] = state["nights"][night]["input_fingerprint"]
-                    table = watch.again(night)
-                    flagged.append(table.filter(pl.col("level").is_in(FLAGGED)))
-                    writer.write(
-                        REGRESSIONS, with_provenance(table, COGSCORE_VERSION, fingerprints), night
-                    )
-                    refreshed.append(night)
-                    continue
-                night_files = groups[night]
-                t1 = time.perf_counter()
-                target, known = None, digests
-                if isinstance(writer, Writer):  # workers write the episode rows they score
-                    known = _digests(night_files, digests)
-                    target = StageTarget(output.location, night, fingerprint(known.items()))
-                versions = kept.get(night or "", formulas)
-                run["formula_versions"] = describe_set(versions)
-                parts = mapper(night_files, versions, known, target)
-                gone = [p.report for p in parts if p.report.status == "gone"]
-                if gone:  # the night fails, unwritten; the other nights go on
-                    if isinstance(writer, Writer):
-                        writer.discard([p.staged for p in parts if p.staged is not None])
-                    lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
-                    rows.append(_failed_night(run, night, lost, failed))
-                    progress.night_done(night)
-                    continue
-                t2 = time.perf_counter()
-                result = assemble(parts, versions, target)
-                del parts
-                fault_point("scored")
-                if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
-                    if isinstance(writer, Writer) and result.staged:
-                        writer.discard(result.staged)
-                    rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
-                    progress.night_done(night)
-                    continue
-                seen.add(night, result.scores[Col.EPISODE_ID])
-                # A night with no episode scored fails the run, but is written: its rejects
-                # (every reason kept) and no scores, as its input now stands.
-                if (why := _nothing_scored(result.counts)) is not None:
-                    failed[night or "(undated)"] = why
-                    log().error("night %s failed: %s", night or "(undated)", why)
-                elif dark := models_without_scores(result.scores, result.rejects):
-                    unscored[night or "(undated)"] = dark
-                t3 = time.perf_counter()
-                progress.step(f"night {night or '(undated)'}: aggregating (bootstrap)")
-                tables = night_tables(result, bootstrap)
-                progress.step(f"night {night or '(undated)'}: regressions")
-                tables[REGRESSIONS] = watch.regressions(night, result.scores, result.rejects)
-                flagged.append(tables[REGRESSIONS].filter(pl.col("level").is_in(FLAGGED)))
-                if per_night is not None:
-                    tables |= per_night(night, result, tables)
-                t4 = time.perf_counter()
-                progress.step(f"night {night or '(undated)'}: writing {len(tables)} tables")
-                fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
-                if result.staged is not None and isinstance(writer, Writer):
-                    writer.commit_staged(EPISODE_SCORES, night, result.staged)
-                for name, table in tables.items():
-                    writer.write(
-                        name, with_provenance(table, COGSCORE_VERSION, fingerprints), night
-                    )
-                if clear_diff:  # a night scored again: its old rescore diff no longer holds
-                    writer.write(RESCORE_DIFF, _no_diff(), night)
-                writer.night_done()
+
+    def stage(tables: dict[str, pl.DataFrame], night: str | None) -> None:
+        for name, table in tables.items():
+            writer.stage(name, with_provenance(table, COGSCORE_VERSION, fingerprints), night)
+
+    clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
+    try:
+        for night in sorted({*groups, *job.refresh}, key=lambda n: n or ""):
+            if night not in groups:  # its baseline changed: its regressions again
+                assert night is not None
+                fingerprints[night] = state["nights"][night]["input_fingerprint"]
+                table = watch.again(night)
+                flagged.append(table.filter(pl.col("level").is_in(FLAGGED)))
+                stage({REGRESSIONS: table}, night)
+                refreshed.append(night)
+                continue
+            night_files = groups[night]
+            t1 = time.perf_counter()
+            known = job.digests if dry_run else _digests(night_files, job.digests)
+            target = writer.target(night, fingerprint(known.items()))
+            versions = job.kept.get(night or "", formulas)
+            run["formula_versions"] = describe_set(versions)
+            parts = mapper(night_files, versions, known, target)
+            gone = [p.report for p in parts if p.report.status == "gone"]
+            if gone:  # the night fails, unwritten; the other nights go on
+                writer.discard([p.staged for p in parts if p.staged is not None])
+                lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
+                rows.append(_failed_night(run, night, lost, failed))
                 progress.night_done(night)
-                log().info(
-                    "night %s written: %d episodes scored, %d rows read",
-                    night or "(undated)",
-                    result.counts["episodes_scored"],
-                    result.counts["rows_read"],
+                continue
+            t2 = time.perf_counter()
+            result = assemble(parts, versions, target)
+            del parts
+            fault_point("scored")
+            if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
+                writer.discard(result.staged or [])
+                rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
+                progress.night_done(night)
+                continue
+            seen.add(night, result.scores[Col.EPISODE_ID])
+            # A night with no episode scored fails the run, but is written: its rejects
+            # (every reason kept) and no scores, as its input now stands.
+            if (why := _nothing_scored(result.counts)) is not None:
+                failed[night or "(undated)"] = why
+                log().error("night %s failed: %s", night or "(undated)", why)
+            elif dark := models_without_scores(result.scores, result.rejects):
+                unscored[night or "(undated)"] = dark
+            t3 = time.perf_counter()
+            progress.step(f"night {night or '(undated)'}: aggregating (bootstrap), regressions")
+            tables = tables_of_night(night, result, bootstrap, watch, job.per_night)
+            flagged.append(tables[REGRESSIONS].filter(pl.col("level").is_in(FLAGGED)))
+            if clear_diff:  # a night scored again: its old rescore diff no longer holds
+                tables[RESCORE_DIFF] = _no_diff()
+            t4 = time.perf_counter()
+            progress.step(f"night {night or '(undated)'}: staging {len(tables)} tables")
+            fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
+            if result.staged is not None:
+                writer.stage_files(EPISODE_SCORES, night, result.staged)
+            stage(tables, night)
+            writer.night_done()
+            progress.night_done(night)
+            log().info(
+                "night %s staged: %d episodes scored, %d rows read",
+                night or "(undated)",
+                result.counts["episodes_scored"],
+                result.counts["rows_read"],
+            )
+            summary.add(result)
+            steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
+            steps["stage_s"] = time.perf_counter() - t4
+            for step, seconds in steps.items():
+                summary.timings[step] = summary.timings.get(step, 0.0) + seconds
+            rows.append(
+                RunRow(
+                    **run,
+                    status=RunStatus.SUCCEEDED,
+                    finished=started,  # set at the commit
+                    night=night,
+                    table_versions={},
+                    counts=result.counts,
+                    input_fingerprint=fingerprints[night],
+                    files=[asdict(r) for r in result.files],
                 )
-                summary.add(result)
-                steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
-                steps["write_s"] = time.perf_counter() - t4
-                for step, seconds in steps.items():
-                    summary.timings[step] = summary.timings.get(step, 0.0) + seconds
-                rows.append(
-                    RunRow(
-                        **run,
-                        status=RunStatus.SUCCEEDED,
-                        finished=started,  # set at the commit
-                        night=night,
-                        table_versions={},
-                        counts=result.counts,
-                        input_fingerprint=fingerprints[night],
-                        files=[asdict(r) for r in result.files],
-                    )
-                )
-                del result, tables
-            extra = finish(fingerprints) if finish else {}
-        except BaseException as error:
-            if isinstance(writer, Writer) and rows:
-                record_failure(output, _finished(rows, _crashed(error)))
-            raise
+            )
+            del result, tables
+        extra = job.finish(fingerprints) if job.finish else {}
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
         flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
         ended = verdict(
@@ -538,7 +536,7 @@ def _score_and_write(
         )
         record = {
             **run_details(bootstrap),
-            **(details or {}),
+            **job.details,
             **extra,
             "engine": context.engine,
             "command": context.command,
@@ -550,22 +548,28 @@ def _score_and_write(
             "exit_code": int(ended.code),
             "error": ended.error,
         }
-        if isinstance(writer, Writer) and rows:
-            writer.commit(_finished(rows, record))
-        elif isinstance(writer, Writer):  # every night failed: recorded, nothing pinned
-            now = datetime.now(UTC)
+        progress.step("committing every table")
+        if not any(r.status is RunStatus.SUCCEEDED for r in rows) and not refreshed:
+            # every night failed unwritten: recorded, nothing committed, nothing pinned
             nothing = RunRow(
-                **run, status=RunStatus.FAILED, finished=now, night=None, table_versions={}
+                **run, status=RunStatus.FAILED, finished=started, night=None, table_versions={}
             )
-            record_failure(output, _finished([nothing], record))
+            if not dry_run:
+                record_failure(output, _finished(rows or [nothing], record))
+        else:
+            writer.commit(_finished(rows, record))
+    except BaseException as error:
+        if not dry_run and rows:
+            record_failure(output, _finished(rows, _crashed(error)))
+        raise
     after = (
         state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED])
         if dry_run
         else output.state()
     )
-    log().info("%s run finished in %.1f s", kind, time.perf_counter() - t0)
+    log().info("%s run finished in %.1f s", job.kind, time.perf_counter() - t0)
     scored = sorted(n for n in groups if n is not None and n not in failed)
-    outcome = Outcome(kind, output, summary if rows else None, scored)
+    outcome = Outcome(job.kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
     outcome.models_unscored = unscored
     outcome.regressions_refreshed = refreshed
@@ -651,11 +655,12 @@ def _nothing_to_do(
     kind: str,
     dump_root: Path | str,
     output: Output,
+    writer: TableWriter,
+    state: Mapping[str, Any],
     context: RunContext,
     details: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """A run with nothing to score: recorded all the same (status ``nothing_to_do``)."""
-    state = output.state()
     now = datetime.now(UTC)
     row = RunRow(
         run_id=context.run_id,
@@ -669,10 +674,15 @@ def _nothing_to_do(
         input=str(dump_root),
         partitioned=state.get("partitioned_by_dump_date"),
         formula_set=state.get("formula_set", {}),
-        details={**(details or {}), "engine": context.engine, "command": context.command},
+        details={
+            **(details or {}),
+            "engine": context.engine,
+            "command": context.command,
+            "status": "nothing_to_do",
+            "exit_code": 0,
+        },
     )
-    with output.writing(context.run_id, context.command) as writer:
-        writer.commit([row])
+    writer.commit([row])
     outcome = Outcome(kind, output)
     outcome.run_id = context.run_id
     outcome.formula_set = dict(state.get("formula_set", {}))
@@ -693,16 +703,17 @@ def score(
     t0 = time.perf_counter()
     context = context or RunContext()
     input_root, output = root_of(input_root), Output.at(out)
-    check_places(input_root, output, output.state(), context.input_changed)
-    versions = formulas_for(output, formulas)
-    files = one_layout(input_root, discover(input_root))
-    files, waiting = ready(input_root, files, require_marker)
-    if files:
-        outcome = _score_and_write(
-            "score", input_root, output, files, versions, mapper, {}, context=context
-        )
-    else:
-        outcome = _nothing_to_do("score", input_root, output, context, {"waiting": waiting})
+    with _opened(output, context) as (writer, state):
+        check_places(input_root, output, state, context.input_changed)
+        versions = formulas_for(output, formulas, state)
+        files = one_layout(input_root, discover(input_root))
+        files, waiting = ready(input_root, files, require_marker)
+        if files:
+            job = Job("score", input_root, output, files, versions)
+            outcome = _score_nights(job, writer, state, mapper, context)
+        else:
+            details = {"waiting": waiting}
+            outcome = _nothing_to_do("score", input_root, output, writer, state, context, details)
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
@@ -723,31 +734,31 @@ def nightly(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
-    check_places(dump_root, output, output.state(), context.input_changed)
-    versions = formulas_for(output, formulas)
-    plan = plan_nightly(dump_root, output, verify, require_marker)
-    planned = {
-        "new": plan.new,
-        "changed": plan.changed,
-        "unchanged": plan.unchanged,
-        "waiting": plan.waiting,
-    }
-    if plan.to_score:
-        files = [f for night in plan.to_score for f in plan.nights[night]]
-        outcome = _score_and_write(
-            "nightly",
-            dump_root,
-            output,
-            files,
-            versions,
-            mapper,
-            plan.digests,
-            context=context,
-            details={"nightly": planned},
-            kept=rescored_versions(output.state(), plan.changed, versions),
-        )
-    else:
-        outcome = _nothing_to_do("nightly", dump_root, output, context, {"nightly": planned})
+    with _opened(output, context) as (writer, state):
+        check_places(dump_root, output, state, context.input_changed)
+        versions = formulas_for(output, formulas, state)
+        plan = plan_nightly(dump_root, output, verify, require_marker, state)
+        planned = {
+            "new": plan.new,
+            "changed": plan.changed,
+            "unchanged": plan.unchanged,
+            "waiting": plan.waiting,
+        }
+        if plan.to_score:
+            job = Job(
+                "nightly",
+                dump_root,
+                output,
+                [f for night in plan.to_score for f in plan.nights[night]],
+                versions,
+                plan.digests,
+                details={"nightly": planned},
+                kept=rescored_versions(state, plan.changed, versions),
+            )
+            outcome = _score_nights(job, writer, state, mapper, context)
+        else:
+            details = {"nightly": planned}
+            outcome = _nothing_to_do("nightly", dump_root, output, writer, state, context, details)
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting
     outcome.nights_input_gone = plan.gone
@@ -799,8 +810,29 @@ def rescore(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
-    state = output.state()
-    check_places(dump_root, output, state, context.input_changed)
+    with _opened(output, context, dry_run) as (writer, state):
+        check_places(dump_root, output, state, context.input_changed)
+        outcome = _rescore(
+            dump_root, output, writer, state, formulas, since, until, mapper, diff_out,
+            require_marker, context,
+        )  # fmt: skip
+    outcome.seconds = time.perf_counter() - t0
+    return outcome
+
+
+def _rescore(
+    dump_root: Path | str,
+    output: Output,
+    writer: TableWriter,
+    state: Mapping[str, Any],
+    formulas: Sequence[str],
+    since: date | None,
+    until: date | None,
+    mapper: Mapper,
+    diff_out: Path | str | None,
+    require_marker: bool,
+    context: RunContext,
+) -> Outcome:
     pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}
     files = [
@@ -813,8 +845,6 @@ def rescore(
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
     every_night = set(state.get("nights", {})) <= set(nights)
-    refresh = later_nights(sorted(state.get("nights", {})), nights, context.regression.span)
-    new_set = versions if every_night or pinned is None else pinned
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
 
@@ -845,24 +875,20 @@ def rescore(
             )
         return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
 
-    outcome = _score_and_write(
+    job = Job(
         "rescore",
         dump_root,
         output,
         files,
         versions,
-        mapper,
-        {},
-        finish,
-        per_night,
-        new_set,
-        dry_run,
-        context,
-        refresh=refresh,
+        finish=finish,
+        per_night=per_night,
+        new_set=versions if every_night or pinned is None else pinned,
+        refresh=later_nights(sorted(state.get("nights", {})), nights, context.regression.span),
     )
+    outcome = _score_nights(job, writer, state, mapper, context)
     outcome.diff = _diff_table(diffs)
     outcome.nights_waiting = waiting
-    outcome.seconds = time.perf_counter() - t0
     return outcome
 
 

@@ -44,6 +44,13 @@ class Col(StrEnum):
 INSTANCE_ID: Final = "instance_id"
 OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {INSTANCE_ID: pl.String()}
 
+# Contract 1.2 (issue 28; optional, absent or null as in 1.1): the score the harness itself
+# recorded for the episode, on `episode_end`, and the harness's own verdict on an answer (its
+# task's grader), on `answer` rows. `RECORDED` is the match kind whose verdict is `verdict`.
+REPORTED_SCORE: Final = "reported_score"
+VERDICT: Final = "verdict"
+RECORDED: Final = "recorded"
+
 # Columns the scorer adds to every row while reading.
 FILE: Final = "file"
 DUMP_DATE: Final = "dump_date"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
@@ -585,3 +586,17 @@ def example_dump_counts(night: str | None = None) -> dict[str, int]:
     ``examples.make_example_dump.build_rows`` writes: tests/test_dumps.py checks that the
     committed files are its output)."""
     return built_counts(*_example(), night)
+
+
+def copy_night(source: Path, target: Path) -> None:
+    """The Parquet files of night folder ``source`` copied into ``target`` as another
+    night's: the same episodes under new ids (the target's name appended), as a harness
+    that runs them again writes them. (A plain copy repeats ids, and a night that repeats
+    another night's episodes fails.)"""
+    import polars as pl
+
+    target.mkdir(parents=True)
+    for path in sorted(source.glob("*.parquet")):
+        rows = pl.read_parquet(path)
+        again = pl.col(Col.EPISODE_ID) + f"@{target.name}"
+        rows.with_columns(again.alias(Col.EPISODE_ID)).write_parquet(target / path.name)

@@ -479,18 +479,46 @@ def commit_files(
     commit_metadata: Mapping[str, Any] | None = None,
 ) -> int:
     """Replace night `night` of `OUT/table` by the staged files, in one commit; the version."""
-    check_night(night)
+    return commit_nights(location, table, [night], staged, commit_metadata)
+
+
+def _night_filter(nights: Sequence[str | None]) -> list[tuple[str, str, Any]]:
+    """The partition filter of ``nights`` (validated): every night of a dated run, or the
+    undated night of an undated one (its partition value is null, matched as "")."""
+    checked = [check_night(n) for n in nights]
+    if None in checked:
+        if len(checked) > 1:
+            raise ValueError("an undated night is replaced alone")
+        return [(NIGHT_COLUMN, "=", "")]
+    return [(NIGHT_COLUMN, "in", sorted(set(checked)))]
+
+
+def commit_nights(
+    location: Location,
+    table: str,
+    nights: Sequence[str | None],
+    staged: Sequence[StagedFiles],
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace nights ``nights`` of `OUT/table` by the staged files, in one commit (a
+    reader of the table's latest version sees all of them replaced, or none); the version.
+
+    ``staged`` holds at least one `StagedFiles` (for the columns), possibly of no file: a
+    night staged with no file is emptied. Every file must be of one of ``nights``."""
     where = _table(location, table)
+    filters = _night_filter(nights)
     if not staged:
-        raise ValueError(f"nothing staged for night {night} of {table}")
-    if any(s.night != night for s in staged):
-        raise ValueError(f"files staged for another night than {night}")
+        raise ValueError(f"nothing staged for {table}: not even its columns")
+    if any(s.night not in nights for s in staged):
+        raise ValueError(f"files staged for another night than {', '.join(map(str, nights))}")
     first = staged[0]
     if any(s.schema != first.schema or s.partition_by != first.partition_by for s in staged):
-        raise ValueError(f"files staged for night {night} of {table} differ in columns")
+        raise ValueError(f"files staged for {table} differ in columns")
     adds = [add for s in staged for add in s.adds]
-    properties = _commit(commit_metadata, night)
-    with _errors(f"commit night {night} of table", where):
+    properties = CommitProperties(
+        custom_metadata={**(commit_metadata or {}), "nights": ",".join(map(str, nights))}
+    )
+    with _errors("commit the nights of table", where):
         existing = _open(where)
         if existing is None:
             create_table_with_add_actions(
@@ -514,7 +542,7 @@ def commit_files(
             mode="overwrite",
             schema=first.schema,
             partition_by=list(first.partition_by),
-            partition_filters=[(NIGHT_COLUMN, "=", "" if night is None else night)],
+            partition_filters=filters,
             commit_properties=properties,
         )
         existing.update_incremental()  # the binding does not move the table to its commit

@@ -12,6 +12,7 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
+from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
@@ -44,7 +45,7 @@ def test_nightly_scores_new_then_nothing_then_only_what_changed(dump: Path, tmp_
     assert night_files(out, NIGHTS[0]) == kept, "an unchanged night is not rewritten"
 
     # A new night appears: it alone is scored.
-    shutil.copytree(dump / f"dump_date={NIGHTS[1]}", dump / "dump_date=2026-12-02")
+    copy_night(dump / f"dump_date={NIGHTS[1]}", dump / "dump_date=2026-12-02")
     new = runs.nightly(dump, out)
     assert new.nights_scored == ["2026-12-02"]
     assert sorted(new.out.state()["nights"]) == [*NIGHTS, "2026-12-02"]

@@ -269,7 +269,7 @@ def test_manifest_records_inputs_versions_and_accounting(scored_out: Path) -> No
     assert {"polars", "pyarrow", "pandera", "prefect", "python"} <= set(manifest["libraries"])
     assert manifest["formula_versions"]["procedural_learning"] == "v2"
     assert manifest["bootstrap"]["resamples"] == 1000
-    assert {"files_s", "assemble_s", "aggregate_s", "write_s"} <= set(manifest["timings"])
+    assert {"files_s", "assemble_s", "aggregate_s", "stage_s"} <= set(manifest["timings"])
     assert manifest["cogscore_commit"]
 
 

@@ -1,0 +1,6 @@
+"""Importers: records written by other tools (benchmark harnesses) in, contract rows out.
+
+``kaggle``: LearningBench runs recorded by Kaggle's harness ``kaggle-benchmarks``, replayed
+through their task files (``cogscore import-kaggle``), or recorded live while the harness
+runs (``flows.importers.kaggle_live``).
+"""

@@ -1,0 +1,94 @@
+"""``cogscore import-kaggle`` on a terminal: a progress bar while runs are replayed (rich, on
+stderr; off when stderr is not a terminal, ``TERM=dumb``, ``--quiet`` or ``--json``), then
+the report: counts, every run not imported with its reason, the runs imported with a note."""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import TracebackType
+from typing import Self
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from flows.importers.kaggle import ImportReport, RunReport
+from schemas.kaggle import Outcome
+
+
+def terminal_wanted(enabled: bool) -> bool:
+    """A progress display only for a person: stderr a terminal that can draw one."""
+    return enabled and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
+
+
+class ImportProgress:
+    """Runs replayed of their total, runs a second, time left; a no-op when not wanted."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar: Progress | None = None
+        if terminal_wanted(enabled):
+            self.bar = Progress(
+                TextColumn("replaying runs"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[last]}"),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
+            self.task = self.bar.add_task("runs", total=None, last="")
+
+    def begin(self, runs: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, total=runs)
+
+    def done(self, report: RunReport) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, last=(report.task or report.run)[:40])
+
+    def __enter__(self) -> Self:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def print_report(report: ImportReport, console: Console | None = None) -> None:
+    """The import's report on stdout."""
+    console = console or Console(highlight=False)
+    written = sum(1 for r in report.runs if r.written)
+    console.print(
+        f"{len(report.runs)} runs: {report.imported} imported ({written} files written, "
+        f"{report.imported - written} already there), {report.rejected} not imported; "
+        f"{report.seconds:.1f} s"
+    )
+    noted = [r for r in report.runs if r.reasons]
+    if not noted:
+        return
+    table = Table("run", "outcome", "reason", "detail", show_lines=False)
+    for run in noted:
+        table.add_row(
+            run.run,
+            str(run.outcome),
+            ", ".join(run.reasons),
+            run.detail or "",
+            style="red" if run.outcome is Outcome.REJECTED else None,
+        )
+    console.print(table)
