@@ -1085,6 +1085,11 @@ def compare(
             typer.echo(line)
 
 
+from flows.importers.scores_command import import_scores_command  # noqa: E402
+
+app.command("import-scores")(import_scores_command)
+
+
 @app.command()
 def sql(
     out: OutArg,

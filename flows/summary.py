@@ -314,6 +314,12 @@ def outcome_lines(outcome: Outcome) -> list[str]:
             + " (overall score per model):",
             *diff_lines(outcome.diff),
         ]
+        if outcome.not_rescored:
+            lines.append(
+                f"{outcome.not_rescored} episode(s) could not be rescored: their score is a "
+                "reported score with no formula input (imported; formula version 'reported'), "
+                "kept as it is"
+            )
     lines += regression_lines(outcome)
     lines += formula_lines(outcome)
     if (status := unscored_input(outcome)) is not None:

@@ -42,7 +42,6 @@ class Col(StrEnum):
 # instance_id faced the same instance, whatever the model or the night. Optional: absent or
 # null means not shared. Strings, or integers of any width (read as their decimal text).
 INSTANCE_ID: Final = "instance_id"
-OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {INSTANCE_ID: pl.String()}
 
 # Contract 1.2 (issue 28; optional, absent or null as in 1.1): the score the harness itself
 # recorded for the episode, on `episode_end`, and the harness's own verdict on an answer (its
@@ -50,6 +49,13 @@ OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {INSTANCE_ID: pl.String()}
 REPORTED_SCORE: Final = "reported_score"
 VERDICT: Final = "verdict"
 RECORDED: Final = "recorded"
+OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
+    INSTANCE_ID: pl.String(),
+    REPORTED_SCORE: pl.Float64(),
+}
+# The episode kinds that carry a formula's inputs. An episode with none of them and a
+# reported score (a score table imported: ``cogscore import-scores``) is scored as reported.
+INPUT_KINDS: Final = ("example", "item", "answer", "action", "feedback", "round_end")
 
 # Columns the scorer adds to every row while reading.
 FILE: Final = "file"

@@ -17,6 +17,10 @@ VERSIONS: Final[dict[Category, tuple[str, ...]]] = {
     Category.PROCEDURAL_LEARNING: ("v1", "v2"),
 }
 DEFAULTS: Final[dict[Category, str]] = {c: v[-1] for c, v in VERSIONS.items()}
+# The formula version of an episode whose score is the harness's reported score (contract
+# 1.2), with no formula input to compute one from: a score table imported. No formula
+# recomputes it; a rescore leaves it as it is.
+REPORTED: Final = "reported"
 # One line per version, for `cogscore formulas`.
 DESCRIPTIONS: Final[dict[tuple[Category, str], str]] = {
     (Category.ASSOCIATIVE_LEARNING, "v1"): "right items / items",

@@ -21,6 +21,7 @@ from schemas.comparisons import (
     SE,
 )
 from schemas.contract import DUMP_DATE, Col
+from schemas.formulas import REPORTED
 from schemas.tables import FORMULA_VERSION, SCORE
 
 LEVEL: Final = "level"  # "model" (overall) or "category"
@@ -75,6 +76,12 @@ def rescore_diff(
         "old_formula",
         "new_formula",
     )
+
+
+def reported_alone(scores: pl.DataFrame) -> int:
+    """The episodes whose score is a reported score alone (formula version ``reported``: a
+    score table imported, no formula input): a rescore leaves them as they are."""
+    return scores.filter(pl.col(FORMULA_VERSION).cast(pl.String) == REPORTED).height
 
 
 def with_significance(diff: pl.DataFrame, significance: pl.DataFrame) -> pl.DataFrame:

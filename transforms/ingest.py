@@ -44,7 +44,7 @@ def _accepts(column: str, dtype: pl.DataType) -> bool:
         return True
     if column == INSTANCE_ID:  # an id: text, or a number harnesses count instances with
         return isinstance(dtype, _STRINGS + _INTEGERS)
-    target = DTYPES[Col(column)]
+    target = OPTIONAL_DTYPES[column] if column in OPTIONAL_DTYPES else DTYPES[Col(column)]
     if isinstance(target, pl.String):
         return isinstance(dtype, _STRINGS)
     if isinstance(target, pl.Int64):
@@ -81,6 +81,8 @@ def schema_problems(schema: Mapping[str, pl.DataType]) -> list[tuple[Rule, str]]
 def _allowed(column: str) -> str:
     if column == INSTANCE_ID:
         return "a string or an integer"
+    if column in OPTIONAL_DTYPES:
+        return str(OPTIONAL_DTYPES[column])
     return str(DTYPES[Col(column)])
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 import polars as pl
 
 from schemas.contract import Category, Col, Kind
+from schemas.formulas import REPORTED
 from schemas.tables import (
     EPISODE_SCORES,
     FEEDBACK_OUT_OF_RANGE,
@@ -28,6 +29,7 @@ from schemas.tables import (
     N_ROWS,
     REJECTS,
     ROWS,
+    SCORE,
     STATUS,
     Component,
     EpisodeStatus,
@@ -41,7 +43,13 @@ from transforms import (
 )
 from transforms.episodes import SEGMENT, episode_facts, in_episode_order
 from transforms.items import graded_items
-from transforms.rules import EPISODE_CATEGORY, explain, with_status
+from transforms.rules import (
+    EPISODE_CATEGORY,
+    REPORTED_LAST,
+    explain,
+    reported_only,
+    with_status,
+)
 
 Scorer = Callable[[pl.LazyFrame, str], pl.LazyFrame]
 # Each category: its formula, and the components it writes (the others stay null).
@@ -100,12 +108,19 @@ def score_rows(
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )
+    computed = ~reported_only()
     per_category = [
-        scorer(scorable.filter(pl.col(Col.CATEGORY) == category), formulas[category])
+        scorer(scorable.filter(computed & (pl.col(Col.CATEGORY) == category)), formulas[category])
         .with_columns(pl.lit(formulas[category]).alias(FORMULA_VERSION))
         .select(*BASE_COLUMNS, *components)
         for category, (scorer, components) in SCORERS.items()
     ]
+    # A reported score alone (a score table imported) is the episode's score: no formula
+    # input to compute one from, so no formula version but ``reported``.
+    reported = scorable.filter(~computed).with_columns(
+        pl.col(REPORTED_LAST).alias(SCORE), pl.lit(REPORTED).alias(FORMULA_VERSION)
+    )
+    per_category.append(reported.select(*BASE_COLUMNS))
     scores = pl.concat(per_category, how="diagonal_relaxed").select(
         pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
     )
