@@ -1036,11 +1036,20 @@ def provenance_html(wh: Warehouse, night: str | None) -> str:
         f"{html.escape(str(m.get('scorer_version', '?')))}, commit "
         f"<code>{html.escape(str(m.get('cogscore_commit', '?')))[:12]}</code>), input "
         f"<code>{html.escape(str(m.get('input', '?')))}</code>. Intervals: "
-        f"{html.escape(str(boot.get('level', '?')))} intervals, sampling design "
+        f"{html.escape(_share(boot.get('level')))} intervals, sampling design "
         f"{html.escape(str(boot.get('design', 'within_tasks (before issue 29)')))}, "
         f"{html.escape(str(boot.get('resamples', '?')))} bootstrap resamples, seed "
         f"{html.escape(str(boot.get('seed', '?')))}.</p>"
     )
+
+
+def _share(level: object) -> str:
+    """A level as a percentage ("95%"); "?" where the run recorded none.
+
+    >>> _share(0.95), _share(None)
+    ('95%', '?')
+    """
+    return f"{level:.0%}" if isinstance(level, float) else "?"
 
 
 STYLE: Final = """

@@ -254,13 +254,13 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
         return ["no pair of models to compare"]
     grid = table_of_columns()
     level = f"{Bootstrap().level:.0%} interval"
-    for name in ("model a", "model b", "a - b", level, "p (Holm)", "verdict", "mde"):
+    for name in ("model a", "model b"):
         grid.add_column(name, overflow="fold")
-    grid.add_column("p (Wilcoxon)", no_wrap=True)
-    grid.add_column("paired", no_wrap=True)
+    for name in ("a - b", level, "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+        grid.add_column(name, no_wrap=True)
 
-    def number(value: float | None, digits: int = 3) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
+    def number(value: float | None, spec: str = ".3f") -> str:
+        return "-" if value is None else format(value, spec)
 
     for row in table.iter_rows(named=True):
         grid.add_row(
@@ -268,10 +268,10 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
             escape(printable(row[MODEL_B])),
             f"{row[DIFF]:+.3f}",
             f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
-            number(row[P_HOLM], 4),
+            number(row[P_HOLM], ".3g"),
             row[VERDICT],
             number(row[MDE]),
-            number(row.get(P_WILCOXON), 4),
+            number(row.get(P_WILCOXON), ".3g"),
             row[PAIRED],
         )
     designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
