@@ -21,7 +21,7 @@ import pytest
 from numpy.polynomial.hermite_e import hermegauss
 
 from schemas.comparisons import A_BETTER, OVERALL, OVERALL_BY_CATEGORY, UNRESOLVED
-from transforms.compare import model_comparisons, score_intervals
+from transforms.compare import model_comparisons, regressions, score_intervals
 
 CATEGORY_TASKS = (20, 18, 26, 30, 30, 11)  # LearningBench's tasks per category
 CATEGORY_DIFFICULTY = (-0.6, 0.4, 0.2, 0.3, -0.1, 0.5)  # mean task difficulty (logit)
@@ -140,3 +140,40 @@ def test_score_intervals_cover_the_true_mean(shape: Shape) -> None:
         print(shape, scope, "truth", truth, "mean", rows["score"].mean(), "covered", covered)
         assert (rows["ci_high"] > rows["ci_low"]).all()
         assert covered == pytest.approx(0.95, abs=0.02), (scope, covered)
+
+
+def test_unchanged_models_on_the_same_tasks_raise_no_more_regressions_than_nominal() -> None:
+    """The regressions' shape: LearningBench's 135 tasks every night (drawn once), one
+    episode per model and task, 200 nights of three unchanged models. A two-sided test at
+    α = 0.05 rejects in 5% ± 2.5% of the night-to-night changes, alerts and watches (drops
+    only) stay at or under the nominal 5%."""
+    rng = np.random.default_rng(4)
+    nights, models = 200, ("a", "b", "c")
+    n_tasks = sum(CATEGORY_TASKS)
+    category = np.repeat(np.arange(len(CATEGORY_TASKS)), CATEGORY_TASKS)
+    logit = (
+        np.array([0.4, 0.0, -0.4])[None, :, None]
+        - (np.asarray(CATEGORY_DIFFICULTY)[category] + rng.normal(0, TASK_SD, n_tasks))[None, None]
+        + rng.normal(0, INTERACTION_SD, (1, len(models), n_tasks))
+    )
+    right = rng.binomial(ITEMS, 1.0 / (1.0 + np.exp(-logit)), (nights, len(models), n_tasks))
+    night, model, task = (a.ravel() for a in np.indices(right.shape))
+    frame = pl.DataFrame(
+        {
+            "dump_date": [f"n{n:04d}" for n in night],
+            "model": np.array(models)[model],
+            "category": [f"c{c}" for c in category[task]],
+            "task": [f"t{t:03d}" for t in task],
+            "episode_id": [f"{n}-{m}-{t}" for n, m, t in zip(night, model, task, strict=True)],
+            "score": right.ravel() / ITEMS,
+            "instance_id": [f"t{t:03d}" for t in task],
+        }
+    )
+    table = regressions(frame)
+    assert table.height == (nights - 1) * len(models) * (len(CATEGORY_TASKS) + 1)
+    assert set(table["design"].to_list()) == {"two_level"}
+    two_sided = (table["p_value"] < 0.05).mean()
+    alerts, watches = ((table["level"] == level).mean() for level in ("alert", "watch"))
+    print("regressions: two-sided", two_sided, "alerts", alerts, "watches", watches)
+    assert two_sided == pytest.approx(0.05, abs=0.025), two_sided
+    assert alerts <= 0.05 and watches <= 0.05, (alerts, watches)
