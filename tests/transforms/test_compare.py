@@ -45,6 +45,7 @@ from transforms.compare import (
     regressions,
     rescore_rank_changes,
     rescore_significance,
+    score_intervals,
     significance_tiers,
 )
 
@@ -781,6 +782,26 @@ def test_rank_intervals_resample_instances_jointly() -> None:
     assert rank_intervals(rows_frame(rows), resamples=500, seed=1).equals(paired)  # seeded
     again = rank_intervals(rows_frame(rows), resamples=500)
     assert again.equals(paired)
+
+
+def test_rank_intervals_draw_the_same_tasks_for_every_model() -> None:
+    """One episode per task, 60 tasks of very different difficulty, b = a - 0.01 on every
+    one: the same tasks drawn for both models, a is first in every replicate; drawn for each
+    model apart, the difficulty of the tasks drawn would decide and the ranks would
+    overlap."""
+    base = np.random.default_rng(17).uniform(0, 1, 60)
+    rows = [("d", "a", f"c{i % 3}", f"t{i}", f"a{i}", float(base[i]), None) for i in range(60)]
+    rows += [
+        ("d", "b", f"c{i % 3}", f"t{i}", f"b{i}", float(base[i]) - 0.01, None) for i in range(60)
+    ]
+    ranks = rank_intervals(rows_frame(rows), resamples=500)
+    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in ranks.iter_rows(named=True)] == [
+        ("a", 1, 1),
+        ("b", 2, 2),
+    ]
+    # ... and the overall scores' own intervals overlap: the pairing is what separates them
+    intervals = score_intervals(rows_frame(rows)).filter(scope=OVERALL)
+    assert intervals["ci_low"].max() < intervals["ci_high"].min()  # type: ignore[operator]
 
 
 def test_rank_intervals_follow_the_score_weighting() -> None:
