@@ -58,18 +58,3 @@ def test_the_cache_key_follows_the_scoring_code(
     before = file_cache_key(None, base)  # type: ignore[arg-type]
     monkeypatch.setattr(prefect_flows, "SCORER_CODE", changed)
     assert file_cache_key(None, base) != before  # type: ignore[arg-type]
-
-
-def test_regression_options_come_from_parameters_then_the_environment_then_defaults(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from flows.comparisons import RegressionOptions
-    from flows.prefect_flows import _regression
-
-    assert _regression(None, None, None, None) == RegressionOptions()
-    monkeypatch.setenv("COGSCORE_BASELINE", "mean")
-    monkeypatch.setenv("COGSCORE_BASELINE_NIGHTS", "3")
-    monkeypatch.setenv("COGSCORE_REGRESSION_MARGIN", "0.05")
-    monkeypatch.setenv("COGSCORE_HARNESS_ERROR_TOLERANCE", "0.1")
-    assert _regression(None, None, None, None) == RegressionOptions("mean", 3, 0.05, 0.1)
-    assert _regression("previous", 5, 0.0, 0.0) == RegressionOptions("previous", 5, 0.0, 0.0)
