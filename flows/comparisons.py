@@ -181,6 +181,7 @@ class NightWatch:
     options: RegressionOptions = field(default_factory=RegressionOptions)
     known: Iterable[str] = ()
     design: DesignChoice = DEFAULT_DESIGN  # the sampling design (``Bootstrap.design``)
+    level: float = 0.95  # the intervals' level (``Bootstrap.level``)
     _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
 
     def regressions(
@@ -210,6 +211,7 @@ class NightWatch:
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
             design=self.design,
+            level=self.level,
         )
         tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
         return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")

@@ -90,7 +90,7 @@ from schemas.formulas import chosen, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
 from transforms.compact import plain
-from transforms.compare import rescore_significance
+from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
@@ -406,7 +406,13 @@ def _score_nights(
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
-    watch = NightWatch(output, context.options.regression, state.get("nights", {}) if dated else ())
+    watch = NightWatch(
+        output,
+        context.options.regression,
+        state.get("nights", {}) if dated else (),
+        design=check_design(bootstrap.design),
+        level=bootstrap.level,
+    )
     seen = SeenIds(output, frozenset(state.get("nights", {})))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
