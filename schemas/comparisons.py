@@ -141,6 +141,9 @@ class Work(StrEnum):
     CLUSTERS = "__clusters"  # distinct clusters in a contrast's stratum
     STRATUM_TASKS = "__stratum_tasks"  # tasks of a contrast's stratum
     FALLBACK = "__fallback"  # a stratum of one task: its within-task variance stands in
+    ALL_FALLBACK = "__all_fallback"  # every stratum of the contract fell back
+    ANY_FALLBACK = "__any_fallback"  # some did
+    ALL = "__all_units"  # the units of a contrast
     SHARED = "__shared_episodes"
     TOTAL = "__total_episodes"
     VERSION = "__version"  # old or new formula, in a rescore

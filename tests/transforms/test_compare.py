@@ -855,6 +855,28 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     assert fast["__var_within"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
+    """A score's own interval takes each unit's per-task sums of squares; the same variances
+    as the sum over clusters of the definition."""
+    from transforms.compare import variance
+    from transforms.compare.preparation import prepare
+
+    prep = prepare(mixed_design(seed), ["dump_date", "model"])
+    table = prep.scope_table().with_row_index("__cid")
+    contrasts = table.select("__cid", "__unit", pl.lit(1.0).alias("__coef"), "scope")
+    rows = contrasts.join(prep.weights, on=["__unit", "scope"])
+    assert variance._one_unit(contrasts) and not variance._one_unit(
+        pl.concat([contrasts, contrasts])
+    )
+    key = ["__cid", "__stratum"]
+    fast = variance._own_within(prep, rows).sort(key)
+    slow = variance._within(prep, rows).sort(key).select(fast.columns)
+    assert_frame_equal(
+        fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15, check_dtypes=False
+    )
+
+
 def test_comparisons_and_rank_intervals_prepared_once_equal_each_alone() -> None:
     from transforms.compare import comparisons_and_rank_intervals, rank_intervals, score_intervals
 

@@ -78,10 +78,20 @@ def variances(prep: Prepared, contrasts: pl.DataFrame, design: DesignChoice) -> 
     ``PAIRED``."""
     check_design(design)
     rows = contrasts.join(prep.weights, on=[Work.UNIT, SCOPE])
-    within = _pair_within(prep, rows) if _two_units(contrasts) else _within(prep, rows)
+    if _one_unit(contrasts):
+        within = _own_within(prep, rows)
+    elif _two_units(contrasts):
+        within = _pair_within(prep, rows)
+    else:
+        within = _within(prep, rows)
     sampled, shared_tasks = _task_sample(prep, rows, contrasts)
     strata = within.join(sampled, on=_STRATUM, how="full", coalesce=True)
     return _combine(strata, design).join(shared_tasks, on=Work.CID, how="left")
+
+
+def _one_unit(contrasts: pl.DataFrame) -> bool:
+    """Every contrast is one unit's score (one row, coefficient +1): its interval."""
+    return bool(contrasts[Work.CID].is_unique().all()) and bool((contrasts[Work.COEF] == 1.0).all())
 
 
 def _two_units(contrasts: pl.DataFrame) -> bool:
@@ -104,22 +114,8 @@ def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     with ``x = w · k`` per unit and task, ``S_u,t = Σ_g D_u,g²`` and
     ``P_ab,t = Σ_g D_a,g D_b,g`` over the clusters both units have (the same algebra, summed
     in another order)."""
-    cell_terms = prep.cells.select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
-    weights = rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
-    weights = weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE))
-    weights = weights.join(prep.tasks, on=TASK_KEY)
-    # Sorted before every sum, so that the same input gives the same bits (a join's rows
-    # come in any order).
-    own = prep.atoms.group_by(Work.UNIT, Work.TASK, maintain_order=True).agg(
-        (pl.col(Work.DEV) ** 2).sum().alias(Work.SELF), pl.col(Work.N).sum().alias(Work.EPISODES)
-    )
-    terms = weights.join(own, on=[Work.UNIT, Work.TASK])
-    terms = terms.sort(*_STRATUM, *TASK_KEY, Work.UNIT)
-    self_part = terms.group_by(*_STRATUM, maintain_order=True).agg(
-        sum_or_null(pl.col(Work.VALUE) ** 2 * pl.col(Work.SELF), Work.VAR_WITHIN),
-        pl.col(Work.EPISODES).sum().alias(Work.TOTAL),
-        pl.col(Work.G).sum().alias(Work.CLUSTERS),
-    )
+    weights = _scaled_weights(prep, rows)
+    self_part = _self_part(prep, weights)
     side = [Work.CID, Work.UNIT, *TASK_KEY, Work.STRATUM, Work.TASK, Work.VALUE]
     a_side = weights.filter(pl.col(Work.COEF) > 0).select(side)
     b_side = weights.filter(pl.col(Work.COEF) < 0).select(side)
@@ -154,6 +150,46 @@ def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
             pl.col(Work.SHARED).fill_null(0),
         )
         .with_columns((pl.col(Work.CLUSTERS) - pl.col(N_PAIRS)).alias(Work.CLUSTERS))
+        .select(*_STRATUM, Work.VAR_WITHIN, Work.CLUSTERS, N_PAIRS, Work.SHARED, Work.TOTAL)
+    )
+
+
+def _scaled_weights(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with ``VALUE`` = w · k (a unit's weight in the task times its small-sample
+    factor), the unit's clusters ``G`` and the task's code."""
+    cell_terms = prep.cells.select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
+    weights = rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
+    weights = weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE))
+    return weights.join(prep.tasks, on=TASK_KEY)
+
+
+def _self_part(prep: Prepared, weights: pl.DataFrame) -> pl.DataFrame:
+    """Per contrast and stratum: ``Σ_u Σ_t (coef · w · k)² · Σ_g D_u,t,g²`` (each unit's own
+    terms), its episodes and clusters."""
+    # Sorted before every sum, so that the same input gives the same bits (a join's rows
+    # come in any order).
+    own = prep.atoms.group_by(Work.UNIT, Work.TASK, maintain_order=True).agg(
+        (pl.col(Work.DEV) ** 2).sum().alias(Work.SELF), pl.col(Work.N).sum().alias(Work.EPISODES)
+    )
+    terms = weights.join(own, on=[Work.UNIT, Work.TASK])
+    terms = terms.sort(*_STRATUM, *TASK_KEY, Work.UNIT)
+    return terms.group_by(*_STRATUM, maintain_order=True).agg(
+        sum_or_null(pl.col(Work.VALUE) ** 2 * pl.col(Work.SELF), Work.VAR_WITHIN),
+        pl.col(Work.EPISODES).sum().alias(Work.TOTAL),
+        pl.col(Work.G).sum().alias(Work.CLUSTERS),
+    )
+
+
+def _own_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``_within`` for one unit's score (its interval): its own terms alone, from per-task
+    sums of squares (``_within`` would join every cluster of the unit once per scope that
+    holds its task: three rows an episode)."""
+    return (
+        _self_part(prep, _scaled_weights(prep, rows))
+        .with_columns(
+            pl.lit(0, pl.Int64).alias(N_PAIRS),
+            pl.lit(0, pl.UInt32).alias(Work.SHARED),
+        )
         .select(*_STRATUM, Work.VAR_WITHIN, Work.CLUSTERS, N_PAIRS, Work.SHARED, Work.TOTAL)
     )
 
@@ -238,11 +274,11 @@ def _task_sample(
         .alias(Work.VAR_TASKS),
         pl.len().cast(pl.Int64).alias(Work.STRATUM_TASKS),
     )
-    n_units = contrasts.group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias("__all"))
+    n_units = contrasts.group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias(Work.ALL))
     shared_tasks = (
         per_task.join(n_units, on=Work.CID)
         .group_by(Work.CID)
-        .agg((pl.col(Work.UNITS) == pl.col("__all")).sum().cast(pl.Int64).alias(N_TASKS))
+        .agg((pl.col(Work.UNITS) == pl.col(Work.ALL)).sum().cast(pl.Int64).alias(N_TASKS))
     )
     return sampled, shared_tasks
 
@@ -274,8 +310,8 @@ def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
             _df_of_strata(),
             sum_or_null(var_within, Work.VAR_WITHIN),
             sum_or_null(var_tasks, Work.VAR_TASKS),
-            pl.col(Work.FALLBACK).all().alias("__all_fallback"),
-            pl.col(Work.FALLBACK).any().alias("__any_fallback"),
+            pl.col(Work.FALLBACK).all().alias(Work.ALL_FALLBACK),
+            pl.col(Work.FALLBACK).any().alias(Work.ANY_FALLBACK),
             pl.col(N_PAIRS).sum().cast(pl.Int64),
             pl.col(Work.SHARED).sum(),
             pl.col(Work.TOTAL).sum(),
@@ -284,9 +320,9 @@ def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
     label = (
         pl.when(pl.col(Work.VAR).is_null())
         .then(pl.lit(Design.NONE.value))
-        .when(pl.col("__all_fallback"))
+        .when(pl.col(Work.ALL_FALLBACK))
         .then(pl.lit(Design.WITHIN_TASKS.value))
-        .when(pl.col("__any_fallback"))
+        .when(pl.col(Work.ANY_FALLBACK))
         .then(pl.lit(Design.MIXED.value))
         .otherwise(pl.lit(Design.TWO_LEVEL.value))
     )
