@@ -47,7 +47,6 @@ from flows.score import (
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
 from flows.version import COGSCORE_VERSION
-from schemas.contract import Category
 
 
 def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
@@ -99,9 +98,7 @@ def cache_days() -> float:
     # find it in the cache ("Cached").
     task_run_name="score {dump_file.relative} (cacheable)",
 )
-def score_file_task(
-    dump_file: DumpFile, formulas: dict[Category, str], digest: str | None
-) -> FilePart:
+def score_file_task(dump_file: DumpFile, formulas: dict[str, str], digest: str | None) -> FilePart:
     """A file scored, its result cached by content (``file_cache_key``) for ``cache_days``;
     run inside ``file_task``, which retries."""
     return score_file(dump_file, formulas, digest)
@@ -118,7 +115,7 @@ def score_file_task(
 )
 def file_task(
     dump_file: DumpFile,
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digest: str | None,
     target: StageTarget | None,
 ) -> FilePart:
@@ -173,7 +170,7 @@ def prune_cache(keep: timedelta, now: float | None = None) -> list[Path]:
 
 def prefect_mapper(
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: Mapping[str, str],
     target: StageTarget | None = None,
 ) -> list[FilePart]:

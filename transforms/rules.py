@@ -24,6 +24,7 @@ import polars as pl
 from schemas.contract import (
     EPISODE_CONSTANT,
     NEEDS_ITEMS,
+    REPORTED_SCORE,
     REQUIRED,
     Category,
     Col,
@@ -43,6 +44,7 @@ SEGMENT: Final = "segment"
 # The episode's category where it is known and the same on every row, else null.
 EPISODE_CATEGORY: Final = "episode_category"
 UNKNOWN_ANSWERS: Final = "unknown_answers"
+UNJUDGED_ANSWERS: Final = "unjudged_answers"
 OTHER_FILES: Final = "other_files"
 N_ROWS: Final = "n_rows"
 N_STARTS: Final = "n_starts"
@@ -141,12 +143,16 @@ def _params_rule(rule: Rule) -> pl.Expr:
 
 
 def reported_only() -> pl.Expr:
-    """The episode is a reported score alone: a finite reported score and no row of a kind
-    that carries a formula's inputs (``cogscore import-scores``). Such an episode is scored
-    as reported, so the rules about a formula's inputs (items, parameters, rounds) do not
-    apply to it; every other rule does."""
+    """The episode is a reported score alone (contract 1.2; ``cogscore import-scores``): a
+    finite reported score, no row of a kind that carries a formula's inputs, and one
+    ``episode_start`` whose ``params`` are ``{}`` (JSON whitespace aside: no parameter for a
+    formula to run with). Such an episode is scored as reported, so the rules about a
+    formula's inputs (items, parameters, rounds) do not apply to it; every other rule does.
+    (A runtime RL episode with its parameters and no action is a run the formula scores.)"""
     reported = pl.col(REPORTED_LAST)
-    return (reported.is_not_null() & reported.is_finite() & (_n(N_INPUTS) == 0)).fill_null(False)
+    no_params = pl.col(Col.PARAMS).str.replace_all(r"[ \t\n\r]", "") == "{}"
+    alone = reported.is_not_null() & reported.is_finite() & (_n(N_INPUTS) == 0)
+    return (alone & (pl.col(N_STARTS) == 1) & no_params).fill_null(False)
 
 
 # Rules about a formula's inputs: a reported score alone does not break them.
@@ -267,6 +273,11 @@ def checks() -> tuple[RuleCheck, ...]:
             _rows(UNKNOWN_ANSWERS, "`answer` row(s) name no item of the episode"),
         ),
         RuleCheck(
+            Rule.RECORDED_WITHOUT_VERDICT,
+            _n(UNJUDGED_ANSWERS) > 0,
+            _rows(UNJUDGED_ANSWERS, "`answer` row(s) of a `recorded` item have no `verdict`"),
+        ),
+        RuleCheck(
             Rule.NO_ITEMS,
             category.is_in(list(NEEDS_ITEMS)) & (_n(N_ITEMS) == 0),
             pl.format("a {} episode needs items and has none", category),
@@ -294,6 +305,14 @@ def checks() -> tuple[RuleCheck, ...]:
             "non_finite_values",
             value.is_not_null() & ~value.is_finite(),
             "row(s) have a `value` that is NaN or infinite",
+        ),
+        _row_check(
+            Rule.NON_FINITE_VALUE,
+            "non_finite_reported_scores",
+            is_kind(Kind.EPISODE_END)
+            & pl.col(REPORTED_SCORE).is_not_null()
+            & ~pl.col(REPORTED_SCORE).is_finite(),
+            "`episode_end` row(s) have a `reported_score` that is NaN or infinite",
         ),
         _row_check(
             Rule.ROUND_VALUE_OUT_OF_RANGE,

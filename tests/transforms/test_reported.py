@@ -91,3 +91,31 @@ def test_every_rule_but_those_of_the_inputs_still_applies(tmp_path: Path) -> Non
     assert rules["no-score"] == ["no_items"]
     assert "params_missing" in rules["nan"]
     assert "null_required" in rules["no-model"]
+
+
+def test_the_reference_scorer_agrees_on_every_case(tmp_path: Path) -> None:
+    """The plain-Python reference (``tests/reference``, from the contract's own words) scores
+    and rejects these episodes as the vectorised scorer does, a runtime RL run with its
+    parameters and no action included (computed, not reported)."""
+    from tests.reference.scorer import reference_score
+
+    rl_run = episode("rl", "runtime_rl", 0.75)
+    rl_run[0]["params"] = '{"budget": 5}'
+    rows = [
+        *episode("alone", "observational_learning", 0.3),
+        *episode("spaced", "concept_formation", 0.4),
+        *rl_run,
+        *episode("no-score", "associative_learning", None),
+        *episode("nan", "runtime_rl", float("nan")),
+    ]
+    rows[1]["params"] = " { \n}"  # JSON whitespace: still no parameter
+    scores, rejects = scored(tmp_path, rows)
+    file = "dump_date=2026-12-01/part-0.parquet"
+    files = [{**{k: v for k, v in r.items() if v is not None}, "file": file} for r in rows]
+    reference = reference_score(files)
+    assert {k[0] for k in reference.scored} == set(scores["episode_id"])
+    assert {k[0] for k in reference.rejected} == set(rejects["episode_id"])
+    for row in scores.iter_rows(named=True):
+        want = reference.scored[(row["episode_id"], file)]
+        assert (row["score"], row["formula_version"]) == (want["score"], want["formula_version"])
+    assert dict(zip(scores["episode_id"], scores["formula_version"], strict=True))["rl"] == "v1"
