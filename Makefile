@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 
-.PHONY: setup test lint browser demo demo-real kaggle-check bench mutants clean
+.PHONY: setup test lint browser demo demo-real demo-leaderboard kaggle-check bench mutants clean
 
 setup: $(VENV)/.synced
 
@@ -64,6 +64,20 @@ demo-real: setup
 	$(BIN)/cogscore sql demo-real-out "SELECT task, model, score, reported_score FROM episode_scores ORDER BY task"
 	$(BIN)/cogscore report demo-real-out --html demo-real-out/report.html
 	@echo "rows: demo-real-dump/; tables: demo-real-out/; report: demo-real-out/report.html"
+
+# LearningBench's published leaderboard (its 1,890 scores, one run per model and task) as
+# reported scores of one night: `import-scores` (the three tasks it calls `unknown` get
+# their category from the task files' folders), a run, the published ranking reproduced on
+# the terminal with intervals, rank intervals and tiers, two pairwise comparisons, and the
+# report (the pairwise matrix of every verdict).
+demo-leaderboard: setup
+	rm -rf demo-leaderboard
+	$(BIN)/cogscore import-scores $(LEARNINGBENCH)/leaderboard/leaderboard_flat.csv --tasks $(LEARNINGBENCH)/tasks --date 2026-04-16 --out demo-leaderboard/dump
+	$(BIN)/cogscore score demo-leaderboard/dump --out demo-leaderboard/out
+	$(BIN)/cogscore compare demo-leaderboard/out --models "Gemini 3.1 Pro Preview" --models "GLM-5" --models "GPT-5.4 nano"
+	$(BIN)/cogscore compare demo-leaderboard/out --scope concept_formation --models "Qwen 3 Next 80B Thinking" --models "Qwen 3 Next 80B Instruct"
+	$(BIN)/cogscore report demo-leaderboard/out --html demo-leaderboard/report.html
+	@echo "rows: demo-leaderboard/dump/; tables: demo-leaderboard/out/; report: demo-leaderboard/report.html"
 
 # Every one of the 135 LearningBench tasks under the real harness with three scripted models
 # (unreadable, random answers of the schema asked for, partly right), imported, each score

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import polars as pl
 
@@ -19,24 +19,34 @@ from flows.options import RegressionOptions
 from schemas.comparisons import (
     BASELINE,
     BASELINE_DATES,
+    CI_HIGH,
+    CI_HIGH_BY_CATEGORY,
+    CI_LOW,
+    CI_LOW_BY_CATEGORY,
+    DESIGN,
     HARNESS_ERROR_SHARE,
     LEVEL,
     LEVEL_NOT_COMPARABLE,
     N_BASELINE_NIGHTS,
     N_PAIRS,
     OVERALL,
+    OVERALL_BY_CATEGORY,
     PAIRED,
     PAIRED_NONE,
     RANK_HIGH,
     RANK_LOW,
     REASON,
     SCOPE,
+    Design,
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import (
+    DEFAULT_DESIGN,
+    DesignChoice,
+    check_design,
     comparisons_and_rank_intervals,
     regressions,
     significance_tiers,
@@ -63,24 +73,54 @@ def slim(scores: pl.DataFrame) -> pl.DataFrame:
     return compact(scores.select(SLIM))
 
 
+class NightTables(NamedTuple):
+    models: pl.DataFrame  # model_scores: intervals, rank intervals and tiers added
+    categories: pl.DataFrame  # category_scores: intervals added
+    comparisons: pl.DataFrame  # model_comparisons
+
+
 def night_comparisons(
-    models: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(``model_scores`` rows with each model's rank interval and significance tier, the
-    ``model_comparisons`` rows) of a night's model and episode scores. The rank interval
-    is a bootstrap of the shared instances, the same draw for every model."""
+    models: pl.DataFrame, categories: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+) -> NightTables:
+    """A night's model and category scores with their intervals (the two-level design at
+    the bootstrap's level), each model's rank interval (a bootstrap of the tasks, the same
+    draw for every model) and significance tier, and its ``model_comparisons`` rows."""
     episodes = slim(scores)
-    comparisons, ranks = comparisons_and_rank_intervals(
-        episodes, resamples=bootstrap.resamples, seed=bootstrap.seed
+    night = comparisons_and_rank_intervals(
+        episodes,
+        resamples=bootstrap.resamples,
+        seed=bootstrap.seed,
+        level=bootstrap.level,
+        design=check_design(bootstrap.design),
     )
-    tiers = plain(significance_tiers(comparisons))
+    tiers = plain(significance_tiers(night.comparisons))
     key = [DUMP_DATE, Col.MODEL]
+    intervals = plain(night.intervals)
+
+    def interval(scope: str, low: str, high: str) -> pl.DataFrame:
+        chosen = intervals.filter(pl.col(SCOPE) == scope)
+        return chosen.select(*key, pl.col(CI_LOW).alias(low), pl.col(CI_HIGH).alias(high))
+
+    ranks = plain(night.ranks.select(*key, RANK_LOW, RANK_HIGH))
     ranked = (
         plain(models)
-        .join(plain(ranks.select(*key, RANK_LOW, RANK_HIGH)), on=key, how="left", nulls_equal=True)
+        .join(interval(OVERALL, CI_LOW, CI_HIGH), on=key, how="left", nulls_equal=True)
+        .join(
+            interval(OVERALL_BY_CATEGORY, CI_LOW_BY_CATEGORY, CI_HIGH_BY_CATEGORY),
+            on=key,
+            how="left",
+            nulls_equal=True,
+        )
+        .join(ranks, on=key, how="left", nulls_equal=True)
         .join(tiers, on=key, how="left", nulls_equal=True)
     )
-    return ranked, plain(comparisons)
+    per_category = intervals.select(
+        *key, pl.col(SCOPE).alias(Col.CATEGORY), CI_LOW, CI_HIGH
+    ).filter(~pl.col(Col.CATEGORY).is_in([OVERALL, OVERALL_BY_CATEGORY]))
+    with_intervals = plain(categories).join(
+        per_category, on=[*key, Col.CATEGORY], how="left", nulls_equal=True
+    )
+    return NightTables(ranked, with_intervals, plain(night.comparisons))
 
 
 def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:
@@ -140,6 +180,8 @@ class NightWatch:
     output: Output | None
     options: RegressionOptions = field(default_factory=RegressionOptions)
     known: Iterable[str] = ()
+    design: DesignChoice = DEFAULT_DESIGN  # the sampling design (``Bootstrap.design``)
+    level: float = 0.95  # the intervals' level (``Bootstrap.level``)
     _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
 
     def regressions(
@@ -168,6 +210,8 @@ class NightWatch:
             margin=self.options.margin,
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
+            design=self.design,
+            level=self.level,
         )
         tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
         return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")
@@ -185,6 +229,7 @@ class NightWatch:
                 N_BASELINE_NIGHTS: len(baseline),
                 N_PAIRS: 0,
                 PAIRED: PAIRED_NONE,
+                DESIGN: Design.NONE.value,  # nothing scored: no variance
                 LEVEL: LEVEL_NOT_COMPARABLE,
                 REASON: why,
             }

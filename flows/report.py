@@ -39,7 +39,7 @@ from schemas.tables import (
     VERDICT_MISMATCHES,
     EpisodeStatus,
 )
-from transforms.aggregate import FORMULA_VERSIONS
+from transforms.aggregate import FORMULA_VERSIONS, Bootstrap
 
 SHORT: Final = {
     c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
@@ -148,6 +148,10 @@ def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
         SCORE,
         "ci_low",
         "ci_high",
+        "score_by_category",
+        "ci_low_by_category",
+        "ci_high_by_category",
+        "rank_by_category",
         "categories_covered",
         "n_episodes",
     ).sort(
@@ -159,7 +163,18 @@ def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
 def pairwise(comparisons: pl.DataFrame, scope: str = "overall") -> pl.DataFrame:
     """The night's comparisons in ``scope``: one row per ordered pair."""
     return comparisons.filter(pl.col("scope") == scope).select(
-        "model_a", "model_b", "diff", "ci_low", "ci_high", "p_holm", "verdict", "paired"
+        "model_a",
+        "model_b",
+        "diff",
+        "ci_low",
+        "ci_high",
+        "p_holm",
+        "verdict",
+        "paired",
+        "design",
+        "p_wilcoxon",
+        "n_tasks_a_better",
+        "n_tasks_b_better",
     )
 
 
@@ -393,7 +408,10 @@ def _per_model_traces(
             fig.add_trace(go.Scatter(mode="lines+markers", **common))
 
 
-def leaderboard_section(board: pl.DataFrame, colours: dict[str, str], night: str) -> Section:
+def leaderboard_section(
+    board: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    share = f"{level:.0%}"
     fig = go.Figure(
         go.Bar(
             x=board[SCORE].to_list(),
@@ -409,8 +427,8 @@ def leaderboard_section(board: pl.DataFrame, colours: dict[str, str], night: str
     )
     _layout(
         fig,
-        f"Overall score per model, {night} (95% bootstrap interval)",
-        "overall score (0-1, mean of category scores)",
+        f"Overall score per model, {night} ({share} interval)",
+        "overall score (0-1, mean of task scores: each task weighs the same)",
         "model",
         showlegend=False,
     )
@@ -423,28 +441,39 @@ def leaderboard_section(board: pl.DataFrame, colours: dict[str, str], night: str
         named = ", ".join(SHORT.get(c, c) for c in r["ranked_among"].split(","))
         return f"{html.escape(named)} only ({r['n_ranked']} model{'s' * (r['n_ranked'] > 1)})"
 
+    def interval(low: float | None, high: float | None) -> str:
+        return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
     rows = "".join(
         f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
         f"<td>{r['tier'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
-        f"<td>{r[SCORE]:.3f}</td><td>[{r['ci_low']:.3f}, {r['ci_high']:.3f}]</td>"
+        f"<td>{r[SCORE]:.3f}</td><td>{interval(r['ci_low'], r['ci_high'])}</td>"
+        f"<td>{fmt(r['score_by_category'])}</td>"
+        f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
+        f"<td>{r['rank_by_category'] or '-'}</td>"
         f"<td>{among(r)}</td><td>{r['n_episodes']}</td></tr>"
         for r in board.iter_rows(named=True)
     )
     table = (
-        "<table><thead><tr><th>rank</th><th>95% rank interval</th><th>tier</th><th>model</th>"
-        "<th>score</th><th>95% interval</th><th>ranked among models covering</th>"
+        f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>tier</th>"
+        f"<th>model</th><th>score</th><th>{share} interval</th><th>score by category</th>"
+        f"<th>{share} interval</th><th>rank by category</th>"
+        "<th>ranked among models covering</th>"
         f"<th>episodes scored</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     return Section(
         "leaderboard",
         "Leaderboard",
-        "Each model's overall score is the mean of its category scores (each category weighs "
-        "the same); the interval is the 95% percentile bootstrap of the table "
-        "<code>model_scores</code>. Models are ranked among those covering the same "
-        "categories, never beside models of another coverage. The rank interval comes from a "
-        "bootstrap that draws the same instances for every model; a tier holds the best "
-        "remaining model and every model not significantly worse than it (Holm-corrected "
-        "paired comparisons, table <code>model_comparisons</code>).",
+        "Each model's overall score is the mean of its task scores, each task weighing the "
+        "same (the benchmark's own overall score; its published leaderboard ranks by it); "
+        "the score by category weighs each category the same. Intervals follow the "
+        "two-level sampling design: the tasks a sample of the ability, the episodes a sample "
+        'within each task (README "Comparisons"; "-" where no spread can be measured). '
+        "Models are ranked among those covering the same categories, never beside models of "
+        "another coverage. The rank interval comes from a bootstrap that draws the same "
+        "tasks for every model; a tier holds the best remaining model and every model not "
+        "significantly worse than it (Holm-corrected paired comparisons, table "
+        "<code>model_comparisons</code>).",
         [fig],
         table,
     )
@@ -453,7 +482,9 @@ def leaderboard_section(board: pl.DataFrame, colours: dict[str, str], night: str
 VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
 
 
-def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) -> Section:
+def comparisons_section(
+    pairs: pl.DataFrame, board: pl.DataFrame, night: str, level: float
+) -> Section:
     """The pairwise matrix of the overall scope: row model minus column model."""
     order = [m for m in board[Col.MODEL].to_list() if m in set(pairs["model_a"])]
     cell = {(r["model_a"], r["model_b"]): r for r in pairs.iter_rows(named=True)}
@@ -487,8 +518,11 @@ def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) ->
         f"<tr><th>{html.escape(a)}</th>"
         + "".join(
             (
-                f"<td title='95% [{fmt(cell[(a, b)]['ci_low'])}, {fmt(cell[(a, b)]['ci_high'])}],"
-                f" Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')}, {cell[(a, b)]['paired']}'>"
+                f"<td title='{level:.0%} [{fmt(cell[(a, b)]['ci_low'])}, "
+                f"{fmt(cell[(a, b)]['ci_high'])}], Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')},"
+                f" Wilcoxon p {fmt(cell[(a, b)]['p_wilcoxon'], '.3g')}, tasks won "
+                f"{cell[(a, b)]['n_tasks_a_better']}-{cell[(a, b)]['n_tasks_b_better']}, "
+                f"{cell[(a, b)]['design']}, {cell[(a, b)]['paired']}'>"
                 f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}</td>"
             )
             if (a, b) in cell
@@ -505,8 +539,12 @@ def comparisons_section(pairs: pl.DataFrame, board: pl.DataFrame, night: str) ->
         "Each cell is the row model's overall score minus the column model's (table "
         "<code>model_comparisons</code>, scope <code>overall</code>): ▲ the row model is "
         "better, ▼ worse, ≈ not resolved, at α = 0.05 after Holm's correction over every pair "
-        "of the night. Episodes on the same instance are paired. Only models covering the "
-        "same categories are compared overall; every category is compared in the table.",
+        "of the night. Paired over the tasks both models ran and over the instances they "
+        "shared; the standard error follows the two-level design (the tasks a sample of the "
+        "ability, the episodes within them). Each cell's tooltip gives the interval, the "
+        "Wilcoxon signed-rank p-value over the tasks and the tasks each model won. Only "
+        "models covering the same categories are compared overall; every category (and the "
+        "score by category) is compared in the table.",
         [fig] if order else [],
         table if order else "<p>No two models cover the same categories.</p>",
     )
@@ -544,7 +582,9 @@ def regressions_section(flagged: pl.DataFrame, night: str) -> Section:
     )
 
 
-def profile_section(profile: pl.DataFrame, colours: dict[str, str], night: str) -> Section:
+def profile_section(
+    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
     fig = go.Figure()
     _per_model_traces(
         fig,
@@ -558,7 +598,7 @@ def profile_section(profile: pl.DataFrame, colours: dict[str, str], night: str) 
     )
     _layout(
         fig,
-        f"Category scores per model, {night} (95% bootstrap interval)",
+        f"Category scores per model, {night} ({level:.0%} interval, two-level design)",
         "category",
         "category score (0-1)",
         barmode="group",
@@ -756,7 +796,7 @@ def over_time_section(
         )
     _layout(
         fig,
-        "Overall score per model over nights (95% bootstrap interval)",
+        "Overall score per model over nights (intervals of the two-level design)",
         "night (dump_date)",
         "overall score (0-1)",
     )
@@ -911,11 +951,14 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
         colours[m] = palette([*colours, m])[m]
     episodes = of_night(wh["episode_scores"], night)
     rounds, where = round_rows(wh.manifest, night)
+    level = float(wh.manifest.get("bootstrap", {}).get("level", Bootstrap().level))
+    comparisons = pairwise(of_night(wh["model_comparisons"], night))
+    profile = category_profile(of_night(wh["category_scores"], night))
     sections = [
-        leaderboard_section(board, colours, shown),
-        comparisons_section(pairwise(of_night(wh["model_comparisons"], night)), board, shown),
+        leaderboard_section(board, colours, shown, level),
+        comparisons_section(comparisons, board, shown, level),
         regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown),
-        profile_section(category_profile(of_night(wh["category_scores"], night)), colours, shown),
+        profile_section(profile, colours, shown, level),
         procedural_section(
             None if rounds is None else learning_curve(rounds, episodes),
             where,
@@ -1039,9 +1082,20 @@ def provenance_html(wh: Warehouse, night: str | None) -> str:
         f"{html.escape(str(m.get('scorer_version', '?')))}, commit "
         f"<code>{html.escape(str(m.get('cogscore_commit', '?')))[:12]}</code>), input "
         f"<code>{html.escape(str(m.get('input', '?')))}</code>. Intervals: "
+        f"{html.escape(_share(boot.get('level')))} intervals, sampling design "
+        f"{html.escape(str(boot.get('design', 'within_tasks (before issue 29)')))}, "
         f"{html.escape(str(boot.get('resamples', '?')))} bootstrap resamples, seed "
         f"{html.escape(str(boot.get('seed', '?')))}.</p>"
     )
+
+
+def _share(level: object) -> str:
+    """A level as a percentage ("95%"); "?" where the run recorded none.
+
+    >>> _share(0.95), _share(None)
+    ('95%', '?')
+    """
+    return f"{level:.0%}" if isinstance(level, float) else "?"
 
 
 STYLE: Final = """

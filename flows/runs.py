@@ -91,8 +91,8 @@ from schemas.formulas import overlay, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
 from transforms.compact import plain
-from transforms.compare import rescore_significance
-from transforms.diff import rescore_diff, with_significance
+from transforms.compare import check_design, rescore_significance
+from transforms.diff import reported_alone, rescore_diff, with_significance
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 # (files, formulas, digests, where to stage the episode scores or None) -> parts
@@ -246,6 +246,7 @@ class Outcome:
     formula_set: dict[str, str] = field(default_factory=dict)
     nights_off_set: dict[str, str] = field(default_factory=dict)
     diff: pl.DataFrame | None = None
+    not_rescored: int = 0  # a rescore's reported scores alone (no formula input): kept as they are
     # The regressions rows of the nights scored whose level is alert or watch.
     regressions: pl.DataFrame | None = None
     dry_run: bool = False
@@ -410,7 +411,13 @@ def _score_nights(
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
-    watch = NightWatch(output, context.options.regression, state.get("nights", {}) if dated else ())
+    watch = NightWatch(
+        output,
+        context.options.regression,
+        state.get("nights", {}) if dated else (),
+        design=check_design(bootstrap.design),
+        level=bootstrap.level,
+    )
     seen = SeenIds(output, frozenset(state.get("nights", {})))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
@@ -863,6 +870,7 @@ def _rescore(
     every_night = set(state.get("nights", {})) <= set(nights)
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
+    not_rescored: list[int] = []  # per night: reported scores alone, left as they are
 
     def per_night(
         night: str | None, result: ScoreResult, tables: dict[str, pl.DataFrame]
@@ -880,6 +888,7 @@ def _rescore(
             plain(rescore_significance(_old_episodes(output, night), slim(result.scores))),
         )
         diffs.append(diff)
+        not_rescored.append(reported_alone(result.scores))
         return {RESCORE_DIFF: diff}
 
     def finish(fingerprints: dict[str | None, str]) -> dict[str, Any]:
@@ -889,7 +898,14 @@ def _rescore(
             with_provenance(_diff_table(diffs), COGSCORE_VERSION, fingerprints).write_parquet(
                 target
             )
-        return {"rescore": {"since": str(since), "until": str(until), "nights": nights}}
+        return {
+            "rescore": {
+                "since": str(since),
+                "until": str(until),
+                "nights": nights,
+                "not_rescored": sum(not_rescored),
+            }
+        }
 
     job = Job(
         "rescore",
@@ -906,6 +922,7 @@ def _rescore(
     )
     outcome = _score_nights(job, writer, state, mapper, context)
     outcome.diff = _diff_table(diffs)
+    outcome.not_rescored = sum(not_rescored)
     return outcome
 
 

@@ -226,7 +226,8 @@ def comparisons(
     as_of: str | None = None,
 ) -> pl.DataFrame:
     """The pairwise comparisons of the models of a night (default: the latest) in a scope
-    (a category, or ``overall``): the ``model_comparisons`` table as the latest finished run
+    (a category, ``overall``: each task weighs the same, or ``overall_by_category``): the
+    ``model_comparisons`` table as the latest finished run
     (or run ``as_of``) left it. Holm's correction is over every pair of the night and scope,
     whichever ``models`` are shown. A night scored before that table existed is compared
     from its episode scores (``transforms.compare.model_comparisons``, the same function)."""
@@ -253,24 +254,29 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
     from schemas.comparisons import (
         CI_HIGH,
         CI_LOW,
+        DESIGN,
         DIFF,
         MDE,
         MODEL_A,
         MODEL_B,
         P_HOLM,
+        P_WILCOXON,
         PAIRED,
         VERDICT,
     )
+    from transforms.aggregate import Bootstrap
 
     if table.is_empty():
         return ["no pair of models to compare"]
     grid = table_of_columns()
-    for name in ("model a", "model b", "a - b", "95% interval", "p (Holm)", "verdict", "mde"):
+    level = f"{Bootstrap().level:.0%} interval"
+    for name in ("model a", "model b"):
         grid.add_column(name, overflow="fold")
-    grid.add_column("paired", no_wrap=True)
+    for name in ("a - b", level, "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+        grid.add_column(name, no_wrap=True)
 
-    def number(value: float | None, digits: int = 3) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
+    def number(value: float | None, spec: str = ".3f") -> str:
+        return "-" if value is None else format(value, spec)
 
     for row in table.iter_rows(named=True):
         grid.add_row(
@@ -278,9 +284,11 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
             escape(printable(row[MODEL_B])),
             f"{row[DIFF]:+.3f}",
             f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
-            number(row[P_HOLM], 4),
+            number(row[P_HOLM], ".3g"),
             row[VERDICT],
             number(row[MDE]),
+            number(row.get(P_WILCOXON), ".3g"),
             row[PAIRED],
         )
-    return render(grid)
+    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
+    return [*render(grid), f"sampling design: {', '.join(designs)} (README 'Comparisons')"]

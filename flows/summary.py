@@ -16,8 +16,10 @@ from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
 from flows.records import ExitCode, unscored_line
+from schemas.comparisons import SCORE_BY_CATEGORY
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import SCORE
+from transforms.aggregate import Bootstrap
 
 if TYPE_CHECKING:
     from flows.runs import Outcome, RunSummary
@@ -62,11 +64,15 @@ def table_of_columns() -> Table:
     return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
 
 
-def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
-    """Rank, model (in full: long names wrap; under it the rank's 95% interval where it
-    spans more than one place), score with its 95% interval, categories covered, then each
-    category's score. Models are ranked among those covering the same categories: the
-    widest coverage first, each coverage group ranked on its own."""
+def leaderboard_table(
+    models: pl.DataFrame, categories: pl.DataFrame, level: float = Bootstrap().level
+) -> Table:
+    """Rank, model (in full: long names wrap; under it the rank's interval where it spans
+    more than one place), the overall score (each task weighs the same: the benchmark's own)
+    with its interval, the significance tier, the score with each category weighing the
+    same (``by cat.``), then each category's score. Models are ranked among those covering the
+    same categories: the widest coverage first, each coverage group ranked on its own. An
+    interval that cannot be measured (no spread) shows ``-``."""
     present = [c for c in Category if c in set(categories[Col.CATEGORY])]
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
@@ -78,8 +84,9 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
     table.add_column("rank", justify="right", no_wrap=True)
     table.add_column("model", overflow="fold", min_width=12)
     table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("95% interval", no_wrap=True)
-    table.add_column("cats", justify="right", no_wrap=True)
+    table.add_column(f"{level:.0%} interval", no_wrap=True)
+    table.add_column("tier", justify="right", no_wrap=True)
+    table.add_column("by cat.", justify="right", no_wrap=True)
     for category in present:
         table.add_column(COLUMN[category], justify="right", no_wrap=True)
     order = models.sort(
@@ -96,18 +103,29 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame) -> Table:
         low, high = row.get("rank_low"), row.get("rank_high")
         spans = low is not None and (low, high) != (row["rank"],) * 2
         under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
+        tier = row.get("tier")
         table.add_row(
             str(row["rank"]),
             escape(printable(row[Col.MODEL])) + under,
             f"{row[SCORE]:.3f}",
-            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]",
-            str(row["categories_covered"]),
+            interval(row.get("ci_low"), row.get("ci_high")),
+            "-" if tier is None else str(tier),
+            f"{row[SCORE_BY_CATEGORY]:.3f}" if row.get(SCORE_BY_CATEGORY) is not None else "-",
             *cells,
         )
     return table
 
 
-def leaderboard_lines(out: Output) -> list[str]:
+def interval(low: float | None, high: float | None) -> str:
+    """``[low, high]`` to three places, ``-`` where there is none.
+
+    >>> interval(0.1234, 0.5), interval(None, None)
+    ('[0.123, 0.500]', '-')
+    """
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def leaderboard_lines(out: Output, level: float = Bootstrap().level) -> list[str]:
     """The leaderboard of the latest night in ``out``."""
     models, categories = out.read(MODEL_SCORES), out.read(CATEGORY_SCORES)
     if models.is_empty():
@@ -115,8 +133,11 @@ def leaderboard_lines(out: Output) -> list[str]:
     night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
     models = models.filter(pl.col(DUMP_DATE) == night) if night is not None else models
     categories = categories.filter(pl.col(DUMP_DATE) == night) if night is not None else categories
-    title = f"leaderboard{f' of {printable(night)}' if night else ''} (score, 95% interval):"
-    return [title, *render(leaderboard_table(models, categories))]
+    title = (
+        f"leaderboard{f' of {printable(night)}' if night else ''} (score: each task weighs "
+        f"the same; by cat.: each category; {level:.0%} intervals):"
+    )
+    return [title, *render(leaderboard_table(models, categories, level))]
 
 
 def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
@@ -233,16 +254,15 @@ def regression_lines(outcome: Outcome) -> list[str]:
     flagged = outcome.regressions
     if flagged is None or flagged.is_empty():
         return []
-    lines = ["regressions (change from the baseline, 95% interval, BH q-value):"]
+    level = Bootstrap().level
+    lines = [f"regressions (change from the baseline, {level:.0%} interval, BH q-value):"]
     order = flagged.sort("level", DUMP_DATE, Col.MODEL, "scope")  # alert before watch
     for row in order.iter_rows(named=True):
-        interval = (
-            "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-        )
+        change = "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
         q = "-" if row["q_bh"] is None else f"{row['q_bh']:.3g}"
         lines.append(
             f"  {row['level']:<5} {printable(row[DUMP_DATE])} {printable(row[Col.MODEL])}"
-            f" {row['scope']}: {row['change']:+.3f}{interval} q={q}"
+            f" {row['scope']}: {row['change']:+.3f}{change} q={q}"
             f" (baseline {row['baseline_dates']})"
         )
     return lines
@@ -316,6 +336,12 @@ def outcome_lines(outcome: Outcome) -> list[str]:
             + " (overall score per model):",
             *diff_lines(outcome.diff),
         ]
+        if outcome.not_rescored:
+            lines.append(
+                f"{outcome.not_rescored} episode(s) could not be rescored: their score is a "
+                "reported score with no formula input (imported; formula version 'reported'), "
+                "kept as it is"
+            )
     lines += regression_lines(outcome)
     lines += formula_lines(outcome)
     if (status := unscored_input(outcome)) is not None:

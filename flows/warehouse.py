@@ -34,9 +34,7 @@ from schemas.contract import DUMP_DATE
 from schemas.tables import INPUT_FINGERPRINT, SCORER_VERSION
 from transforms.aggregate import (
     Bootstrap,
-    category_replicates,
     category_scores,
-    model_replicates,
     model_scores,
     task_replicates,
     task_scores,
@@ -66,20 +64,19 @@ def aggregate(
     files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
     only the slim columns."""
     lazy = scores.lazy()
-    task_reps = task_replicates(lazy, bootstrap).collect()  # reused by all three
-    tasks = task_scores(lazy, task_reps.lazy(), bootstrap, None if sums is None else sums.lazy())
+    task_reps = task_replicates(lazy, bootstrap)  # the task intervals only
+    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
     # Per task and up: few rows, as text (the episodes' keys may be compact).
     task_frame = plain(tasks.collect())
-    cat_reps = category_replicates(plain(task_reps).lazy())
-    categories = category_scores(task_frame.lazy(), cat_reps, bootstrap)
-    models = model_scores(categories, model_replicates(cat_reps), bootstrap)
+    categories = category_scores(task_frame.lazy())
+    models = model_scores(task_frame.lazy(), categories)
     category_frame, model_frame = pl.collect_all([categories, models])
-    ranked, comparisons = night_comparisons(model_frame, scores, bootstrap)
+    night = night_comparisons(model_frame, category_frame, scores, bootstrap)
     return {
         TASK_SCORES: task_frame,
-        CATEGORY_SCORES: category_frame,
-        MODEL_SCORES: ranked,
-        MODEL_COMPARISONS: comparisons,
+        CATEGORY_SCORES: night.categories,
+        MODEL_SCORES: night.models,
+        MODEL_COMPARISONS: night.comparisons,
     }
 
 
@@ -140,8 +137,10 @@ def run_details(bootstrap: Bootstrap) -> dict[str, Any]:
         "libraries": environment(),
         "bootstrap": {
             **asdict(bootstrap),
-            "method": "percentile, episodes resampled within "
-            "each (dump_date, model, category, task); categories and models average "
-            "the replicates of their tasks and categories",
+            "method": "tasks: percentile, episodes resampled within each (dump_date, "
+            "model, category, task); categories and models: t intervals of the "
+            "two-level design (tasks a sample, episodes within them); ranks: "
+            "percentile, tasks resampled within categories, the same draw for every "
+            "model (a category of one task: its instances)",
         },
     }

@@ -4,11 +4,17 @@ the rank columns of ``model_scores`` and the significance columns of ``rescore_d
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Final
 
 # model_comparisons columns.
-SCOPE: Final = "scope"  # a category, or OVERALL
+SCOPE: Final = "scope"  # a category, OVERALL or OVERALL_BY_CATEGORY
+# The benchmark's overall score: the mean of the model's task scores, each task weighing
+# the same (the published LearningBench leaderboard's `mean_score`); the default.
 OVERALL: Final = "overall"
+# The mean of the model's category scores, each category weighing the same.
+OVERALL_BY_CATEGORY: Final = "overall_by_category"
+OVERALL_SCOPES: Final = (OVERALL, OVERALL_BY_CATEGORY)
 MODEL_A: Final = "model_a"
 MODEL_B: Final = "model_b"
 N_TASKS: Final = "n_tasks"
@@ -19,18 +25,39 @@ PAIRED: Final = "paired"  # PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE
 SCORE_A: Final = "score_a"
 SCORE_B: Final = "score_b"
 DIFF: Final = "diff"
-SE: Final = "se"
-SE_TASKS: Final = "se_tasks"
+SE: Final = "se"  # the standard error of the row's DESIGN: intervals, p-values, verdicts
+SE_TASKS: Final = "se_tasks"  # two-level (tasks sampled); null: a category with one task
+SE_WITHIN: Final = "se_within"  # tasks fixed: episodes within the tasks only
+DF: Final = "df"  # degrees of freedom of the t reference (null: normal)
+DESIGN: Final = "design"  # Design: which sampling design `se` is
 CI_LOW: Final = "ci_low"
 CI_HIGH: Final = "ci_high"
 P_VALUE: Final = "p_value"
 P_HOLM: Final = "p_holm"
 VERDICT: Final = "verdict"
 MDE: Final = "mde"
+P_WILCOXON: Final = "p_wilcoxon"  # Wilcoxon signed-rank over the tasks both models ran
+N_TASKS_A_BETTER: Final = "n_tasks_a_better"  # tasks where a's task score is higher
+N_TASKS_B_BETTER: Final = "n_tasks_b_better"
 
 PAIRED_FULL: Final = "full"
 PAIRED_PARTIAL: Final = "partial"
 PAIRED_NONE: Final = "none"
+
+
+class Design(StrEnum):
+    """The sampling design behind a standard error (README "Comparisons")."""
+
+    TWO_LEVEL = "two_level"  # tasks a sample of the ability, episodes within tasks
+    WITHIN_TASKS = "within_tasks"  # tasks fixed: only the episodes within them are random
+    # two-level, with the within-task variance standing in for a category of one task
+    MIXED = "mixed"
+    NONE = "none"  # no variance can be estimated (one task, one episode): no verdict
+
+
+# The designs a caller chooses between (MIXED and NONE are outcomes, not choices).
+DESIGNS: Final = (Design.TWO_LEVEL, Design.WITHIN_TASKS)
+
 A_BETTER: Final = "a_better"
 B_BETTER: Final = "b_better"
 UNRESOLVED: Final = "unresolved"
@@ -74,3 +101,55 @@ OLD_DIFF: Final = "old_diff"
 NEW_DIFF: Final = "new_diff"
 P_NEW_DIFF: Final = "p_new_diff"
 SIGNIFICANT: Final = "significant"
+
+
+# rank_intervals and the model score columns of the category-weighted overall score.
+SCORE_BY_CATEGORY: Final = "score_by_category"
+CI_LOW_BY_CATEGORY: Final = "ci_low_by_category"
+CI_HIGH_BY_CATEGORY: Final = "ci_high_by_category"
+RANK_BY_CATEGORY: Final = "rank_by_category"
+
+
+class Work(StrEnum):
+    """Working columns of ``transforms.compare`` (never written to a table)."""
+
+    UNIT = "__unit"  # a unit's code: a model on a night (or under a formula)
+    CLUSTER = "__cluster"  # an instance within a task (an episode alone: its own)
+    TASK = "__task"  # a task's code
+    PAIR = "__pair"  # a (night, model)'s code
+    ORDER = "__order"  # an episode's place in id order
+    SHARED_INSTANCE = "__instance"  # the episode's instance, numbered (null: none)
+    CID = "__cid"  # a contrast's id
+    COEF = "__coef"  # a unit's coefficient in a contrast
+    N = "__n"  # episodes
+    G = "__g"  # clusters of a unit in a task
+    MEAN = "__mean"  # a unit's task score
+    K = "__k"  # √(G/(G-1)), the small-sample factor of a unit in a task
+    DEV = "__dev"  # Σ over a cluster of (score - task score) / n
+    W = "__w"  # a task's weight in a unit's score of a scope
+    CENTRE = "__centre"  # what a task score is centred on: the unit's score in its stratum
+    STRATUM = "__stratum"  # the tasks are sampled within it: a category, or all (overall)
+    COVERAGE = "__coverage"  # what a scope's score averages (its tasks or categories)
+    GROUP = "__group"  # the categories a unit covers: its coverage group
+    CAT_SCORE = "__cat_score"
+    N_CATEGORIES = "__n_categories"
+    VALUE = "__value"
+    UNITS = "__units"
+    VAR = "__var"  # the variance of the chosen design
+    VAR_WITHIN = "__var_within"  # tasks fixed
+    VAR_TASKS = "__var_tasks"  # tasks a sample
+    CLUSTERS = "__clusters"  # distinct clusters in a contrast's stratum
+    STRATUM_TASKS = "__stratum_tasks"  # tasks of a contrast's stratum
+    FALLBACK = "__fallback"  # a stratum of one task: its within-task variance stands in
+    ALL_FALLBACK = "__all_fallback"  # every stratum of the contract fell back
+    ANY_FALLBACK = "__any_fallback"  # some did
+    ALL = "__all_units"  # the units of a contrast
+    SHARED = "__shared_episodes"
+    TOTAL = "__total_episodes"
+    VERSION = "__version"  # old or new formula, in a rescore
+    SELF = "__self"  # Σ_g D² of a unit in a task
+    CROSS = "__cross"  # Σ_g D_a D_b of two units in a task
+    EPISODES = "__episodes"
+    ROWS = "__rows"
+    LOW = "__low"
+    P_FAMILY = "__p_family"

@@ -53,6 +53,9 @@ OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
 }
+# The episode kinds that carry a formula's inputs. An episode with none of them and a
+# reported score (a score table imported: ``cogscore import-scores``) is scored as reported.
+INPUT_KINDS: Final = ("example", "item", "answer", "action", "feedback", "round_end")
 
 # Columns the scorer adds to every row while reading.
 FILE: Final = "file"

@@ -21,6 +21,10 @@ from schemas.contract import Category
 FormulaSet = dict[str, str]
 TASK_SEPARATOR: Final = "/"
 ALL_TASKS: Final = "*"  # CATEGORY/*=VERSION: the category and every task of it
+# The formula version of an episode whose score is the harness's reported score (contract
+# 1.2), with no formula input to compute one from: a score table imported. No formula
+# recomputes it; a rescore leaves it as it is.
+REPORTED: Final = "reported"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from schemas.tables import TABLES, Column, Table
 
 
 def _low_below_high(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select(pl.col(CI_LOW) <= pl.col(CI_HIGH))
+    # (an interval may be null: no spread to measure)
+    return data.lazyframe.select((pl.col(CI_LOW) <= pl.col(CI_HIGH)).fill_null(True))
 
 
 def _ranks_within_group(data: pa.PolarsData) -> pl.LazyFrame:

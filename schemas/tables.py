@@ -24,8 +24,12 @@ from schemas.comparisons import (
     CATEGORIES_COVERED,
     CHANGE,
     CI_HIGH,
+    CI_HIGH_BY_CATEGORY,
     CI_LOW,
+    CI_LOW_BY_CATEGORY,
     DELTA,
+    DESIGN,
+    DF,
     DIFF,
     FORMULA_VERSIONS,
     LEVEL,
@@ -43,16 +47,21 @@ from schemas.comparisons import (
     N_PAIRS,
     N_RANKED,
     N_TASKS,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
     NEW_SCORE,
     OLD_SCORE,
     OVERALL,
+    OVERALL_BY_CATEGORY,
     P_HOLM,
     P_VALUE,
+    P_WILCOXON,
     PAIRED,
     PAIRED_FULL,
     PAIRED_NONE,
     PAIRED_PARTIAL,
     Q_BH,
+    RANK_BY_CATEGORY,
     RANK_CHANGE_SIGNIFICANT,
     RANK_HIGH,
     RANK_LOW,
@@ -61,11 +70,14 @@ from schemas.comparisons import (
     SCOPE,
     SCORE_A,
     SCORE_B,
+    SCORE_BY_CATEGORY,
     SE,
     SE_TASKS,
+    SE_WITHIN,
     TIER,
     UNRESOLVED,
     VERDICT,
+    Design,
 )
 from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
@@ -233,13 +245,17 @@ def _real(nullable: bool = False, ge: float | None = None, unit: bool = False) -
 
 
 CATEGORIES: Final = tuple(str(c) for c in Category)
-SCOPES: Final = (*CATEGORIES, OVERALL)
+SCOPES: Final = (*CATEGORIES, OVERALL, OVERALL_BY_CATEGORY)
+DESIGN_VALUES: Final = tuple(d.value for d in Design)
 VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
 PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
 LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
 _PROVENANCE: Final = {SCORER_VERSION: _text(), INPUT_FINGERPRINT: _text()}
 # Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
-_INTERVAL: Final = {"ci_low": _real(), "ci_high": _real()}
+# Null where there is no spread to measure (a task's episodes that do not vary; a category or
+# model of one task and one episode, or of scores all the same): never an interval of zero
+# width for want of an estimator.
+_INTERVAL: Final = {"ci_low": _real(nullable=True), "ci_high": _real(nullable=True)}
 _COMPONENT_RULES: Final[dict[str, Column]] = {
     Component.CORRECT_COUNT: _count(nullable=True),
     Component.N_ITEMS: _count(nullable=True),
@@ -340,7 +356,11 @@ MODEL_SCORES_TABLE: Final = Table(
         **_INTERVAL,
         DUMP_DATE: _text(nullable=True),
         Col.MODEL: _text(),
-        SCORE: _real(),
+        SCORE: _real(),  # the mean of the model's task scores: each task weighs the same
+        SCORE_BY_CATEGORY: _real(),  # the mean of its category scores
+        CI_LOW_BY_CATEGORY: _real(nullable=True),
+        CI_HIGH_BY_CATEGORY: _real(nullable=True),
+        RANK_BY_CATEGORY: _count(1),
         CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
         RANKED_AMONG: _text(),  # the categories covered, comma-joined: ranked among these
         "n_episodes": _count(1),
@@ -370,6 +390,8 @@ RESCORE_DIFF_TABLE: Final = Table(
         "old_formula": _text(nullable=True),
         "new_formula": _text(nullable=True),
         SE: _real(nullable=True, ge=0.0),
+        DF: _real(nullable=True, ge=0.0),
+        DESIGN: _text(nullable=True, isin=DESIGN_VALUES),
         CI_LOW: _real(nullable=True),
         CI_HIGH: _real(nullable=True),
         P_VALUE: _real(nullable=True, unit=True),
@@ -398,12 +420,18 @@ MODEL_COMPARISONS_TABLE: Final = Table(
         DIFF: _real(),
         SE: _real(nullable=True, ge=0.0),
         SE_TASKS: _real(nullable=True, ge=0.0),
+        SE_WITHIN: _real(nullable=True, ge=0.0),
+        DF: _real(nullable=True, ge=0.0),
+        DESIGN: _text(isin=DESIGN_VALUES),
         CI_LOW: _real(nullable=True),
         CI_HIGH: _real(nullable=True),
         P_VALUE: _real(nullable=True, unit=True),
         P_HOLM: _real(nullable=True, unit=True),
         VERDICT: _text(isin=VERDICTS),
         MDE: _real(nullable=True, ge=0.0),
+        P_WILCOXON: _real(nullable=True, unit=True),
+        N_TASKS_A_BETTER: _count(),
+        N_TASKS_B_BETTER: _count(),
         **_PROVENANCE,
     },
     sort=(SCOPE, MODEL_A, MODEL_B),
@@ -425,6 +453,8 @@ REGRESSIONS_TABLE: Final = Table(
         BASELINE_SCORE: _real(nullable=True),
         CHANGE: _real(nullable=True),
         SE: _real(nullable=True, ge=0.0),
+        DF: _real(nullable=True, ge=0.0),
+        DESIGN: _text(isin=DESIGN_VALUES),
         CI_LOW: _real(nullable=True),
         CI_HIGH: _real(nullable=True),
         P_VALUE: _real(nullable=True, unit=True),

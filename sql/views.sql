@@ -12,10 +12,13 @@
 
 -- The latest night's leaderboard: one row per model, the widest coverage first, best first
 -- within each coverage (models are ranked among those covering the same categories:
--- ranked_among). rank_low..rank_high: the 95% bootstrap interval of the rank; tier: the
--- Holm-corrected significance tier (null: alone in its coverage).
+-- ranked_among). score: the mean of the model's task scores, each task weighing the same
+-- (the benchmark's own overall score); score_by_category: each category weighing the same.
+-- rank_low..rank_high: the 95% bootstrap interval of the rank; tier: the Holm-corrected
+-- significance tier (null: alone in its coverage).
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+       score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_episodes, formula_versions,
        input_fingerprint
 FROM model_scores
@@ -25,7 +28,8 @@ ORDER BY categories_covered DESC, ranked_among, rank, model;
 -- The latest night's verdicts between models, overall: one row per ordered pair (the
 -- table model_comparisons holds every night and every category too).
 CREATE OR REPLACE VIEW pairwise AS
-SELECT dump_date, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde
+SELECT dump_date, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde,
+       design, p_wilcoxon
 FROM model_comparisons
 WHERE scope = 'overall'
   AND dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_comparisons)

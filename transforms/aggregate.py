@@ -1,14 +1,20 @@
-"""Aggregates of episode scores: per task, per category, per model, with bootstrap intervals.
+"""Aggregates of episode scores: per task, per category, per model.
 
 A night (``dump_date``) is the unit of reporting: every aggregate is per ``dump_date``.
 
-Intervals are percentile bootstrap intervals. Episodes are resampled with replacement
-within each (dump_date, model, category, task) group; a category's replicate is the mean of
-its tasks' replicates (each task weighs the same, as in its score) and a model's is the
-mean of its categories'. Means run over rows in a fixed order (episode, task, category), so
-a rerun gives the same bits whatever order polars meets the rows in. Each group's random
-stream is seeded from the run's seed and the group's own key, so an interval does not depend
-on the other groups or on row order.
+A task's score is the mean of its episode scores, a category's the mean of its task scores;
+a model's overall ``score`` is the mean of its task scores, each task weighing the same (the
+published LearningBench leaderboard's mean), and ``score_by_category`` the mean of its
+category scores. Means run over rows in a fixed order (episode, task, category), so a rerun
+gives the same bits whatever order polars meets the rows in.
+
+A task's interval is a percentile bootstrap of its episodes (null where they do not vary:
+one episode, or every one the same score; there is no spread to resample). Each group's
+random stream is seeded from the run's seed and the group's own key, so an interval does not
+depend on the other groups or on row order. The
+intervals of categories and models follow the comparisons' sampling design
+(``transforms.compare.score_intervals``: the tasks a sample of the ability, the episodes
+within them).
 """
 
 from __future__ import annotations
@@ -23,7 +29,14 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from schemas.comparisons import N_RANKED, RANKED_AMONG
+from schemas.comparisons import (
+    DESIGNS,
+    N_RANKED,
+    RANK_BY_CATEGORY,
+    RANKED_AMONG,
+    SCORE_BY_CATEGORY,
+    Design,
+)
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.tables import FORMULA_VERSION, SCORE, Component
 
@@ -44,11 +57,22 @@ MEAN_PREFIX: Final = "mean_"
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """Percentile bootstrap: ``resamples`` replicates, a ``level`` interval, seeded."""
+    """How a run states its uncertainty: ``level`` intervals everywhere (scores, ranks,
+    differences), the percentile bootstraps' ``resamples`` and ``seed``, and the sampling
+    ``design`` of the intervals and tests (README "Comparisons": ``two_level``, the tasks a
+    sample of the ability and the episodes within them; or ``within_tasks``, the tasks
+    fixed)."""
 
     resamples: int = 1000
     level: float = 0.95
     seed: int = 20261202
+    design: str = Design.TWO_LEVEL.value
+
+    def __post_init__(self) -> None:
+        if self.design not in DESIGNS:
+            raise ValueError(f"the design is one of {', '.join(DESIGNS)}, not {self.design!r}")
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"the level is a share between 0 and 1, not {self.level}")
 
     @property
     def quantiles(self) -> tuple[float, float]:
@@ -131,23 +155,27 @@ def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
     )
 
 
-def mean_in_order(values: pl.Expr, order: str) -> pl.Expr:
-    """The mean of the non-null values summed left to right in ``order``: the same bits
-    whatever the row order or chunking polars meets them in.
+def mean_in_order(values: pl.Expr, *order: str) -> pl.Expr:
+    """The mean of the non-null values summed left to right in the order of the columns
+    ``order``: the same bits whatever the row order or chunking polars meets them in.
 
     >>> df = pl.DataFrame({"v": [0.1, None, 0.2], "k": ["b", "a", "c"]})
     >>> df.select(mean_in_order(pl.col("v"), "k")).item()
     0.15000000000000002
     """
-    present = values.sort_by(order).drop_nulls()
+    present = values.sort_by(*order).drop_nulls()
     return present.cum_sum().last() / present.len().cast(pl.Float64)
 
 
 def _interval(replicates: pl.LazyFrame, key: list[str], bootstrap: Bootstrap) -> pl.LazyFrame:
+    """Percentile interval of each group's replicates; null where they are all the same (one
+    episode, or every episode the same score): no spread to measure, rather than an
+    interval of zero width."""
     low, high = bootstrap.quantiles
+    varies = pl.col(SCORE).n_unique() > 1
     return replicates.group_by(key).agg(
-        pl.col(SCORE).quantile(low, "linear").alias(CI_LOW),
-        pl.col(SCORE).quantile(high, "linear").alias(CI_HIGH),
+        pl.when(varies).then(pl.col(SCORE).quantile(low, "linear")).alias(CI_LOW),
+        pl.when(varies).then(pl.col(SCORE).quantile(high, "linear")).alias(CI_HIGH),
     )
 
 
@@ -214,53 +242,42 @@ def task_scores(
     )
 
 
-def category_replicates(task_reps: pl.LazyFrame) -> pl.LazyFrame:
-    return task_reps.group_by([*CATEGORY_KEY, REPLICATE]).agg(
-        mean_in_order(pl.col(SCORE), Col.TASK)
-    )
-
-
-def category_scores(
-    tasks: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
-) -> pl.LazyFrame:
+def category_scores(tasks: pl.LazyFrame) -> pl.LazyFrame:
     """Per model and category (per night): the mean of its task scores (each task weighs the
-    same), tasks, episodes and interval."""
-    summary = tasks.group_by(CATEGORY_KEY).agg(
+    same), tasks and episodes. (Intervals: ``transforms.compare.score_intervals``.)"""
+    return tasks.group_by(CATEGORY_KEY).agg(
         mean_in_order(pl.col(SCORE), Col.TASK),
         pl.len().cast(pl.Int64).alias(N_TASKS),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         pl.col(FORMULA_VERSION).min(),
     )
-    return summary.join(
-        _interval(replicates, CATEGORY_KEY, bootstrap), on=CATEGORY_KEY, nulls_equal=True
-    )
 
 
-def model_replicates(category_reps: pl.LazyFrame) -> pl.LazyFrame:
-    return category_reps.group_by([*MODEL_KEY, REPLICATE]).agg(
-        mean_in_order(pl.col(SCORE), Col.CATEGORY)
-    )
-
-
-def model_scores(
-    categories: pl.LazyFrame, replicates: pl.LazyFrame, bootstrap: Bootstrap
-) -> pl.LazyFrame:
-    """Per model (per night): the mean of its category scores, categories covered (of six),
-    the models it is ranked among (``ranked_among``: those covering the same categories,
-    named comma-joined; ``n_ranked`` of them), its rank there (1 = best, ties share the
-    better rank) and interval. A model is never ranked beside models of another coverage:
-    its score averages other categories."""
+def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
+    """Per model (per night): ``score``, the mean of its task scores (each task weighs the
+    same: the benchmark's own overall score), and ``score_by_category``, the mean of its
+    category scores (each category weighs the same); categories covered (of six), the
+    models it is ranked among (``ranked_among``: those covering the same categories, named
+    comma-joined; ``n_ranked`` of them), its rank there by ``score`` (1 = best, ties share
+    the better rank) and by ``score_by_category``. A model is never ranked beside models of
+    another coverage: its score averages other categories. (Intervals:
+    ``transforms.compare.score_intervals``.)"""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
+    by_task = tasks.group_by(MODEL_KEY).agg(mean_in_order(pl.col(SCORE), Col.CATEGORY, Col.TASK))
     summary = categories.group_by(MODEL_KEY).agg(
-        mean_in_order(pl.col(SCORE), Col.CATEGORY),
+        mean_in_order(pl.col(SCORE), Col.CATEGORY).alias(SCORE_BY_CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
         pl.col(Col.CATEGORY).sort().str.join(",").alias(RANKED_AMONG),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         versions.sort().str.join(",").alias(FORMULA_VERSIONS),
     )
     group = [DUMP_DATE, RANKED_AMONG]
-    ranked = summary.with_columns(
+    return summary.join(by_task, on=MODEL_KEY, nulls_equal=True).with_columns(
         pl.len().over(group).cast(pl.Int64).alias(N_RANKED),
         pl.col(SCORE).rank("min", descending=True).over(group).cast(pl.Int64).alias(RANK),
+        pl.col(SCORE_BY_CATEGORY)
+        .rank("min", descending=True)
+        .over(group)
+        .cast(pl.Int64)
+        .alias(RANK_BY_CATEGORY),
     )
-    return ranked.join(_interval(replicates, MODEL_KEY, bootstrap), on=MODEL_KEY, nulls_equal=True)

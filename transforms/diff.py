@@ -10,6 +10,8 @@ import polars as pl
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,
+    DESIGN,
+    DF,
     MDE,
     N_PAIRS,
     P_VALUE,
@@ -19,6 +21,7 @@ from schemas.comparisons import (
     SE,
 )
 from schemas.contract import DUMP_DATE, Col
+from schemas.formulas import REPORTED
 from schemas.tables import FORMULA_VERSION, SCORE
 
 LEVEL: Final = "level"  # "model" (overall) or "category"
@@ -75,13 +78,21 @@ def rescore_diff(
     )
 
 
+def reported_alone(scores: pl.DataFrame) -> int:
+    """The episodes whose score is a reported score alone (formula version ``reported``: a
+    score table imported, no formula input): a rescore leaves them as they are."""
+    return scores.filter(pl.col(FORMULA_VERSION).cast(pl.String) == REPORTED).height
+
+
 def with_significance(diff: pl.DataFrame, significance: pl.DataFrame) -> pl.DataFrame:
     """``rescore_diff`` rows with the uncertainty of each change (``rescore_significance``
     of ``transforms.compare``, joined on night, model and scope): standard error, interval,
-    p-value, minimum detectable effect, pairing, and on ``model`` rows whether the ranking
-    change is significant. Null where the model is on one side only."""
+    p-value, minimum detectable effect, pairing, the sampling design and its degrees of
+    freedom, and on ``model`` rows whether the ranking change is significant. Null where the
+    model is on one side only."""
     scope = pl.col(SCOPE).alias(Col.CATEGORY)
-    columns = [SE, CI_LOW, CI_HIGH, P_VALUE, MDE, N_PAIRS, PAIRED, RANK_CHANGE_SIGNIFICANT]
+    columns = [SE, DF, DESIGN, CI_LOW, CI_HIGH, P_VALUE, MDE, N_PAIRS, PAIRED]
+    columns += [RANK_CHANGE_SIGNIFICANT]
     joined = significance.select(DUMP_DATE, Col.MODEL, scope, *columns)
     return diff.join(
         joined, on=[DUMP_DATE, Col.MODEL, Col.CATEGORY], how="left", nulls_equal=True

@@ -30,7 +30,9 @@ from schemas.contract import (
     DUMP_DATE,
     EPISODE_CONSTANT,
     FILE,
+    INPUT_KINDS,
     INSTANCE_ID,
+    REPORTED_SCORE,
     VERDICT,
     Category,
     Col,
@@ -42,12 +44,14 @@ from transforms.rules import (
     EPISODE_CATEGORY,
     HARNESS,
     N_EXAMPLES,
+    N_INPUTS,
     N_ITEMS,
     N_ROUNDS,
     N_ROWS,
     N_STARTS,
     REPEATED_ITEM_IDS,
     REPEATED_ROUNDS,
+    REPORTED_LAST,
     SEGMENT,
     UNJUDGED_ANSWERS,
     UNKNOWN_ANSWERS,
@@ -64,7 +68,7 @@ from transforms.rules import (
 
 KEY: Final = [FILE, Col.EPISODE_ID]
 # Rows of a kind that the rules count; an episode with no such rows has none (not null).
-_COUNTS: Final = (N_EXAMPLES, N_ITEMS, N_ROUNDS, N_STARTS)
+_COUNTS: Final = (N_EXAMPLES, N_ITEMS, N_ROUNDS, N_STARTS, N_INPUTS)
 
 
 def in_episode_order(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -251,6 +255,7 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
         .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first(), pl.col(INSTANCE_ID).first()),
         unknown_answers(rows),
         unjudged_answers(rows),
+        reported_facts(rows),
     ]
     facts = _summary(rows, detailed)
     for part in parts:
@@ -258,6 +263,23 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
     counted = facts.with_columns(pl.col(c).fill_null(0) for c in _COUNTS)  # no such rows
     # with_params reads the facts twice (its distinct params, and the join): once here.
     return with_params(counted.with_columns(episode_category()).cache(), EPISODE_CATEGORY)
+
+
+def reported_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per episode with either: its rows of the kinds that carry formula inputs
+    (``INPUT_KINDS``) and its reported score (contract 1.2: the last non-null one on an
+    ``episode_end`` row, by turn). An episode with a reported score and no input is scored
+    as reported (``transforms.rules.reported_only``)."""
+    kind, reported = pl.col(Col.KIND), pl.col(REPORTED_SCORE)
+    end = (kind == Kind.EPISODE_END) & reported.is_not_null()
+    return (
+        rows.filter(kind.is_in(INPUT_KINDS) | end)
+        .group_by(SEGMENT)
+        .agg(
+            kind.is_in(INPUT_KINDS).sum().alias(N_INPUTS),
+            reported.filter(end).last().alias(REPORTED_LAST),
+        )
+    )
 
 
 def _kind_facts(

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from schemas.contract import REPORTED_SCORE, Category, Col, Kind
-from schemas.formulas import task_versions, version_of
+from schemas.formulas import REPORTED, task_versions, version_of
 from schemas.tables import (
     EPISODE_SCORES,
     FEEDBACK_OUT_OF_RANGE,
@@ -40,7 +40,7 @@ from transforms.episodes import SEGMENT, episode_facts, in_episode_order, of_kin
 from transforms.formulas import Registered
 from transforms.items import graded_items
 from transforms.registry import SCORERS
-from transforms.rules import EPISODE_CATEGORY, explain, with_status
+from transforms.rules import EPISODE_CATEGORY, explain, reported_only, with_status
 
 # SCORERS ((category, version) -> its function and components) is generated from the
 # registrations (transforms.formulas).
@@ -92,11 +92,20 @@ def score_rows(
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )
+    computed = ~reported_only()
     per_category = [
-        _scored(scorable, category, version, tasks, SCORERS[category, version])
+        _scored(scorable.filter(computed), category, version, tasks, SCORERS[category, version])
         for category in Category
         for version, tasks in _branches(formulas, category).items()
     ]
+    # A reported score alone (a score table imported) is the episode's score: no formula
+    # input to compute one from, so no formula version but ``reported``.
+    reported = scorable.filter(~computed).with_columns(
+        pl.col(REPORTED_SCORE).alias(SCORE),
+        pl.lit(REPORTED).alias(FORMULA_VERSION),
+        pl.lit(False).alias(SCORE_MISMATCH),  # the score is the one reported
+    )
+    per_category.append(reported.select(*BASE_COLUMNS))
     scores = pl.concat(per_category, how="diagonal_relaxed").select(
         pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
     )

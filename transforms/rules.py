@@ -15,7 +15,7 @@ each row condition apart.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Final, Literal
 
@@ -51,6 +51,10 @@ N_STARTS: Final = "n_starts"
 N_EXAMPLES: Final = "n_examples"
 N_ITEMS: Final = "n_items"
 N_ROUNDS: Final = "n_rounds"
+# An episode's rows of the kinds that carry formula inputs (``INPUT_KINDS``), and its reported
+# score (contract 1.2: the last non-null one on an episode_end row).
+N_INPUTS: Final = "n_inputs"
+REPORTED_LAST: Final = "reported_last"
 HARNESS_ERRORS: Final = "harness_errors"
 REPEATED_TURNS: Final = "repeated_turns"
 REPEATED_ITEM_IDS: Final = "repeated_item_ids"
@@ -136,6 +140,33 @@ def episode_category() -> pl.Expr:
 
 def _params_rule(rule: Rule) -> pl.Expr:
     return pl.col(PARAMS_RULE).fill_null("").str.split("|").list.contains(rule.value)
+
+
+def reported_only() -> pl.Expr:
+    """The episode is a reported score alone (contract 1.2; ``cogscore import-scores``): a
+    finite reported score, no row of a kind that carries a formula's inputs, and one
+    ``episode_start`` whose ``params`` are ``{}`` (JSON whitespace aside: no parameter for a
+    formula to run with). Such an episode is scored as reported, so the rules about a
+    formula's inputs (items, parameters, rounds) do not apply to it; every other rule does.
+    (A runtime RL episode with its parameters and no action is a run the formula scores.)"""
+    reported = pl.col(REPORTED_LAST)
+    no_params = pl.col(Col.PARAMS).str.replace_all(r"[ \t\n\r]", "") == "{}"
+    alone = reported.is_not_null() & reported.is_finite() & (_n(N_INPUTS) == 0)
+    return (alone & (pl.col(N_STARTS) == 1) & no_params).fill_null(False)
+
+
+# Rules about a formula's inputs: a reported score alone does not break them.
+INPUT_RULES: Final = frozenset(
+    {
+        Rule.NO_ITEMS,
+        Rule.TOO_MANY_ITEMS,
+        Rule.TOO_MANY_EXAMPLES,
+        Rule.WRONG_ROUND_COUNT,
+        Rule.PARAMS_MISSING,
+        Rule.PARAMS_WRONG_TYPE,
+        Rule.PARAMS_INVALID_VALUE,
+    }
+)
 
 
 def _params_ok() -> pl.Expr:
@@ -321,7 +352,9 @@ def checks() -> tuple[RuleCheck, ...]:
             ),
         ),
     ]
-    return tuple(out)
+    return tuple(
+        replace(c, broken=c.broken & ~reported_only()) if c.rule in INPUT_RULES else c for c in out
+    )
 
 
 def row_checks(of_kind: Kind | Literal["all"] | None = "all") -> list[RuleCheck]:

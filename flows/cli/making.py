@@ -1,5 +1,6 @@
 """The commands that make dumps: ``simulate`` (simulated models on the benchmark's tasks)
-and the importers (``import-kaggle``: LearningBench harness runs)."""
+and the importers (``import-kaggle``: LearningBench harness runs; ``import-scores``: tables
+of scores)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import typer
 
 from flows.cli import app
 from flows.importers.kaggle_command import import_kaggle
+from flows.importers.scores_command import import_scores_command
 
 
 @app.command()
@@ -93,3 +95,4 @@ def simulate(
 
 
 app.command("import-kaggle")(import_kaggle)
+app.command("import-scores")(import_scores_command)

@@ -214,7 +214,11 @@ def compare(
     ] = None,
     scope: Annotated[
         str,
-        typer.Option(envvar="COGSCORE_SCOPE", help="A category, or overall."),
+        typer.Option(
+            envvar="COGSCORE_SCOPE",
+            help="A category, overall (each task weighs the same: the benchmark's own) or "
+            "overall_by_category (each category weighs the same).",
+        ),
     ] = "overall",
     models: Annotated[
         list[str] | None,

@@ -188,7 +188,7 @@ def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[flo
     procedural v1, computed from a v2 run's episode scores with the README's definitions:
     v1 = 0.5 x consistency (the weighted mean) + 0.5 x transfer (the test score); a task
     is the mean of its episodes, a category the mean of its tasks, a model's overall score
-    the mean of its categories."""
+    the mean of its tasks (each task weighs the same)."""
     episodes = read_table(local, "episode_scores").filter(pl.col("dump_date") == night)
     v1 = 0.5 * pl.col("consistency") + 0.5 * pl.col("transfer")
     episodes = episodes.with_columns(
@@ -200,7 +200,7 @@ def expected_rescore(local: Path, night: str) -> dict[tuple[str, str], tuple[flo
     )
     tasks = episodes.group_by("model", "category", "task").agg(pl.col("old", "new").mean())
     categories = tasks.group_by("model", "category").agg(pl.col("old", "new").mean())
-    models = categories.group_by("model").agg(pl.col("old", "new").mean())
+    models = tasks.group_by("model").agg(pl.col("old", "new").mean())
     out = {(r["model"], r["category"]): (r["old"], r["new"]) for r in categories.to_dicts()}
     out |= {(r["model"], "overall"): (r["old"], r["new"]) for r in models.to_dicts()}
     return out

@@ -65,13 +65,18 @@ def test_every_night_holds_the_comparisons_of_its_episode_scores(scored: Path) -
 
 def test_diff_is_the_difference_of_the_published_scores(scored: Path) -> None:
     table = read_table(scored, "model_comparisons")
-    models = read_table(scored, "model_scores").select(
-        "dump_date", "model", pl.lit("overall").alias("scope"), "score"
+    published = read_table(scored, "model_scores")
+    models = published.select("dump_date", "model", pl.lit("overall").alias("scope"), "score")
+    by_category = published.select(
+        "dump_date",
+        "model",
+        pl.lit("overall_by_category").alias("scope"),
+        pl.col("score_by_category").alias("score"),
     )
     categories = read_table(scored, "category_scores").select(
         "dump_date", "model", pl.col("category").alias("scope"), "score"
     )
-    scores = pl.concat([models, categories])
+    scores = pl.concat([models, by_category, categories])
     joined = table.join(
         scores.rename({"model": "model_a", "score": "published_a"}),
         on=["dump_date", "model_a", "scope"],

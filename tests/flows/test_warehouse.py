@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
+from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.options import run_options
@@ -51,35 +52,78 @@ def read(out: Path, table: str) -> pl.DataFrame:
 
 
 def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
-    """Task, category and model aggregates in plain Python, from the README's definitions."""
+    """Task, category and model aggregates in plain Python, from the README's definitions:
+    a task's interval the percentile bootstrap of its episodes (null where they do not
+    vary); a category's and a model's the two-level t interval (README "Comparisons")."""
     tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
     for r in scores.iter_rows(named=True):
         key = (r["dump_date"], r["model"], r["category"], r["task"])
         tasks[key].append((r["episode_id"], r["score"]))
     out: dict[str, dict] = {"task": {}, "category": {}, "model": {}}
-    task_reps: dict[tuple, np.ndarray] = {}
     for key, rows in tasks.items():
         values = np.array([s for _, s in sorted(rows)])
-        task_reps[key] = resample_means(values, key, bootstrap)
+        replicates = resample_means(values, key, bootstrap)
         std = stdev(values) if len(values) > 1 else None
-        out["task"][key] = (fmean(values), len(values), std, *_ci(task_reps[key], bootstrap))
+        ci = _ci(replicates, bootstrap) if len(set(replicates)) > 1 else (None, None)
+        out["task"][key] = (fmean(values), len(values), std, *ci)
     categories: dict[tuple, list[tuple]] = defaultdict(list)
     for key in tasks:
         categories[key[:3]].append(key)
-    cat_reps = {}
+    # Per category: the variance of its score and its degrees of freedom (tasks a sample;
+    # a category of one task: that task's episodes, each its own instance here).
+    spread: dict[tuple, tuple[float | None, float | None]] = {}
     for key, members in categories.items():
-        cat_reps[key] = np.mean([task_reps[m] for m in members], axis=0)
-        score = fmean(out["task"][m][0] for m in members)
+        means = [out["task"][m][0] for m in members]
+        score = fmean(means)
         n_episodes = sum(out["task"][m][1] for m in members)
-        out["category"][key] = (score, len(members), n_episodes, *_ci(cat_reps[key], bootstrap))
+        if len(members) > 1:
+            spread[key] = (stdev(means) ** 2 / len(means), len(means) - 1.0)
+        else:
+            episodes = [s for _, s in tasks[members[0]]]
+            n = len(episodes)
+            spread[key] = (stdev(episodes) ** 2 / n, n - 1.0) if n > 1 else (None, None)
+        out["category"][key] = (score, len(members), n_episodes, *_t_ci(score, [spread[key]]))
     models: dict[tuple, list[tuple]] = defaultdict(list)
     for key in categories:
         models[key[:2]].append(key)
     for key, members in models.items():
-        reps = np.mean([cat_reps[m] for m in members], axis=0)
-        score = fmean(out["category"][m][0] for m in members)
-        out["model"][key] = (score, len(members), *_ci(reps, bootstrap))
+        every_task = [t for m in members for t in categories[m]]
+        means = [out["task"][t][0] for t in every_task]
+        score = fmean(means)
+        by_category = fmean(out["category"][m][0] for m in members)
+        # each task weighs the same: the tasks one pool (a model of one task: its episodes)
+        pooled = (
+            [(stdev(means) ** 2 / len(means), len(means) - 1.0)]
+            if len(means) > 1
+            else [spread[members[0]]]
+        )
+        even = [_scaled(spread[m], 1 / len(members)) for m in members]
+        out["model"][key] = (
+            score,
+            len(members),
+            *_t_ci(score, pooled),
+            by_category,
+            *_t_ci(by_category, even),
+        )
     return out
+
+
+def _scaled(part: tuple[float | None, float | None], weight: float) -> tuple:
+    variance, df = part
+    return (None if variance is None else variance * weight**2, df)
+
+
+def _t_ci(score: float, parts: list[tuple]) -> tuple[float | None, float | None]:
+    """``score ± t · se``, the variance the sum of the parts', Satterthwaite's degrees of
+    freedom; null where a part is unknown or the variance is zero."""
+    if any(v is None for v, _ in parts):
+        return None, None
+    variance = sum(v for v, _ in parts)
+    if variance == 0:
+        return None, None
+    df = variance**2 / sum(v**2 / d for v, d in parts)
+    half = scipy_stats.t.ppf(0.975, df) * variance**0.5
+    return score - half, score + half
 
 
 def resample_means(values: np.ndarray, key: tuple, bootstrap: Bootstrap) -> np.ndarray:
@@ -144,6 +188,9 @@ def test_aggregates_match_plain_python(scores: pl.DataFrame, copies: int) -> Non
             r["categories_covered"],
             r["ci_low"],
             r["ci_high"],
+            r["score_by_category"],
+            r["ci_low_by_category"],
+            r["ci_high_by_category"],
         )
         for r in got["model_scores"].iter_rows(named=True)
     }

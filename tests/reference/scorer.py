@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +123,38 @@ class ReferenceResult:
 
 def _of_kind(rows: list[Row], kind: str) -> list[Row]:
     return [r for r in rows if r.get(KIND) == kind]
+
+
+# Contract 1.2, "A reported score alone": the kinds of rows that carry a formula's inputs, and
+# the rules about them, which an episode that is a reported score alone does not break.
+_INPUT_KINDS = (EXAMPLE, ITEM, ANSWER, ACTION, FEEDBACK, ROUND_END)
+_INPUT_RULES = {
+    Rule.NO_ITEMS,
+    Rule.TOO_MANY_ITEMS,
+    Rule.TOO_MANY_EXAMPLES,
+    Rule.WRONG_ROUND_COUNT,
+    Rule.PARAMS_MISSING,
+    Rule.PARAMS_WRONG_TYPE,
+    Rule.PARAMS_INVALID_VALUE,
+}
+REPORTED_VERSION = "reported"
+
+
+def _reported_alone(rows: list[Row]) -> float | None:
+    """The reported score of an episode that is one alone (a finite reported score, no row of
+    an input kind, one episode_start whose params are ``{}``, JSON whitespace aside), else
+    None."""
+    if any(r.get(KIND) in _INPUT_KINDS for r in rows):
+        return None
+    starts = _of_kind(rows, EPISODE_START)
+    text = starts[0].get(PARAMS_COLUMN) if len(starts) == 1 else None
+    if text is None or re.sub(r"[ \t\n\r]", "", text) != "{}":
+        return None
+    ends = _of_kind(_by_turn(rows), EPISODE_END)
+    reported = [r[REPORTED_SCORE] for r in ends if r.get(REPORTED_SCORE) is not None]
+    if not reported or not math.isfinite(reported[-1]):
+        return None
+    return float(reported[-1])
 
 
 def _by_turn(rows: list[Row]) -> list[Row]:
@@ -307,6 +340,8 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
     ):
         rules.add(Rule.WRONG_ROUND_COUNT)
 
+    if _reported_alone(rows) is not None:
+        rules -= _INPUT_RULES
     return rules, category, params
 
 
@@ -393,6 +428,10 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
             if r.get(VALUE) is not None and not 0.0 <= r[VALUE] <= 1.0
         ),
     )
+    alone = _reported_alone(rows)
+    if alone is not None:  # its score is the one reported; no formula, no component
+        out.update(score=alone, formula_version=REPORTED_VERSION)
+        return _with_reported(rows, out)
     if category == RUNTIME_RL:
         _score_runtime_rl(rows, params, out)
         return _with_reported(rows, out)

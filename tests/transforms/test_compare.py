@@ -1,9 +1,15 @@
 """``transforms.compare``: the comparison statistics equal trusted libraries (statsmodels'
-cluster-robust least squares, scipy's normal distribution and t-tests, statsmodels'
-multipletests), are calibrated (simulated A/A comparisons reject at the nominal rate, a
-planted difference equal to the reported MDE is detected with 80% power, A/A nights raise
-no more alerts than nominal) and have the properties a difference must have (swapping the
-models negates it and keeps its p-value; shifting a model's scores shifts it)."""
+cluster-robust least squares, scipy's normal and t distributions, t-tests and Wilcoxon
+signed-rank test, statsmodels' multipletests), are calibrated (simulated A/A comparisons
+reject at the nominal rate, a planted difference equal to the reported MDE is detected with
+80% power, A/A nights raise no more alerts than nominal; on LearningBench's own shape:
+``test_calibration.py``) and have the properties a difference must have (swapping the models
+negates it and keeps its p-value; shifting a model's scores shifts it).
+
+Both sampling designs are tested: ``two_level`` (the default: tasks a sample, episodes within
+them) and ``within_tasks`` (the tasks fixed, the previous default). The simulated shape of
+this file (two categories of two tasks, many episodes) is the one where fixing the tasks
+serves; its calibration tests run with ``within_tasks``."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from transforms.compare import (
     LEVEL_NOT_COMPARABLE,
     LEVEL_WATCH,
     OVERALL,
+    OVERALL_BY_CATEGORY,
     PAIRED_FULL,
     PAIRED_NONE,
     PAIRED_PARTIAL,
@@ -38,9 +45,11 @@ from transforms.compare import (
     regressions,
     rescore_rank_changes,
     rescore_significance,
+    score_intervals,
     significance_tiers,
 )
 
+WITHIN = "within_tasks"  # the tasks fixed: the previous default design
 COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
 TASKS = (("c1", "t1"), ("c1", "t2"), ("c2", "t3"), ("c2", "t4"))
 
@@ -156,17 +165,17 @@ def test_scores_are_those_of_aggregate_bit_for_bit() -> None:
     lazy = frame.lazy()
     reps = aggregate.task_replicates(lazy, boot)
     tasks = aggregate.task_scores(lazy, reps, boot)
-    cat_reps = aggregate.category_replicates(reps)
-    categories = aggregate.category_scores(tasks, cat_reps, boot).collect()
-    models = aggregate.model_scores(
-        categories.lazy(), aggregate.model_replicates(cat_reps), boot
-    ).collect()
+    categories = aggregate.category_scores(tasks).collect()
+    models = aggregate.model_scores(tasks, categories.lazy()).collect()
     table = model_comparisons(frame)
+    assert set(table["scope"].to_list()) == {"c1", "c2", OVERALL, OVERALL_BY_CATEGORY}
     for row in table.iter_rows(named=True):
         for side in ("a", "b"):
             model = row[f"model_{side}"]
-            if row["scope"] == OVERALL:
+            if row["scope"] == OVERALL:  # each task weighs the same
                 expected = one_row(models, model=model)["score"]
+            elif row["scope"] == OVERALL_BY_CATEGORY:
+                expected = one_row(models, model=model)["score_by_category"]
             else:
                 expected = one_row(categories, model=model, category=row["scope"])["score"]
             assert row[f"score_{side}"] == expected  # the same bits
@@ -188,14 +197,19 @@ def _cells(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_se_equals_statsmodels_cluster_robust_ols(seed: int) -> None:
-    """Tasks fixed: the diff is a contrast of the (model, task) cell means; its variance is
-    the cluster-robust (instance clusters) variance of that contrast in the OLS fit of the
-    scores on one dummy per cell. statsmodels runs without its small-sample correction
-    (``use_correction=False``) on scores whose residuals are scaled by each cell's own
-    factor √(G/(G-1)), the correction the comparison applies (docs/comparisons.md)."""
+def test_se_within_equals_statsmodels_cluster_robust_ols(seed: int) -> None:
+    """Tasks fixed (``se_within``; ``se`` with ``design="within_tasks"``): the diff is a
+    contrast of the (model, task) cell means; its variance is the cluster-robust (instance
+    clusters) variance of that contrast in the OLS fit of the scores on one dummy per cell.
+    statsmodels runs without its small-sample correction (``use_correction=False``) on
+    scores whose residuals are scaled by each cell's own factor √(G/(G-1)), the correction
+    the comparison applies (docs/comparisons.md)."""
     frame = mixed_design(seed)
     table = model_comparisons(frame)
+    fixed = model_comparisons(frame, design=WITHIN)
+    assert_frame_equal(table.select("se_within"), fixed.select("se_within"))
+    assert_frame_equal(fixed.select(pl.col("se").alias("se_within")), fixed.select("se_within"))
+    assert set(fixed["design"].to_list()) == {WITHIN}
     data = _cells(frame).with_columns(
         (
             pl.col("cell_mean")
@@ -219,24 +233,48 @@ def test_se_equals_statsmodels_cluster_robust_ols(seed: int) -> None:
     for row in table.filter(pl.col("model_a") < pl.col("model_b")).iter_rows(named=True):
         weights = np.zeros(len(cells))
         for model, sign in ((row["model_a"], 1.0), (row["model_b"], -1.0)):
-            scope = ("c1", "c2") if row["scope"] == OVERALL else (row["scope"],)
+            overall = row["scope"] in (OVERALL, OVERALL_BY_CATEGORY)
+            scope = ("c1", "c2") if overall else (row["scope"],)
+            n_tasks = sum(len(tasks_of[(model, c)]) for c in scope)
             for category in scope:
                 for task in tasks_of[(model, category)]:
                     weights[cells.index(f"{model}|{task}")] += (
-                        sign / len(scope) / len(tasks_of[(model, category)])
+                        sign / n_tasks  # each task weighs the same
+                        if row["scope"] == OVERALL
+                        else sign / len(scope) / len(tasks_of[(model, category)])
                     )
         expected = math.sqrt(weights @ cov @ weights)
-        assert row["se"] == pytest.approx(expected, rel=1e-10, abs=1e-14)
+        assert row["se_within"] == pytest.approx(expected, rel=1e-10, abs=1e-14)
         assert weights @ fit.params == pytest.approx(row["diff"], abs=1e-12)
         checked += 1
-    assert checked == 9  # 3 pairs x (c1, c2, overall)
+    assert checked == 12  # 3 pairs x (c1, c2, overall, overall_by_category)
+
+
+def _wls_task_clustered(part: pl.DataFrame, a: str) -> tuple[float, float]:
+    """(coefficient of model a, its variance): the WLS fit of the scores on (1, model a)
+    with weights 1/(tasks of the model x episodes of the cell) and task clusters, CR0 times
+    G/(G-1), G the tasks."""
+    n_tasks = part.group_by("model").agg(pl.col("task").n_unique().alias("n_t"))
+    part = part.join(n_tasks, on="model").with_columns(
+        pl.len().over("model", "task").alias("n_cell")
+    )
+    weights = 1.0 / (part["n_t"] * part["n_cell"]).cast(pl.Float64).to_numpy()
+    exog = sm.add_constant((part["model"] == a).to_numpy().astype(float))
+    task_ids = np.unique(part["task"].to_numpy(), return_inverse=True)[1]
+    fit = sm.WLS(part["score"].to_numpy(), exog, weights=weights).fit(
+        cov_type="cluster", cov_kwds={"groups": task_ids, "use_correction": False}
+    )
+    g = len(np.unique(task_ids))
+    return float(fit.params[1]), float(fit.bse[1] ** 2 * g / (g - 1))
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_se_tasks_equals_statsmodels_wls_clustered_by_task(seed: int) -> None:
-    """Tasks a sample: within a category, the WLS fit of the scores on (1, model a) with
-    weights 1/(tasks x episodes of the cell) and task clusters, CR0 times G/(G-1); overall,
-    the sum over categories (strata) of (1/C)² times that."""
+    """Tasks a sample (the two-level design, ``se_tasks``): within a category, and for the
+    task-weighted ``overall`` over every task (one pool), the WLS fit of the scores on
+    (1, model a) with weights 1/(tasks x episodes of the cell) and task clusters, CR0 times
+    G/(G-1); ``overall_by_category``, the sum over categories (strata) of (1/C)² times each
+    category's."""
     frame = mixed_design(seed)
     table = model_comparisons(frame)
     data = _cells(frame)
@@ -244,24 +282,20 @@ def test_se_tasks_equals_statsmodels_wls_clustered_by_task(seed: int) -> None:
         strata = 0.0
         for category in ("c1", "c2"):
             part = data.filter(pl.col("model").is_in([a, b]), category=category)
-            n_tasks = part.group_by("model").agg(pl.col("task").n_unique().alias("n_t"))
-            part = part.join(n_tasks, on="model").with_columns(
-                pl.len().over("model", "task").alias("n_cell")
-            )
-            weights = 1.0 / (part["n_t"] * part["n_cell"]).cast(pl.Float64).to_numpy()
-            exog = sm.add_constant((part["model"] == a).to_numpy().astype(float))
-            task_ids = np.unique(part["task"].to_numpy(), return_inverse=True)[1]
-            fit = sm.WLS(part["score"].to_numpy(), exog, weights=weights).fit(
-                cov_type="cluster", cov_kwds={"groups": task_ids, "use_correction": False}
-            )
-            g = len(np.unique(task_ids))
-            variance = fit.bse[1] ** 2 * g / (g - 1)
+            diff, variance = _wls_task_clustered(part, a)
             row = one_row(table, scope=category, model_a=a, model_b=b)
             assert row["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
-            assert fit.params[1] == pytest.approx(row["diff"], abs=1e-12)
+            assert diff == pytest.approx(row["diff"], abs=1e-12)
             strata += variance / 4
-        overall = one_row(table, scope=OVERALL, model_a=a, model_b=b)
+        overall = one_row(table, scope=OVERALL_BY_CATEGORY, model_a=a, model_b=b)
         assert overall["se_tasks"] == pytest.approx(math.sqrt(strata), rel=1e-10)
+        diff, pooled = _wls_task_clustered(data.filter(pl.col("model").is_in([a, b])), a)
+        overall = one_row(table, scope=OVERALL, model_a=a, model_b=b)
+        assert overall["se_tasks"] == pytest.approx(math.sqrt(pooled), rel=1e-10)
+        assert diff == pytest.approx(overall["diff"], abs=1e-12)
+    # Every category has two tasks or more: the default design's se is the two-level one.
+    assert table["design"].unique().to_list() == ["two_level"]
+    assert_frame_equal(table.select(pl.col("se").alias("se_tasks")), table.select("se_tasks"))
 
 
 def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
@@ -275,6 +309,10 @@ def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
     assert row["se"] == pytest.approx(float(np.mean(a - b)) / t.statistic, rel=1e-12)
     assert (row["paired"], row["n_pairs"], row["n_tasks"]) == (PAIRED_FULL, 30, 1)
     assert row["se_tasks"] is None  # one task: no spread of tasks to measure
+    # ... so its within-task variance stands in, with the paired t's own reference
+    assert row["design"] == WITHIN
+    assert row["df"] == pytest.approx(29.0, rel=1e-12)
+    assert row["p_value"] == pytest.approx(t.pvalue, rel=1e-12)
     c = rng.uniform(0, 1, 17)
     rows = [("d", "a", "c", "t", f"a{i}", float(a[i]), None) for i in range(30)]
     rows += [("d", "c", "c", "t", f"c{i}", float(c[i]), None) for i in range(17)]
@@ -284,8 +322,33 @@ def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
     assert (row["paired"], row["n_pairs"]) == (PAIRED_NONE, 0)
 
 
+def test_p_value_interval_and_mde_equal_scipy_t_with_the_design_df() -> None:
+    """Two-level: Student's t with Satterthwaite's degrees of freedom over the strata."""
+    table = model_comparisons(mixed_design(5), design="two_level")
+    diff, se, df = (table[c].to_numpy() for c in ("diff", "se", "df"))
+    np.testing.assert_allclose(
+        table["p_value"].to_numpy(), 2 * scipy_stats.t.sf(np.abs(diff / se), df), atol=1e-12
+    )
+    low, high = scipy_stats.t.interval(0.95, df, loc=diff, scale=se)
+    np.testing.assert_allclose(table["ci_low"].to_numpy(), low, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(table["ci_high"].to_numpy(), high, rtol=0, atol=1e-12)
+    mde = (scipy_stats.t.ppf(0.975, df) + scipy_stats.t.ppf(0.8, df)) * se
+    np.testing.assert_allclose(table["mde"].to_numpy(), mde, rtol=1e-12)
+    ninety = model_comparisons(mixed_design(5), level=0.9)  # the interval's level, not the test's
+    low, high = scipy_stats.t.interval(0.9, df, loc=diff, scale=se)
+    np.testing.assert_allclose(ninety["ci_low"].to_numpy(), low, rtol=0, atol=1e-12)
+    assert_frame_equal(ninety.select("p_value", "verdict"), table.select("p_value", "verdict"))
+    # Satterthwaite: (Σ v_c)² / Σ v_c² / (G_c - 1), v_c each category's part of se_tasks².
+    row = one_row(table, scope=OVERALL_BY_CATEGORY, model_a="a", model_b="b")
+    parts = [one_row(table, scope=c, model_a="a", model_b="b")["se"] ** 2 / 4 for c in ("c1", "c2")]
+    expected = sum(parts) ** 2 / (parts[0] ** 2 / 1 + parts[1] ** 2 / 2)
+    assert row["df"] == pytest.approx(expected, rel=1e-12)
+
+
 def test_p_value_interval_and_mde_equal_scipy() -> None:
-    table = model_comparisons(mixed_design(5))
+    """Tasks fixed (the previous choice, kept): the normal."""
+    table = model_comparisons(mixed_design(5), design=WITHIN)
+    assert table["df"].null_count() == table.height
     diff, se = table["diff"].to_numpy(), table["se"].to_numpy()
     z975, z80 = scipy_stats.norm.ppf(0.975), scipy_stats.norm.ppf(0.8)
     np.testing.assert_allclose(
@@ -303,8 +366,10 @@ def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
     frame = simulate(
         rng, 2, models=("a", "b", "c", "d"), shared=10, alone=5, shift={"a": 0.08, "d": -0.04}
     )
-    table = model_comparisons(frame)
-    assert table.height == 2 * 3 * 12  # nights x scopes x ordered pairs
+    # (the verdict asserted below needs the tasks-fixed design: two tasks a category
+    # cannot tell a 0.12 difference from how tasks vary)
+    table = model_comparisons(frame, design=WITHIN)
+    assert table.height == 2 * 4 * 12  # nights x scopes x ordered pairs
     for (_, _), group in table.group_by("dump_date", "scope"):
         half = group.filter(pl.col("model_a") < pl.col("model_b")).sort("model_a", "model_b")
         assert half.height == 6
@@ -331,8 +396,13 @@ def test_rows_of_a_pair_mirror_each_other_exactly() -> None:
         mirror = one_row(table, scope=row["scope"], model_a=row["model_b"], model_b=row["model_a"])
         assert mirror["diff"] == -row["diff"]
         assert (mirror["ci_low"], mirror["ci_high"]) == (-row["ci_high"], -row["ci_low"])
-        for same in ("se", "se_tasks", "p_value", "p_holm", "mde", "n_pairs", "n_tasks"):
-            assert mirror[same] == row[same]
+        same = ("se", "se_tasks", "se_within", "df", "design", "p_value", "p_holm", "mde")
+        for column in (*same, "n_pairs", "n_tasks", "p_wilcoxon"):
+            assert mirror[column] == row[column]
+        assert (mirror["n_tasks_a_better"], mirror["n_tasks_b_better"]) == (
+            row["n_tasks_b_better"],
+            row["n_tasks_a_better"],
+        )
         assert (mirror["n_episodes_a"], mirror["score_a"]) == (
             row["n_episodes_b"],
             row["score_b"],
@@ -370,6 +440,52 @@ def test_a_single_episode_or_instance_leaves_the_variance_unknown() -> None:
         None,
         UNRESOLVED,
     )
+    assert row["design"] == "none"  # said, not silent: no variance can be estimated
+
+
+def test_p_wilcoxon_is_scipys_test_of_the_task_differences_of_each_pair() -> None:
+    """Over the tasks of the scope both models ran, the differences of their task scores
+    (each task's mean over its episodes): ``scipy.stats.wilcoxon`` of them, and the tasks
+    each model won."""
+    frame = mixed_design(2)
+    table = model_comparisons(frame)
+    tasks = frame.group_by("model", "category", "task").agg(pl.col("score").mean())
+    checked = 0
+    for row in table.iter_rows(named=True):
+        scope = row["scope"]
+        chosen = tasks if scope in (OVERALL, OVERALL_BY_CATEGORY) else tasks.filter(category=scope)
+        a = chosen.filter(model=row["model_a"]).drop("model")
+        b = chosen.filter(model=row["model_b"]).drop("model")
+        both = a.join(b, on=["category", "task"], suffix="_b").sort("category", "task")
+        d = (both["score"] - both["score_b"]).to_numpy()
+        assert row["n_tasks"] == len(d)
+        assert (row["n_tasks_a_better"], row["n_tasks_b_better"]) == (
+            int((d > 0).sum()),
+            int((d < 0).sum()),
+        )
+        # (the task means of the table and of this test agree to rounding, not in every bit)
+        assert row["p_wilcoxon"] == pytest.approx(scipy_stats.wilcoxon(d).pvalue, abs=1e-12)
+        checked += 1
+    assert checked == table.height == 24
+
+
+def test_a_category_of_one_task_lends_its_within_task_variance() -> None:
+    """c1 has one task (how tasks vary cannot be measured there), c2 two: the two-level
+    variance of the overall difference is c1's within-task part plus c2's task part, said
+    in ``design`` (``mixed``); c1's own comparison is the within-task one."""
+    frame = mixed_design(4).filter(pl.col("task") != "t2", pl.col("task") != "t5")
+    table = model_comparisons(frame)
+    c1 = one_row(table, scope="c1", model_a="a", model_b="b")
+    c2 = one_row(table, scope="c2", model_a="a", model_b="b")
+    overall = one_row(table, scope=OVERALL_BY_CATEGORY, model_a="a", model_b="b")
+    assert (c1["design"], c2["design"], overall["design"]) == (WITHIN, "two_level", "mixed")
+    assert c1["se"] == c1["se_within"] and c1["se_tasks"] is None and overall["se_tasks"] is None
+    expected = (c1["se_within"] ** 2 + c2["se_tasks"] ** 2) / 4
+    assert overall["se"] == pytest.approx(math.sqrt(expected), rel=1e-12)
+    fixed = one_row(
+        model_comparisons(frame, design=WITHIN), scope=OVERALL_BY_CATEGORY, model_a="a", model_b="b"
+    )
+    assert fixed["se"] == pytest.approx(overall["se_within"], rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------
@@ -433,18 +549,20 @@ def _overall_ab(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def test_aa_comparisons_reject_at_the_nominal_rate_and_the_mde_has_80_percent_power() -> None:
-    """2,000 nights of two models from one distribution (instances partly shared):
-    5% ± 1.5% rejected at α = 0.05 (after Holm, which is a no-op for one pair). Then 2,000
-    fresh nights with a planted difference equal to the MDE the A/A nights report: 80% ± 5%
-    detected."""
-    aa = _overall_ab(model_comparisons(simulate(np.random.default_rng(20261202), 2000)))
+    """Tasks fixed, on the shape where that design serves (four tasks, 30 episodes each):
+    2,000 nights of two models from one distribution (instances partly shared): 5% ± 1.5%
+    rejected at α = 0.05 (after Holm, which is a no-op for one pair). Then 2,000 fresh
+    nights with a planted difference equal to the MDE the A/A nights report: 80% ± 5%
+    detected. (The two-level design on LearningBench's shape: ``test_calibration.py``.)"""
+    nights = simulate(np.random.default_rng(20261202), 2000)
+    aa = _overall_ab(model_comparisons(nights, design=WITHIN))
     assert aa.height == 2000
     assert set(aa["paired"].to_list()) == {PAIRED_PARTIAL}
     rejected = (aa["verdict"] != UNRESOLVED).mean()
     assert rejected == pytest.approx(0.05, abs=0.015), rejected
     mde = float(aa["mde"].mean())
     planted = _overall_ab(
-        model_comparisons(simulate(np.random.default_rng(7), 2000, shift={"a": mde}))
+        model_comparisons(simulate(np.random.default_rng(7), 2000, shift={"a": mde}), design=WITHIN)
     )
     detected = (planted["verdict"] == A_BETTER).mean()
     assert detected == pytest.approx(0.80, abs=0.05), (mde, detected)
@@ -452,7 +570,7 @@ def test_aa_comparisons_reject_at_the_nominal_rate_and_the_mde_has_80_percent_po
 
 def test_aa_comparisons_without_pairing_reject_at_the_nominal_rate() -> None:
     frame = simulate(np.random.default_rng(99), 2000, shared=0, alone=25)
-    aa = _overall_ab(model_comparisons(frame))
+    aa = _overall_ab(model_comparisons(frame, design=WITHIN))
     assert set(aa["paired"].to_list()) == {PAIRED_NONE}
     rejected = (aa["p_value"] < 0.05).mean()
     assert rejected == pytest.approx(0.05, abs=0.015), rejected
@@ -461,9 +579,11 @@ def test_aa_comparisons_without_pairing_reject_at_the_nominal_rate() -> None:
 @pytest.mark.parametrize("baseline", ["previous", "mean"])
 def test_aa_nights_raise_no_more_alerts_than_nominal(baseline: str) -> None:
     """200 nights of three unchanged models: alerts (BH q < 0.05 and a drop beyond the
-    MDE) and watches (a drop with raw p < 0.05) at no more than the nominal 5%."""
+    MDE) and watches (a drop with raw p < 0.05) at no more than the nominal 5% (tasks
+    fixed, as the nightly simulator's four tasks call for; the two-level design is also
+    at most nominal, below)."""
     frame = simulate(np.random.default_rng(3), 200, models=("a", "b", "c"), shared=20, alone=5)
-    table = regressions(frame, baseline=baseline, k=7)  # type: ignore[arg-type]
+    table = regressions(frame, baseline=baseline, k=7, design=WITHIN)  # type: ignore[arg-type]
     assert table.height == 199 * 3 * 3
     assert table["level"].is_in([LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT]).all()
     alert = (table["level"] == LEVEL_ALERT).mean()
@@ -586,10 +706,13 @@ def test_rescore_is_paired_episode_by_episode() -> None:
     t = scipy_stats.ttest_rel(new_scores, old_scores)
     assert row["delta"] == pytest.approx(float(np.mean(new_scores - old_scores)), abs=1e-12)
     assert row["se"] == pytest.approx(row["delta"] / t.statistic, rel=1e-12)
-    assert row["p_value"] == pytest.approx(
-        2 * scipy_stats.norm.sf(abs(row["delta"] / row["se"])), abs=1e-12
+    # one task: its within-task variance, the paired t's reference (39 degrees of freedom)
+    assert row["p_value"] == pytest.approx(t.pvalue, rel=1e-12)
+    assert (row["paired"], row["n_pairs"], row["design"]) == (PAIRED_FULL, 40, WITHIN)
+    fixed = one_row(rescore_significance(old, new, design=WITHIN), scope=OVERALL)
+    assert fixed["p_value"] == pytest.approx(
+        2 * scipy_stats.norm.sf(abs(fixed["delta"] / fixed["se"])), abs=1e-12
     )
-    assert (row["paired"], row["n_pairs"]) == (PAIRED_FULL, 40)
 
 
 def test_rank_change_significance() -> None:
@@ -661,6 +784,26 @@ def test_rank_intervals_resample_instances_jointly() -> None:
     assert again.equals(paired)
 
 
+def test_rank_intervals_draw_the_same_tasks_for_every_model() -> None:
+    """One episode per task, 60 tasks of very different difficulty, b = a - 0.01 on every
+    one: the same tasks drawn for both models, a is first in every replicate; drawn for each
+    model apart, the difficulty of the tasks drawn would decide and the ranks would
+    overlap."""
+    base = np.random.default_rng(17).uniform(0, 1, 60)
+    rows = [("d", "a", f"c{i % 3}", f"t{i}", f"a{i}", float(base[i]), None) for i in range(60)]
+    rows += [
+        ("d", "b", f"c{i % 3}", f"t{i}", f"b{i}", float(base[i]) - 0.01, None) for i in range(60)
+    ]
+    ranks = rank_intervals(rows_frame(rows), resamples=500)
+    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in ranks.iter_rows(named=True)] == [
+        ("a", 1, 1),
+        ("b", 2, 2),
+    ]
+    # ... and the overall scores' own intervals overlap: the pairing is what separates them
+    intervals = score_intervals(rows_frame(rows)).filter(scope=OVERALL)
+    assert intervals["ci_low"].max() < intervals["ci_high"].min()  # type: ignore[operator]
+
+
 def test_rank_intervals_follow_the_score_weighting() -> None:
     frame = simulate(
         np.random.default_rng(15), 1, models=("a", "b", "c"), shift={"a": 0.3, "c": -0.3}
@@ -685,7 +828,8 @@ def test_significance_tiers() -> None:
         alone=0,
         shift={"a": 0.3, "b": 0.29, "c": 0.0, "d": -0.3},
     )
-    tiers = significance_tiers(model_comparisons(frame))
+    # (two tasks a category: with the tasks fixed, where the verdicts these tiers need hold)
+    tiers = significance_tiers(model_comparisons(frame, design=WITHIN))
     assert dict(zip(tiers["model"], tiers["tier"], strict=True)) == {"a": 1, "b": 1, "c": 2, "d": 3}
 
 
@@ -693,28 +837,54 @@ def test_significance_tiers() -> None:
 def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     """Contrasts a - b take per-task sums (linear in the models); every other contrast the
     sum over clusters of the definition. Both on the same contrasts: the same variances."""
-    from transforms import compare
+    from transforms.compare import pairs as pairing
+    from transforms.compare import variance
+    from transforms.compare.preparation import prepare
 
     frame = mixed_design(seed)
-    prep = compare._prepare(frame, ["dump_date", "model"])
-    pairs = compare._pairs(compare._scope_table(prep), ["dump_date"])
-    contrasts = compare._two_unit_contrasts(pairs, "__unit", "__unit_b")
+    prep = prepare(frame, ["dump_date", "model"])
+    pairs = pairing.unordered_pairs(prep.scope_table(), ["dump_date"])
+    contrasts = pairing.two_unit_contrasts(pairs, "__unit", "__unit_b")
     rows = contrasts.join(prep.weights, on=["__unit", "scope"])
-    assert compare._two_units(contrasts)
-    fast = compare._pair_fixed(prep, rows).sort("__cid")
-    slow = compare._fixed(prep, rows).sort("__cid").select(fast.columns)
-    assert fast.height == slow.height == pairs.height
+    assert variance._two_units(contrasts)
+    key = ["__cid", "__stratum"]
+    fast = variance._pair_within(prep, rows).sort(key)
+    slow = variance._within(prep, rows).sort(key).select(fast.columns)
+    assert fast.height == slow.height >= pairs.height
     assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
-    assert fast["__var"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
+    assert fast["__var_within"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
+    """A score's own interval takes each unit's per-task sums of squares; the same variances
+    as the sum over clusters of the definition."""
+    from transforms.compare import variance
+    from transforms.compare.preparation import prepare
+
+    prep = prepare(mixed_design(seed), ["dump_date", "model"])
+    table = prep.scope_table().with_row_index("__cid")
+    contrasts = table.select("__cid", "__unit", pl.lit(1.0).alias("__coef"), "scope")
+    rows = contrasts.join(prep.weights, on=["__unit", "scope"])
+    assert variance._one_unit(contrasts) and not variance._one_unit(
+        pl.concat([contrasts, contrasts])
+    )
+    key = ["__cid", "__stratum"]
+    fast = variance._own_within(prep, rows).sort(key)
+    slow = variance._within(prep, rows).sort(key).select(fast.columns)
+    assert_frame_equal(
+        fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15, check_dtypes=False
+    )
 
 
 def test_comparisons_and_rank_intervals_prepared_once_equal_each_alone() -> None:
-    from transforms.compare import comparisons_and_rank_intervals, rank_intervals
+    from transforms.compare import comparisons_and_rank_intervals, rank_intervals, score_intervals
 
     frame = mixed_design(3)
     both = comparisons_and_rank_intervals(frame, resamples=50, seed=7)
-    assert_frame_equal(both[0], model_comparisons(frame))
-    assert_frame_equal(both[1], rank_intervals(frame, resamples=50, seed=7))
+    assert_frame_equal(both.comparisons, model_comparisons(frame, level=0.95))
+    assert_frame_equal(both.ranks, rank_intervals(frame, resamples=50, seed=7))
+    assert_frame_equal(both.intervals, score_intervals(frame))
 
 
 def _large_night_cases() -> dict[str, object]:
@@ -747,11 +917,12 @@ def test_a_large_night_digested_a_task_at_a_time_equals_one_pass(
 ) -> None:
     """A large night is prepared, its clusters paired and its rank bootstrap drawn a task
     (or a block of draws) at a time; a small one at once. The same bits either way."""
-    from transforms import compare
+    from transforms.compare import preparation, ranks, variance
 
     at_once = _large_night_cases()[entry]()  # type: ignore[operator]
-    monkeypatch.setattr(compare, "_ATOMS_AT_ONCE", 0)
-    monkeypatch.setattr(compare, "_DRAWS_AT_ONCE", 7)
+    monkeypatch.setattr(preparation, "ATOMS_AT_ONCE", 0)
+    monkeypatch.setattr(variance, "ATOMS_AT_ONCE", 0)
+    monkeypatch.setattr(ranks, "DRAWS_AT_ONCE", 7)
     piecewise = _large_night_cases()[entry]()  # type: ignore[operator]
     tables = at_once if isinstance(at_once, tuple) else (at_once,)
     pieces = piecewise if isinstance(piecewise, tuple) else (piecewise,)

@@ -1,11 +1,12 @@
 """``transforms.stats`` against trusted libraries: p-values and quantiles equal scipy's to
-1e-12, Holm and Benjamini–Hochberg equal statsmodels' ``multipletests`` bit for bit, the
-clustered standard error equals statsmodels' cluster-robust OLS/WLS to 1e-10 (scipy and
-statsmodels are test dependencies only)."""
+1e-12, the Wilcoxon signed-rank test equals ``scipy.stats.wilcoxon`` to 1e-12 whatever
+method scipy picks, Holm and Benjamini–Hochberg equal statsmodels' ``multipletests`` bit for
+bit, the clustered standard error equals statsmodels' cluster-robust OLS/WLS to 1e-10."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -25,6 +26,7 @@ from transforms.stats import (
     minimum_detectable_effect,
     normal_p_two_sided,
     normal_p_values,
+    wilcoxon_signed_rank,
     z_quantile,
 )
 
@@ -203,3 +205,47 @@ def test_cluster_robust_variance_is_miller_clustered_variance_of_a_mean() -> Non
     with_correction = cluster_robust_variance((x - x.mean()) / 30, clusters, correction=True)
     assert with_correction == pytest.approx(ours * g / (g - 1), rel=1e-14)
     assert math.isnan(cluster_robust_variance(np.array([0.1, -0.1]), np.array([1, 1]), True))
+
+
+# Each kind of differences takes one of scipy's methods: continuous ones the exact null
+# distribution (n <= 50) or the normal (n > 50); ties or zeros the sign flips (n <= 13) or
+# the normal with the tie correction. A first row of zeros only: NaN, or 1 where flipped.
+WILCOXON_SIZES = [2, 3, 5, 8, 11, 12, 13, 14, 18, 30, 50, 51, 80, 135]
+
+
+def _differences(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "continuous":
+        d = rng.normal(0.1, 1.0, (12, n))
+    elif kind == "fractions":  # task scores are fractions of a few items: many ties
+        d = (rng.binomial(4, 0.55, (12, n)) - rng.binomial(4, 0.5, (12, n))) / 4
+    else:  # "rounded": ties and zeros
+        d = np.round(rng.normal(0.2, 0.5, (12, n)), 1)
+    d[0] = 0.0
+    return d
+
+
+@pytest.mark.parametrize("kind", ["continuous", "fractions", "rounded"])
+@pytest.mark.parametrize("n", WILCOXON_SIZES)
+def test_wilcoxon_signed_rank_equals_scipy_row_by_row(kind: str, n: int) -> None:
+    d = _differences(kind, n, np.random.default_rng(n))
+    with warnings.catch_warnings():  # scipy warns on the row of zeros (a zero spread)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.array([scipy_stats.wilcoxon(row).pvalue for row in d])
+    got = wilcoxon_signed_rank(d)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12, equal_nan=True)
+    assert np.isnan(got).sum() <= 1  # at most the row of zeros
+
+
+def test_wilcoxon_signed_rank_reproduces_the_benchmarks_own_test() -> None:
+    """LearningBench's H4 (``hypothesis_tests.md``): concept formation, Qwen 3 Next 80B
+    Thinking against Instruct, 18 tasks: W = 6, p = 0.002157762679075225."""
+    from tests.learningbench import LEADERBOARD
+
+    flat = pl.read_csv(LEADERBOARD / "leaderboard_flat.csv")
+    concept = flat.filter(pl.col("category") == "concept-learning").sort("task_slug")
+    thinking, instruct = (
+        concept.filter(model_name=f"Qwen 3 Next 80B {kind}")["score"].to_numpy()
+        for kind in ("Thinking", "Instruct")
+    )
+    (p,) = wilcoxon_signed_rank((thinking - instruct)[None, :])
+    assert p == pytest.approx(0.002157762679075225, rel=1e-12)

@@ -1,0 +1,378 @@
+"""Score tables in, contract rows out (``cogscore import-scores``).
+
+A table of scores that a harness or a leaderboard already computed (CSV or Parquet: one row
+per model and task) becomes dump rows: per row one episode of two rows, an ``episode_start``
+and an ``episode_end`` whose ``reported_score`` (contract 1.2) is the table's score. There
+is no formula input (no item, answer, action, feedback, round or example row): the scorer
+takes the reported score as the episode's score (formula version ``reported``), and a
+rescore leaves it as it is.
+
+The table may use the contract's column names (``model``, ``task``, ``category``,
+``score``, optionally ``dump_date``, ``instance_id``) or LearningBench's published ones
+(``leaderboard_flat.csv``: ``model_name``, ``task_slug``, ``category`` with its slugs such
+as ``assoc-learning``, ``score``, ``eval_date``). A category the table gives as ``unknown``
+is resolved from the task files' folders (``--tasks``: ``<category folder>/<task>.py``).
+
+Every row that cannot be imported is reported with every reason, never dropped silently:
+a missing model or task, a score that is not a finite number, a category that is not known
+or cannot be resolved, a date that is not one, a second row for the same model, task and
+night. A row's ``instance_id`` is the table's where it has one, else the task's name: every
+model that ran a LearningBench task faced its one instance (the task files fix their
+seeds), so the models' scores of a task are paired.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from schemas.contract import (
+    DTYPES,
+    INSTANCE_ID,
+    REPORTED_SCORE,
+    Category,
+    Col,
+    Kind,
+    Role,
+    Status,
+)
+
+# The night a row goes to, and the date column of the table it may come from.
+NIGHT: Final = "dump_date"
+
+# The contract's name of each column, and the names a score table may give it (first found
+# wins): the contract's own, then LearningBench's published leaderboard's.
+SOURCE_NAMES: Final[dict[str, tuple[str, ...]]] = {
+    Col.MODEL: ("model", "model_name", "model_slug"),
+    Col.TASK: ("task", "task_slug"),
+    Col.CATEGORY: ("category",),
+    REPORTED_SCORE: ("score", "reported_score"),
+    NIGHT: ("dump_date", "eval_date", "date"),
+    INSTANCE_ID: ("instance_id",),
+}
+REQUIRED_SOURCE: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, REPORTED_SCORE)
+
+# Category names a table may use: the contract's, LearningBench's leaderboard slugs and its
+# task folders' names.
+CATEGORY_NAMES: Final[dict[str, Category]] = {
+    **{c.value: c for c in Category},
+    "assoc-learning": Category.ASSOCIATIVE_LEARNING,
+    "concept-learning": Category.CONCEPT_FORMATION,
+    "lang-learning": Category.LANGUAGE_LEARNING,
+    "obs-learning": Category.OBSERVATIONAL_LEARNING,
+    "rf-learning": Category.RUNTIME_RL,
+    "proc-learning": Category.PROCEDURAL_LEARNING,
+    "concept_learning": Category.CONCEPT_FORMATION,
+    "reinforcement_learning": Category.RUNTIME_RL,
+}
+UNKNOWN: Final = "unknown"  # what LearningBench's leaderboard says of three tasks
+
+# The unimportable rows' report: the source row (1-based, as a spreadsheet counts data rows
+# after the header), its model and task as read, and every reason.
+ROW: Final = "row"
+REASONS: Final = "reasons"
+
+
+class ImportError_(ValueError):
+    """A table that cannot be read or lacks a column: nothing is written."""
+
+
+@dataclass
+class Imported:
+    """What an import did: the nights written (file per night), the rows imported and
+    those that could not be, each with every reason."""
+
+    source: str
+    rows_read: int = 0
+    rows_imported: int = 0
+    written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
+    unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
+    resolved: dict[str, str] = field(default_factory=dict)  # task -> category from --tasks
+    rejected: list[dict[str, object]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "rows_read": self.rows_read,
+            "rows_imported": self.rows_imported,
+            "rows_not_imported": len(self.rejected),
+            "nights_written": self.written,
+            "nights_unchanged": self.unchanged,
+            "categories_resolved": self.resolved,
+            "not_imported": self.rejected,
+        }
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    """The score table at ``path``: Parquet by its magic number, else CSV (every column
+    read as text: the import checks each value itself)."""
+    if not path.is_file():
+        raise ImportError_(f"{path}: no such file")
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    try:
+        if magic == b"PAR1":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise ImportError_(f"{path}: not a CSV or Parquet table ({error})") from None
+
+
+def source_columns(table: pl.DataFrame) -> dict[str, str]:
+    """Per contract column, the table's column that holds it (the first name found);
+    refused where a required one is missing."""
+    found = {
+        target: next((n for n in names if n in table.columns), None)
+        for target, names in SOURCE_NAMES.items()
+    }
+    missing = [t for t in REQUIRED_SOURCE if found[t] is None]
+    if missing:
+        wanted = "; ".join(f"{t}: one of {', '.join(SOURCE_NAMES[t])}" for t in missing)
+        raise ImportError_(
+            f"the table lacks a column ({wanted}); it has {', '.join(table.columns)}"
+        )
+    return {t: n for t, n in found.items() if n is not None}
+
+
+def task_categories(tasks: Path) -> dict[str, Category]:
+    """Task name -> category, from LearningBench's task files (``<folder>/<task>.py``, the
+    folder a category name: ``associative_learning``, ``concept_learning``, ...)."""
+    if not tasks.is_dir():
+        raise ImportError_(f"--tasks {tasks}: not a folder of task files")
+    out: dict[str, Category] = {}
+    for file in sorted(tasks.glob("*/*.py")):
+        category = CATEGORY_NAMES.get(file.parent.name)
+        if category is not None:
+            out[file.stem] = category
+    if not out:
+        raise ImportError_(f"--tasks {tasks}: no <category folder>/<task>.py file in it")
+    return out
+
+
+def score_rows(
+    table: pl.DataFrame,
+    source: str,
+    night: str | None = None,
+    tasks: Mapping[str, Category] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
+    """(the importable rows, one per model and task and night, with the contract's names;
+    the rows that are not, with every reason; the categories resolved from ``tasks``)."""
+    names = source_columns(table)
+    text = pl.col
+    picked = table.with_row_index(ROW, offset=1).select(
+        ROW,
+        *(
+            text(names[c]).cast(pl.String).str.strip_chars().alias(c)
+            for c in (Col.MODEL, Col.TASK, Col.CATEGORY)
+        ),
+        text(names[REPORTED_SCORE]).cast(pl.String).str.strip_chars().alias("__score_text"),
+        (
+            text(names[INSTANCE_ID]).cast(pl.String).alias(INSTANCE_ID)
+            if INSTANCE_ID in names
+            else pl.lit(None, pl.String).alias(INSTANCE_ID)
+        ),
+        (
+            text(names[NIGHT]).cast(pl.String).alias("__date_text")
+            if NIGHT in names
+            else pl.lit(None, pl.String).alias("__date_text")
+        ),
+    )
+    score = pl.col("__score_text").cast(pl.Float64, strict=False)
+    when = pl.col("__date_text").str.to_datetime(time_zone="UTC", strict=False)
+    when = pl.coalesce(
+        when,
+        pl.col("__date_text").str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us", "UTC")),
+    )
+    known = (
+        pl.col(Col.CATEGORY)
+        .str.to_lowercase()
+        .replace_strict(
+            {k: v.value for k, v in CATEGORY_NAMES.items()}, default=None, return_dtype=pl.String
+        )
+    )
+    from_files = pl.col(Col.TASK).replace_strict(
+        {k: v.value for k, v in (tasks or {}).items()}, default=None, return_dtype=pl.String
+    )
+    unknown = pl.col(Col.CATEGORY).is_null() | (pl.col(Col.CATEGORY).str.to_lowercase() == UNKNOWN)
+    rows = picked.with_columns(
+        score.alias(REPORTED_SCORE),
+        when.alias(Col.TS),
+        pl.when(unknown).then(from_files).otherwise(known).alias("__category"),
+        (pl.lit(night) if night is not None else when.dt.date().cast(pl.String)).alias(NIGHT),
+    )
+    checks: Sequence[tuple[pl.Expr, pl.Expr]] = [
+        (pl.col(Col.MODEL).fill_null("") == "", pl.lit("no model")),
+        (pl.col(Col.TASK).fill_null("") == "", pl.lit("no task")),
+        (
+            pl.col("__score_text").is_null() | (pl.col("__score_text") == ""),
+            pl.lit("no score"),
+        ),
+        (
+            pl.col("__score_text").fill_null("").ne("") & (score.is_null() | ~score.is_finite()),
+            pl.format("score {} is not a finite number", pl.col("__score_text")),
+        ),
+        (
+            unknown & pl.lit(tasks is None),
+            pl.lit("category unknown: --tasks names the folder of task files to resolve it"),
+        ),
+        (
+            unknown & pl.lit(tasks is not None) & from_files.is_null(),
+            pl.format("category unknown and no task file {}.py in --tasks", Col.TASK),
+        ),
+        (
+            ~unknown & known.is_null(),
+            pl.format(
+                "category {} is none of {}",
+                Col.CATEGORY,
+                pl.lit(", ".join(sorted(CATEGORY_NAMES))),
+            ),
+        ),
+        (
+            pl.lit(night is None) & pl.col("__date_text").is_null(),
+            pl.lit("no date (--date puts every row in one night)"),
+        ),
+        (
+            pl.lit(night is None) & pl.col("__date_text").is_not_null() & when.is_null(),
+            pl.format("date {} is not a date", pl.col("__date_text")),
+        ),
+    ]
+    judged = rows.with_columns(
+        pl.concat_list([pl.when(broken).then(reason) for broken, reason in checks])
+        .list.drop_nulls()
+        .alias(REASONS)
+    )
+    # A second row for the same model, task and night: every copy is reported (which of
+    # them is the score cannot be told).
+    key = [Col.MODEL, Col.TASK, NIGHT]
+    copies = pl.len().over(key) > 1
+    judged = judged.with_columns(
+        pl.when(copies & (pl.col(REASONS).list.len() == 0))
+        .then(pl.concat_list(pl.lit("the table has another row for this model, task and night")))
+        .otherwise(pl.col(REASONS))
+        .alias(REASONS)
+    )
+    good = pl.col(REASONS).list.len() == 0
+    resolved = judged.filter(good & unknown).select(Col.TASK, "__category").unique().sort(Col.TASK)
+    kept = judged.filter(good).select(
+        NIGHT,
+        Col.MODEL,
+        Col.TASK,
+        pl.col("__category").alias(Col.CATEGORY),
+        pl.coalesce(INSTANCE_ID, Col.TASK).alias(INSTANCE_ID),
+        REPORTED_SCORE,
+        Col.TS,
+        pl.lit(source).alias(Col.RUN_ID),
+    )
+    rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
+    return kept, rejected, dict(resolved.iter_rows())
+
+
+def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
+    """Two contract rows per score (``score_rows``): ``episode_start`` (turn 0, ``params``
+    ``{}``, ``instance_id``) and ``episode_end`` (turn 1, ``status`` completed,
+    ``reported_score``). The episode id is the night, model and task: unique in a dump."""
+    episode_id = pl.concat_str(NIGHT, Col.MODEL, Col.TASK, separator="/")
+    start = scores.select(
+        episode_id.alias(Col.EPISODE_ID),
+        pl.lit(0).alias(Col.TURN),
+        pl.lit(Kind.EPISODE_START.value).alias(Col.KIND),
+        pl.lit("{}").alias(Col.PARAMS),
+        pl.lit(None, pl.String).alias(Col.STATUS),
+        pl.lit(None, pl.Float64).alias(REPORTED_SCORE),
+        INSTANCE_ID,
+        *_common(),
+    )
+    end = scores.select(
+        episode_id.alias(Col.EPISODE_ID),
+        pl.lit(1).alias(Col.TURN),
+        pl.lit(Kind.EPISODE_END.value).alias(Col.KIND),
+        pl.lit(None, pl.String).alias(Col.PARAMS),
+        pl.lit(Status.COMPLETED.value).alias(Col.STATUS),
+        REPORTED_SCORE,
+        pl.lit(None, pl.String).alias(INSTANCE_ID),
+        *_common(),
+    )
+    rows = pl.concat([start, end]).sort(NIGHT, Col.EPISODE_ID, Col.TURN)
+    columns = {str(c): t for c, t in DTYPES.items()}
+    return rows.select(
+        NIGHT,
+        *(
+            (pl.col(c) if c in rows.columns else pl.lit(None)).cast(t).alias(c)
+            for c, t in columns.items()
+        ),
+        pl.col(INSTANCE_ID).cast(pl.String),
+        pl.col(REPORTED_SCORE).cast(pl.Float64),
+    )
+
+
+def _common() -> list[pl.Expr]:
+    return [
+        pl.col(Col.RUN_ID),
+        pl.col(Col.MODEL),
+        pl.col(Col.TASK),
+        pl.col(Col.CATEGORY),
+        pl.lit(Role.ENVIRONMENT.value).alias(Col.ROLE),
+        pl.col(Col.TS),
+        pl.col(NIGHT),
+    ]
+
+
+def parquet_bytes(rows: pl.DataFrame) -> bytes:
+    """The night's rows as Parquet, the same bytes for the same rows."""
+    buffer = io.BytesIO()
+    rows.write_parquet(buffer, compression="zstd", statistics=True)
+    return buffer.getvalue()
+
+
+def import_scores(
+    source: Path,
+    out: Path,
+    night: str | None = None,
+    tasks: Path | None = None,
+) -> Imported:
+    """Import the score table ``source`` into the dump ``out``: per night a file
+    ``dump_date=<night>/scores-<source name>.parquet`` (replaced where it differs; left
+    alone where it holds the same bytes) and a ``_SUCCESS`` marker beside it."""
+    table = read_table(source)
+    categories = task_categories(tasks) if tasks is not None else None
+    run_id = f"import-scores/{source.name}"
+    kept, rejected, resolved = score_rows(table, run_id, night, categories)
+    done = Imported(str(source), rows_read=table.height, rows_imported=kept.height)
+    done.resolved = resolved
+    done.rejected = rejected.to_dicts()
+    rows = contract_rows(kept)
+    name = f"scores-{_safe(source.stem)}.parquet"
+    for (when,), part in rows.group_by(NIGHT, maintain_order=True):
+        folder = out / f"dump_date={when}"
+        target = folder / name
+        data = parquet_bytes(part.drop(NIGHT))
+        if target.is_file() and _digest(target.read_bytes()) == _digest(data):
+            done.unchanged[str(when)] = str(target)
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        scratch = folder / f".{name}.{os.getpid()}.tmp"
+        scratch.write_bytes(data)
+        scratch.replace(target)  # readers see the old file or the new one, never half
+        (folder / "_SUCCESS").touch()
+        done.written[str(when)] = str(target)
+    return done
+
+
+def _safe(stem: str) -> str:
+    """A file name's stem made safe as part of another (letters, digits, ``-``, ``_``).
+
+    >>> _safe("leaderboard flat/../x")
+    'leaderboard_flat____x'
+    """
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in stem)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

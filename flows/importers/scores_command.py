@@ -1,0 +1,81 @@
+"""The ``cogscore import-scores`` command (registered in ``flows/cli.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def import_scores_command(
+    table: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="A table of scores, CSV or Parquet: one row per model and task (the "
+            "contract's column names, or LearningBench's leaderboard_flat.csv as published).",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="DUMP_ROOT to write the rows to.")],
+    date: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            metavar="YYYY-MM-DD",
+            help="Put every row in this night: a snapshot (default: each row's own date "
+            "column, UTC).",
+        ),
+    ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(
+            "--tasks",
+            help="Folder of LearningBench task files (<category folder>/<task>.py): the "
+            "category of a task the table calls 'unknown' (read from the folder names; "
+            "nothing is run).",
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the import's summary as one JSON object, last.")
+    ] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 3 when any row was not imported.")
+    ] = False,
+) -> None:
+    """Import a table of scores that a harness or a leaderboard already computed as dump
+    rows: per row one episode whose episode_end carries the score as reported_score, with
+    no formula inputs. Scored, such an episode's score is its reported score (formula
+    version 'reported'); a rescore leaves it as it is. Rows go to
+    DUMP_ROOT/dump_date=<night>/scores-<FILE's name>.parquet; importing the same table again
+    writes nothing. Every row not imported is reported with every reason."""
+    from flows.importers.scores import ImportError_, import_scores
+    from flows.io import is_night
+
+    if date is not None and not is_night(date):
+        raise typer.BadParameter(f"{date!r} is not a date YYYY-MM-DD", param_hint="--date")
+    try:
+        done = import_scores(table, out, date, tasks)
+    except ImportError_ as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    lines = [
+        f"{done.rows_imported} of {done.rows_read} rows of {table} imported into {out}",
+        *(f"  night {n}: {f}" for n, f in sorted(done.written.items())),
+        *(f"  night {n}: unchanged ({f})" for n, f in sorted(done.unchanged.items())),
+    ]
+    if done.resolved:
+        named = ", ".join(f"{t} -> {c}" for t, c in sorted(done.resolved.items()))
+        lines.append(f"categories from the task files: {named}")
+    for row in done.rejected[:20]:
+        reasons = "; ".join(str(r) for r in row["reasons"])  # type: ignore[attr-defined]
+        lines.append(f"not imported: row {row['row']} ({row['model']}, {row['task']}): {reasons}")
+    if len(done.rejected) > 20:
+        lines.append(f"… and {len(done.rejected) - 20} more rows not imported (--json: all)")
+    for line in lines:
+        typer.echo(line, err=json_output)
+    if json_output:
+        typer.echo(json.dumps(done.summary(), default=str, sort_keys=True))
+    if strict and done.rejected:
+        raise typer.Exit(3)

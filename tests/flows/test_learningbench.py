@@ -1,0 +1,102 @@
+"""LearningBench's published leaderboard through cogscore (``import-scores``, then a run):
+its ranks and mean scores reproduced, every interval of positive width, the verdicts the
+benchmark's own analysis states, and a rescore that leaves the imported scores as they are.
+
+Expected values are read from the published files (``leaderboard_model_ranks.csv``,
+``hypothesis_tests.json``), never typed in."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from flows import runs
+from flows.importers.scores import import_scores
+from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS
+from tests.tables import read_table
+
+NIGHT = "2026-04-16"  # the last day of the published runs
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("learningbench")
+    done = import_scores(LEADERBOARD / "leaderboard_flat.csv", root / "dump", NIGHT, TASKS)
+    assert done.rows_imported == 1890 and not done.rejected
+    runs.score(root / "dump", root / "out")
+    return root
+
+
+def test_ranks_and_mean_scores_equal_the_published_ones(scored: Path) -> None:
+    published = pl.read_csv(LEADERBOARD / "leaderboard_model_ranks.csv")
+    models = read_table(scored / "out", "model_scores")
+    joined = models.join(published, left_on="model", right_on="model_name", how="full")
+    assert joined.height == published.height == 14
+    assert (joined["score"] - joined["mean_score"]).abs().max() < 1e-12  # type: ignore[operator]
+    assert joined["rank"].to_list() == joined["rank_right"].to_list()
+    assert set(models["categories_covered"]) == {6} and set(models["n_ranked"]) == {14}
+
+
+def test_every_interval_has_positive_width(scored: Path) -> None:
+    """One score per model and task: the tasks carry the uncertainty (design two_level).
+    Task intervals are null (one episode: no spread to resample), never of zero width."""
+    out = scored / "out"
+    models = read_table(out, "model_scores")
+    for low, high in (("ci_low", "ci_high"), ("ci_low_by_category", "ci_high_by_category")):
+        assert (models[high] - models[low] > 0).all(), low
+    assert (models["rank_low"] <= models["rank"]).all()
+    assert (models["rank"] <= models["rank_high"]).all()
+    categories = read_table(out, "category_scores")
+    assert categories.height == 14 * 6 and (categories["ci_high"] > categories["ci_low"]).all()
+    comparisons = read_table(out, "model_comparisons")
+    assert comparisons["se"].null_count() == 0 and (comparisons["se"] > 0).all()
+    assert set(comparisons["design"]) == {"two_level"}
+    assert (comparisons["ci_high"] > comparisons["ci_low"]).all()
+    tasks = read_table(out, "task_scores")
+    assert set(tasks["n_episodes"]) == {1} and tasks["ci_low"].null_count() == tasks.height
+
+
+def test_the_best_model_is_better_than_the_weakest_overall(scored: Path) -> None:
+    comparisons = read_table(scored / "out", "model_comparisons")
+    row = comparisons.filter(
+        scope="overall", model_a="Gemini 3.1 Pro Preview", model_b="GPT-5.4 nano"
+    ).row(0, named=True)
+    assert row["verdict"] == "a_better"
+    assert (row["n_tasks"], row["paired"]) == (135, "full")  # paired over every task
+    models = read_table(scored / "out", "model_scores").sort("rank")
+    assert models["tier"][0] == 1 and models["tier"][-1] > models["tier"][0]
+
+
+def test_the_benchmarks_own_concept_formation_test(scored: Path) -> None:
+    """H4 of the benchmark's analysis: concept formation, Qwen 3 Next 80B Thinking against
+    Instruct, a Wilcoxon signed-rank test over 18 matched tasks, 14 won, 1 lost."""
+    analysis = json.loads((LEARNINGBENCH / "hypothesis_tests.json").read_text())
+    h4 = next(h for h in analysis["hypotheses"] if h["id"] == "H4")["statistic"]
+    comparisons = read_table(scored / "out", "model_comparisons")
+    row = comparisons.filter(
+        scope="concept_formation",
+        model_a="Qwen 3 Next 80B Thinking",
+        model_b="Qwen 3 Next 80B Instruct",
+    ).row(0, named=True)
+    assert row["n_tasks"] == h4["n_pairs"]
+    assert (row["n_tasks_a_better"], row["n_tasks_b_better"]) == (
+        h4["wins_thinking"],
+        h4["wins_instruct"],
+    )
+    assert row["p_wilcoxon"] == pytest.approx(h4["p"], rel=1e-12)
+    assert row["p_value"] < 0.01 and row["p_wilcoxon"] < 0.01
+    assert row["diff"] == pytest.approx(h4["thinking_mean"] - h4["instruct_mean"], abs=1e-12)
+
+
+def test_a_rescore_leaves_the_imported_scores_as_they_are(scored: Path) -> None:
+    before = read_table(scored / "out", "model_scores").select("model", "score")
+    outcome = runs.rescore(
+        scored / "dump", scored / "out", ["procedural_learning=v1"], dry_run=True
+    )
+    assert outcome.not_rescored == 1890
+    assert outcome.diff is not None and (outcome.diff["delta"] == 0).all()
+    after = read_table(scored / "out", "model_scores").select("model", "score")
+    assert after.sort("model").equals(before.sort("model"))

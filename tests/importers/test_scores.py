@@ -1,0 +1,190 @@
+"""``cogscore import-scores``: a table of scores (LearningBench's published leaderboard as it
+is, or a table with the contract's own names) becomes contract rows, every row it cannot
+import reported with every reason; importing the same table again writes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.importers.scores import import_scores
+from flows.io import discover
+from schemas.contract import REPORTED_SCORE
+from tests.learningbench import LEADERBOARD, TASKS
+
+FLAT = LEADERBOARD / "leaderboard_flat.csv"
+
+
+def dump_rows(root: Path) -> pl.DataFrame:
+    return pl.concat(
+        pl.read_parquet(f).with_columns(pl.lit(f.parent.name.split("=")[1]).alias("night"))
+        for f in sorted(root.rglob("*.parquet"))
+    )
+
+
+def test_the_published_leaderboard_is_imported_as_it_is(tmp_path: Path) -> None:
+    """Its 1,890 scores, the three tasks it calls `unknown` resolved from the task files'
+    folder: two rows an episode (start and end), the score as the reported score, the
+    task's name as the instance every model faced."""
+    flat = pl.read_csv(FLAT)
+    done = import_scores(FLAT, tmp_path / "dump", "2026-04-16", TASKS)
+    assert (done.rows_read, done.rows_imported, done.rejected) == (1890, 1890, [])
+    assert done.resolved == {t: "associative_learning" for t in ("10000", "10001", "10002")}
+    rows = dump_rows(tmp_path / "dump")
+    assert set(rows["night"]) == {"2026-04-16"} and rows.height == 2 * 1890
+    assert (
+        rows.group_by("episode_id")
+        .agg(pl.col("kind").sort())
+        .filter(pl.col("kind") != ["episode_end", "episode_start"])
+        .is_empty()
+    )
+    ends = rows.filter(kind="episode_end").sort("model", "task")
+    published = flat.sort("model_name", "task_slug")
+    assert ends["model"].to_list() == published["model_name"].to_list()
+    assert ends["task"].to_list() == published["task_slug"].cast(pl.String).to_list()
+    assert ends[REPORTED_SCORE].to_list() == published["score"].to_list()  # the same floats
+    assert set(ends["status"]) == {"completed"}
+    starts = rows.filter(kind="episode_start")
+    assert (starts["instance_id"] == starts["task"]).all()
+    assert set(rows["kind"]) == {"episode_start", "episode_end"}  # no formula input
+    categories = dict(zip(ends["task"], ends["category"], strict=False))
+    assert categories["blocking-effect-assoc-learning"] == "associative_learning"
+    assert categories["10001"] == "associative_learning"
+    assert {categories[t] for t in published.filter(category="rf-learning")["task_slug"]} == {
+        "runtime_rl"
+    }
+    again = import_scores(FLAT, tmp_path / "dump", "2026-04-16", TASKS)
+    assert again.written == {} and list(again.unchanged) == ["2026-04-16"]
+    assert len(discover(tmp_path / "dump")) == 1
+
+
+def test_without_task_files_the_unknown_categories_are_reported_not_guessed(
+    tmp_path: Path,
+) -> None:
+    done = import_scores(FLAT, tmp_path / "dump", "2026-04-16")
+    assert (done.rows_imported, len(done.rejected)) == (1848, 42)  # 14 models x 3 tasks
+    assert {r["task"] for r in done.rejected} == {"10000", "10001", "10002"}
+    assert all(
+        r["reasons"] == ["category unknown: --tasks names the folder of task files to resolve it"]
+        for r in done.rejected
+    )
+
+
+def test_each_rows_own_date_makes_its_night_without_date(tmp_path: Path) -> None:
+    flat = pl.read_csv(FLAT)
+    done = import_scores(FLAT, tmp_path / "dump", tasks=TASKS)
+    nights = sorted(flat["eval_date"].str.slice(0, 10).unique().to_list())
+    assert sorted(done.written) == nights
+    rows = dump_rows(tmp_path / "dump").filter(kind="episode_end")
+    assert (rows["ts"].dt.date().cast(pl.String) == rows["night"]).all()
+
+
+def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_path: Path) -> None:
+    table = tmp_path / "scores.csv"
+    table.write_text(
+        "model,task,category,score,dump_date\n"
+        "m1,t1,associative_learning,0.5,2026-12-01\n"  # fine
+        "m1,t2,concept-learning,NaN,2026-12-01\n"  # not finite
+        "m1,t3,cooking,0.2,2026-12-01\n"  # unknown category name
+        ",t4,runtime_rl,,someday\n"  # no model, no score, a date that is not one
+        "m2,t1,associative_learning,0.7,2026-12-01\n"  # a copy of the next
+        "m2,t1,associative_learning,0.8,2026-12-01\n"
+        "m3,t9,unknown,0.4,2026-12-01\n"  # unknown, no task file for t9
+        "m4,t1,associative_learning,1,2026-12-02\n"  # fine, another night
+    )
+    tasks = tmp_path / "tasks" / "concept_learning"
+    tasks.mkdir(parents=True)
+    (tasks / "t2.py").write_text("# a task file: only its folder is read\n")
+    done = import_scores(table, tmp_path / "dump", tasks=tmp_path / "tasks")
+    reasons = {r["row"]: r["reasons"] for r in done.rejected}
+    assert reasons == {
+        2: ["score NaN is not a finite number"],
+        3: [
+            "category cooking is none of "
+            + ", ".join(
+                sorted(
+                    [
+                        "assoc-learning",
+                        "associative_learning",
+                        "concept-learning",
+                        "concept_formation",
+                        "concept_learning",
+                        "lang-learning",
+                        "language_learning",
+                        "obs-learning",
+                        "observational_learning",
+                        "proc-learning",
+                        "procedural_learning",
+                        "reinforcement_learning",
+                        "rf-learning",
+                        "runtime_rl",
+                    ]
+                )
+            )
+        ],
+        4: ["no model", "no score", "date someday is not a date"],
+        5: ["the table has another row for this model, task and night"],
+        6: ["the table has another row for this model, task and night"],
+        7: ["category unknown and no task file t9.py in --tasks"],
+    }
+    assert done.rows_imported == 2 and sorted(done.written) == ["2026-12-01", "2026-12-02"]
+
+
+def test_a_parquet_table_with_the_contracts_names(tmp_path: Path) -> None:
+    table = tmp_path / "nightly.parquet"
+    pl.DataFrame(
+        {
+            "model": ["a", "b"],
+            "task": ["t", "t"],
+            "category": ["runtime_rl", "runtime_rl"],
+            "score": [0.25, 1.0],
+            "instance_id": ["seed-7", "seed-7"],
+        }
+    ).write_parquet(table)
+    done = import_scores(table, tmp_path / "dump", "2026-12-03")
+    assert done.rows_imported == 2
+    rows = dump_rows(tmp_path / "dump")
+    assert set(rows.filter(kind="episode_start")["instance_id"]) == {"seed-7"}
+    assert rows["ts"].null_count() == rows.height  # no date column: no time
+    assert math.fsum(rows[REPORTED_SCORE].drop_nulls()) == 1.25
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "dump"
+    lenient = runner.invoke(
+        app, ["import-scores", str(FLAT), "--out", str(out), "--date", "2026-04-16"]
+    )
+    assert lenient.exit_code == 0, lenient.output
+    assert "1848 of 1890 rows" in lenient.output and "not imported: row 7" in lenient.output
+    strict = runner.invoke(
+        app, ["import-scores", str(FLAT), "--out", str(out), "--date", "2026-04-16", "--strict"]
+    )
+    assert strict.exit_code == 3
+    whole = runner.invoke(
+        app,
+        ["import-scores", str(FLAT), "--out", str(out), "--tasks", str(TASKS), "--json"],
+    )
+    assert whole.exit_code == 0, whole.output
+    summary = json.loads(whole.stdout.strip().splitlines()[-1])
+    assert (summary["rows_imported"], summary["rows_not_imported"]) == (1890, 0)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model,score\nm,1\n")
+    refused = runner.invoke(app, ["import-scores", str(bad), "--out", str(out)])
+    assert refused.exit_code == 2 and "lacks a column" in refused.output
+    wrong_date = runner.invoke(app, ["import-scores", str(FLAT), "--out", str(out), "--date", "x"])
+    assert wrong_date.exit_code == 2
+
+
+@pytest.mark.parametrize("name", ["leaderboard_flat.csv"])
+def test_a_missing_file_is_refused(tmp_path: Path, name: str) -> None:
+    result = CliRunner().invoke(
+        app, ["import-scores", str(tmp_path / name), "--out", str(tmp_path / "d")]
+    )
+    assert result.exit_code == 2 and "no such file" in result.output

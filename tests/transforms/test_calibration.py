@@ -1,0 +1,179 @@
+"""Calibration of the two-level design on LearningBench's shape, by simulation: 135 tasks in
+six categories (20, 18, 26, 30, 30, 11, as the benchmark), one episode per model and task
+(the published leaderboard) or several on shared instances; every night new tasks drawn
+from the ability's population. Scores are binomial fractions of a task's items (bounded,
+discrete, as the benchmark's), from a logistic model: task difficulty around its
+category's, a model-by-task interaction, and on the many-episodes shape an instance's
+difficulty within its task.
+
+Required (README "Comparisons"): A/A comparisons reject at α = 0.05 in 5% ± 1.5%; a
+planted difference equal to the mean reported MDE is detected in 80% ± 5%; 95% intervals
+of a model's score cover the true mean (of the ability: the population of tasks) in
+95% ± 2%. Each check runs 2,000 simulated nights through the public functions at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.polynomial.hermite_e import hermegauss
+
+from schemas.comparisons import A_BETTER, OVERALL, OVERALL_BY_CATEGORY, UNRESOLVED
+from transforms.compare import model_comparisons, regressions, score_intervals
+
+CATEGORY_TASKS = (20, 18, 26, 30, 30, 11)  # LearningBench's tasks per category
+CATEGORY_DIFFICULTY = (-0.6, 0.4, 0.2, 0.3, -0.1, 0.5)  # mean task difficulty (logit)
+TASK_SD = 1.2  # task difficulty around its category's
+INTERACTION_SD = 0.6  # model-by-task
+INSTANCE_SD = 0.8  # instance difficulty within a task (many-episodes shape)
+ITEMS = 8  # items per episode: a score is a fraction of 8
+NIGHTS = 2000
+
+
+@dataclass(frozen=True)
+class Shape:
+    episodes: int  # per model and task, on shared instances
+
+
+ONE_EPISODE = Shape(episodes=1)
+MANY_EPISODES = Shape(episodes=5)
+
+
+def simulate(
+    seed: int, shape: Shape, ability: dict[str, float], shift: dict[str, float] | None = None
+) -> pl.DataFrame:
+    """Episode scores of ``NIGHTS`` nights, drawn at once: per night new tasks (difficulty
+    and model-by-task interaction), per task ``shape.episodes`` instances faced by every
+    model; a score is the share of ``ITEMS`` items right, plus ``shift[model]``."""
+    rng = np.random.default_rng(seed)
+    shift = shift or {}
+    models = list(ability)
+    n_tasks = sum(CATEGORY_TASKS)
+    category = np.repeat(np.arange(len(CATEGORY_TASKS)), CATEGORY_TASKS)
+    difficulty = np.asarray(CATEGORY_DIFFICULTY)[category][:, None] + rng.normal(
+        0, TASK_SD, (NIGHTS, 1, n_tasks, 1)
+    )
+    interaction = rng.normal(0, INTERACTION_SD, (NIGHTS, len(models), n_tasks, 1))
+    instance = (
+        rng.normal(0, INSTANCE_SD, (NIGHTS, 1, n_tasks, shape.episodes))
+        if shape.episodes > 1
+        else np.zeros((NIGHTS, 1, n_tasks, 1))
+    )
+    theta = np.array([ability[m] for m in models])[None, :, None, None]
+    logit = theta - difficulty + interaction + instance
+    size = (NIGHTS, len(models), n_tasks, shape.episodes)
+    right = rng.binomial(ITEMS, 1.0 / (1.0 + np.exp(-logit)), size)
+    offset = np.array([shift.get(m, 0.0) for m in models])[None, :, None, None]
+    score = right / ITEMS + offset
+    night, model, task, episode = (a.ravel() for a in np.indices(size))
+    frame = pl.DataFrame(
+        {
+            "night": night,
+            "model": np.array(models)[model],
+            "category": category[task],
+            "task": task,
+            "episode": episode,
+            "score": score.ravel(),
+        }
+    )
+    return frame.select(
+        pl.format("n{}", pl.col("night").cast(pl.String).str.zfill(4)).alias("dump_date"),
+        "model",
+        pl.format("c{}", "category").alias("category"),
+        pl.format("t{}", pl.col("task").cast(pl.String).str.zfill(3)).alias("task"),
+        pl.format("{}-{}-{}", "night", "model", pl.int_range(pl.len())).alias("episode_id"),
+        "score",
+        pl.format("i{}", "episode").alias("instance_id"),
+    )
+
+
+def category_means(theta: float, shape: Shape) -> np.ndarray:
+    """E[score] per category: the logistic of a normal of mean θ − μ_c and the spread of
+    task difficulty, interaction and (many episodes) instance difficulty."""
+    nodes, weights = hermegauss(160)
+    weights = weights / weights.sum()
+    spread = np.sqrt(TASK_SD**2 + INTERACTION_SD**2 + (INSTANCE_SD**2 if shape.episodes > 1 else 0))
+    logits = theta - np.asarray(CATEGORY_DIFFICULTY)[:, None] + spread * nodes[None, :]
+    return (weights[None, :] / (1.0 + np.exp(-logits))).sum(axis=1)
+
+
+def true_overall(theta: float, shape: Shape, scope: str) -> float:
+    means = category_means(theta, shape)
+    if scope == OVERALL:  # each task weighs the same
+        return float(np.dot(CATEGORY_TASKS, means) / sum(CATEGORY_TASKS))
+    return float(means.mean())  # each category
+
+
+def _pair(table: pl.DataFrame, scope: str) -> pl.DataFrame:
+    return table.filter(scope=scope, model_a="a", model_b="b")
+
+
+@pytest.mark.parametrize("shape", [ONE_EPISODE, MANY_EPISODES], ids=["one", "many"])
+def test_aa_rejects_at_the_nominal_rate_and_the_mde_has_80_percent_power(shape: Shape) -> None:
+    aa = model_comparisons(simulate(1, shape, {"a": 0.0, "b": 0.0}))
+    for scope in (OVERALL, OVERALL_BY_CATEGORY):
+        rows = _pair(aa, scope)
+        assert rows.height == NIGHTS
+        assert set(rows["design"].to_list()) == {"two_level"}
+        rejected = (rows["verdict"] != UNRESOLVED).mean()
+        print(shape, scope, "A/A rejected", rejected)
+        assert rejected == pytest.approx(0.05, abs=0.015), (scope, rejected)
+    mde = float(_pair(aa, OVERALL)["mde"].mean())
+    planted = _pair(
+        model_comparisons(simulate(2, shape, {"a": 0.0, "b": 0.0}, {"a": mde})), OVERALL
+    )
+    detected = (planted["verdict"] == A_BETTER).mean()
+    print(shape, "mde", mde, "detected", detected)
+    assert detected == pytest.approx(0.80, abs=0.05), (mde, detected)
+
+
+@pytest.mark.parametrize("shape", [ONE_EPISODE, MANY_EPISODES], ids=["one", "many"])
+def test_score_intervals_cover_the_true_mean(shape: Shape) -> None:
+    theta = 0.3
+    intervals = score_intervals(simulate(3, shape, {"a": theta}))
+    for scope in (OVERALL, OVERALL_BY_CATEGORY):
+        rows = intervals.filter(scope=scope)
+        truth = true_overall(theta, shape, scope)
+        covered = ((rows["ci_low"] <= truth) & (truth <= rows["ci_high"])).mean()
+        print(shape, scope, "truth", truth, "mean", rows["score"].mean(), "covered", covered)
+        assert (rows["ci_high"] > rows["ci_low"]).all()
+        assert covered == pytest.approx(0.95, abs=0.02), (scope, covered)
+
+
+def test_unchanged_models_on_the_same_tasks_raise_no_more_regressions_than_nominal() -> None:
+    """The regressions' shape: LearningBench's 135 tasks every night (drawn once), one
+    episode per model and task, 200 nights of three unchanged models. A two-sided test at
+    α = 0.05 rejects in 5% ± 2.5% of the night-to-night changes, alerts and watches (drops
+    only) stay at or under the nominal 5%."""
+    rng = np.random.default_rng(4)
+    nights, models = 200, ("a", "b", "c")
+    n_tasks = sum(CATEGORY_TASKS)
+    category = np.repeat(np.arange(len(CATEGORY_TASKS)), CATEGORY_TASKS)
+    logit = (
+        np.array([0.4, 0.0, -0.4])[None, :, None]
+        - (np.asarray(CATEGORY_DIFFICULTY)[category] + rng.normal(0, TASK_SD, n_tasks))[None, None]
+        + rng.normal(0, INTERACTION_SD, (1, len(models), n_tasks))
+    )
+    right = rng.binomial(ITEMS, 1.0 / (1.0 + np.exp(-logit)), (nights, len(models), n_tasks))
+    night, model, task = (a.ravel() for a in np.indices(right.shape))
+    frame = pl.DataFrame(
+        {
+            "dump_date": [f"n{n:04d}" for n in night],
+            "model": np.array(models)[model],
+            "category": [f"c{c}" for c in category[task]],
+            "task": [f"t{t:03d}" for t in task],
+            "episode_id": [f"{n}-{m}-{t}" for n, m, t in zip(night, model, task, strict=True)],
+            "score": right.ravel() / ITEMS,
+            "instance_id": [f"t{t:03d}" for t in task],
+        }
+    )
+    table = regressions(frame)
+    assert table.height == (nights - 1) * len(models) * (len(CATEGORY_TASKS) + 1)
+    assert set(table["design"].to_list()) == {"two_level"}
+    two_sided = (table["p_value"] < 0.05).mean()
+    alerts, watches = ((table["level"] == level).mean() for level in ("alert", "watch"))
+    print("regressions: two-sided", two_sided, "alerts", alerts, "watches", watches)
+    assert two_sided == pytest.approx(0.05, abs=0.025), two_sided
+    assert alerts <= 0.05 and watches <= 0.05, (alerts, watches)

@@ -1,0 +1,258 @@
+"""``model_comparisons``: every pair of models of a night in each scope, the difference of
+their scores with its uncertainty, the Holm verdict and a Wilcoxon signed-rank test over
+the tasks both ran."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from schemas.comparisons import (
+    A_BETTER,
+    B_BETTER,
+    CI_HIGH,
+    CI_LOW,
+    DESIGN,
+    DF,
+    DIFF,
+    MDE,
+    MODEL_A,
+    MODEL_B,
+    N_EPISODES_A,
+    N_EPISODES_B,
+    N_PAIRS,
+    N_TASKS,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
+    OVERALL_SCOPES,
+    P_HOLM,
+    P_VALUE,
+    P_WILCOXON,
+    PAIRED,
+    SCOPE,
+    SCORE_A,
+    SCORE_B,
+    SE,
+    SE_TASKS,
+    SE_WITHIN,
+    UNRESOLVED,
+    VERDICT,
+    Work,
+)
+from schemas.contract import DUMP_DATE, Col
+from schemas.tables import SCORE
+from transforms.compare.preparation import TASK_KEY, Prepared, prepare
+from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, inference, variances
+from transforms.stats import adjust_over, wilcoxon_signed_rank
+
+COMPARISON_COLUMNS: Final = [
+    DUMP_DATE,
+    SCOPE,
+    MODEL_A,
+    MODEL_B,
+    N_TASKS,
+    N_EPISODES_A,
+    N_EPISODES_B,
+    N_PAIRS,
+    PAIRED,
+    SCORE_A,
+    SCORE_B,
+    DIFF,
+    SE,
+    SE_TASKS,
+    SE_WITHIN,
+    DF,
+    DESIGN,
+    CI_LOW,
+    CI_HIGH,
+    P_VALUE,
+    P_HOLM,
+    VERDICT,
+    MDE,
+    P_WILCOXON,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
+]
+
+
+def model_comparisons(
+    scores: pl.DataFrame | pl.LazyFrame,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    design: DesignChoice = DEFAULT_DESIGN,
+    level: float | None = None,
+) -> pl.DataFrame:
+    """Per night (``dump_date``), scope (each category, ``overall`` and
+    ``overall_by_category``) and ordered pair of models that share the scope:
+    ``diff = score_a - score_b`` with its standard error under ``design`` (``se``; also
+    ``se_tasks``, two-level, and ``se_within``, tasks fixed), degrees of freedom, a
+    ``level`` interval (default ``1 - alpha``), p-value, Holm-adjusted p-value, verdict,
+    minimum detectable effect, and the Wilcoxon signed-rank p-value over the tasks both
+    models ran (``p_wilcoxon``) with the tasks each won.
+
+    In a category scope every pair of models with episodes in it is compared; in the overall
+    scopes only models covering the same categories. Holm runs over the unordered pairs of a
+    night and scope: both rows of a pair carry the same ``p_value`` and ``p_holm``.
+    """
+    prep = prepare(scores, [DUMP_DATE, Col.MODEL])
+    return comparisons_of(prep, alpha, power, design, level)
+
+
+def unordered_pairs(scopes: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Unordered pairs (model_a < model_b) of units sharing ``by`` and the scope; the
+    overall scopes pair only models that cover the same categories."""
+    left = scopes.select(*by, SCOPE, Col.MODEL, Work.UNIT, SCORE, Work.N, Work.GROUP)
+    pairs = left.join(left, on=[*by, SCOPE], suffix="_b", nulls_equal=True).filter(
+        (pl.col(Col.MODEL) < pl.col(Col.MODEL + "_b"))
+        & (
+            ~pl.col(SCOPE).is_in(list(OVERALL_SCOPES))
+            | (pl.col(Work.GROUP) == pl.col(Work.GROUP + "_b"))
+        )
+    )
+    return pairs.sort([*by, SCOPE, Col.MODEL, Col.MODEL + "_b"], nulls_last=True).with_row_index(
+        Work.CID
+    )
+
+
+def two_unit_contrasts(pairs: pl.DataFrame, unit_a: str, unit_b: str) -> pl.DataFrame:
+    """Contrasts ``unit_a - unit_b`` of each row (``CID``) of ``pairs``."""
+    return pl.concat(
+        [
+            pairs.select(
+                Work.CID, pl.col(unit_a).alias(Work.UNIT), pl.lit(1.0).alias(Work.COEF), SCOPE
+            ),
+            pairs.select(
+                Work.CID, pl.col(unit_b).alias(Work.UNIT), pl.lit(-1.0).alias(Work.COEF), SCOPE
+            ),
+        ]
+    )
+
+
+def comparisons_of(
+    prep: Prepared,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    design: DesignChoice = DEFAULT_DESIGN,
+    level: float | None = None,
+) -> pl.DataFrame:
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    var = variances(prep, two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b"), design)
+    half = pairs.join(var, on=Work.CID, how="left").with_columns(
+        (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
+    )
+    half = inference(half, DIFF, alpha, power, level)
+    half = adjust_over(half, P_VALUE, [DUMP_DATE, SCOPE], "holm", P_HOLM)
+    half = half.join(task_signed_ranks(prep, pairs), on=Work.CID, how="left")
+    verdict = (
+        pl.when(pl.col(P_HOLM).is_null() | (pl.col(P_HOLM) >= alpha))
+        .then(pl.lit(UNRESOLVED))
+        .when(pl.col(DIFF) > 0)
+        .then(pl.lit(A_BETTER))
+        .when(pl.col(DIFF) < 0)
+        .then(pl.lit(B_BETTER))
+        .otherwise(pl.lit(UNRESOLVED))
+    )
+    half = half.with_columns(verdict.alias(VERDICT))
+    forward = half.select(
+        DUMP_DATE,
+        SCOPE,
+        pl.col(Col.MODEL).alias(MODEL_A),
+        pl.col(Col.MODEL + "_b").alias(MODEL_B),
+        N_TASKS,
+        N_PAIRS,
+        PAIRED,
+        pl.col(Work.N).cast(pl.Int64).alias(N_EPISODES_A),
+        pl.col(Work.N + "_b").cast(pl.Int64).alias(N_EPISODES_B),
+        pl.col(SCORE).alias(SCORE_A),
+        pl.col(SCORE + "_b").alias(SCORE_B),
+        DIFF,
+        SE,
+        SE_TASKS,
+        SE_WITHIN,
+        DF,
+        DESIGN,
+        CI_LOW,
+        CI_HIGH,
+        P_VALUE,
+        P_HOLM,
+        VERDICT,
+        MDE,
+        P_WILCOXON,
+        N_TASKS_A_BETTER,
+        N_TASKS_B_BETTER,
+    )
+    swapped_verdict = (
+        pl.when(pl.col(VERDICT) == A_BETTER)
+        .then(pl.lit(B_BETTER))
+        .when(pl.col(VERDICT) == B_BETTER)
+        .then(pl.lit(A_BETTER))
+        .otherwise(pl.col(VERDICT))
+    )
+    backward = forward.with_columns(
+        pl.col(MODEL_B).alias(MODEL_A),
+        pl.col(MODEL_A).alias(MODEL_B),
+        pl.col(N_EPISODES_B).alias(N_EPISODES_A),
+        pl.col(N_EPISODES_A).alias(N_EPISODES_B),
+        pl.col(SCORE_B).alias(SCORE_A),
+        pl.col(SCORE_A).alias(SCORE_B),
+        -pl.col(DIFF),
+        (-pl.col(CI_HIGH)).alias(CI_LOW),
+        (-pl.col(CI_LOW)).alias(CI_HIGH),
+        swapped_verdict.alias(VERDICT),
+        pl.col(N_TASKS_B_BETTER).alias(N_TASKS_A_BETTER),
+        pl.col(N_TASKS_A_BETTER).alias(N_TASKS_B_BETTER),
+    )
+    return (
+        pl.concat([forward, backward])
+        .with_columns(
+            pl.col(N_TASKS).fill_null(0),
+            pl.col(N_PAIRS).fill_null(0),
+            pl.col(N_TASKS_A_BETTER).fill_null(0),
+            pl.col(N_TASKS_B_BETTER).fill_null(0),
+        )
+        .sort(DUMP_DATE, SCOPE, MODEL_A, MODEL_B, nulls_last=True)
+        .select(COMPARISON_COLUMNS)
+    )
+
+
+def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
+    """Per pair (``CID``): the Wilcoxon signed-rank test of the task score differences
+    ``T_a,t - T_b,t`` over the tasks of the scope both units ran (as
+    ``scipy.stats.wilcoxon`` with its defaults: zero differences dropped, two-sided;
+    ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
+    each side won. Pairs with the same number of tasks are tested at once."""
+    cells = prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN)
+    in_scope = pl.col(SCOPE).is_in(list(OVERALL_SCOPES)) | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
+    differences = (
+        pairs.select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
+        .join(cells, on=Work.UNIT)
+        .join(
+            cells.rename({Work.UNIT: Work.UNIT + "_b", Work.MEAN: Work.MEAN + "_b"}),
+            on=[Work.UNIT + "_b", *TASK_KEY],
+        )
+        .filter(in_scope)
+        .with_columns((pl.col(Work.MEAN) - pl.col(Work.MEAN + "_b")).alias(Work.VALUE))
+        .sort(Work.CID, *TASK_KEY)
+        .group_by(Work.CID, maintain_order=True)
+        .agg(
+            pl.col(Work.VALUE),
+            (pl.col(Work.VALUE) > 0).sum().cast(pl.Int64).alias(N_TASKS_A_BETTER),
+            (pl.col(Work.VALUE) < 0).sum().cast(pl.Int64).alias(N_TASKS_B_BETTER),
+            pl.len().alias(Work.ROWS),
+        )
+    )
+    p = np.full(differences.height, np.nan)
+    lengths = differences[Work.ROWS].to_numpy()
+    values = differences[Work.VALUE]
+    for n in np.unique(lengths):
+        rows = np.flatnonzero(lengths == n)
+        matrix = values.gather(rows).list.to_array(int(n)).to_numpy()
+        p[rows] = wilcoxon_signed_rank(matrix)
+    return differences.select(
+        Work.CID,
+        pl.Series(P_WILCOXON, p, pl.Float64).fill_nan(None),
+        N_TASKS_A_BETTER,
+        N_TASKS_B_BETTER,
+    )

@@ -1,0 +1,281 @@
+"""Episode scores digested once for every comparison: units, task scores, the per-cluster
+terms of the within-task variance, each scope's score and each task's weight in it.
+
+A unit is a model on a night (or, in a rescore, under a formula). A task's score is the
+mean of its episode scores; a category's the mean of its task scores; ``overall`` the mean
+of the unit's task scores (each task weighs the same, as the published leaderboard);
+``overall_by_category`` the mean of its category scores. Every one is a fixed-weight sum
+``Σ_t w_{u,t} T_{u,t}`` of the unit's task scores, the same bits as ``transforms.aggregate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import polars as pl
+
+from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Work
+from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from schemas.tables import SCORE
+from transforms.aggregate import mean_in_order
+from transforms.compact import plain
+
+TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
+# Episodes prepared (and cluster terms paired) at once; a larger night goes a task at a time.
+ATOMS_AT_ONCE: Final = 1_000_000
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Episode scores digested per unit (a model on a night, or under a formula)."""
+
+    units: pl.DataFrame  # UNIT and the unit's key columns
+    # per unit and task: MEAN (task score), N episodes, G clusters, K (√ of G/(G-1))
+    cells: pl.DataFrame
+    atoms: pl.DataFrame  # per unit, task (TASK) and cluster: DEV = Σ (score - mean) / n, N
+    # per unit and scope: SCORE, N episodes, N_TASKS, COVERAGE (what the score averages),
+    # GROUP (the categories covered)
+    scopes: pl.DataFrame
+    # per unit, scope and task: W (the task's weight in the scope's score), STRATUM (where
+    # the task is drawn from: its category, or for ``overall`` every task alike) and CENTRE
+    # (the unit's score in the stratum: within it the scope weighs the unit's tasks alike)
+    weights: pl.DataFrame
+    tasks: pl.DataFrame  # TASK (numbered in text order) and the task's key
+
+    def scope_table(self) -> pl.DataFrame:
+        """``scopes`` with the units' key columns."""
+        return self.scopes.join(self.units, on=Work.UNIT)
+
+
+def needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The episodes with a score, only ``columns`` and ``instance_id`` (null where the
+    scores have none; text unless Categorical): a copy of what is read, not of every
+    column."""
+    lazy = scores.lazy()
+    if INSTANCE_ID not in lazy.collect_schema():
+        lazy = lazy.with_columns(pl.lit(None, pl.String).alias(INSTANCE_ID))
+    keep = [*dict.fromkeys([*columns, INSTANCE_ID])]
+    valid = pl.col(SCORE).is_not_null() & pl.col(SCORE).is_not_nan()
+    if isinstance(scores, pl.DataFrame) and INSTANCE_ID in scores.columns:
+        chosen = scores.select(keep)  # the same columns, not a copy (a night's episodes)
+        chosen = chosen if chosen.select(valid.all()).item() else chosen.filter(valid)
+    else:
+        chosen = lazy.select(keep).filter(valid).collect()
+    # Instances are numbered in text order: text, or Categorical (which ranks so too,
+    # without a copy as text).
+    if chosen.schema[INSTANCE_ID] == pl.Categorical:
+        return chosen
+    return chosen.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
+
+
+def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Prepared:
+    frame = needed(scores, [*unit_cols, *TASK_KEY, Col.EPISODE_ID, SCORE])
+    # The episode-level work runs on integer codes, not on the text keys (sorting and
+    # grouping 1.5 M episodes by text cost 900 MB; by codes a third): units, tasks, the
+    # episode's place in id order (a dense rank: the same order as the ids) and clusters.
+    # (Keys may be Categorical, ``transforms.compact``: coded in the frame's dtypes, then text.)
+    units_coded = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
+    units_coded = units_coded.with_row_index(Work.UNIT)
+    tasks_coded = frame.select(TASK_KEY).unique().sort(TASK_KEY).with_row_index(Work.TASK)
+    units, tasks = plain(units_coded), plain(tasks_coded)
+    pairs = None
+    if list(unit_cols) != [DUMP_DATE, Col.MODEL]:  # else the units are the pairs
+        pairs = frame.select(DUMP_DATE, Col.MODEL).unique()
+        pairs = pairs.sort(DUMP_DATE, Col.MODEL, nulls_last=True).with_row_index(Work.PAIR)
+    # A task's clusters, episode order and terms do not depend on the other tasks: a large
+    # night is digested a task at a time (ranked, joined and sorted whole, 4 M episodes took
+    # 300 MB beyond them), a small one at once (a loop of small plans costs more).
+    parts: list[pl.DataFrame | pl.LazyFrame] = [frame]
+    if frame.height > ATOMS_AT_ONCE:
+        parts = [episodes for _, _, episodes in each_task(frame, tasks)]
+    coded_cells, coded_atoms = [], []
+    for part in parts:
+        cells_part, atoms_part = _episode_terms(part, unit_cols, units_coded, tasks_coded, pairs)
+        coded_cells.append(cells_part)
+        coded_atoms.append(atoms_part)
+    # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
+    cells = pl.concat(coded_cells).join(tasks, on=Work.TASK)
+    cells = cells.select(Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K)
+    cells = cells.sort(Work.UNIT, *TASK_KEY)
+    # Atoms stay coded (about one per episode: text keys would double them). In (unit, task,
+    # cluster) order, or task by task where split: either way each (unit, task) is contiguous,
+    # which keeps polars' sums over it in order (over scattered rows they are not stable).
+    atoms = pl.concat(coded_atoms).select(Work.UNIT, Work.TASK, Work.CLUSTER, Work.DEV, Work.N)
+    scopes, weights = _scopes_and_weights(cells)
+    return Prepared(units, cells, atoms, scopes, weights, tasks)
+
+
+def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every scope's score per unit, and each task's weight in it (see the module)."""
+    categories = (
+        cells.group_by(Work.UNIT, Col.CATEGORY, maintain_order=True)
+        .agg(
+            mean_in_order(pl.col(Work.MEAN), Col.TASK).alias(Work.CAT_SCORE),
+            pl.len().alias(N_TASKS),
+            pl.col(Work.N).sum(),
+            pl.col(Col.TASK).sort().str.join(",").alias(Work.COVERAGE),
+        )
+        .sort(Work.UNIT, Col.CATEGORY)
+    )
+    by_category = categories.group_by(Work.UNIT, maintain_order=True).agg(
+        mean_in_order(pl.col(Work.CAT_SCORE), Col.CATEGORY).alias(SCORE),
+        pl.col(N_TASKS).sum(),
+        pl.col(Work.N).sum(),
+        pl.col(Col.CATEGORY).sort().str.join(",").alias(Work.COVERAGE),
+        pl.len().alias(Work.N_CATEGORIES),
+    )
+    # The task-weighted score sums the task scores in (category, task) order, as
+    # ``transforms.aggregate.model_scores`` does: the same bits.
+    task_path = pl.format("{}/{}", Col.CATEGORY, Col.TASK)
+    by_task = cells.group_by(Work.UNIT, maintain_order=True).agg(
+        mean_in_order(pl.col(Work.MEAN), Col.CATEGORY, Col.TASK).alias(SCORE),
+        task_path.sort().str.join(",").alias(Work.COVERAGE),
+    )
+    totals = by_category.select(Work.UNIT, Work.N, N_TASKS)
+    scopes = pl.concat(
+        [
+            categories.select(
+                Work.UNIT,
+                pl.col(Col.CATEGORY).alias(SCOPE),
+                pl.col(Work.CAT_SCORE).alias(SCORE),
+                Work.N,
+                N_TASKS,
+                Work.COVERAGE,
+            ),
+            by_task.join(totals, on=Work.UNIT).select(
+                Work.UNIT, pl.lit(OVERALL).alias(SCOPE), SCORE, Work.N, N_TASKS, Work.COVERAGE
+            ),
+            by_category.select(
+                Work.UNIT,
+                pl.lit(OVERALL_BY_CATEGORY).alias(SCOPE),
+                SCORE,
+                Work.N,
+                N_TASKS,
+                Work.COVERAGE,
+            ),
+        ]
+    )
+    # A unit's coverage group, the categories it covers: models are compared overall (either
+    # weighting) only within a group.
+    group = by_category.select(Work.UNIT, pl.col(Work.COVERAGE).alias(Work.GROUP))
+    scopes = scopes.join(group, on=Work.UNIT).sort(Work.UNIT, SCOPE)
+    per_task = cells.select(Work.UNIT, *TASK_KEY).join(
+        categories.select(Work.UNIT, Col.CATEGORY, N_TASKS, Work.CAT_SCORE),
+        on=[Work.UNIT, Col.CATEGORY],
+    )
+    per_task = per_task.join(
+        by_category.select(Work.UNIT, Work.N_CATEGORIES, pl.col(N_TASKS).alias(Work.EPISODES)),
+        on=Work.UNIT,
+    ).join(by_task.select(Work.UNIT, pl.col(SCORE).alias(Work.VALUE)), on=Work.UNIT)
+    within = 1.0 / pl.col(N_TASKS).cast(pl.Float64)
+    category = pl.col(Col.CATEGORY)
+    # scope: (weight, stratum, centre). The task-weighted score pools every task (Miller's
+    # clustered standard error, tasks the clusters); the others average categories, which
+    # the benchmark fixes: the tasks are drawn within each.
+    weight_of = {
+        None: (within, category, pl.col(Work.CAT_SCORE)),  # a category scope
+        OVERALL: (
+            1.0 / pl.col(Work.EPISODES).cast(pl.Float64),  # (the unit's tasks, here)
+            pl.lit(OVERALL),
+            pl.col(Work.VALUE),
+        ),
+        OVERALL_BY_CATEGORY: (
+            within / pl.col(Work.N_CATEGORIES).cast(pl.Float64),
+            category,
+            pl.col(Work.CAT_SCORE),
+        ),
+    }
+    weights = pl.concat(
+        [
+            per_task.select(
+                Work.UNIT,
+                (category if scope is None else pl.lit(scope)).alias(SCOPE),
+                *TASK_KEY,
+                weight.alias(Work.W),
+                stratum.alias(Work.STRATUM),
+                centre.alias(Work.CENTRE),
+            )
+            for scope, (weight, stratum, centre) in weight_of.items()
+        ]
+    )
+    return scopes, weights
+
+
+def each_task(frame: pl.DataFrame, keys: pl.DataFrame) -> Iterator[tuple[str, str, pl.LazyFrame]]:
+    """Each task of ``keys`` (category, task) and ``frame``'s episodes of it, filtered
+    lazily: a task at a time without a partitioned copy of the whole frame, nor polars'
+    eager group iteration (which holds every group's row indices: 300 MB for 4 M
+    episodes)."""
+    for category, task in zip(keys[Col.CATEGORY].to_list(), keys[Col.TASK].to_list(), strict=True):
+        in_task = (pl.col(Col.CATEGORY) == category) & (pl.col(Col.TASK) == task)
+        yield category, task, frame.lazy().filter(in_task)
+
+
+def _episode_terms(
+    frame: pl.DataFrame | pl.LazyFrame,
+    unit_cols: Sequence[str],
+    units_coded: pl.DataFrame,
+    tasks_coded: pl.DataFrame,
+    pairs: pl.DataFrame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Coded per-cell and per-cluster terms (``Prepared.cells``, ``.atoms``) of the
+    episodes of ``frame`` (of one task, or all): clusters numbered, episodes in id order."""
+    # A shared instance is a cluster of every unit that faced it (all models, all nights,
+    # both formulas); an episode without an instance is a cluster of its own, shared only by
+    # the same episode under another formula: numbered after the instances, by (night and
+    # model, episode). Numbers are only compared within a task.
+    shared = pl.col(INSTANCE_ID).rank("dense").cast(pl.Int64)  # in text order (``needed``)
+    order = pl.col(Col.EPISODE_ID).rank("dense").cast(pl.Int64)
+    ranked = pl.col(Work.SHARED_INSTANCE)
+    alone = pl.col(Work.PAIR).cast(pl.Int64) * (pl.col(Work.ORDER).max() + 1) + pl.col(Work.ORDER)
+    cluster = (
+        pl.when(ranked.is_not_null()).then(ranked).otherwise(ranked.max().fill_null(0) + 1 + alone)
+    )
+    # One plan for the episode-level work (no intermediate copies of the episodes kept).
+    # (The ids are ranked first: their text is not carried through the joins.)
+    coded = (
+        frame.lazy()
+        .with_columns(order.alias(Work.ORDER), shared.alias(Work.SHARED_INSTANCE))
+        .drop(Col.EPISODE_ID)
+        .join(units_coded.lazy(), on=list(unit_cols), nulls_equal=True)
+        .join(tasks_coded.lazy(), on=TASK_KEY)
+    )
+    if pairs is None:  # units are the pairs: no join
+        coded = coded.with_columns(pl.col(Work.UNIT).alias(Work.PAIR))
+    else:
+        coded = coded.join(pairs.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+    # Each cluster's episodes together, in id order: its terms are summed in that order
+    # however the night is split (sorted by id alone, a 3-episode cluster's sum differed in
+    # its last bit between a whole night and a task).
+    episodes = (
+        coded.with_columns(cluster.alias(Work.CLUSTER))
+        .select(Work.UNIT, Work.TASK, Work.ORDER, SCORE, Work.CLUSTER)
+        .sort(Work.UNIT, Work.TASK, Work.CLUSTER, Work.ORDER)
+        .cache()
+    )
+    groups = pl.col(Work.CLUSTER).n_unique().cast(pl.Float64)
+    cells_plan = (
+        episodes.group_by(Work.UNIT, Work.TASK, maintain_order=True)
+        .agg(
+            mean_in_order(pl.col(SCORE), Work.ORDER).alias(Work.MEAN),
+            pl.len().alias(Work.N),
+            groups.cast(pl.Int64).alias(Work.G),
+            # The small-sample factor of the unit's influence values in this task.
+            pl.when(groups > 1).then((groups / (groups - 1.0)).sqrt()).alias(Work.K),
+        )
+        .sort(Work.UNIT, Work.TASK)
+    )
+    atoms_plan = (
+        episodes.join(
+            cells_plan.select(Work.UNIT, Work.TASK, Work.MEAN, Work.N),
+            on=[Work.UNIT, Work.TASK],
+            maintain_order="left",
+        )
+        .with_columns(((pl.col(SCORE) - pl.col(Work.MEAN)) / pl.col(Work.N)).alias(Work.DEV))
+        .group_by(Work.UNIT, Work.TASK, Work.CLUSTER, maintain_order=True)
+        .agg(pl.col(Work.DEV).sum(), pl.len().alias(Work.N))
+    )
+    cells, atoms = pl.collect_all([cells_plan, atoms_plan])
+    return cells, atoms
