@@ -38,14 +38,16 @@ HISTORY_NIGHTS = 8
 GIB = 2**30
 
 
-def dump(episodes: int) -> Path:
-    """The simulated dump of ``episodes`` episodes (one night), generated once."""
-    root = DATA / f"e{episodes}"
+def dump(episodes: int, files: int | None = None) -> Path:
+    """The simulated dump of ``episodes`` episodes (one night), generated once: in files of
+    the simulator's default size, or in ``files`` files of (nearly) equal size."""
+    root = DATA / (f"e{episodes}" if files is None else f"e{episodes}-f{files}")
     if not (root / ".complete").exists():
         from simulator import simulate
 
         print(f"generating {root} ...", file=sys.stderr, flush=True)
-        simulate(root, date="2026-12-01", episodes=episodes, seed=0)
+        per_file = {} if files is None else {"episodes_per_file": -(-episodes // files)}
+        simulate(root, date="2026-12-01", episodes=episodes, seed=0, **per_file)
         (root / ".complete").touch()
     return root
 
