@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -739,9 +741,9 @@ def _rank_intervals(
         replicate_tasks: dict[tuple[str, str], np.ndarray] = {}
         present: dict[tuple[str, str], np.ndarray] = {}
         in_night = night.select(_TASK_KEY).unique(maintain_order=True)
-        for category, task, episodes in _each_task(night, in_night):
-            cell = episodes.collect()
-            means, has = _task_replicates(cell, index, resamples, seed, (date, category, task))
+        tasks = list(_each_task(night, in_night))
+        drawn = _tasks_replicates(tasks, index, resamples, seed, date)
+        for (category, task, _), (means, has) in zip(tasks, drawn, strict=True):
             replicate_tasks[(str(category), str(task))] = means
             present[(str(category), str(task))] = has
         categories = sorted({c for c, _ in replicate_tasks})
@@ -800,6 +802,26 @@ def _rank_intervals(
     if not out:
         return pl.DataFrame(schema=schema)
     return pl.concat(out).sort(DUMP_DATE, RANKED_AMONG, GROUP_RANK, Col.MODEL, nulls_last=True)
+
+
+def _tasks_replicates(
+    tasks: Sequence[tuple[str, str, pl.LazyFrame]],
+    index: dict[str, int],
+    resamples: int,
+    seed: int,
+    date: object,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_task_replicates`` of each task of a night, in its order. The tasks run in threads
+    (numpy's draws release the GIL), one task at a time each; each task draws from a stream
+    of its own key, so the order they run in changes nothing."""
+
+    def replicates(job: tuple[str, str, pl.LazyFrame]) -> tuple[np.ndarray, np.ndarray]:
+        category, task, episodes = job
+        return _task_replicates(episodes.collect(), index, resamples, seed, (date, category, task))
+
+    workers = max(1, min(len(tasks), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(replicates, tasks))
 
 
 def _task_replicates(
