@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -196,6 +197,17 @@ def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:
 def scan(dump_file: DumpFile) -> pl.LazyFrame:
     """The file's rows, lazily (an object is read by range requests: the columns needed)."""
     return pl.scan_parquet(dump_file.path, storage_options=storage_options_of(dump_file))
+
+
+def scan_together(files: Sequence[DumpFile], path_column: str) -> pl.LazyFrame:
+    """The rows of ``files`` (of one store and one schema) in one scan, each row's file
+    path (as ``str(DumpFile.path)``) in ``path_column``."""
+    return pl.scan_parquet(
+        [str(f.path) for f in files],
+        include_file_paths=path_column,
+        hive_partitioning=False,
+        storage_options=storage_options_of(files[0]),
+    )
 
 
 def read_schema(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, pl.DataType]:

@@ -288,7 +288,7 @@ def _score_a_file_on_counting_s3(
         requests = s3_requests(server.endpoint)
     finally:
         server.stop()
-    assert part.report.status == "scored" and part.scores.height > 0
+    assert part.reports[0].status == "scored" and part.scores.height > 0
     gets = [r for r in requests if r["method"] == "GET" and r["path"].endswith(dump_file.relative)]
     return part, gets
 

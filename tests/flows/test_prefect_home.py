@@ -133,7 +133,7 @@ def test_a_bad_cache_days_fails_the_flow_before_any_file_is_scored(
     prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scored: list[object] = []
-    monkeypatch.setattr(prefect_flows, "score_file", lambda *a, **k: scored.append(a))
+    monkeypatch.setattr(prefect_flows, "score_batch", lambda *a, **k: scored.append(a))
     monkeypatch.setenv(prefect_flows.CACHE_DAYS_ENV, "a week")
     with pytest.raises(ValueError, match="COGSCORE_CACHE_DAYS"):
         prefect_flows.score_flow(input_root=EXAMPLE_DUMP, out=tmp_path / "a")

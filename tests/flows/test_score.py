@@ -204,7 +204,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
     (dump_file,) = discover(tmp_path / "dump")
     target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
-    part = score_and_stage(dump_file, resolve(()), None, target)
+    part = score_and_stage([dump_file], resolve(()), None, target)
     assert part.staged is not None and part.unscored.is_empty()
     assert part.scores.schema == pl.Schema(SLIM_DTYPES)
     episodes = part.scores.height + part.rejects.height
