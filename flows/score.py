@@ -130,31 +130,51 @@ def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]
 
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:
     """The canonical rows of one file, or the reject row that says why it cannot be read."""
+    report = _report_of(dump_file)
+    # An object's footer is fetched once, by this scan, for its count, schema and rows.
+    scanned = None if dump_file.is_local else scan(dump_file)
+    schema, problems = _footer(dump_file, report, scanned)
+    if report.status == "gone":
+        return None, report, pl.DataFrame(schema=REJECTS)
+    if schema is None:
+        return None, report, _rejected(report, dump_file, problems)
+    rows = normalise(
+        scan(dump_file) if scanned is None else scanned,
+        schema,
+        file=dump_file.relative,
+        partitions=dump_file.partitions,
+    )
+    return _validated(rows), report, None
+
+
+def _report_of(dump_file: DumpFile) -> FileReport:
     report = FileReport(dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE))
     report.link_target = dump_file.target
+    return report
+
+
+def _footer(
+    dump_file: DumpFile,
+    report: FileReport,
+    scanned: pl.LazyFrame | None = None,
+    count: bool = True,
+) -> tuple[dict[str, pl.DataType] | None, list[tuple[Rule, str]]]:
+    """The file's schema from its footer, or None and what makes it unreadable or breaks
+    the contract (none where it is gone since the listing: ``report`` says so). Its rows
+    are counted in ``report`` from the footer, unless ``count`` is False and it is
+    readable (its rows are counted as they are read)."""
     try:
-        # An object's footer is fetched once, by this scan, for its count, schema and rows.
-        scanned = None if dump_file.is_local else scan(dump_file)
-        report.rows = retrying(lambda: row_count(dump_file, scanned))
         schema = retrying(lambda: read_schema(dump_file, scanned))
+        problems = schema_problems(schema)
+        if count or problems:
+            report.rows = retrying(lambda: row_count(dump_file, scanned))
     except Exception as error:  # a file that is not (valid) Parquet, or is gone
         if vanished(error):  # listed, then deleted: its night cannot be scored whole
             report.status = "gone"
             report.problems = [f"deleted after the dump was listed: {_first_line(error)}"]
-            return None, report, pl.DataFrame(schema=REJECTS)
-        problems = [(Rule.FILE_UNREADABLE, f"not a readable Parquet file: {error}")]
-    else:
-        problems = schema_problems(schema)
-        if not problems:
-            rows = normalise(
-                scan(dump_file) if scanned is None else scanned,
-                schema,
-                file=dump_file.relative,
-                partitions=dump_file.partitions,
-            )
-            return _validated(rows), report, None
-
-    return None, report, _rejected(report, dump_file, problems)
+            return None, []
+        return None, [(Rule.FILE_UNREADABLE, f"not a readable Parquet file: {error}")]
+    return (None if problems else schema), problems
 
 
 def vanished(error: BaseException) -> bool:
@@ -370,22 +390,14 @@ def _read_batch(
     together: dict[tuple[tuple[str, str], ...], list[DumpFile]] = {}
     schemas: dict[tuple[tuple[str, str], ...], dict[str, pl.DataType]] = {}
     for dump_file in batch:
-        try:
-            schema = retrying(lambda: read_schema(dump_file))  # noqa: B023 (called at once)
-        except Exception:  # read_file tells why, as for the file alone
-            schema = None
-        if schema is None or schema_problems(schema):
-            _, report, reject = read_file(dump_file)
-            if report.status == "gone" or reject is None:
-                return None
-            reports.append(report)
-            rejects.append(reject)
-            continue
-        report = FileReport(
-            dump_file.relative, 0, dump_file.size, dump_file.partitions.get(DUMP_DATE)
-        )
-        report.link_target = dump_file.target
+        report = _report_of(dump_file)
         reports.append(report)
+        schema, problems = _footer(dump_file, report, count=False)
+        if report.status == "gone":
+            return None
+        if schema is None:
+            rejects.append(_rejected(report, dump_file, problems))
+            continue
         key = tuple((name, str(dtype)) for name, dtype in schema.items())
         together.setdefault(key, []).append(dump_file)
         schemas[key] = schema
