@@ -23,7 +23,7 @@ start-up). Configurations run interleaved, ``--repeat`` rounds; medians and the 
 Also measured in the driver: its resident memory before the big run and its peak during it
 (``/proc/self/status``: VmRSS, and VmHWM reset through ``/proc/self/clear_refs``; falling back
 to ``getrusage``); the run's own timings (``files_s``, ``assemble_s``, ``aggregate_s``,
-``write_s``); each table's ``delta.write_night`` (validation excluded) and the runs-table
+``stage_s``); each table's ``delta.write_night`` (validation excluded) and the runs-table
 commit, timed by wrapping those functions in the driver; on Dask, every task's compute time
 (the scheduler's task stream); on S3, every request the server saw (a WSGI wrapper around
 moto counts requests, ``Range`` headers and bytes per object), compared per dump file with
@@ -753,7 +753,7 @@ def fit_model(runs: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str,
       night is written);
     - a file's working set: a worker's rise in resident memory while it scores one file of
       the night (after the night, its result dropped);
-    - write cost: ``write_s`` (validation, data files and the Delta commit of every table,
+    - write cost: ``stage_s`` (validation, data files and the Delta commit of every table,
       part of the driver's time), a line in the files of the night.
     """
     groups = grouped(runs)
@@ -936,7 +936,7 @@ def report(results: dict[str, Any]) -> str:
                 f"{rows / med(net) / 1e6:.2f} M",
                 spread([r["timings"]["files_s"] for r in rs]),
                 spread(driver_steps),
-                spread([r["timings"]["write_s"] for r in rs]),
+                spread([r["timings"]["stage_s"] for r in rs]),
                 spread(compute) if compute else "",
                 f"{rows / med(compute) / 1e6:.2f} M" if compute else "",
                 f"{med([r['driver_baseline_mib'] for r in rs]):.0f}",
@@ -958,7 +958,7 @@ def report(results: dict[str, Any]) -> str:
                 "rows/s (net)",
                 "files_s",
                 "assemble + aggregate s",
-                "write_s",
+                "stage_s",
                 "task compute s (sum)",
                 "rows/s per core",
                 "driver base MiB",
@@ -971,7 +971,7 @@ def report(results: dict[str, Any]) -> str:
     )
     out.append(
         "\nstart-up: cluster start, workers warmed, the tiny night through `score`. "
-        "files_s, assemble/aggregate, write_s: the run's own timings (its run record). "
+        "files_s, assemble/aggregate, stage_s: the run's own timings (its run record). "
         "task compute: the scheduler's task stream (compute only). driver peak: VmHWM during "
         "the night, reset before it; +bytes/episode: (peak - base) / episodes. other load: "
         "CPU used by processes other than this run's (driver, workers, S3 server) during the "
@@ -1045,7 +1045,7 @@ def report(results: dict[str, Any]) -> str:
                     *(
                         f"{med([r['timings'][k] for r in a]):.2f} / "
                         f"{med([r['timings'][k] for r in b]):.2f}"
-                        for k in ("files_s", "write_s")
+                        for k in ("files_s", "stage_s")
                     ),
                 ]
             )
@@ -1058,7 +1058,7 @@ def report(results: dict[str, Any]) -> str:
                     "S3 net s",
                     "S3 against disk",
                     "files_s disk / S3",
-                    "write_s disk / S3",
+                    "stage_s disk / S3",
                 ],
                 lines,
             )
@@ -1160,7 +1160,7 @@ def report(results: dict[str, Any]) -> str:
                     "net - files_s: assemble, aggregate, validate, write, commit",
                 ],
                 [
-                    "of which writing (write_s)",
+                    "of which staging (stage_s)",
                     f"{model['write_s_per_night']:.2f} s per night + "
                     f"{model['write_s_per_file'] * 1e3:.1f} ms per file",
                     "validate, write the data files and commit every table",
@@ -1230,7 +1230,7 @@ def report(results: dict[str, Any]) -> str:
             f"\nA night of {BILLION:,} rows is {files:,} files of the measured size: one commit "
             f"of them all would take about {files * worst:.1f} s per table at the slowest rate "
             "measured here (each file staged once per partition it spans; the files' own "
-            "writing is not in this figure). In a run it is part of `write_s` (the commit of "
+            "writing is not in this figure). In a run it is part of `stage_s` (the commit of "
             "the staged episode rows, then validation, data files and commit of the night's "
             "other tables, in the driver), the write cost per file in the model above."
         )

@@ -15,6 +15,10 @@ from typing import Annotated, Any
 
 import typer
 
+from flows.options import RegressionOptions, RunOptions
+
+DEFAULT = RegressionOptions()  # the regression options' defaults, declared there once
+
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Score learning-benchmark dumps."
 )
@@ -281,21 +285,34 @@ FailOnRegressionOpt = Annotated[
 ]
 
 
-def _regression(
-    baseline: str, nights: int, margin: float | None, tolerance: float
-) -> dict[str, Any]:
-    """The regression options as run arguments (checked here: a bad one is a usage error)."""
-    from flows.comparisons import RegressionOptions
-
+def _options(
+    baseline: str,
+    baseline_nights: int,
+    margin: float | None,
+    tolerance: float,
+    **flags: bool,
+) -> RunOptions:
+    """The run's options, built once from the command line (typer has read their
+    environment variables): a bad one is a usage error."""
     try:
-        RegressionOptions(baseline, nights, margin, tolerance)  # type: ignore[arg-type]
+        regression = RegressionOptions(baseline, baseline_nights, margin, tolerance)  # type: ignore[arg-type]
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--baseline") from None
+    return RunOptions(**flags, regression=regression)
+
+
+def _flow_parameters(options: RunOptions) -> dict[str, Any]:
+    """The options as a Prefect flow's parameters (``flows.prefect_flows``)."""
+    regression = options.regression
     return {
-        "baseline": baseline,
-        "baseline_nights": nights,
-        "regression_margin": margin,
-        "harness_error_tolerance": tolerance,
+        "strict": options.strict,
+        "require_marker": options.require_marker,
+        "input_root_changed": options.input_changed,
+        "baseline": regression.baseline,
+        "baseline_nights": regression.baseline_nights,
+        "regression_margin": regression.margin,
+        "harness_error_tolerance": regression.harness_error_tolerance,
+        **({"fail_on_regression": True} if options.fail_on_regression else {}),
     }
 
 
@@ -478,13 +495,10 @@ def _run(
     engine: Engine,
     dask_address: str | None,
     kind: str,
-    strict: bool = False,
+    options: RunOptions,
     json_output: bool = False,
     check: Callable[[], None] | None = None,
     quiet: bool = False,
-    fail_on_regression: bool = False,
-    regression: dict[str, Any] | None = None,
-    input_changed: bool = False,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -516,14 +530,7 @@ def _run(
                 from prefect_dask import DaskTaskRunner
 
                 flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
-            gate = {"fail_on_regression": fail_on_regression} if fail_on_regression else {}
-            outcome = flow(
-                **kwargs,
-                **(regression or {}),
-                **gate,
-                strict=strict,
-                input_root_changed=input_changed,
-            )
+            outcome = flow(**kwargs, **_flow_parameters(options))
         else:
             from flows import runs
             from flows.terminal import progress_for
@@ -533,13 +540,7 @@ def _run(
                 runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
             )
             context = runs.RunContext(
-                command=_command_line(),
-                engine="local",
-                progress=progress,
-                regression=runs.regression_options(**(regression or {})),
-                strict=strict,
-                fail_on_regression=fail_on_regression,
-                input_changed=input_changed,
+                command=_command_line(), engine="local", progress=progress, options=options
             )
             run = getattr(runs, kind)
             with progress:
@@ -617,10 +618,10 @@ def score(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
-    baseline: BaselineOpt = "previous",
-    baseline_nights: BaselineNightsOpt = 7,
-    regression_margin: MarginOpt = None,
-    harness_error_tolerance: HarnessToleranceOpt = 0.02,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
     fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
@@ -628,24 +629,27 @@ def score(
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
     with _usage_recorded(json_output, engine):
         _storage_options(storage_option)
-        regression = _regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
+            fail_on_regression=fail_on_regression,
         )
     _run(
         engine,
         dask_address,
         "score",
+        options,
         check=lambda: _check(input_root, out, formula, input_root_changed),
-        input_changed=input_root_changed,
-        strict=strict,
         json_output=json_output,
         quiet=quiet,
-        fail_on_regression=fail_on_regression,
-        regression=regression,
         input_root=input_root,
         out=out,
         formulas=formula or [],
-        require_marker=require_marker,
     )
 
 
@@ -669,35 +673,38 @@ def nightly(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
-    baseline: BaselineOpt = "previous",
-    baseline_nights: BaselineNightsOpt = 7,
-    regression_margin: MarginOpt = None,
-    harness_error_tolerance: HarnessToleranceOpt = 0.02,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
     fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set."""
     with _usage_recorded(json_output, engine):
         _storage_options(storage_option)
-        regression = _regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
+            fail_on_regression=fail_on_regression,
         )
     _run(
         engine,
         dask_address,
         "nightly",
+        options,
         check=lambda: _check(dump_root, out, formula, input_root_changed),
-        input_changed=input_root_changed,
-        strict=strict,
         json_output=json_output,
         quiet=quiet,
-        fail_on_regression=fail_on_regression,
-        regression=regression,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
         verify=verify,
-        require_marker=require_marker,
     )
 
 
@@ -745,10 +752,10 @@ def rescore(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
-    baseline: BaselineOpt = "previous",
-    baseline_nights: BaselineNightsOpt = 7,
-    regression_margin: MarginOpt = None,
-    harness_error_tolerance: HarnessToleranceOpt = 0.02,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
@@ -758,20 +765,24 @@ def rescore(
         _storage_options(storage_option)
         if not formula:
             raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
-        regression = _regression(
-            baseline, baseline_nights, regression_margin, harness_error_tolerance
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
         )
         first, last = _day(since), _day(until)
     _run(
         engine,
         dask_address,
         "rescore",
+        options,
         check=lambda: _check(dump_root, out, formula, input_root_changed, pinned=False),
-        input_changed=input_root_changed,
-        strict=strict,
         json_output=json_output,
         quiet=quiet,
-        regression=regression,
         dump_root=dump_root,
         out=out,
         formulas=formula,
@@ -779,7 +790,6 @@ def rescore(
         until=last,
         dry_run=dry_run,
         diff_out=diff_out,
-        require_marker=require_marker,
     )
 
 

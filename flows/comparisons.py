@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
+from flows.options import RegressionOptions
 from schemas.comparisons import (
     BASELINE,
     BASELINE_DATES,
@@ -55,29 +56,6 @@ SLIM: Final = [
     SCORE,
     FORMULA_VERSION,
 ]
-Baseline = Literal["previous", "mean"]
-
-
-@dataclass(frozen=True)
-class RegressionOptions:
-    """How a night is checked against its baseline (README "Regressions")."""
-
-    baseline: Baseline = "previous"  # the previous night, or the mean of the last `nights`
-    nights: int = 7  # k, for baseline "mean"
-    margin: float | None = None  # the drop an alert needs; None: the row's own mde
-    harness_error_tolerance: float = 0.02  # share of episodes; beyond: not comparable
-
-    def __post_init__(self) -> None:
-        if self.baseline not in ("previous", "mean"):
-            raise ValueError(f"the baseline is 'previous' or 'mean', not {self.baseline!r}")
-        if self.nights < 1:
-            raise ValueError("the baseline needs at least one night")
-        if self.margin is not None and self.margin < 0:
-            raise ValueError("the regression margin cannot be negative")
-
-    @property
-    def span(self) -> int:
-        return 1 if self.baseline == "previous" else self.nights
 
 
 def slim(scores: pl.DataFrame) -> pl.DataFrame:
@@ -186,7 +164,7 @@ class NightWatch:
         table = regressions(
             pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
             baseline=self.options.baseline,
-            k=self.options.nights,
+            k=self.options.baseline_nights,
             margin=self.options.margin,
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,

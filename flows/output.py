@@ -127,6 +127,11 @@ class Output:
         """Every row of the runs table, oldest run first (none before the first run)."""
         return runs_table.read_runs(self.location)
 
+    def runs_version(self) -> int | None:
+        """The runs table's latest version (None before the first run): it moves with every
+        run recorded."""
+        return delta.table_version(self.location, RUNS_TABLE)
+
     def pinned_rows(self, as_of: str | None = None) -> pl.DataFrame:
         """The rows of the runs whose versions are states, up to run ``as_of`` (included)."""
         rows = self.runs()

@@ -188,22 +188,23 @@ def plan_nightly(
     verify: bool = False,
     require_marker: bool = False,
     state: Mapping[str, Any] | None = None,
+    listed: Sequence[DumpFile] | None = None,
 ) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
     ``require_marker``). A file whose size and modification time are those recorded last
     keeps its recorded digest unless ``verify``; every other file is read and hashed."""
     dump_root, output = root_of(dump_root), Output.at(out)
-    files = discover(dump_root)
+    files = list(discover(dump_root) if listed is None else listed)
     undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
     if undated:
         raise InputError(
             f"nightly needs dump_date=YYYY-MM-DD folders; not in one: {', '.join(undated[:3])}"
         )
-    listed = {f.partitions[DUMP_DATE] for f in files}
+    present = {f.partitions[DUMP_DATE] for f in files}
     files, waiting = ready(dump_root, files, require_marker)
     earlier = (output.state() if state is None else state).get("nights", {})
-    gone = sorted(set(earlier) - listed)
+    gone = sorted(set(earlier) - present)
     known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
     digests = {}
     nights: dict[str, list[DumpFile]] = {}

@@ -17,7 +17,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +37,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows import runs
 from flows.io import DumpFile, content_digest, modified_ns
+from flows.options import run_options
 from flows.score import (
     SCORER_CODE,
     FilePart,
@@ -233,54 +234,11 @@ def _publish(outcome: runs.Outcome) -> runs.Outcome:
     return outcome
 
 
-def _flag(value: bool | str | None, variable: str) -> bool:
-    """A deployment parameter, else its environment variable (``COGSCORE_STRICT=1``)."""
-    if value is None:
-        value = os.environ.get(variable, "")
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
-STRICT_ENV = "COGSCORE_STRICT"
-MARKER_ENV = "COGSCORE_REQUIRE_MARKER"
-
-
-FAIL_ON_REGRESSION_ENV = "COGSCORE_FAIL_ON_REGRESSION"
-INPUT_CHANGED_ENV = "COGSCORE_INPUT_ROOT_CHANGED"
-
-
-def _regression(
-    baseline: str | None,
-    baseline_nights: int | None,
-    regression_margin: float | None,
-    harness_error_tolerance: float | None,
-) -> runs.RegressionOptions:
-    """A flow's regression options, else their environment variables (as the command
-    line's), else the defaults."""
-
-    def given(value: Any, variable: str, kind: Callable[[str], Any]) -> Any:
-        text = os.environ.get(variable)
-        return value if value is not None else kind(text) if text else None
-
-    return runs.regression_options(
-        given(baseline, "COGSCORE_BASELINE", str),
-        given(baseline_nights, "COGSCORE_BASELINE_NIGHTS", int),
-        given(regression_margin, "COGSCORE_REGRESSION_MARGIN", float),
-        given(harness_error_tolerance, "COGSCORE_HARNESS_ERROR_TOLERANCE", float),
-    )
-
-
-def _context(
-    kind: str,
-    storage_options: list[str] | None,
-    regression: runs.RegressionOptions,
-    strict: bool | None,
-    fail_on_regression: bool | None = False,
-    input_root_changed: bool | None = None,
-) -> runs.RunContext:
-    """The run's record names the flow run: one id in Prefect's UI and in OUT/runs.
-    ``storage_options`` (KEY=VALUE) become this process's, as ``--storage-option`` does."""
+def _context(kind: str, storage_options: list[str] | None, **given: Any) -> runs.RunContext:
+    """The run's context, its options from the flow's parameters (``given``; null: the
+    worker's environment variables, as on the command line; ``flows.options``). Its record
+    names the flow run: one id in Prefect's UI and in OUT/runs. ``storage_options``
+    (KEY=VALUE) become this process's, as ``--storage-option`` does."""
     from prefect.runtime import flow_run
 
     cache_days()  # a bad COGSCORE_CACHE_DAYS fails the run here, before any file's task
@@ -290,10 +248,7 @@ def _context(
         run_id=str(flow_run.id or runs.new_run_id()),
         command=f"prefect flow cogscore-{kind} ({flow_run.name})",
         engine="prefect",
-        regression=regression,
-        strict=_flag(strict, STRICT_ENV),
-        fail_on_regression=_flag(fail_on_regression, FAIL_ON_REGRESSION_ENV),
-        input_changed=_flag(input_root_changed, INPUT_CHANGED_ENV),
+        options=run_options(**given),
     )
 
 
@@ -325,17 +280,19 @@ def score_flow(
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
     (default COGSCORE_FAIL_ON_REGRESSION): when a regression alert fires."""
-    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
-    outcome = runs.score(
-        input_root,
-        out,
-        formulas or [],
-        prefect_mapper,
-        _flag(require_marker, MARKER_ENV),
-        _context(
-            "score", storage_options, regression, strict, fail_on_regression, input_root_changed
-        ),
+    context = _context(
+        "score",
+        storage_options,
+        strict=strict,
+        require_marker=require_marker,
+        fail_on_regression=fail_on_regression,
+        input_changed=input_root_changed,
+        baseline=baseline,
+        baseline_nights=baseline_nights,
+        margin=regression_margin,
+        harness_error_tolerance=harness_error_tolerance,
     )
+    outcome = runs.score(input_root, out, formulas or [], prefect_mapper, context)
     return enforce_strict(_publish(outcome))
 
 
@@ -364,18 +321,19 @@ def nightly_flow(
     a regression alert fires on a night it scored; the regression options default to
     COGSCORE_BASELINE, COGSCORE_BASELINE_NIGHTS, COGSCORE_REGRESSION_MARGIN and
     COGSCORE_HARNESS_ERROR_TOLERANCE."""
-    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
-    outcome = runs.nightly(
-        dump_root,
-        out,
-        formulas or [],
-        prefect_mapper,
-        verify,
-        _flag(require_marker, MARKER_ENV),
-        _context(
-            "nightly", storage_options, regression, strict, fail_on_regression, input_root_changed
-        ),
+    context = _context(
+        "nightly",
+        storage_options,
+        strict=strict,
+        require_marker=require_marker,
+        fail_on_regression=fail_on_regression,
+        input_changed=input_root_changed,
+        baseline=baseline,
+        baseline_nights=baseline_nights,
+        margin=regression_margin,
+        harness_error_tolerance=harness_error_tolerance,
     )
+    outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context)
     return enforce_strict(_publish(outcome))
 
 
@@ -399,17 +357,18 @@ def rescore_flow(
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
-    regression = _regression(baseline, baseline_nights, regression_margin, harness_error_tolerance)
+    context = _context(
+        "rescore",
+        storage_options,
+        strict=strict,
+        require_marker=require_marker,
+        input_changed=input_root_changed,
+        baseline=baseline,
+        baseline_nights=baseline_nights,
+        margin=regression_margin,
+        harness_error_tolerance=harness_error_tolerance,
+    )
     outcome = runs.rescore(
-        dump_root,
-        out,
-        formulas,
-        since,
-        until,
-        prefect_mapper,
-        dry_run,
-        diff_out,
-        _flag(require_marker, MARKER_ENV),
-        _context("rescore", storage_options, regression, strict, None, input_root_changed),
+        dump_root, out, formulas, since, until, prefect_mapper, dry_run, diff_out, context
     )
     return enforce_strict(_publish(outcome))

@@ -10,11 +10,10 @@ night's parts are assembled, aggregated and written before the next night is sco
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
@@ -26,7 +25,6 @@ import polars as pl
 from flows.comparisons import (
     SLIM,
     NightWatch,
-    RegressionOptions,
     models_without_scores,
     slim,
 )
@@ -42,6 +40,7 @@ from flows.io import dump_root as root_of
 from flows.logs import log
 from flows.logs import run_id as run_id_var
 from flows.night import NightHook, tables_of_night
+from flows.options import RunOptions
 from flows.output import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
@@ -56,6 +55,7 @@ from flows.output import (
     record_failure,
 )
 from flows.plan import (
+    NightlyPlan,
     check_places,
     describe_set,
     fingerprint,
@@ -78,6 +78,7 @@ from flows.score import (
     score_and_stage,
     vanished,
 )
+from flows.storage.errors import StorageError
 from flows.storage.runs_table import RunRow, RunStatus
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
@@ -275,23 +276,6 @@ class Outcome:
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
 
 
-def regression_options(
-    baseline: str | None = None,
-    baseline_nights: int | None = None,
-    regression_margin: float | None = None,
-    harness_error_tolerance: float | None = None,
-) -> RegressionOptions:
-    """The regression options from run arguments (the command line's, a flow's); those not
-    given keep ``RegressionOptions``' defaults."""
-    given = {
-        "baseline": baseline,
-        "nights": baseline_nights,
-        "margin": regression_margin,
-        "harness_error_tolerance": harness_error_tolerance,
-    }
-    return RegressionOptions(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]
-
-
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
@@ -327,10 +311,7 @@ class RunContext:
     command: str = ""
     engine: str = "local"
     progress: Progress = field(default_factory=NoProgress)
-    regression: RegressionOptions = field(default_factory=RegressionOptions)
-    strict: bool = False  # any input not scored fails the run (exit 3)
-    fail_on_regression: bool = False  # a regression alert fails the run (exit 6)
-    input_changed: bool = False  # the dump moved: another root for the output is expected
+    options: RunOptions = field(default_factory=RunOptions)
 
 
 def _nothing_scored(counts: Mapping[str, int]) -> str | None:
@@ -351,18 +332,32 @@ def _nothing_scored(counts: Mapping[str, int]) -> str | None:
     )
 
 
-@contextlib.contextmanager
-def _opened(
-    output: Output, context: RunContext, dry_run: bool = False
-) -> Iterator[tuple[TableWriter, dict[str, Any]]]:
-    """The run's writer and the output's state, read once: under the output's lease (taken
-    first, so that no other run commits between the read and this run's commit), or, for a
-    dry run, as it stands (a dry run writes nothing)."""
-    if dry_run:
-        yield DryRun(), output.state()
-        return
-    with output.writing(context.run_id, context.command) as writer:
-        yield writer, output.state()
+# What a run does once it holds the output: (writer) -> outcome.
+Work = Callable[[TableWriter], "Outcome"]
+_PLAN_ATTEMPTS = 3
+
+
+def _held(
+    output: Output,
+    context: RunContext,
+    prepare: Callable[[dict[str, Any]], Work],
+    dry_run: bool = False,
+) -> Outcome:
+    """Read the output's state once, ``prepare`` the run from it (what can refuse the run
+    does so here, before the output is touched: a refused first run creates nothing), then
+    take the lease and do the work. Should another run have committed between the read and
+    the lease (the runs table moved), plan again from the new state. A dry run takes no
+    lease and writes nothing."""
+    for _ in range(_PLAN_ATTEMPTS):
+        seen = output.runs_version()
+        work = prepare(output.state())
+        if dry_run:
+            return work(DryRun())
+        with output.writing(context.run_id, context.command) as writer:
+            if output.runs_version() == seen:
+                return work(writer)
+        log().info("another run committed to %s meanwhile: planning again", output)
+    raise StorageError(f"{output} changed under this run {_PLAN_ATTEMPTS} times: run again")
 
 
 @dataclass
@@ -418,7 +413,7 @@ def _score_nights(
     for f in files:
         groups.setdefault(f.partitions[DUMP_DATE] if dated else None, []).append(f)
     summary = RunSummary(formulas)
-    watch = NightWatch(output, context.regression, state.get("nights", {}) if dated else ())
+    watch = NightWatch(output, context.options.regression, state.get("nights", {}) if dated else ())
     seen = SeenIds(output, frozenset(state.get("nights", {})))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
@@ -539,8 +534,8 @@ def _score_nights(
             models_unscored=unscored,
             counts=summary.counts,
             alerts=_alerts(flagged_rows),
-            strict=context.strict,
-            fail_on_regression=context.fail_on_regression,
+            strict=context.options.strict,
+            fail_on_regression=context.options.fail_on_regression,
         )
         record = {
             **run_details(bootstrap),
@@ -566,6 +561,8 @@ def _score_nights(
                 record_failure(output, _finished(rows or [nothing], record))
         else:
             writer.commit(_finished(rows, record))
+            written = [r.night or "(undated)" for r in rows if r.status is RunStatus.SUCCEEDED]
+            log().info("night(s) written: %s", ", ".join(written) or "-")
     except BaseException as error:
         if not dry_run and rows:
             record_failure(output, _finished(rows, _crashed(error)))
@@ -708,7 +705,6 @@ def score(
     out: Output | Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
-    require_marker: bool = False,
     context: RunContext | None = None,
 ) -> Outcome:
     """Score every file of the dump; replace the nights it holds (or, undated, everything)
@@ -716,17 +712,19 @@ def score(
     t0 = time.perf_counter()
     context = context or RunContext()
     input_root, output = root_of(input_root), Output.at(out)
-    with _opened(output, context) as (writer, state):
-        check_places(input_root, output, state, context.input_changed)
+    listed = one_layout(input_root, discover(input_root))
+    files, waiting = ready(input_root, listed, context.options.require_marker)
+
+    def prepare(state: dict[str, Any]) -> Work:
+        check_places(input_root, output, state, context.options.input_changed)
         versions = formulas_for(output, formulas, state)
-        files = one_layout(input_root, discover(input_root))
-        files, waiting = ready(input_root, files, require_marker)
-        if files:
-            job = Job("score", input_root, output, files, versions)
-            outcome = _score_nights(job, writer, state, mapper, context)
-        else:
+        if not files:
             details = {"waiting": waiting}
-            outcome = _nothing_to_do("score", input_root, output, writer, state, context, details)
+            return lambda w: _nothing_to_do("score", input_root, output, w, state, context, details)
+        job = Job("score", input_root, output, files, versions)
+        return lambda writer: _score_nights(job, writer, state, mapper, context)
+
+    outcome = _held(output, context, prepare)
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
@@ -738,7 +736,6 @@ def nightly(
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
     verify: bool = False,
-    require_marker: bool = False,
     context: RunContext | None = None,
 ) -> Outcome:
     """Score the nights that are new or changed since the last run into ``out`` with the
@@ -747,31 +744,41 @@ def nightly(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
-    with _opened(output, context) as (writer, state):
-        check_places(dump_root, output, state, context.input_changed)
+    listed = discover(dump_root)
+    plans: list[NightlyPlan] = []
+
+    def prepare(state: dict[str, Any]) -> Work:
+        check_places(dump_root, output, state, context.options.input_changed)
         versions = formulas_for(output, formulas, state)
-        plan = plan_nightly(dump_root, output, verify, require_marker, state)
-        planned = {
-            "new": plan.new,
-            "changed": plan.changed,
-            "unchanged": plan.unchanged,
-            "waiting": plan.waiting,
+        marker = context.options.require_marker
+        plan = plan_nightly(dump_root, output, verify, marker, state, listed)
+        plans.append(plan)
+        details = {
+            "nightly": {
+                "new": plan.new,
+                "changed": plan.changed,
+                "unchanged": plan.unchanged,
+                "waiting": plan.waiting,
+            }
         }
-        if plan.to_score:
-            job = Job(
-                "nightly",
-                dump_root,
-                output,
-                [f for night in plan.to_score for f in plan.nights[night]],
-                versions,
-                plan.digests,
-                details={"nightly": planned},
-                kept=rescored_versions(state, plan.changed, versions),
+        if not plan.to_score:
+            return lambda w: _nothing_to_do(
+                "nightly", dump_root, output, w, state, context, details
             )
-            outcome = _score_nights(job, writer, state, mapper, context)
-        else:
-            details = {"nightly": planned}
-            outcome = _nothing_to_do("nightly", dump_root, output, writer, state, context, details)
+        job = Job(
+            "nightly",
+            dump_root,
+            output,
+            [f for night in plan.to_score for f in plan.nights[night]],
+            versions,
+            plan.digests,
+            details=details,
+            kept=rescored_versions(state, plan.changed, versions),
+        )
+        return lambda writer: _score_nights(job, writer, state, mapper, context)
+
+    outcome = _held(output, context, prepare)
+    plan = plans[-1]
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting
     outcome.nights_input_gone = plan.gone
@@ -811,7 +818,6 @@ def rescore(
     mapper: Mapper = local_mapper,
     dry_run: bool = False,
     diff_out: Path | str | None = None,
-    require_marker: bool = False,
     context: RunContext | None = None,
 ) -> Outcome:
     """Rescore the nights in [since, until] with ``formulas`` (the output's set for the
@@ -823,12 +829,25 @@ def rescore(
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
-    with _opened(output, context, dry_run) as (writer, state):
-        check_places(dump_root, output, state, context.input_changed)
-        outcome = _rescore(
-            dump_root, output, writer, state, formulas, since, until, mapper, diff_out,
-            require_marker, context,
+    listed = [
+        f
+        for f in discover(dump_root)
+        if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
+    ]
+    files, waiting = ready(dump_root, listed, context.options.require_marker)
+    nights = sorted({f.partitions[DUMP_DATE] for f in files})
+    if not nights:
+        raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
+
+    def prepare(state: dict[str, Any]) -> Work:
+        check_places(dump_root, output, state, context.options.input_changed)
+        return lambda writer: _rescore(
+            dump_root, output, writer, state, formulas, files, nights, mapper, diff_out,
+            context, since, until,
         )  # fmt: skip
+
+    outcome = _held(output, context, prepare, dry_run)
+    outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
 
@@ -839,24 +858,16 @@ def _rescore(
     writer: TableWriter,
     state: Mapping[str, Any],
     formulas: Sequence[str],
-    since: date | None,
-    until: date | None,
+    files: Sequence[DumpFile],
+    nights: list[str],
     mapper: Mapper,
     diff_out: Path | str | None,
-    require_marker: bool,
     context: RunContext,
+    since: date | None,
+    until: date | None,
 ) -> Outcome:
     pinned = formula_set(state)
     versions = {**(pinned or resolve()), **chosen(formulas)}
-    files = [
-        f
-        for f in discover(dump_root)
-        if DUMP_DATE in f.partitions and _in_range(f.partitions[DUMP_DATE], since, until)
-    ]
-    files, waiting = ready(dump_root, files, require_marker)
-    nights = sorted({f.partitions[DUMP_DATE] for f in files})
-    if not nights:
-        raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
     every_night = set(state.get("nights", {})) <= set(nights)
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
@@ -897,11 +908,12 @@ def _rescore(
         finish=finish,
         per_night=per_night,
         new_set=versions if every_night or pinned is None else pinned,
-        refresh=later_nights(sorted(state.get("nights", {})), nights, context.regression.span),
+        refresh=later_nights(
+            sorted(state.get("nights", {})), nights, context.options.regression.span
+        ),
     )
     outcome = _score_nights(job, writer, state, mapper, context)
     outcome.diff = _diff_table(diffs)
-    outcome.nights_waiting = waiting
     return outcome
 
 

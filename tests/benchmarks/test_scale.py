@@ -89,7 +89,7 @@ def fake_run(config: str, episodes: int, round_: int) -> dict[str, Any]:
             "files_s": files_s,
             "assemble_s": driver / 4,
             "aggregate_s": driver / 4,
-            "write_s": TRUTH["write_s_per_night"] + TRUTH["write_s_per_file"] * files,
+            "stage_s": TRUTH["write_s_per_night"] + TRUTH["write_s_per_file"] * files,
         },
         "driver_baseline_mib": 300.0,
         "driver_peak_mib": 300.0 + rise,

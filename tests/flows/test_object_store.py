@@ -181,14 +181,14 @@ def test_an_s3_dump_waits_for_its_success_marker(s3_env: S3Server, tmp_path: Pat
     assert set(Output.at(tmp_path / "out").read("model_scores")["dump_date"]) == {"2026-11-30"}
 
 
-def test_a_concurrent_commit_on_the_same_night_is_retried_once_then_a_clear_error(
+def test_a_concurrent_commit_on_the_same_nights_is_retried_once_then_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from deltalake.exceptions import CommitFailedError
 
     from flows.storage import delta
 
-    real, calls = delta.write_night, {"n": 0, "fail": 1}
+    real, calls = delta.commit_nights, {"n": 0, "fail": 1}
 
     def conflicted(*args: object, **kwargs: object) -> int:
         calls["n"] += 1
@@ -197,12 +197,12 @@ def test_a_concurrent_commit_on_the_same_night_is_retried_once_then_a_clear_erro
             raise CommitFailedError("a concurrent transaction added new data")
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(delta, "write_night", conflicted)
+    monkeypatch.setattr(delta, "commit_nights", conflicted)
     cli("score", EXAMPLE_DUMP, "--out", tmp_path / "once", "--engine", "local")
     assert calls["n"] > 1 and not Output.at(tmp_path / "once").read("episode_scores").is_empty()
     calls["fail"] = 2
     output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "twice", "--engine", "local", code=4)
-    assert "another writer changed night" in output and output.count("\n") == 1
+    assert "another writer changed" in output and output.count("\n") == 1
 
 
 def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(

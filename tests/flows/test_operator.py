@@ -246,7 +246,8 @@ def test_json_logs_are_one_object_per_line_each_with_the_run_id(tmp_path: Path) 
     record = json.loads(result.stdout.strip().splitlines()[-1])
     lines = [json.loads(line) for line in result.stderr.strip().splitlines()]
     assert len(lines) >= 4 and all(line["run_id"] == record["run_id"] for line in lines[:-1])
-    assert any("night 2026-12-01 written" in line["message"] for line in lines)
+    assert any("night 2026-12-01 staged" in line["message"] for line in lines)
+    assert any("2026-11-30, 2026-12-01" in line["message"] for line in lines)  # then written
     assert lines[-1]["message"].startswith("done in")
     missing = CliRunner().invoke(app, [*args[:4], "score", str(tmp_path / "nope"), "--out", "x"])
     (error,) = [json.loads(line) for line in missing.stderr.strip().splitlines()]

@@ -73,18 +73,3 @@ def test_the_cache_key_follows_the_scoring_code(
     before = key_of(batch, {"p.parquet": "a"})
     monkeypatch.setattr(prefect_flows, "SCORER_CODE", changed)
     assert key_of(batch, {"p.parquet": "a"}) != before
-
-
-def test_regression_options_come_from_parameters_then_the_environment_then_defaults(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from flows.comparisons import RegressionOptions
-    from flows.prefect_flows import _regression
-
-    assert _regression(None, None, None, None) == RegressionOptions()
-    monkeypatch.setenv("COGSCORE_BASELINE", "mean")
-    monkeypatch.setenv("COGSCORE_BASELINE_NIGHTS", "3")
-    monkeypatch.setenv("COGSCORE_REGRESSION_MARGIN", "0.05")
-    monkeypatch.setenv("COGSCORE_HARNESS_ERROR_TOLERANCE", "0.1")
-    assert _regression(None, None, None, None) == RegressionOptions("mean", 3, 0.05, 0.1)
-    assert _regression("previous", 5, 0.0, 0.0) == RegressionOptions("previous", 5, 0.0, 0.0)

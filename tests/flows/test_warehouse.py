@@ -21,6 +21,7 @@ from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
 
 from flows import runs
+from flows.options import run_options
 from flows.output import PAUSE_AT, PAUSE_FLAG, Output
 from flows.runs import score as run
 from flows.score import score_dump
@@ -250,7 +251,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     both = {t: read(out, t) for t in CORE_TABLES}
-    moved = runs.RunContext(input_changed=True)  # one night of the dump, copied elsewhere
+    moved = runs.RunContext(options=run_options(input_changed=True))  # the night, elsewhere
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
