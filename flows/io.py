@@ -127,15 +127,24 @@ def _listed_files(root: Path) -> list[DumpFile]:
         stat = root.stat()
         return [DumpFile(root, root.name, {}, stat.st_size, str(stat.st_mtime_ns))]
     real_root = Path(os.path.realpath(root))
+    real_folders: dict[Path, Path] = {}  # each folder's real place, found once (not per file)
     out = []
     for path in _parquet_below(root):
         relative = path.relative_to(root).as_posix()
-        if not path.exists():
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
             raise InputError(
                 f"input {root}: {relative} is a broken symbolic link (to "
                 f"{os.readlink(path)}); remove it or restore its target"
-            )
-        stat, real = path.stat(), Path(os.path.realpath(path))
+            ) from None
+        if path.is_symlink():
+            real = Path(os.path.realpath(path))
+        else:
+            folder = path.parent
+            if folder not in real_folders:
+                real_folders[folder] = Path(os.path.realpath(folder))
+            real = real_folders[folder] / path.name
         target = None if real == real_root / relative else str(real)
         partitions = partition_values(relative)
         out.append(

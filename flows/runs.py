@@ -15,7 +15,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -522,7 +522,7 @@ def _score_nights(
                     table_versions={},
                     counts=result.counts,
                     input_fingerprint=fingerprints[night],
-                    files=[asdict(r) for r in result.files],
+                    files=[r.record() for r in result.files],
                 )
             )
             del result, tables

@@ -141,7 +141,15 @@ def test_a_permanent_read_error_rejects_the_file(
             raise OSError("Input/output error")
         return real(dump_file, scanned)  # type: ignore[return-value]
 
+    def scan_broken(files: list[DumpFile], column: str) -> pl.LazyFrame:
+        """Small files are read together (``flows.score.batches``): part-1 in them too."""
+        if any(f.relative.endswith("/part-1.parquet") for f in files):
+            raise OSError("Input/output error")
+        return real_scan(files, column)
+
+    real_scan = flows.score.scan_together
     monkeypatch.setattr(flows.score, "read_schema", broken)
+    monkeypatch.setattr(flows.score, "scan_together", scan_broken)
     monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None
