@@ -37,7 +37,7 @@ def _ours(path: str) -> str | None:
 def trace(args: list[str], command: str, depth: int) -> tuple[Counter[tuple[str, str]], set[str]]:
     """(caller file, callee file) counts of the crossing calls, and every file touched, of
     ``cogscore ARGS`` in this thread, from the frame of function ``command`` in
-    ``flows/cli.py`` down to ``depth`` levels."""
+    ``flows/cli/scoring.py`` down to ``depth`` levels."""
     from flows.cli import run
 
     edges: Counter[tuple[str, str]] = Counter()
@@ -62,7 +62,7 @@ def trace(args: list[str], command: str, depth: int) -> tuple[Counter[tuple[str,
         here = _ours(frame.f_code.co_filename)
         if here is None:
             return
-        if here == "flows/cli.py" and frame.f_code.co_name == command and not rooted:
+        if here == "flows/cli/scoring.py" and frame.f_code.co_name == command and not rooted:
             rooted.append(id(frame))
             levels[id(frame)] = 0
             touched.add(here)

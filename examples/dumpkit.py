@@ -37,7 +37,17 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.contract import DUMP_DATE, FILE, NULLABLE, Category, Col, Kind, Role, Status
+from schemas.contract import (
+    DUMP_DATE,
+    FILE,
+    NULLABLE,
+    OPTIONAL_DTYPES,
+    Category,
+    Col,
+    Kind,
+    Role,
+    Status,
+)
 
 Row: TypeAlias = dict[str, Any]
 DType: TypeAlias = "pl.DataType | type[pl.DataType] | pa.DataType"
@@ -156,7 +166,7 @@ def _row(kind: str, role: str, fields: Mapping[Col, Any], cols: Mapping[str, Any
     out: Row = {str(Col.KIND): _plain(kind), str(Col.ROLE): _plain(role)}
     for key, value in [*fields.items(), *cols.items()]:
         name = str(key)
-        if name not in _COLUMNS and name != FILE:
+        if name not in _COLUMNS and name not in OPTIONAL_DTYPES and name != FILE:
             raise KeyError(f"{name!r} is not a contract column")
         out[name] = _plain(value)
     return out

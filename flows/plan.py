@@ -18,7 +18,7 @@ from flows.io import dump_root as root_of
 from flows.output import Output
 from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, Category
-from schemas.formulas import VERSIONS, chosen, describe, resolve
+from schemas.formulas import VERSIONS, chosen, describe, ordered, resolve, split_key, version_of
 
 
 def fingerprint(files: Iterable[tuple[str, str]]) -> str:
@@ -72,26 +72,38 @@ def check_places(
 
 
 # -- formula versions: pinned per output ---------------------------------------------------
+# A formula set maps "category" or "category/task" (a task's own version) to a version
+# (``schemas.formulas``).
 
 
-def formula_set(state: Mapping[str, Any]) -> dict[Category, str] | None:
-    """The formula versions an output scores with (None: a new output)."""
+def _unknown(versions: Mapping[str, str]) -> dict[str, str]:
+    """The entries of ``versions`` this cogscore does not have."""
+    try:
+        return {k: v for k, v in versions.items() if v not in VERSIONS[split_key(k)[0]]}
+    except ValueError as error:
+        raise InputError(f"a formula set: {error}") from None
+
+
+def formula_set(state: Mapping[str, Any]) -> dict[str, str] | None:
+    """The formula versions an output scores with (None: a new output). A category the
+    output never named takes this release's default; a task the output never named takes
+    its category's pinned version (a task's own default does not enter a pinned set)."""
     recorded = state.get("formula_set")
     if not recorded:
         return None
-    pinned = {Category(c): v for c, v in recorded.items()}
-    unknown = {c: v for c, v in pinned.items() if v not in VERSIONS[c]}
-    if unknown:
+    pinned = ordered(recorded)
+    if unknown := _unknown(pinned):
         raise InputError(
             f"the output was scored with {describe(unknown)}, which this cogscore "
             f"{COGSCORE_VERSION} does not have: run the version that wrote it, or a newer one"
         )
-    return {c: pinned.get(c, resolve()[c]) for c in Category}
+    defaults = resolve()
+    return ordered({**{str(c): defaults[c] for c in Category}, **pinned})
 
 
 def formulas_for(
     out: Output | Path | str, asked: Sequence[str], state: Mapping[str, Any] | None = None
-) -> dict[Category, str]:
+) -> dict[str, str]:
     """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
     defaults are (a new output: ``asked``, else the newest). Asking for another version
     there is refused: mixing versions across nights is what ``rescore`` does, on purpose."""
@@ -100,16 +112,27 @@ def formulas_for(
     pinned = formula_set(output.state() if state is None else state)
     if pinned is None:
         return resolve(named)
-    conflicts = {c: v for c, v in named.items() if pinned[c] != v}
+    conflicts = {k: v for k, v in named.items() if version_of(pinned, *_category_task(k)) != v}
     if conflicts:
+        now = {k: version_of(pinned, *_category_task(k)) for k in conflicts}
         raise InputError(
-            f"{output} is scored with {describe({c: pinned[c] for c in conflicts})}; "
+            f"{output} is scored with {describe(now)}; "
             f"--formula {describe(conflicts)} would mix versions across its nights. To change "
             f"them, rescore: cogscore rescore DUMP_ROOT --out {output} --formula "
             f"{' --formula '.join(f'{c}={v}' for c, v in conflicts.items())} "
             "(over every night it changes the output's set)"
         )
     return pinned
+
+
+def _version_in(versions: Mapping[str, str], key: str) -> str | None:
+    category, task = _category_task(key)
+    return version_of(versions, category, task) if category in versions else None
+
+
+def _category_task(key: str) -> tuple[str, str | None]:
+    category, task = split_key(key)
+    return str(category), task
 
 
 def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
@@ -120,15 +143,20 @@ def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
     off = {}
     for night, entry in state.get("nights", {}).items():
         versions = entry.get("formula_versions") or {}
-        differ = {c: v for c, v in versions.items() if pinned.get(Category(c)) != v}
+        # A key either side names (a task's own entry, else its category's version).
+        differ = {
+            k: _version_in(versions, k) or "none"
+            for k in {*versions, *pinned}
+            if _version_in(versions, k) != _version_in(pinned, k)
+        }
         if differ:
             off[night] = describe(differ)
     return dict(sorted(off.items()))
 
 
 def rescored_versions(
-    state: Mapping[str, Any], nights: Sequence[str], versions: Mapping[Category, str]
-) -> dict[str, dict[Category, str]]:
+    state: Mapping[str, Any], nights: Sequence[str], versions: Mapping[str, str]
+) -> dict[str, dict[str, str]]:
     """The versions each of ``nights`` was last scored with, where they differ from
     ``versions`` (the output's set): a night of a rescored range, delivered again, is scored
     as it was rescored, never put back on the set silently (the run names it among the
@@ -139,9 +167,8 @@ def rescored_versions(
         if night not in off:
             continue
         recorded = state["nights"][night].get("formula_versions") or {}
-        own = {**versions, **{Category(c): v for c, v in recorded.items()}}
-        unknown = {c: v for c, v in own.items() if v not in VERSIONS[c]}
-        if unknown:
+        own = ordered({**versions, **recorded})
+        if unknown := _unknown(own):
             raise InputError(
                 f"night {night} was scored with {describe(unknown)}, which this cogscore "
                 f"{COGSCORE_VERSION} does not have: rescore it with a version it has"
@@ -150,8 +177,8 @@ def rescored_versions(
     return kept
 
 
-def describe_set(versions: Mapping[Category, str]) -> dict[str, str]:
-    return {str(c): v for c, v in versions.items()}
+def describe_set(versions: Mapping[str, str]) -> dict[str, str]:
+    return ordered(versions)
 
 
 def ready(

@@ -49,7 +49,6 @@ from flows.score import (
 from flows.storage.location import ENV_OPTIONS
 from flows.summary import enforce_strict, outcome_markdown
 from flows.version import COGSCORE_VERSION
-from schemas.contract import Category
 
 
 def batch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
@@ -106,7 +105,7 @@ def cache_days() -> float:
     task_run_name="score {name} (cacheable)",
 )
 def score_batch_task(
-    batch: list[DumpFile], formulas: dict[Category, str], digests: dict[str, str], name: str
+    batch: list[DumpFile], formulas: dict[str, str], digests: dict[str, str], name: str
 ) -> FilePart:
     """A batch scored (``name`` says which files), its result cached by content
     (``batch_cache_key``) for ``cache_days``; run inside ``file_task``, which retries."""
@@ -124,7 +123,7 @@ def score_batch_task(
 )
 def file_task(
     batch: list[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: dict[str, str],
     target: StageTarget | None,
     name: str,
@@ -187,7 +186,7 @@ def prune_cache(keep: timedelta, now: float | None = None) -> list[Path]:
 
 def prefect_mapper(
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: Mapping[str, str],
     target: StageTarget | None = None,
 ) -> list[FilePart]:

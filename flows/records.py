@@ -159,6 +159,10 @@ RECORD_KEYS: Final = (
     "cogscore_version",
     "table_versions",
     "regressions",  # [{dump_date, model, scope, level, change, ci_low, ci_high, q_bh}]
+    # Contract 1.2: the first 20 episodes whose score differs from the reported one
+    # (all are counted in counts.episodes_score_mismatch): [{dump_date, episode_id, model,
+    # task, score, reported_score}]
+    "score_mismatches",
 )
 
 
@@ -197,6 +201,7 @@ def run_record(
         "nights_off_set": {},
         "table_versions": {},
         "regressions": [],
+        "score_mismatches": [],
     }
     if outcome is None:
         return record
@@ -222,6 +227,7 @@ def run_record(
         "nights_off_set": outcome.nights_off_set,
         "table_versions": json.loads(mine["table_versions"][-1]) if not mine.is_empty() else {},
         "regressions": _flagged(outcome.regressions),
+        "score_mismatches": list(outcome.result.mismatched) if outcome.result else [],
     }
     return record
 

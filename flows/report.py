@@ -30,8 +30,15 @@ from plotly.offline import get_plotlyjs
 from flows.io import DumpFile, scan
 from flows.output import TABLES, Output
 from flows.plan import nights_off_set
-from schemas.contract import DUMP_DATE, Category, Col, Kind
-from schemas.tables import RULES, SCORE, STATUS, EpisodeStatus
+from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col, Kind
+from schemas.tables import (
+    RULES,
+    SCORE,
+    SCORE_MISMATCH,
+    STATUS,
+    VERDICT_MISMATCHES,
+    EpisodeStatus,
+)
 from transforms.aggregate import FORMULA_VERSIONS
 
 SHORT: Final = {
@@ -939,9 +946,48 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
     else:
         reasons = reject_reasons(of_night(rejects, night))
         sections.append(quality_section(reasons, harness_errors(rejects), colours, shown))
+    reported = reported_section(episodes)
+    if reported is not None:
+        sections.append(reported)
     if not wh["rescore_diff"].is_empty():
         sections.append(diff_section(diff_rows(wh["rescore_diff"]), colours))
     return shown, sections
+
+
+REPORTED_LISTED: Final = 20
+
+
+def reported_section(episodes: pl.DataFrame) -> Section | None:
+    """Contract 1.2: the night's episodes scored other than the harness reported (counted,
+    the first ones listed) and those whose item verdicts differ from the harness's. None
+    where the night has no reported score and no recorded verdict."""
+    if SCORE_MISMATCH not in episodes.columns:
+        return None  # scored before contract 1.2
+    reported = episodes.filter(pl.col(REPORTED_SCORE).is_not_null())
+    judged = episodes.filter(pl.col(VERDICT_MISMATCHES).is_not_null())
+    if reported.is_empty() and judged.is_empty():
+        return None
+    differ = reported.filter(pl.col(SCORE_MISMATCH)).sort(Col.EPISODE_ID)
+    verdicts = judged.filter(pl.col(VERDICT_MISMATCHES) > 0).height
+    text = (
+        f"<p>{differ.height} of {reported.height} episode(s) with a reported score were scored "
+        "otherwise (float64 inequality; column <code>score_mismatch</code>); "
+        f"{verdicts} of {judged.height} episode(s) with recorded verdicts have items whose "
+        "verdict differs from the harness's (<code>verdict_mismatches</code>).</p>"
+    )
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r[Col.EPISODE_ID]))}</td><td>{html.escape(str(r[Col.TASK]))}"
+        f"</td><td>{html.escape(str(r[Col.MODEL]))}</td><td>{r[SCORE]!r}</td>"
+        f"<td>{r[REPORTED_SCORE]!r}</td></tr>"
+        for r in differ.head(REPORTED_LISTED).iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>episode</th><th>task</th><th>model</th><th>score</th>"
+        f"<th>reported</th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else ""
+    )
+    return Section("reported", "Reported scores", text, after=table)
 
 
 def script_json(text: str) -> str:

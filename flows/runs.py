@@ -69,6 +69,7 @@ from flows.plan import (
 from flows.records import Verdict, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
+    MISMATCHES_LISTED,
     FilePart,
     FileReport,
     ScoreResult,
@@ -86,8 +87,8 @@ from flows.warehouse import (
     with_provenance,
 )
 from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
-from schemas.contract import DUMP_DATE, Category, Col
-from schemas.formulas import chosen, resolve
+from schemas.contract import DUMP_DATE, Col
+from schemas.formulas import overlay, resolve
 from schemas.tables import RULES
 from transforms.aggregate import Bootstrap
 from transforms.compact import plain
@@ -97,7 +98,7 @@ from transforms.diff import rescore_diff, with_significance
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 # (files, formulas, digests, where to stage the episode scores or None) -> parts
 Mapper = Callable[
-    [Sequence[DumpFile], dict[Category, str], Mapping[str, str], "StageTarget | None"],
+    [Sequence[DumpFile], dict[str, str], Mapping[str, str], "StageTarget | None"],
     list[FilePart],
 ]
 FILES_AT_ONCE = 2
@@ -136,7 +137,7 @@ class NoProgress:
 
 def local_mapper(
     files: Sequence[DumpFile],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     digests: Mapping[str, str],
     target: StageTarget | None = None,
     progress: Progress | None = None,
@@ -162,7 +163,7 @@ def local_mapper_with(progress: Progress) -> Mapper:
 
     def mapper(
         files: Sequence[DumpFile],
-        formulas: dict[Category, str],
+        formulas: dict[str, str],
         digests: Mapping[str, str],
         target: StageTarget | None = None,
     ) -> list[FilePart]:
@@ -176,7 +177,7 @@ def dask_mapper(address: str) -> Mapper:
 
     def mapper(
         files: Sequence[DumpFile],
-        formulas: dict[Category, str],
+        formulas: dict[str, str],
         digests: Mapping[str, str],
         target: StageTarget | None = None,
     ) -> list[FilePart]:
@@ -205,16 +206,20 @@ class RunSummary:
     """What a run scored, kept small (the tables are on disk): counts, episodes scored and
     not per category, reasons, formula versions and timings, summed over its nights."""
 
-    formulas: dict[Category, str]
+    formulas: dict[str, str]
     counts: Counter[str] = field(default_factory=Counter)
     scored: Counter[str] = field(default_factory=Counter)  # by category
     unscored: Counter[str] = field(default_factory=Counter)  # by category ("(unknown)")
     reasons: Counter[str] = field(default_factory=Counter)  # by rule
     timings: dict[str, float] = field(default_factory=dict)  # seconds by step
     rejected_files: list[tuple[str, list[str]]] = field(default_factory=list)
+    # The first episodes (MISMATCHES_LISTED) whose score differs from the reported one.
+    mismatched: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, result: ScoreResult) -> None:
         self.counts.update(result.counts)
+        room = MISMATCHES_LISTED - len(self.mismatched)
+        self.mismatched += result.mismatches.listed[:room]
         self.rejected_files += [
             (f.file, f.problems) for f in result.files if f.status == "rejected"
         ]
@@ -368,15 +373,15 @@ class Job:
     dump_root: Path | str
     output: Output
     files: Sequence[DumpFile]
-    formulas: dict[Category, str]
+    formulas: dict[str, str]
     digests: Mapping[str, str] = field(default_factory=dict)
     finish: Finish | None = None
     per_night: NightHook | None = None
-    new_set: dict[Category, str] | None = None  # the output's set after the run
+    new_set: dict[str, str] | None = None  # the output's set after the run
     details: Mapping[str, Any] = field(default_factory=dict)
     # Nights scored with their own versions rather than ``formulas`` (a changed night of a
     # rescored range keeps the versions it was rescored with).
-    kept: Mapping[str, dict[Category, str]] = field(default_factory=dict)
+    kept: Mapping[str, dict[str, str]] = field(default_factory=dict)
     # Nights not scored whose regressions are made again (their baseline was rescored).
     refresh: Sequence[str] = ()
 
@@ -867,7 +872,7 @@ def _rescore(
     until: date | None,
 ) -> Outcome:
     pinned = formula_set(state)
-    versions = {**(pinned or resolve()), **chosen(formulas)}
+    versions = overlay(pinned or resolve(), formulas)
     every_night = set(state.get("nights", {})) <= set(nights)
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import polars as pl
 
@@ -32,7 +32,7 @@ from flows.storage.delta import StagedFiles
 from flows.storage.location import Location
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
-from schemas.contract import DUMP_DATE, FILE, Category, Col, canonical_schema
+from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
 from schemas.formulas import resolve
 from schemas.rules import Rule
 from schemas.tables import (
@@ -45,7 +45,10 @@ from schemas.tables import (
     REJECTS_TABLE,
     ROWS,
     RULES,
+    SCORE,
+    SCORE_MISMATCH,
     STATUS,
+    VERDICT_MISMATCHES,
     EpisodeStatus,
 )
 from schemas.validation import validate
@@ -100,6 +103,42 @@ class FileReport:
 _REPORT_FIELDS: Final = tuple(f.name for f in fields(FileReport))
 
 
+MISMATCHES_LISTED: Final = 20  # named in a run's record; the table holds every one
+
+
+@dataclass
+class Mismatches:
+    """Contract 1.2, of some episodes: how many were scored other than the harness reported,
+    how many have item verdicts other than the harness's, and the first few of the former
+    (by night and episode id). Counted where the whole rows are (a staged file keeps only
+    the slim columns: issue 17's 100 bytes an episode)."""
+
+    scores: int = 0
+    verdicts: int = 0
+    listed: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, scores: pl.DataFrame) -> Mismatches:
+        differ = scores.filter(pl.col(SCORE_MISMATCH).fill_null(False))
+        keys = [DUMP_DATE, Col.EPISODE_ID, Col.MODEL, Col.TASK, SCORE, REPORTED_SCORE]
+        first = differ.sort(DUMP_DATE, Col.EPISODE_ID).head(MISMATCHES_LISTED).select(keys)
+        verdicts = int((scores[VERDICT_MISMATCHES] > 0).sum())
+        return cls(differ.height, verdicts, first.to_dicts())
+
+    @classmethod
+    def total(cls, parts: Iterable[Mismatches]) -> Mismatches:
+        every = list(parts)
+        listed = sorted(
+            (row for m in every for row in m.listed),
+            key=lambda r: (r[DUMP_DATE] or "", r[Col.EPISODE_ID]),
+        )
+        return cls(
+            sum(m.scores for m in every),
+            sum(m.verdicts for m in every),
+            listed[:MISMATCHES_LISTED],
+        )
+
+
 @dataclass
 class ScoreResult:
     """Scored episodes and rejects of some files (a night's, in a run)."""
@@ -107,9 +146,10 @@ class ScoreResult:
     scores: pl.DataFrame  # every column, or the slim ones where the rows are staged
     rejects: pl.DataFrame
     files: list[FileReport]
-    formulas: dict[Category, str]
+    formulas: dict[str, str]
     sums: pl.DataFrame | None = None  # per file and task: component sums
     staged: list[StagedFiles] | None = None  # the night's staged episode_scores files
+    mismatches: Mismatches = field(default_factory=Mismatches)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -127,6 +167,10 @@ class ScoreResult:
             "episodes_rejected": rejected.height - harness.height,
             "episodes_harness_error": harness.height,
             "warnings_feedback_out_of_range": int(self.scores[FEEDBACK_OUT_OF_RANGE].sum()),
+            # Contract 1.2: episodes whose score differs from the harness's reported one,
+            # and whose declarative verdicts differ from the harness's recorded ones.
+            "episodes_score_mismatch": self.mismatches.scores,
+            "episodes_verdict_mismatch": self.mismatches.verdicts,
         }
 
 
@@ -273,6 +317,7 @@ class FilePart:
     reports: list[FileReport]
     staged: StagedFiles | None = None
     sums: pl.DataFrame | None = None
+    mismatches: Mismatches | None = None  # a staged file's, counted on its whole rows
 
 
 # What a night's reduction reads of a staged file's episodes (a few dozen bytes each):
@@ -316,12 +361,12 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     # Held to the night's end: in buffers of their own, not views pinning the file's text.
     rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
     held = owned(compact(scores.select(SLIM)))
-    return FilePart(held, _no_rows(), rejects, part.reports, staged, sums)
+    return FilePart(held, _no_rows(), rejects, part.reports, staged, sums, Mismatches.of(scores))
 
 
 def score_and_stage(
     batch: Sequence[DumpFile],
-    formulas: Mapping[Category, str],
+    formulas: Mapping[str, str],
     digests: Mapping[str, str] | None = None,
     target: StageTarget | None = None,
 ) -> FilePart:
@@ -364,7 +409,7 @@ def _size(dump_file: DumpFile) -> int:
 
 
 def score_batch(
-    batch: Sequence[DumpFile], formulas: Mapping[Category, str], digests: Mapping[str, str]
+    batch: Sequence[DumpFile], formulas: Mapping[str, str], digests: Mapping[str, str]
 ) -> FilePart:
     """Scores, unscored rows and a report per file of a batch (``digests``: the sha256 of
     those known): the files' rows read together and scored in one plan. Episodes are keyed
@@ -490,7 +535,7 @@ _UNSCORED: Final = {c: t for c, t in canonical_schema().items() if c != Col.CONT
 
 
 def score_file(
-    dump_file: DumpFile, formulas: Mapping[Category, str], digest: str | None = None
+    dump_file: DumpFile, formulas: Mapping[str, str], digest: str | None = None
 ) -> FilePart:
     """Scores, unscored rows and report of one file; ``digest``: its sha256, if known.
 
@@ -540,7 +585,7 @@ _PLAN = pl.QueryOptFlags(comm_subplan_elim=False)
 
 def assemble(
     parts: Sequence[FilePart],
-    formulas: dict[Category, str],
+    formulas: dict[str, str],
     target: StageTarget | None = None,
 ) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
@@ -568,6 +613,11 @@ def assemble(
         if staged
         else component_sums(scores.lazy()).collect()
     )
+    mismatches = (
+        Mismatches.total(p.mismatches for p in parts if p.mismatches is not None)
+        if staged
+        else Mismatches.of(scores)
+    )
     return ScoreResult(
         scores=scores,
         rejects=_sorted(rejects, [FILE, Col.EPISODE_ID]),
@@ -575,6 +625,7 @@ def assemble(
         formulas=formulas,
         sums=sums,
         staged=[p.staged for p in parts if p.staged is not None] if staged else None,
+        mismatches=mismatches,
     )
 
 

@@ -134,6 +134,15 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             for night, entry in nights.items()
             if entry.get("models_unscored")
         },
+        # Contract 1.2: per night, episodes scored other than the harness reported, and
+        # with verdicts other than the harness's (null: scored before cogscore counted them).
+        "mismatches": {
+            night: {
+                c: entry.get("counts", {}).get(c)
+                for c in ("episodes_score_mismatch", "episodes_verdict_mismatch")
+            }
+            for night, entry in nights.items()
+        },
         "table_versions": output.versions(),
         "last_runs": [
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}
@@ -183,6 +192,13 @@ def status_lines(report: dict[str, Any]) -> list[str]:
             f"{v} {UNSCORED_WORDS[k]}" for k, v in counts.items() if v and k in UNSCORED_WORDS
         )
         lines.append(f"  night {night} scored; not scored in it: {described}")
+    for night, counts in report["mismatches"].items():
+        if any((v or 0) > 0 for v in counts.values()):
+            lines.append(
+                f"  night {night}: {counts['episodes_score_mismatch'] or 0} episode(s) scored "
+                f"other than the harness reported, {counts['episodes_verdict_mismatch'] or 0} "
+                "with verdicts other than the harness's"
+            )
     versions = ", ".join(f"{t} v{v}" for t, v in sorted(report["table_versions"].items()))
     lines.append(f"  table versions: {versions or '-'}")
     for run in report["last_runs"]:

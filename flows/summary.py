@@ -16,7 +16,7 @@ from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
 from flows.records import ExitCode, unscored_line
-from schemas.contract import DUMP_DATE, Category, Col
+from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import SCORE
 
 if TYPE_CHECKING:
@@ -141,8 +141,30 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
         f" + {counts['rows_rejected']} rejected"
     )
+    lines += mismatch_lines(summary)
     tables = ", ".join(CORE_TABLES)
     lines.append(f"Delta tables in {out} ({tables}); run {run_id} recorded in its runs table")
+    return lines
+
+
+def mismatch_lines(summary: RunSummary) -> list[str]:
+    """Contract 1.2: the episodes whose score differs from the harness's reported one (the
+    first few named), and those whose verdicts differ from the harness's recorded ones."""
+    counts = summary.counts
+    scores, verdicts = counts["episodes_score_mismatch"], counts["episodes_verdict_mismatch"]
+    if not (scores or verdicts):
+        return []
+    lines = [
+        f"{scores} episode(s) scored other than the harness reported, "
+        f"{verdicts} with item verdicts other than the harness's (episode_scores: "
+        "score_mismatch, verdict_mismatches)"
+    ]
+    for row in summary.mismatched[:5]:
+        lines.append(
+            f"score differs: {printable(row[Col.EPISODE_ID])} ({printable(row[Col.TASK])}, "
+            f"{printable(row[Col.MODEL])}): {row[SCORE]!r} against reported "
+            f"{row[REPORTED_SCORE]!r}"
+        )
     return lines
 
 

@@ -1,7 +1,8 @@
-"""Names, kinds and enums of the transcript dump contract, version 1.1.
+"""Names, kinds and enums of the transcript dump contract, version 1.2.
 
 This module is the single source of column names, dtypes and enum values: every other
-module refers to them through it. See ``../shared/spec/dump-contract.md``.
+module refers to them through it. The contract itself is ``docs/contract.md`` (a test holds
+the two to each other).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = "1.1"
+CONTRACT_VERSION: Final = "1.2"
 
 
 class Col(StrEnum):
@@ -42,14 +43,16 @@ class Col(StrEnum):
 # instance_id faced the same instance, whatever the model or the night. Optional: absent or
 # null means not shared. Strings, or integers of any width (read as their decimal text).
 INSTANCE_ID: Final = "instance_id"
-OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {INSTANCE_ID: pl.String()}
-
-# Contract 1.2 (issue 28; optional, absent or null as in 1.1): the score the harness itself
-# recorded for the episode, on `episode_end`, and the harness's own verdict on an answer (its
-# task's grader), on `answer` rows. `RECORDED` is the match kind whose verdict is `verdict`.
+# Contract 1.2 (backward compatible): on the episode_end row, the score the harness itself
+# recorded for the episode; cogscore keeps it beside its own and counts where they differ.
 REPORTED_SCORE: Final = "reported_score"
+# Contract 1.2: on an answer row, the harness's own verdict on it (the task's grader).
 VERDICT: Final = "verdict"
-RECORDED: Final = "recorded"
+OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
+    INSTANCE_ID: pl.String(),
+    REPORTED_SCORE: pl.Float64(),
+    VERDICT: pl.Boolean(),
+}
 
 # Columns the scorer adds to every row while reading.
 FILE: Final = "file"
@@ -89,6 +92,25 @@ class Match(StrEnum):
     INTEGER = "integer"
     NFC = "nfc"
     SEQUENCE = "sequence"
+    # 1.2: the graders of the real benchmark's tasks (docs/contract.md gives their Python).
+    UPPER_CONTAINS = "upper_contains"
+    WORD = "word"
+    ISOLATED_WORD = "isolated_word"
+    NFC_WORDS = "nfc_words"
+    INT_VALUE = "int_value"
+    JSON_EQUAL = "json_equal"
+    # 1.2: the answer's `verdict` is the verdict (a bespoke grader).
+    RECORDED = "recorded"
+
+
+# Words that, among the three before a `word` or `isolated_word` match, make it a negation
+# (as the benchmark's graders list them; `\w+` splits "isn't" in two, so those never match).
+NEGATIONS: Final = frozenset(
+    {"not", "isn't", "isnt", "never", "no", "cannot", "can't", "cant", "neither", "without"}
+)
+
+# The kinds that are a function of (expected, answer) texts: all but `recorded`.
+DECLARATIVE: Final = tuple(m for m in Match if m is not Match.RECORDED)
 
 
 class Status(StrEnum):

@@ -30,6 +30,8 @@ class DumpRows(pa.DataFrameModel):
     params: str = pa.Field(nullable=True)
     status: str = pa.Field(nullable=True)
     instance_id: str = pa.Field(nullable=True)
+    reported_score: float = pa.Field(nullable=True)
+    verdict: bool = pa.Field(nullable=True)
     file: str
     dump_date: str = pa.Field(nullable=True)
 

@@ -34,6 +34,7 @@ class Rule(StrEnum):
     EMPTY_EXPECTED = "empty_expected"
     INTEGER_EXPECTED_NOT_INTEGER = "integer_expected_not_integer"
     ANSWER_UNKNOWN_ITEM = "answer_unknown_item"
+    RECORDED_WITHOUT_VERDICT = "recorded_without_verdict"
     NO_ITEMS = "no_items"
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"

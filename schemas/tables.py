@@ -67,7 +67,7 @@ from schemas.comparisons import (
     UNRESOLVED,
     VERDICT,
 )
-from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, Category, Col
+from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
 SCORE: Final = "score"
 FORMULA_VERSION: Final = "formula_version"
@@ -76,6 +76,11 @@ SCORER_VERSION: Final = "scorer_version"
 INPUT_FINGERPRINT: Final = "input_fingerprint"
 # Feedback values outside [0, 1] are legal (progress is clamped) but counted as warnings.
 FEEDBACK_OUT_OF_RANGE: Final = "feedback_out_of_range"
+# Contract 1.2: the harness's reported score beside cogscore's, whether the two differ
+# (float64 inequality, nothing rounded; null without a reported score), and the items whose
+# declarative verdict differs from the harness's recorded one (null: none compared).
+SCORE_MISMATCH: Final = "score_mismatch"
+VERDICT_MISMATCHES: Final = "verdict_mismatches"
 STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
@@ -132,6 +137,9 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     FEEDBACK_OUT_OF_RANGE: pl.Int64(),
     N_ROWS: pl.Int64(),
     FILE: pl.String(),
+    REPORTED_SCORE: pl.Float64(),
+    SCORE_MISMATCH: pl.Boolean(),
+    VERDICT_MISMATCHES: pl.Int64(),
 }
 # What a night's reduction holds of each episode whose rows are staged (``flows.score.stage``,
 # ``transforms.compact``): text of few distinct values as Categorical, 4 bytes a row
@@ -257,6 +265,9 @@ _EPISODE_RULES: Final[dict[str, Column]] = {
     FEEDBACK_OUT_OF_RANGE: _count(),
     N_ROWS: _count(1),
     **_COMPONENT_RULES,
+    REPORTED_SCORE: _real(nullable=True),  # contract 1.2
+    SCORE_MISMATCH: Column(pl.Boolean(), nullable=True),
+    VERDICT_MISMATCHES: _count(nullable=True),
 }
 
 EPISODE_SCORES_TABLE: Final = Table(

@@ -36,7 +36,7 @@ from examples.dumpkit import (
     to_arrow_type,
     write_dump,
 )
-from schemas.contract import FILE, Category, Col, Match, Role, Status
+from schemas.contract import FILE, REPORTED_SCORE, Category, Col, Match, Role, Status
 from schemas.rules import Rule
 
 __all__ = [
@@ -448,6 +448,21 @@ def rule_dump() -> tuple[list[Row], Expected]:
         [action("a"), feedback(float("nan"), False), action("b"), feedback(1.0, True)],
         {Rule.NON_FINITE_VALUE},
         params=rl_params,
+    )
+    # Contract 1.2: a non-finite reported score; a `recorded` item's answer without a verdict.
+    add(
+        AL,
+        "bad-reported-score",
+        F0,
+        [*_assoc_turns(), episode_end(**{REPORTED_SCORE: float("inf")})],
+        {Rule.NON_FINITE_VALUE},
+    )
+    add(
+        AL,
+        "bad-recorded-no-verdict",
+        F0,
+        [item("r1", "yes", match=Match.RECORDED), answer("r1", "yes"), *_assoc_turns()],
+        {Rule.RECORDED_WITHOUT_VERDICT},
     )
     # A non-finite value rejects whatever the row's kind.
     add(

@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from hypothesis import strategies as st
 
@@ -29,7 +29,9 @@ from schemas.contract import (
     EPISODE_CONSTANT,
     FILE,
     INSTANCE_ID,
+    REPORTED_SCORE,
     REQUIRED,
+    VERDICT,
     Category,
     Col,
     Kind,
@@ -278,9 +280,92 @@ def variant(draw: Draw, text: str) -> str:
     return out
 
 
+def json_value() -> st.SearchStrategy[Any]:
+    """A value a harness's structured answer holds (what ``json.dumps`` writes)."""
+    scalars = (
+        st.integers(-(10**40), 10**40)
+        | st.integers(-20, 20)
+        | st.booleans()
+        | st.none()
+        | st.floats(allow_nan=True)
+        | st.sampled_from([0.0, -0.0, 1.0, 3.0, 1e16])
+        | st.text(max_size=6)
+        | st.sampled_from(["3", "+03", " 3", "-0", "3.0", "٣", "1_000", "yes", "ſ"])
+    )
+    return scalars | st.lists(scalars, max_size=3)
+
+
+@st.composite
+def json_text(draw: Draw, value: Any = None, *, fresh: bool = True) -> str:
+    """``value`` (or a fresh one) as JSON, now and then spaced or not JSON at all."""
+    if fresh:
+        value = draw(json_value())
+    how = draw(st.sampled_from(["dumps", "dumps", "dumps", "spaced", "broken"]))
+    text = json.dumps(value)
+    if how == "spaced":
+        return draw(st.sampled_from([" ", "\n", "", "\t"])) + json.dumps(value, indent=1)
+    if how == "broken":
+        return text[: draw(st.integers(0, max(0, len(text) - 1)))] or "'x'"
+    return text
+
+
+@st.composite
+def json_answer(draw: Draw, expected: str) -> str:
+    """Another JSON spelling of ``expected``'s value (as int, float, string, bool), or
+    another value."""
+    try:
+        value = json.loads(expected)
+    except ValueError:
+        return draw(json_text())
+    how = draw(st.sampled_from(["same", "str", "float", "bool", "other"]))
+    if how == "str" and not isinstance(value, (list, str)):
+        return json.dumps(str(value))
+    if how == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return json.dumps(float(value)) if abs(value) < 2**60 else json.dumps(value)
+    if how == "bool" and value in (0, 1):
+        return json.dumps(bool(value))
+    if how == "other":
+        return draw(json_text())
+    return draw(json_text(value, fresh=False))
+
+
+WORD_TOKENS: Final = ["UNKNOWN", "NO", "YES", "Plex", "-7", "ruled out", "K", "ſ", "a_b"]
+
+
+@st.composite
+def word_answer(draw: Draw, expected: str) -> str:
+    """The token in a sentence: negated or not, inside a longer word, with punctuation."""
+    token = draw(st.sampled_from([expected, expected.lower(), expected.upper()]))
+    before = draw(
+        st.sampled_from(
+            [
+                "",
+                "it is ",
+                "not ",
+                "it is not ",
+                "Not ",
+                "never really ",
+                "no, it is ",
+                "cannot be ",
+                "isn't ",
+                "x",
+                "-",
+                "I can't say: ",
+                "neither A nor B, but ",
+            ]
+        )
+    )
+    after = draw(st.sampled_from(["", ".", "s", " (blocked)", "x", "-1", "\u0301"]))
+    return draw(whitespace()) + before + token + after + draw(whitespace())
+
+
 @functools.cache
 def expected_text(mode: Match) -> st.SearchStrategy[str]:
     """A valid ``expected`` for a match mode (non-blank; an integer literal for ``integer``)."""
+    if mode in (Match.INT_VALUE, Match.JSON_EQUAL):
+        return st.builds(json.dumps, json_value())
+    if mode in (Match.WORD, Match.ISOLATED_WORD):
+        return st.sampled_from(WORD_TOKENS) | words().filter(lambda s: s.strip() != "")
     if mode is Match.INTEGER:
         return st.builds(
             lambda pad, lit, pad2: pad + lit + pad2, whitespace(), integer_literal(), whitespace()
@@ -300,6 +385,10 @@ def answer_text(draw: Draw, expected: str, mode: Match) -> str | None:
         return draw(any_text())
     if mode is Match.INTEGER and _INTEGER.fullmatch(expected.strip()) and draw(st.booleans()):
         return draw(same_integer(expected))
+    if mode in (Match.INT_VALUE, Match.JSON_EQUAL) and draw(st.integers(0, 3)) > 0:
+        return draw(json_answer(expected))
+    if mode in (Match.WORD, Match.ISOLATED_WORD) and draw(st.integers(0, 3)) > 0:
+        return draw(word_answer(expected))
     return draw(variant(expected))
 
 
@@ -326,7 +415,13 @@ def items_and_answers(draw: Draw, category: Category) -> list[Row]:
         expected = draw(expected_text(effective))
         items.append(item(item_id, expected, match=mode))
         for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2]))):
-            answers.append(answer(item_id, draw(answer_text(expected, effective))))
+            reply = answer(item_id, draw(answer_text(expected, effective)))
+            # Contract 1.2: the harness's own verdict; a `recorded` item's is the verdict
+            # (mostly given: an answer without one is rejected), a declarative one's is
+            # compared with the kind's.
+            given = [True, False, True, False, None] if mode is Match.RECORDED else [None, None]
+            reply[VERDICT] = draw(st.sampled_from([*given, True, False]))
+            answers.append(reply)
     turns = items + draw(st.permutations(answers))
     if draw(st.integers(0, 4)) == 4:
         turns = draw(st.permutations(turns))  # answers before their items are legal
@@ -479,6 +574,9 @@ def episode_body(draw: Draw, category: Category) -> tuple[Any, list[Row]]:
         # status `error` is a harness error (never scored); "ERROR" and null are not
         status = st.sampled_from([*[Status.COMPLETED] * 4, None, "ERROR", Status.ERROR])
         turns = [*turns, episode_end(draw(status))]
+        if draw(st.booleans()):  # contract 1.2: the score the harness recorded
+            reported = st.sampled_from([0.0, 1.0, 0.5, 0.25, 0.55]) | st.floats(0.0, 1.0)
+            turns[-1][REPORTED_SCORE] = draw(reported)
     return params, turns
 
 
@@ -619,9 +717,13 @@ def _harness_error(draw: Draw, rows: list[Row]) -> None:
 
 
 def _non_finite(draw: Draw, rows: list[Row]) -> None:
+    non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
+    if draw(st.integers(0, 3)) == 3:  # a reported score (read on episode_end rows only)
+        _added(rows, episode_end(Status.COMPLETED, **{REPORTED_SCORE: draw(non_finite)}))
+        return
     r = _pick(draw, rows)
     if r is not None:
-        r[Col.VALUE] = draw(st.sampled_from([math.nan, math.inf, -math.inf]))
+        r[Col.VALUE] = draw(non_finite)
 
 
 def _unknown_answer(draw: Draw, rows: list[Row]) -> None:
@@ -756,7 +858,8 @@ def episodes(
         file=file,
         params=params,
         model=draw(st.sampled_from(["m1", "m2", "mé"])),
-        task=draw(st.sampled_from(["hanoi_two", "t", "中"])),
+        # boolean_circuit_proc_learning: a task with a formula version of its own (v4)
+        task=draw(st.sampled_from(["hanoi_two", "t", "中", "boolean_circuit_proc_learning"])),
         turns=turns,
     )
     for row_, turn in zip(rows, draw(turn_numbers(len(rows))), strict=True):

@@ -20,7 +20,9 @@ from schemas.contract import (
     FILE,
     NEEDS_ITEMS,
     NULLABLE,
+    REPORTED_SCORE,
     REQUIRED,
+    VERDICT,
     Category,
     Col,
     Kind,
@@ -214,6 +216,10 @@ def _rules(
         v = r.get(Col.VALUE)
         if v is not None and not math.isfinite(v):
             got.add(Rule.NON_FINITE_VALUE)
+        reported = r.get(REPORTED_SCORE)
+        at_end = r.get(Col.KIND) == Kind.EPISODE_END
+        if at_end and reported is not None and not math.isfinite(reported):
+            got.add(Rule.NON_FINITE_VALUE)
     turns = [r[Col.TURN] for r in rows if r.get(Col.TURN) is not None]
     if len(turns) != len(set(turns)):
         got.add(Rule.DUPLICATE_TURN)
@@ -277,6 +283,9 @@ def _rules(
             got.add(Rule.INTEGER_EXPECTED_NOT_INTEGER)
     if any(r.get(Col.ITEM_ID) not in known for r in of(Kind.ANSWER)):
         got.add(Rule.ANSWER_UNKNOWN_ITEM)
+    recorded = {r.get(Col.ITEM_ID) for r in items if r.get(Col.MATCH) == Match.RECORDED}
+    if any(r.get(Col.ITEM_ID) in recorded and r.get(VERDICT) is None for r in of(Kind.ANSWER)):
+        got.add(Rule.RECORDED_WITHOUT_VERDICT)
     if cat in NEEDS_ITEMS and not items:
         got.add(Rule.NO_ITEMS)
     if cat in (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.contract import Category
 from schemas.tables import SCORE, Component
+from transforms.formulas import formula
 
 COMPONENTS: tuple[Component, ...] = (Component.CORRECT_COUNT, Component.N_ITEMS, Component.ACCURACY)
 
@@ -16,6 +18,13 @@ def fraction_correct() -> pl.Expr:
     )
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
+@formula(
+    Category.ASSOCIATIVE_LEARNING,
+    "v1",
+    text="right items / items",
+    components=COMPONENTS,
+    default=True,
+)
+def score(episodes: pl.LazyFrame) -> pl.LazyFrame:
     accuracy = fraction_correct()
     return episodes.with_columns(accuracy.alias(SCORE), accuracy.alias(Component.ACCURACY))

@@ -6,15 +6,24 @@ effective_free = max(initial_examples, FREE_THRESHOLD)
 efficiency = 1.0 if examples_used <= effective_free
              else max(0.0, 1.0 - paid_used / paid_budget)
 return accuracy * (0.40 + 0.60 * efficiency)
+
+The weights (``BASE``, ``EFFICIENCY``) are named once, below.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 import polars as pl
 
+from schemas.contract import Category
 from schemas.tables import SCORE, Component
+from transforms.formulas import formula
 
 EXAMPLES: str = "n_examples"
+# accuracy x (BASE + EFFICIENCY x efficiency)
+BASE: Final = 0.40
+EFFICIENCY: Final = 0.60
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -40,12 +49,24 @@ def efficiency() -> pl.Expr:
     return pl.when(used <= effective_free).then(pl.lit(1.0)).otherwise(decayed)
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
+@formula(
+    (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING),
+    "v1",
+    text="accuracy x ({base:.2f} + {efficiency:.2f} x efficiency beyond the free examples); "
+    "0 when no item is right",
+    weights={"base": BASE, "efficiency": EFFICIENCY},
+    components=COMPONENTS,
+    default=True,
+)
+def score(episodes: pl.LazyFrame) -> pl.LazyFrame:
     acc, eff = pl.col(Component.ACCURACY), pl.col(Component.EFFICIENCY)
     return episodes.with_columns(
         accuracy().alias(Component.ACCURACY),
         efficiency().alias(Component.EFFICIENCY),
         pl.col(EXAMPLES).cast(pl.Int64).alias(Component.EXAMPLES_USED),
     ).with_columns(
-        pl.when(acc == 0.0).then(pl.lit(0.0)).otherwise(acc * (0.40 + 0.60 * eff)).alias(SCORE)
+        pl.when(acc == 0.0)
+        .then(pl.lit(0.0))
+        .otherwise(acc * (BASE + EFFICIENCY * eff))
+        .alias(SCORE)
     )

@@ -26,7 +26,17 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import DUMP_DATE, EPISODE_CONSTANT, FILE, INSTANCE_ID, Category, Col, Kind
+from schemas.contract import (
+    DUMP_DATE,
+    EPISODE_CONSTANT,
+    FILE,
+    INSTANCE_ID,
+    VERDICT,
+    Category,
+    Col,
+    Kind,
+    Match,
+)
 from transforms.params import with_params
 from transforms.rules import (
     EPISODE_CATEGORY,
@@ -39,6 +49,7 @@ from transforms.rules import (
     REPEATED_ITEM_IDS,
     REPEATED_ROUNDS,
     SEGMENT,
+    UNJUDGED_ANSWERS,
     UNKNOWN_ANSWERS,
     changes,
     distinct_count,
@@ -213,6 +224,20 @@ def unknown_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def unjudged_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per episode: answers to a ``recorded`` item that carry no ``verdict``."""
+    recorded = of_kind(rows, Kind.ITEM, Col.ITEM_ID, Col.MATCH).filter(
+        pl.col(Col.MATCH) == Match.RECORDED
+    )
+    return (
+        of_kind(rows, Kind.ANSWER, Col.ITEM_ID, VERDICT)
+        .filter(pl.col(VERDICT).is_null())
+        .join(recorded.select(SEGMENT, Col.ITEM_ID).unique(), on=[SEGMENT, Col.ITEM_ID])
+        .group_by(SEGMENT)
+        .agg(pl.len().alias(UNJUDGED_ANSWERS))
+    )
+
+
 def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame:
     """One row per episode of rows in ``in_episode_order`` (the null episode_id of each
     file included): its key, counts, category, parameters (``transforms.params``) and what
@@ -225,6 +250,7 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
         .group_by(SEGMENT)
         .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first(), pl.col(INSTANCE_ID).first()),
         unknown_answers(rows),
+        unjudged_answers(rows),
     ]
     facts = _summary(rows, detailed)
     for part in parts:

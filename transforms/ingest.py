@@ -20,7 +20,9 @@ from schemas.contract import (
     INSTANCE_ID,
     NULLABLE,
     OPTIONAL_DTYPES,
+    REPORTED_SCORE,
     REQUIRED,
+    VERDICT,
     Col,
 )
 from schemas.rules import Rule
@@ -44,7 +46,7 @@ def _accepts(column: str, dtype: pl.DataType) -> bool:
         return True
     if column == INSTANCE_ID:  # an id: text, or a number harnesses count instances with
         return isinstance(dtype, _STRINGS + _INTEGERS)
-    target = DTYPES[Col(column)]
+    target = OPTIONAL_DTYPES[column] if column in (REPORTED_SCORE, VERDICT) else DTYPES[Col(column)]
     if isinstance(target, pl.String):
         return isinstance(dtype, _STRINGS)
     if isinstance(target, pl.Int64):
@@ -81,6 +83,8 @@ def schema_problems(schema: Mapping[str, pl.DataType]) -> list[tuple[Rule, str]]
 def _allowed(column: str) -> str:
     if column == INSTANCE_ID:
         return "a string or an integer"
+    if column in OPTIONAL_DTYPES:
+        return str(OPTIONAL_DTYPES[column])
     return str(DTYPES[Col(column)])
 
 

@@ -10,8 +10,8 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import DEFAULT_MATCH, Category, Col, Kind
-from schemas.tables import Component
+from schemas.contract import DEFAULT_MATCH, VERDICT, Category, Col, Kind, Match
+from schemas.tables import VERDICT_MISMATCHES, Component
 from transforms.episodes import SEGMENT, of_kind
 from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
 
@@ -23,17 +23,22 @@ def last_answers(answers: pl.LazyFrame) -> pl.LazyFrame:
     return (
         answers.filter(pl.col(Col.ITEM_ID).is_not_null())
         .group_by([SEGMENT, Col.ITEM_ID])
-        .agg(pl.col(Col.CONTENT).max_by(Col.TURN).alias(ANSWER))
+        .agg(
+            pl.col(Col.CONTENT).max_by(Col.TURN).alias(ANSWER),
+            pl.col(VERDICT).max_by(Col.TURN),
+        )
     )
 
 
 def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: ``correct_count``, ``n_items`` and (observational learning) the mean
-    positional score of its items (summed left to right in item order).
+    """Per episode: ``correct_count``, ``n_items``, ``verdict_mismatches`` (items whose
+    declarative verdict differs from the harness's recorded one; null where none was
+    compared) and (observational learning) the mean positional score of its items (summed
+    left to right in item order).
 
     ``rows`` are in ``in_episode_order``.
     """
-    answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT)
+    answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT, VERDICT)
     default_mode = pl.col(Col.CATEGORY).replace_strict(
         {c.value: m.value for c, m in DEFAULT_MATCH.items()}, default=None, return_dtype=pl.String
     )
@@ -47,9 +52,14 @@ def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
     # The positional diagnostic is observational learning's only: spare the others' items.
     observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
     graded = grade(pairs, [SEGMENT, Col.ITEM_ID, Col.TURN], positional_where=observational).cache()
+    # A declarative kind's verdict against the harness's own, where it recorded one.
+    verdict = pl.col(VERDICT)
+    compared = (pl.col(MODE) != Match.RECORDED) & verdict.is_not_null()
+    disagrees = pl.when(compared).then(pl.col(CORRECT) != verdict)
     counts = graded.group_by(SEGMENT).agg(
         pl.col(CORRECT).sum().cast(pl.Int64).alias(Component.CORRECT_COUNT),
         pl.len().cast(pl.Int64).alias(Component.N_ITEMS),
+        pl.when(compared.any()).then(disagrees.sum()).cast(pl.Int64).alias(VERDICT_MISMATCHES),
     )
     # A left-to-right sum in item order (only observational items have a positional score).
     positional = pl.col(POSITIONAL).fill_null(0.0).sort_by(Col.TURN).cum_sum().last()

@@ -34,12 +34,12 @@ import polars as pl
 from schemas.contract import (
     DTYPES,
     INSTANCE_ID,
-    RECORDED,
     REPORTED_SCORE,
     VERDICT,
     Category,
     Col,
     Kind,
+    Match,
     Role,
     Status,
 )
@@ -149,7 +149,7 @@ def episode_rows(
             **{
                 str(Col.ITEM_ID): item["item_id"],
                 str(Col.EXPECTED): item["expected"],
-                str(Col.MATCH): RECORDED,
+                str(Col.MATCH): Match.RECORDED.value,
             },
         )
     for item in items:

@@ -1,22 +1,35 @@
-"""Grading an answer against its item with the contract's four match modes.
+r"""Grading an answer against its item with the contract's match kinds.
 
 ``grade`` adds ``correct`` (bool) and ``positional`` (the observational diagnostic: the share
 of expected tokens matched position by position) to a frame of item/answer pairs.
-``sequence`` is exact in polars for every input, ``integer`` for literals within int128;
-``contains`` and ``nfc`` are exact in polars for ASCII text and for equal texts. The rare
-pairs left (non-ASCII text that differs, longer literals) are decided by Python's own
-``re`` and ``unicodedata``.
+
+Each kind's verdict is given in polars wherever polars is exact, and by Python's own
+``re``, ``unicodedata``, ``int`` and ``json`` for the few pairs left (flagged, then graded in
+one batch): Python's Unicode case folding, whitespace, ``\w``, NFC tables and JSON numbers
+are not polars' (Rust's), so only inputs where the two provably agree stay in polars.
+
+- ``sequence``: exact in polars for every input; ``integer``: for literals within int128.
+- ``contains``, ``upper_contains``, ``nfc``, ``nfc_words``: ASCII text (where Python's case
+  mapping and NFC are the identity or ASCII's) and equal texts.
+- ``word``, ``isolated_word``: ASCII text and an expected token of ASCII word characters
+  (where Rust's ``\b``/``\w`` are Python's, and ``(?<!\w)…(?!\w)`` is ``\b…\b``).
+- ``int_value``, ``json_equal``: JSON integers (canonical, within int128) and, for
+  ``int_value``, JSON strings of an ASCII integer literal; for ``json_equal`` also JSON
+  strings without escapes and the literals ``true``, ``false``, ``null`` compared among
+  themselves. Real harness answers are ``json.dumps`` of ints and strings: nearly all.
+- ``recorded``: the answer's ``verdict``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from typing import Final
 
 import polars as pl
 
-from schemas.contract import Match
+from schemas.contract import NEGATIONS, VERDICT, Match
 from transforms.text import is_ascii, py_split_joined, py_strip
 
 EXPECTED: Final = "expected"
@@ -63,8 +76,39 @@ def _python_grade(mode: str, expected: str, answer: str) -> bool:
     if mode == Match.INTEGER:
         key = _integer_key(expected)
         return key is not None and key == _integer_key(answer)
+    if mode == Match.UPPER_CONTAINS:
+        upper_e, upper_a = expected.strip().upper().strip(), answer.strip().upper().strip()
+        return re.search(re.escape(upper_e), upper_a, re.IGNORECASE) is not None
+    if mode in (Match.WORD, Match.ISOLATED_WORD):
+        return _not_negated(mode, expected, answer)
+    if mode == Match.INT_VALUE:
+        try:
+            return bool(int(json.loads(answer)) == int(json.loads(expected)))
+        except Exception:  # as the graders' try/except: whatever int() or json refuses
+            return False
+    if mode == Match.JSON_EQUAL:
+        try:
+            return bool(json.loads(answer) == json.loads(expected))
+        except (ValueError, RecursionError):
+            return False
     normalize = unicodedata.normalize
+    if mode == Match.NFC_WORDS:
+        return normalize("NFC", " ".join(answer.split())) == normalize(
+            "NFC", " ".join(expected.split())
+        )
     return normalize("NFC", answer.strip()) == normalize("NFC", expected.strip())
+
+
+def _not_negated(mode: str, expected: str, answer: str) -> bool:
+    """The token as a whole word of the upper-cased answer, not after a negation among the
+    three words before it."""
+    before, after = (r"\b", r"\b") if mode == Match.WORD else (r"(?<!\w)", r"(?!\w)")
+    actual = answer.strip().upper()
+    found = re.search(before + re.escape(expected.strip()) + after, actual.strip(), re.IGNORECASE)
+    if found is None:
+        return False
+    last_words = re.findall(r"\w+", actual[: found.start()])[-3:]
+    return not any(w.lower() in NEGATIONS for w in last_words)
 
 
 # Working columns of ``grade``.
@@ -81,27 +125,34 @@ _INT128_DIGITS: Final = 38  # every literal of at most this many characters fits
 def _fast_verdicts() -> pl.Expr:
     """Every verdict that polars can give exactly; null where Python must decide.
 
-    Each mode's string work sees its own pairs only, the others as nulls (a when/then chain
-    would run every mode's work on every pair), and equal texts are decided at once.
+    Each kind's string work sees its own pairs only, the others as nulls (a when/then chain
+    would run every kind's work on every pair), and equal texts are decided at once.
     """
     mode, e, a, ascii_pair, same = (pl.col(c) for c in (MODE, _E, _A, _ASCII, _SAME))
 
-    def mine(match: Match) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-        is_mode = mode == match
+    def mine(*kinds: Match) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+        is_mode = mode.is_in([k.value for k in kinds])
         return is_mode, pl.when(is_mode).then(e), pl.when(is_mode).then(a)
 
-    is_contains, ce, ca = mine(Match.CONTAINS)
+    # contains and upper_contains: on ASCII, Python's upper and re.IGNORECASE are
+    # lowercase comparison; an exact substring matches ignoring case (and upper-cased: upper
+    # maps each character on its own); else Python decides.
+    is_contains, ce, ca = mine(Match.CONTAINS, Match.UPPER_CONTAINS)
     lower_hit = ca.str.to_lowercase().str.contains(ce.str.to_lowercase(), literal=True)
     contains = (
         pl.when(is_contains & ascii_pair)
-        .then(lower_hit)  # ASCII: re.IGNORECASE is lowercase comparison
+        .then(lower_hit)
         .when(is_contains & ca.str.contains(ce, literal=True))
-        .then(True)  # an exact substring also matches ignoring case; else Python decides
+        .then(True)
     )
+    is_nfc = mode.is_in([Match.NFC.value, Match.NFC_WORDS.value])
+    joined_same = pl.col(_JA) == pl.col(_JE)
     nfc = (
         pl.when((mode == Match.NFC) & same)
         .then(True)  # equal text has equal NFC forms
-        .when((mode == Match.NFC) & ascii_pair)
+        .when((mode == Match.NFC_WORDS) & (same | joined_same))
+        .then(True)
+        .when(is_nfc & ascii_pair)
         .then(False)  # ASCII text is its own NFC form; else Python decides
     )
     is_integer, ie, ia = mine(Match.INTEGER)
@@ -114,8 +165,72 @@ def _fast_verdicts() -> pl.Expr:
         .when(is_integer & ~long)
         .then(False)  # a side is not a literal
     )
-    sequence = pl.when(mode == Match.SEQUENCE).then(same | (pl.col(_JA) == pl.col(_JE)))
-    return pl.coalesce(contains, nfc, integer, sequence)
+    sequence = pl.when(mode == Match.SEQUENCE).then(same | joined_same)
+    # The harness's verdict is the verdict; no answer (no verdict) is wrong.
+    recorded = pl.when(mode == Match.RECORDED).then(pl.col(VERDICT).fill_null(False))
+    return pl.coalesce(
+        contains, nfc, integer, sequence, _word_verdicts(), *_json_verdicts(), recorded
+    )
+
+
+# An expected token of ASCII word characters: \b and (?<!\w)...(?!\w) agree around it.
+_WORD_TOKEN: Final = r"^[A-Za-z0-9_]+$"
+_NEGATIONS: Final = sorted(NEGATIONS)
+
+
+def _word_verdicts() -> pl.Expr:
+    """``word`` and ``isolated_word`` for ASCII text and a token of word characters: the
+    first case-insensitive whole-word match, then the last three words before it."""
+    mode, ascii_pair = pl.col(MODE), pl.col(_ASCII)
+    token = pl.col(_E)
+    fast = (
+        mode.is_in([Match.WORD.value, Match.ISOLATED_WORD.value])
+        & ascii_pair
+        & token.str.contains(_WORD_TOKEN)
+    )
+    answer = pl.when(fast).then(pl.col(_A))
+    found = answer.str.find(pl.concat_str(pl.lit(r"(?i)\b"), token, pl.lit(r"\b")))
+    before = answer.str.slice(0, found).str.extract_all(r"\w+").list.tail(3)
+    negated = before.list.eval(pl.element().str.to_lowercase().is_in(_NEGATIONS)).list.any()
+    return pl.when(fast).then(found.is_not_null() & ~negated.fill_null(False))
+
+
+# JSON texts whose value polars reads exactly: canonical integers within int128 (JSON has no
+# leading zeros or plus), strings without escapes, and the three literals.
+_JSON_INT: Final = r"^-?(0|[1-9][0-9]{0,36})$"
+_JSON_INT_STRING: Final = r'^"[+-]?[0-9]{1,36}"$'  # int() of it: an ASCII literal
+_JSON_PLAIN_STRING: Final = r'^"[^"\\\x00-\x1f]*"$'
+_JSON_LITERAL: Final = r"^(true|false|null)$"
+
+
+def _json_verdicts() -> tuple[pl.Expr, pl.Expr]:
+    """``int_value`` and ``json_equal`` where both texts are JSON values of one simple
+    class (Python's ``True == 1`` and ``1 == 1.0`` are left to Python)."""
+    mode, e, a = pl.col(MODE), pl.col(EXPECTED), pl.col(ANSWER).fill_null("")
+
+    def number(text: pl.Expr, strings: bool) -> pl.Expr:
+        literal: pl.Expr = pl.when(text.str.contains(_JSON_INT)).then(text)
+        if strings:
+            quoted = text.str.contains(_JSON_INT_STRING)
+            literal = pl.coalesce(literal, pl.when(quoted).then(text.str.strip_chars('"')))
+        return literal.str.to_integer(dtype=pl.Int128, strict=False)
+
+    is_int = mode == Match.INT_VALUE
+    ie, ia = (number(pl.when(is_int).then(x), strings=True) for x in (e, a))
+    int_value = pl.when(is_int & ie.is_not_null() & ia.is_not_null()).then(ie == ia)
+
+    is_json = mode == Match.JSON_EQUAL
+    je, ja = (pl.when(is_json).then(x) for x in (e, a))
+    both_ints = number(je, strings=False).is_not_null() & number(ja, strings=False).is_not_null()
+    both_plain = je.str.contains(_JSON_PLAIN_STRING) & ja.str.contains(_JSON_PLAIN_STRING)
+    both_literal = je.str.contains(_JSON_LITERAL) & ja.str.contains(_JSON_LITERAL)
+    json_equal = (
+        pl.when(is_json & both_ints)
+        .then(number(je, strings=False) == number(ja, strings=False))
+        .when(is_json & (both_plain | both_literal))
+        .then(je == ja)
+    )
+    return int_value, json_equal
 
 
 def grade(
@@ -124,13 +239,18 @@ def grade(
     """Add ``correct`` and ``positional`` to item/answer pairs.
 
     ``pairs`` has ``key`` (unique per pair), ``expected`` (non-null), ``answer`` (null: no
-    answer, graded as the empty string) and ``mode`` (a ``Match`` value). ``positional`` is
+    answer, graded as the empty string), ``verdict`` (the harness's, null where it recorded
+    none) and ``mode`` (a ``Match`` value). ``positional`` is
     computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
     """
+    if VERDICT not in pairs.collect_schema():  # pairs of a dump before contract 1.2
+        pairs = pairs.with_columns(pl.lit(None, pl.Boolean).alias(VERDICT))
     expected, answer, mode = pl.col(EXPECTED), pl.col(ANSWER).fill_null(""), pl.col(MODE)
     positional = pl.lit(True) if positional_where is None else positional_where
     # Equal stripped texts have equal tokens: only the others are split.
-    tokens = ((mode == Match.SEQUENCE) | positional) & ~pl.col(_SAME)
+    tokens = (mode.is_in([Match.SEQUENCE.value, Match.NFC_WORDS.value]) | positional) & ~pl.col(
+        _SAME
+    )
     prepared = (
         pairs.with_columns(
             py_strip(expected).alias(_E),

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.contract import Category
 from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
+from transforms.formulas import formula
 from transforms.items import POSITIONAL_MEAN
 
 COMPONENTS: tuple[Component, ...] = (
@@ -17,7 +19,14 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
+@formula(
+    Category.OBSERVATIONAL_LEARNING,
+    "v1",
+    text="right items / items (the positional score kept as a diagnostic)",
+    components=COMPONENTS,
+    default=True,
+)
+def score(episodes: pl.LazyFrame) -> pl.LazyFrame:
     accuracy = fraction_correct()
     return episodes.with_columns(
         accuracy.alias(SCORE),

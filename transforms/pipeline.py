@@ -16,11 +16,12 @@ How the work is split, for speed:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import polars as pl
 
-from schemas.contract import Category, Col, Kind
+from schemas.contract import REPORTED_SCORE, Category, Col, Kind
+from schemas.formulas import task_versions, version_of
 from schemas.tables import (
     EPISODE_SCORES,
     FEEDBACK_OUT_OF_RANGE,
@@ -28,31 +29,21 @@ from schemas.tables import (
     N_ROWS,
     REJECTS,
     ROWS,
+    SCORE,
+    SCORE_MISMATCH,
     STATUS,
     Component,
     EpisodeStatus,
 )
-from transforms import (
-    associative,
-    concept,
-    observational,
-    procedural,
-    runtime_rl,
-)
-from transforms.episodes import SEGMENT, episode_facts, in_episode_order
+from transforms import procedural, runtime_rl
+from transforms.episodes import SEGMENT, episode_facts, in_episode_order, of_kind
+from transforms.formulas import Registered
 from transforms.items import graded_items
+from transforms.registry import SCORERS
 from transforms.rules import EPISODE_CATEGORY, explain, with_status
 
-Scorer = Callable[[pl.LazyFrame, str], pl.LazyFrame]
-# Each category: its formula, and the components it writes (the others stay null).
-SCORERS: dict[Category, tuple[Scorer, tuple[Component, ...]]] = {
-    Category.ASSOCIATIVE_LEARNING: (associative.score, associative.COMPONENTS),
-    Category.CONCEPT_FORMATION: (concept.score, concept.COMPONENTS),
-    Category.LANGUAGE_LEARNING: (concept.score, concept.COMPONENTS),
-    Category.OBSERVATIONAL_LEARNING: (observational.score, observational.COMPONENTS),
-    Category.RUNTIME_RL: (runtime_rl.score, runtime_rl.COMPONENTS),
-    Category.PROCEDURAL_LEARNING: (procedural.score, procedural.COMPONENTS),
-}
+# SCORERS ((category, version) -> its function and components) is generated from the
+# registrations (transforms.formulas).
 # Columns every scored row has, whatever its category.
 BASE_COLUMNS: tuple[str, ...] = tuple(c for c in EPISODE_SCORES if c not in set(Component))
 
@@ -74,7 +65,7 @@ def rejects_of(unscored: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def score_rows(
-    rows: pl.LazyFrame, formulas: Mapping[Category, str]
+    rows: pl.LazyFrame, formulas: Mapping[str, str]
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """(episode scores, unscored rows) for canonical rows (``transforms.ingest.normalise``),
     one file's or several files' (episodes are keyed by file), in any order.
@@ -97,16 +88,49 @@ def score_rows(
         .join(graded_items(table), on=SEGMENT, how="left")
         .join(runtime_rl.interaction_facts(table), on=SEGMENT, how="left")
         .join(procedural.round_facts(table), on=SEGMENT, how="left")
+        .join(reported_scores(table), on=SEGMENT, how="left")
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )
     per_category = [
-        scorer(scorable.filter(pl.col(Col.CATEGORY) == category), formulas[category])
-        .with_columns(pl.lit(formulas[category]).alias(FORMULA_VERSION))
-        .select(*BASE_COLUMNS, *components)
-        for category, (scorer, components) in SCORERS.items()
+        _scored(scorable, category, version, tasks, SCORERS[category, version])
+        for category in Category
+        for version, tasks in _branches(formulas, category).items()
     ]
     scores = pl.concat(per_category, how="diagonal_relaxed").select(
         pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
     )
     return scores, unscored_rows
+
+
+def reported_scores(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per episode with one: the harness's reported score (contract 1.2), the last non-null
+    one on an ``episode_end`` row. ``rows`` are in ``in_episode_order``."""
+    reported = pl.col(REPORTED_SCORE)
+    ends = of_kind(rows, Kind.EPISODE_END, REPORTED_SCORE).filter(reported.is_not_null())
+    return ends.group_by(SEGMENT).agg(reported.last())
+
+
+def _branches(formulas: Mapping[str, str], category: Category) -> dict[str, pl.Expr]:
+    """Per version that ``formulas`` gives some of ``category``'s tasks: which tasks (an
+    expression on ``task``). A task's own entry wins over its category's."""
+    own = task_versions(formulas, category)
+    default = version_of(formulas, category)
+    task = pl.col(Col.TASK)
+    branches = {default: ~task.is_in(list(own))}
+    for version in sorted(set(own.values()) - {default}):
+        branches[version] = task.is_in([t for t, v in own.items() if v == version])
+    return branches
+
+
+def _scored(
+    scorable: pl.LazyFrame, category: Category, version: str, tasks: pl.Expr, formula: Registered
+) -> pl.LazyFrame:
+    episodes = scorable.filter((pl.col(Col.CATEGORY) == category) & tasks)
+    # Differ: float64 inequality, nothing rounded (null where nothing was reported).
+    mismatch = pl.col(SCORE) != pl.col(REPORTED_SCORE)
+    return (
+        formula.scorer(episodes)
+        .with_columns(pl.lit(version).alias(FORMULA_VERSION), mismatch.alias(SCORE_MISMATCH))
+        .select(*BASE_COLUMNS, *formula.components)
+    )

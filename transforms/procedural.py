@@ -1,5 +1,8 @@
-"""Procedural learning: the seed's ``procedural_composite_score`` (v2) and the previous
-``0.5 x weighted mean + 0.5 x test score`` (v1).
+"""Procedural learning: the seed's ``procedural_composite_score`` (v2), the same as the 7
+new-formula tasks code it (v3: the trajectory and the score rounded to 4 places, Python's
+``round``), the seed's previous ``0.5 x weighted mean + 0.5 x test score`` (v1), and the
+previous formula as the 4 old-formula tasks code it (v4: a plain mean of the rounds, the
+default of those tasks).
 
 All sums run left to right over the rounds in ``round`` order (running sums), so the bits
 equal the seed's Python; ``mean(xs)`` is that sum over ``len(xs)``.
@@ -11,12 +14,37 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import Col, Kind
+from schemas.contract import Category, Col, Kind
 from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
 from transforms.episodes import SEGMENT, of_kind
+from transforms.formulas import formula
+from transforms.rounding import python_round4
 
 ZERO_GUARD: Final = 1e-9
+# v2, the seed's four parts.
+TRANSFER: Final = 0.30
+ASYMPTOTE: Final = 0.25
+TRAJECTORY: Final = 0.25
+CONSISTENCY: Final = 0.20
+FOUR_PARTS: Final = {
+    "transfer": TRANSFER,
+    "asymptote": ASYMPTOTE,
+    "trajectory": TRAJECTORY,
+    "consistency": CONSISTENCY,
+}
+# v1, the seed's previous formula: a half each.
+HALF: Final = 0.5
+# The tasks that still score with the previous formula, as they code it (v4): a plain mean
+# of the practice rounds, `sum(learning_scores) / 5 * 0.5 + test * 0.5`.
+OLD_FORMULA_TASKS: Final = (
+    "boolean_circuit_proc_learning",
+    "grammar_induction_proc_learning",
+    "lights_out_variant_proc_learning",
+    "voting_protocol_proc_learning",
+)
+# The plain mean of the rounds (v4's), beside the components.
+ROUNDS_MEAN: Final = "rounds_mean"
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -70,12 +98,13 @@ def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
         )
     )
     sums = rounds.group_by(SEGMENT).agg(
-        pl.col(_N, _K, _ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY).last()
+        pl.col(_N, _K, _MEAN, _ASYMPTOTE, _COVARIANCE, _VARIANCE, _CONSISTENCY).last()
     )
     slope = pl.col(_COVARIANCE) / pl.col(_VARIANCE)
     normalised = (slope / (1.0 / (n - 1.0))).clip(-1.0, 1.0)
     return sums.select(
         SEGMENT,
+        pl.col(_MEAN).alias(ROUNDS_MEAN),
         (pl.col(_ASYMPTOTE) / k).alias(Component.ASYMPTOTE),
         pl.when(n == 1.0)
         .then(pl.lit(0.5))
@@ -85,20 +114,82 @@ def round_facts(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
-    test = pl.col(Component.TRANSFER)
-    asymptote, consistency = pl.col(Component.ASYMPTOTE), pl.col(Component.CONSISTENCY)
-    if version == "v1":
-        composite = 0.5 * consistency + 0.5 * test
-    else:
-        four_parts = (
-            0.30 * test
-            + 0.25 * asymptote
-            + 0.25 * pl.col(Component.TRAJECTORY)
-            + 0.20 * consistency
-        )
-        guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
-        composite = pl.when(guarded).then(pl.lit(0.0)).otherwise(four_parts)
+def _with_transfer(episodes: pl.LazyFrame) -> pl.LazyFrame:
     return episodes.with_columns(
         fraction_correct().alias(Component.TRANSFER), fraction_correct().alias(Component.ACCURACY)
-    ).with_columns(composite.alias(SCORE))
+    )
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v1",
+    text="{consistency:.1f} x weighted learning mean + {transfer:.1f} x test score (the seed's "
+    "previous formula)",
+    weights={"consistency": HALF, "transfer": HALF},
+    components=COMPONENTS,
+)
+def previous(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    composite = HALF * pl.col(Component.CONSISTENCY) + HALF * pl.col(Component.TRANSFER)
+    return _with_transfer(episodes).with_columns(composite.alias(SCORE))
+
+
+def four_parts() -> pl.Expr:
+    """The seed's ``procedural_composite_score`` with its zero guard (unrounded)."""
+    test = pl.col(Component.TRANSFER)
+    asymptote, consistency = pl.col(Component.ASYMPTOTE), pl.col(Component.CONSISTENCY)
+    composite = (
+        TRANSFER * test
+        + ASYMPTOTE * asymptote
+        + TRAJECTORY * pl.col(Component.TRAJECTORY)
+        + CONSISTENCY * consistency
+    )  # the seed's order of terms, as the tasks write it too
+    guarded = (asymptote < ZERO_GUARD) & (test < ZERO_GUARD)
+    return pl.when(guarded).then(pl.lit(0.0)).otherwise(composite)
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v2",
+    text="{transfer:.2f} x transfer + {asymptote:.2f} x asymptote + {trajectory:.2f} x "
+    "trajectory + {consistency:.2f} x consistency (the seed's)",
+    weights=FOUR_PARTS,
+    components=COMPONENTS,
+)
+def seed_four_parts(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    return _with_transfer(episodes).with_columns(four_parts().alias(SCORE))
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v3",
+    text="v2 as the new-formula tasks code it: round({transfer:.2f} x transfer + "
+    "{asymptote:.2f} x asymptote + {trajectory:.2f} x round(trajectory, 4) + "
+    "{consistency:.2f} x consistency, 4)",
+    weights=FOUR_PARTS,
+    components=COMPONENTS,
+    default=True,
+)
+def tasks_four_parts(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    """``_learning_curve_slope`` returns ``round(trajectory, 4)`` and
+    ``procedural_composite_score`` ``round(raw, 4)`` (Python's round: exact on the binary
+    value, ``transforms.rounding``); the zero guard returns 0.0 before either."""
+    rounded = python_round4(pl.col(Component.TRAJECTORY)).alias(Component.TRAJECTORY)
+    return (
+        _with_transfer(episodes)
+        .with_columns(rounded)
+        .with_columns(python_round4(four_parts()).alias(SCORE))
+    )
+
+
+@formula(
+    Category.PROCEDURAL_LEARNING,
+    "v4",
+    text="the previous formula as the old-formula tasks code it: mean of the rounds x "
+    "{mean:.1f} + test score x {transfer:.1f} (a plain mean, not the weighted one of v1)",
+    weights={"mean": HALF, "transfer": HALF},
+    components=COMPONENTS,
+    tasks=OLD_FORMULA_TASKS,
+)
+def tasks_previous(episodes: pl.LazyFrame) -> pl.LazyFrame:
+    composite = pl.col(ROUNDS_MEAN) * HALF + pl.col(Component.TRANSFER) * HALF
+    return _with_transfer(episodes).with_columns(composite.alias(SCORE))

@@ -24,6 +24,7 @@ import polars as pl
 from schemas.contract import (
     EPISODE_CONSTANT,
     NEEDS_ITEMS,
+    REPORTED_SCORE,
     REQUIRED,
     Category,
     Col,
@@ -43,6 +44,7 @@ SEGMENT: Final = "segment"
 # The episode's category where it is known and the same on every row, else null.
 EPISODE_CATEGORY: Final = "episode_category"
 UNKNOWN_ANSWERS: Final = "unknown_answers"
+UNJUDGED_ANSWERS: Final = "unjudged_answers"
 OTHER_FILES: Final = "other_files"
 N_ROWS: Final = "n_rows"
 N_STARTS: Final = "n_starts"
@@ -240,6 +242,11 @@ def checks() -> tuple[RuleCheck, ...]:
             _rows(UNKNOWN_ANSWERS, "`answer` row(s) name no item of the episode"),
         ),
         RuleCheck(
+            Rule.RECORDED_WITHOUT_VERDICT,
+            _n(UNJUDGED_ANSWERS) > 0,
+            _rows(UNJUDGED_ANSWERS, "`answer` row(s) of a `recorded` item have no `verdict`"),
+        ),
+        RuleCheck(
             Rule.NO_ITEMS,
             category.is_in(list(NEEDS_ITEMS)) & (_n(N_ITEMS) == 0),
             pl.format("a {} episode needs items and has none", category),
@@ -267,6 +274,14 @@ def checks() -> tuple[RuleCheck, ...]:
             "non_finite_values",
             value.is_not_null() & ~value.is_finite(),
             "row(s) have a `value` that is NaN or infinite",
+        ),
+        _row_check(
+            Rule.NON_FINITE_VALUE,
+            "non_finite_reported_scores",
+            is_kind(Kind.EPISODE_END)
+            & pl.col(REPORTED_SCORE).is_not_null()
+            & ~pl.col(REPORTED_SCORE).is_finite(),
+            "`episode_end` row(s) have a `reported_score` that is NaN or infinite",
         ),
         _row_check(
             Rule.ROUND_VALUE_OUT_OF_RANGE,

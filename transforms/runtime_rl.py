@@ -11,7 +11,8 @@
 
 Inputs come from the interaction (contract): actions ordered by ``turn``; a feedback row
 belongs to the latest action before it; ``step_y`` counts the actions before the first
-solving feedback.
+solving feedback. The weights (``SUCCESS``, ``EFFICIENCY``, ``PROGRESS``) are named once,
+below.
 """
 
 from __future__ import annotations
@@ -20,15 +21,20 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import Col, Kind
+from schemas.contract import Category, Col, Kind
 from schemas.tables import FEEDBACK_OUT_OF_RANGE, SCORE, Component
 from transforms.episodes import SEGMENT, of_kind
+from transforms.formulas import formula
 from transforms.rounding import python_round4
 
 STEP_Y: Final = "step_y"
 PROGRESS_MAX: Final = "progress_max"
 PROGRESS_LAST: Final = "progress_last"
 FIRST_SOLVING_TURN: Final = "first_solving_turn"
+# round(SUCCESS x solved + EFFICIENCY x efficiency + PROGRESS x progress, 4)
+SUCCESS: Final = 0.55
+EFFICIENCY: Final = 0.25
+PROGRESS: Final = 0.20
 
 
 COMPONENTS: tuple[Component, ...] = (
@@ -99,12 +105,21 @@ def efficiency() -> pl.Expr:
     )
 
 
-def score(episodes: pl.LazyFrame, version: str) -> pl.LazyFrame:
+@formula(
+    Category.RUNTIME_RL,
+    "v1",
+    text="round({success:.2f} x solved + {efficiency:.2f} x efficiency + {progress:.2f} x "
+    "progress, 4)",
+    weights={"success": SUCCESS, "efficiency": EFFICIENCY, "progress": PROGRESS},
+    components=COMPONENTS,
+    default=True,
+)
+def score(episodes: pl.LazyFrame) -> pl.LazyFrame:
     solved = pl.col(Component.SUCCESS).fill_null(False)
     composite = (
-        0.55 * solved.cast(pl.Float64)
-        + 0.25 * pl.col(Component.EFFICIENCY)
-        + 0.20 * pl.col(Component.PROGRESS)
+        SUCCESS * solved.cast(pl.Float64)
+        + EFFICIENCY * pl.col(Component.EFFICIENCY)
+        + PROGRESS * pl.col(Component.PROGRESS)
     )
     return (
         episodes.with_columns(solved.alias(Component.SUCCESS))

@@ -1,4 +1,4 @@
-"""The ``cogscore import-kaggle`` command (registered in ``flows/cli.py``)."""
+"""The ``cogscore import-kaggle`` command (registered in ``flows/cli/making.py``)."""
 
 from __future__ import annotations
 

@@ -248,6 +248,18 @@ def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | Non
     return "merge" if new and not missing else None
 
 
+def schema_mode_at(
+    location: Location, table: str, columns: Sequence[str]
+) -> Literal["merge"] | None:
+    """``_schema_mode`` of the table at ``OUT/table`` (None where it does not exist yet)."""
+    existing = _open(_table(location, table))
+    if existing is None:
+        return None
+    have = {f.name for f in existing.schema().fields}
+    new = [c for c in columns if c not in have]
+    return "merge" if new and not have - set(columns) else None
+
+
 def table_version(location: Location, table: str) -> int | None:
     """The latest version of `OUT/table`, or None if it is not a Delta table (yet)."""
     existing = _open(_table(location, table))

@@ -60,6 +60,8 @@ COUNT_COLUMNS: Final = (
     "episodes_rejected",
     "episodes_harness_error",
     "warnings_feedback_out_of_range",
+    "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
+    "episodes_verdict_mismatch",
 )
 _COUNTS: Final[dict[str, pl.DataType]] = {column: pl.Int64() for column in COUNT_COLUMNS}
 RUNS_SCHEMA: Final = pl.Schema(
@@ -190,6 +192,9 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
             mode="append",
             storage_options=storage_options(where) or None,
             commit_properties=CommitProperties(custom_metadata=metadata),
+            # Columns a newer cogscore adds (the 1.2 counts) join an older runs table;
+            # its earlier rows read them as null.
+            schema_mode=delta.schema_mode_at(location, RUNS_TABLE, frame.columns),
         )
     except Exception as exc:
         raise translate(exc, f"record run {first.run_id} in", where.display) from None
@@ -203,6 +208,9 @@ def read_runs(location: Location) -> pl.DataFrame:
     if delta.table_version(location, RUNS_TABLE) is None:
         return RUNS_SCHEMA.to_frame()
     rows = delta.read_table(location, RUNS_TABLE).collect()
+    # A runs table written by an earlier cogscore lacks the later columns: null there.
+    missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
+    rows = rows.with_columns(missing)
     return rows.sort(["finished", "started", "run_id", "night"], nulls_last=False)
 
 

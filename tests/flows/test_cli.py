@@ -10,8 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.dumps import example_dump_counts
 from tests.tables import assert_same_tables, last_run, read_table
+
+# A new output pins the registry's default (the task files' rounding, v3, since issue 28).
+DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
@@ -222,7 +226,9 @@ def assert_rescore_diff(out: Path, local: Path, night: str) -> None:
         assert row["delta"] == pytest.approx(new - old, abs=1e-12), key
     procedural = [r for (_, c), r in rows.items() if c == "procedural_learning"]
     assert procedural and all(r["delta"] != 0 for r in procedural)  # v1 moved every model
-    assert {(r["old_formula"], r["new_formula"]) for r in procedural} == {("v2", "v1")}
+    assert {(r["old_formula"], r["new_formula"]) for r in procedural} == {
+        (DEFAULT_PROCEDURAL, "v1")
+    }
     others = [r for (_, c), r in rows.items() if c not in ("procedural_learning", "overall")]
     assert others and all(r["delta"] == 0 for r in others)
     overall = {m: r for (m, c), r in rows.items() if c == "overall"}
@@ -231,7 +237,7 @@ def assert_rescore_diff(out: Path, local: Path, night: str) -> None:
             better = sum(o[f"{side}_score"] > row[f"{side}_score"] for o in overall.values())
             assert row[f"{side}_rank"] == 1 + better, (model, side)
         assert "procedural_learning=v1" in row["new_formula"]
-        assert "procedural_learning=v2" in row["old_formula"]
+        assert f"procedural_learning={DEFAULT_PROCEDURAL}" in row["old_formula"]
 
 
 def test_prefect_dask_task_runner_gives_the_local_tables(

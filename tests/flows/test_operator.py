@@ -11,7 +11,11 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from schemas.contract import Category
-from schemas.formulas import DEFAULTS, VERSIONS
+from schemas.formulas import DEFAULTS, TASK_DEFAULTS, VERSIONS
+from schemas.formulas import DEFAULTS as _DEFAULTS
+
+# A new output pins the registry's default (the task files' rounding, v3, since issue 28).
+DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
@@ -26,14 +30,14 @@ def test_version_is_the_installed_package_version() -> None:
     assert run("--version").strip() == f"cogscore {metadata.version('cogscore')}"
 
 
-def test_formulas_lists_every_version_with_a_description_and_the_newest() -> None:
+def test_formulas_lists_every_version_with_a_description_and_the_defaults() -> None:
     lines = run("formulas").splitlines()
-    expected = [(c, v) for c in Category for v in VERSIONS[c]]
+    expected = [(f"{c}={v}", DEFAULTS[c] == v) for c in Category for v in VERSIONS[c]]
+    expected += [(f"{key}={v}", True) for key, v in TASK_DEFAULTS.items()]
     assert len(lines) == len(expected)
-    for line, (category, version) in zip(lines, expected, strict=True):
+    for line, (key, default) in zip(lines, expected, strict=True):
         head, _, description = line.partition(": ")
-        newest = " (newest)" if DEFAULTS[category] == version else ""
-        assert head == f"{category}={version}{newest}" and len(description) > 10
+        assert head == key + (" (default)" if default else "") and len(description) > 10
 
 
 def words(text: str) -> str:
@@ -118,7 +122,7 @@ def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_hol
     with Lease(Output.at(out).location, "a-run-in-flight", "cogscore nightly"):
         report = json.loads(run("status", str(out), str(dump), "--json"))
     assert report["nights"] == ["2026-11-30", "2026-12-01"]
-    assert report["formula_set"]["procedural_learning"] == "v2"
+    assert report["formula_set"]["procedural_learning"] == DEFAULT_PROCEDURAL
     assert report["nights_off_set"] == {"2026-12-01": "procedural_learning=v1"}
     assert (
         report["unscored"]["2026-11-30"]["episodes_harness_error"]

@@ -136,12 +136,13 @@ def test_installed_defaults_that_change_do_not_change_an_existing_output(
     dump = tmp_path / "dump"
     shutil.copytree(history_dump / f"dump_date={NIGHTS[0]}", dump / f"dump_date={NIGHTS[0]}")
     out = tmp_path / "out"
-    cli("nightly", dump, "--out", out, "--engine", "local")  # the newest: v2
+    default = resolve()[PROCEDURAL]  # what a new output pins (the registry's default)
+    cli("nightly", dump, "--out", out, "--engine", "local")
     monkeypatch.setitem(schemas.formulas.DEFAULTS, Category.PROCEDURAL_LEARNING, "v1")
     assert resolve()[Category.PROCEDURAL_LEARNING] == "v1"  # the "new release"
     shutil.copytree(history_dump / f"dump_date={NIGHTS[1]}", dump / f"dump_date={NIGHTS[1]}")
     cli("nightly", dump, "--out", out, "--engine", "local")
-    assert procedural_versions(out) == {NIGHTS[0]: "v2", NIGHTS[1]: "v2"}
+    assert default != "v1" and procedural_versions(out) == {NIGHTS[0]: default, NIGHTS[1]: default}
 
 
 def test_asking_another_formula_of_an_existing_output_is_refused(
@@ -171,8 +172,9 @@ def test_a_partial_rescore_then_nightly_runs_name_the_nights_off_the_set(
     assert f"night {NIGHTS[1]} scored with other versions: {PROCEDURAL}=v1" in moved
     shutil.copytree(history_dump / f"dump_date={NIGHTS[4]}", dump / f"dump_date={NIGHTS[4]}")
     output = cli("nightly", dump, "--out", out, "--engine", "local")
+    pinned = resolve()[PROCEDURAL]
     assert procedural_versions(out) == {
-        NIGHTS[0]: "v2", NIGHTS[1]: "v1", NIGHTS[2]: "v1", NIGHTS[3]: "v2", NIGHTS[4]: "v2",
+        NIGHTS[0]: pinned, NIGHTS[1]: "v1", NIGHTS[2]: "v1", NIGHTS[3]: pinned, NIGHTS[4]: pinned,
     }  # fmt: skip
     for night in NIGHTS[1:3]:  # every run names them
         assert f"night {night} scored with other versions: {PROCEDURAL}=v1" in output

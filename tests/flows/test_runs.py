@@ -12,8 +12,12 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
+from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
+
+# A new output pins the registry's default (the task files' rounding, v3, since issue 28).
+DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 NIGHTS = ("2026-11-30", "2026-12-01")
@@ -99,7 +103,9 @@ def test_rescore_replaces_the_range_and_writes_what_moved(dump: Path, tmp_path: 
     assert set(diff["dump_date"].cast(pl.String)) == {NIGHTS[1]}
     procedural = diff.filter(category="procedural_learning")
     assert procedural["delta"].abs().max() > 0
-    assert set(procedural["old_formula"]) == {"v2"} and set(procedural["new_formula"]) == {"v1"}
+    assert set(procedural["old_formula"]) == {DEFAULT_PROCEDURAL} and set(
+        procedural["new_formula"]
+    ) == {"v1"}
     untouched = diff.filter(
         pl.col("level") == "category", pl.col("category") != "procedural_learning"
     )

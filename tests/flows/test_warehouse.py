@@ -27,8 +27,12 @@ from flows.runs import score as run
 from flows.score import score_dump
 from flows.sql import connect
 from flows.warehouse import CORE_TABLES, TABLES, aggregate
+from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.tables import last_run, latest_versions, read_table
 from transforms.aggregate import Bootstrap, _group_seed
+
+# A new output pins the registry's default (the task files' rounding, v3, since issue 28).
+DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_DUMP = ROOT / "examples" / "dump"
@@ -221,7 +225,7 @@ def test_manifest_records_inputs_versions_and_accounting(scored_out: Path) -> No
     for field in ("rows_read", "rows_scored", "rows_rejected", "episodes_scored"):
         assert sum(n["counts"][field] for n in nights) == counts[field]
     assert {"polars", "pyarrow", "pandera", "prefect", "python"} <= set(manifest["libraries"])
-    assert manifest["formula_versions"]["procedural_learning"] == "v2"
+    assert manifest["formula_versions"]["procedural_learning"] == DEFAULT_PROCEDURAL
     assert manifest["bootstrap"]["resamples"] == 1000
     assert {"files_s", "assemble_s", "aggregate_s", "stage_s"} <= set(manifest["timings"])
     assert manifest["cogscore_commit"]
@@ -262,7 +266,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     by_night = versions.group_by(pl.col("dump_date").cast(pl.String)).agg(
         pl.col("formula_version").unique()
     )
-    assert dict(by_night.iter_rows()) == {"2026-11-30": ["v2"], "2026-12-01": ["v1"]}
+    assert dict(by_night.iter_rows()) == {"2026-11-30": [DEFAULT_PROCEDURAL], "2026-12-01": ["v1"]}
     manifest = last_run(out)
     assert set(manifest["nights"]) == {"2026-11-30", "2026-12-01"}
 

@@ -33,6 +33,10 @@ ROUND: Final = "round"
 PARAMS_COLUMN: Final = "params"
 # Contract 1.1 (cogscore's README): an optional column, read on the episode_start row.
 INSTANCE_ID: Final = "instance_id"
+# Contract 1.2: optional; the harness's own score (read on the episode_end row) and its
+# own verdict on an answer.
+REPORTED_SCORE: Final = "reported_score"
+VERDICT: Final = "verdict"
 STATUS: Final = "status"
 TS: Final = "ts"
 COLUMNS: Final = (
@@ -55,6 +59,7 @@ COLUMNS: Final = (
     STATUS,
     TS,
 )
+OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT)
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
 # "model, task, category or run_id differing within one episode" is a rejection.
@@ -100,7 +105,27 @@ CONTAINS: Final = "contains"
 INTEGER: Final = "integer"
 NFC: Final = "nfc"
 SEQUENCE: Final = "sequence"
-MATCH_MODES: Final = (CONTAINS, INTEGER, NFC, SEQUENCE)
+# 1.2: the graders of the real benchmark's tasks
+UPPER_CONTAINS: Final = "upper_contains"
+WORD: Final = "word"
+ISOLATED_WORD: Final = "isolated_word"
+NFC_WORDS: Final = "nfc_words"
+INT_VALUE: Final = "int_value"
+JSON_EQUAL: Final = "json_equal"
+RECORDED: Final = "recorded"  # 1.2: the answer's verdict is the verdict
+MATCH_MODES: Final = (
+    CONTAINS,
+    INTEGER,
+    NFC,
+    SEQUENCE,
+    UPPER_CONTAINS,
+    WORD,
+    ISOLATED_WORD,
+    NFC_WORDS,
+    INT_VALUE,
+    JSON_EQUAL,
+    RECORDED,
+)
 
 COMPLETED: Final = "completed"
 ERROR: Final = "error"
@@ -177,6 +202,7 @@ class Rule:
     EMPTY_EXPECTED = "empty_expected"
     INTEGER_EXPECTED_NOT_INTEGER = "integer_expected_not_integer"
     ANSWER_UNKNOWN_ITEM = "answer_unknown_item"
+    RECORDED_WITHOUT_VERDICT = "recorded_without_verdict"
     NO_ITEMS = "no_items"
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"

@@ -145,3 +145,28 @@ def procedural_composite_score(round_scores: Sequence[float], test_score: float)
 def procedural_v1_score(round_scores: Sequence[float], test_score: float) -> float:
     """Version v1 (the seed's previous formula): 0.5 x weighted mean + 0.5 x test score."""
     return 0.5 * weighted_learning_mean(round_scores) + 0.5 * test_score
+
+
+# --- Procedural learning as the benchmark's task files code it --------------------------------
+# (../shared/learningbench/tasks/procedural_learning/: the 7 new-formula tasks round the slope
+# and the score to 4 places; the 4 old-formula tasks take a plain mean of the rounds.)
+
+
+def procedural_v3_score(round_scores: Sequence[float], test_score: float) -> float:
+    """Version v3: ``procedural_composite_score`` of the new-formula tasks, verbatim but for
+    the sums (``_seqsum``: Python 3.11's ``sum`` of floats, left to right)."""
+    n = len(round_scores)
+    k = max(1, n // 2)
+    asymptote = _seqsum(round_scores[-k:]) / k
+    if asymptote < 1e-9 and float(test_score) < 1e-9:
+        return 0.0
+    consistency = weighted_learning_mean(round_scores)
+    trajectory = round(learning_curve_slope(round_scores), 4)
+    raw = 0.30 * float(test_score) + 0.25 * asymptote + 0.25 * trajectory + 0.20 * consistency
+    return round(raw, 4)
+
+
+def procedural_v4_score(round_scores: Sequence[float], test_score: float) -> float:
+    """Version v4: the old-formula tasks' ``sum(learning_scores) / 5 * 0.5 + test * 0.5``
+    (5 being their number of rounds)."""
+    return _seqsum(round_scores) / len(round_scores) * 0.5 + test_score * 0.5

@@ -46,6 +46,8 @@ from tests.reference.contract import (
     PARAMS_COLUMN,
     PROCEDURAL,
     PROGRESS_MODES,
+    RECORDED,
+    REPORTED_SCORE,
     REQUIRED,
     ROLE,
     ROLES,
@@ -58,23 +60,41 @@ from tests.reference.contract import (
     TASK,
     TURN,
     VALUE,
+    VERDICT,
     Rule,
 )
 from tests.reference.matching import grade, is_integer_literal, positional
 
 Row = dict[str, Any]
 
-# Per category: the formula versions, the default first (procedural learning: v2 is the
-# seed's four components, v1 its "previous formula", kept for rescoring history).
+# Per category: the formula versions, the default first (procedural learning: v3 is the
+# seed's four components as the new-formula task files code them, rounded; v2 the seed's
+# text, unrounded; v1 its "previous formula"; v4 that formula as the 4 old-formula task
+# files code it, their default).
 FORMULA_VERSIONS: dict[str, tuple[str, ...]] = {name: ("v1",) for name in CATEGORIES}
-FORMULA_VERSIONS[PROCEDURAL] = ("v2", "v1")
+FORMULA_VERSIONS[PROCEDURAL] = ("v3", "v2", "v1", "v4")
+TASK_VERSIONS: dict[str, str] = {
+    f"{PROCEDURAL}/{task}": "v4"
+    for task in (
+        "boolean_circuit_proc_learning",
+        "grammar_induction_proc_learning",
+        "lights_out_variant_proc_learning",
+        "voting_protocol_proc_learning",
+    )
+}
+_PROCEDURAL_SCORES = {
+    "v1": f.procedural_v1_score,
+    "v2": f.procedural_composite_score,
+    "v3": f.procedural_v3_score,
+    "v4": f.procedural_v4_score,
+}
 
 # fmt: off
 SCORE_FIELDS = (
     "run_id", "model", "task", "category", "instance_id", "dump_date", "score", "formula_version",
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
-    "feedback_out_of_range", "n_rows",
+    "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
 )
 # fmt: on
 
@@ -204,6 +224,9 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
         value = r.get(VALUE)
         if value is not None and not math.isfinite(value):
             rules.add(Rule.NON_FINITE_VALUE)
+        reported = r.get(REPORTED_SCORE)
+        if r.get(KIND) == EPISODE_END and reported is not None and not math.isfinite(reported):
+            rules.add(Rule.NON_FINITE_VALUE)
 
     # Identity.
     if _has_repeats([r[TURN] for r in rows if r.get(TURN) is not None]):
@@ -248,9 +271,12 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
             rules.add(Rule.EMPTY_EXPECTED)
         if it.get(MATCH) == INTEGER and expected is not None and not is_integer_literal(expected):
             rules.add(Rule.INTEGER_EXPECTED_NOT_INTEGER)
+    recorded_ids = {it.get(ITEM_ID) for it in items if it.get(MATCH) == RECORDED}
     for a in _of_kind(rows, ANSWER):
         if a.get(ITEM_ID) is None or a.get(ITEM_ID) not in named_ids:
             rules.add(Rule.ANSWER_UNKNOWN_ITEM)
+        if a.get(ITEM_ID) in recorded_ids and a.get(VERDICT) is None:
+            rules.add(Rule.RECORDED_WITHOUT_VERDICT)
 
     # Rounds (the count only for procedural learning).
     round_ends = _of_kind(rows, ROUND_END)
@@ -291,18 +317,25 @@ def _is_harness_error(rows: list[Row]) -> bool:
 # --- scoring of a valid episode
 
 
-def _grade_items(rows: list[Row], category: str) -> list[tuple[bool, float]]:
-    """(right, positional) per item, items in turn order; rows are sorted by turn."""
-    latest: dict[str, str] = {}  # item_id -> content of its highest-turn answer
+def _grade_items(rows: list[Row], category: str) -> list[tuple[bool, float, bool | None]]:
+    """(right, positional, the recorded verdict where it disagrees or not: None where there
+    is no verdict to compare) per item, items in turn order; rows are sorted by turn."""
+    latest: dict[str, Row] = {}  # item_id -> its highest-turn answer
     for r in _of_kind(rows, ANSWER):
-        content = r.get(CONTENT)
-        latest[r[ITEM_ID]] = "" if content is None else content
+        latest[r[ITEM_ID]] = r
     graded = []
     for it in _of_kind(rows, ITEM):
         mode = it.get(MATCH) or DEFAULT_MATCH[category]
-        answer = latest.get(it[ITEM_ID], "")  # unanswered: wrong
-        right = it[ITEM_ID] in latest and grade(mode, it[EXPECTED], answer)
-        graded.append((right, positional(it[EXPECTED], answer)))
+        last = latest.get(it[ITEM_ID])
+        content = "" if last is None or last.get(CONTENT) is None else last[CONTENT]
+        verdict = None if last is None else last.get(VERDICT)
+        if mode == RECORDED:  # unanswered: wrong; answered: its verdict (never null here)
+            right = verdict is True
+            disagrees = None
+        else:
+            right = last is not None and grade(mode, it[EXPECTED], content)
+            disagrees = None if verdict is None else verdict != right
+        graded.append((right, positional(it[EXPECTED], content), disagrees))
     return graded
 
 
@@ -362,16 +395,18 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
     )
     if category == RUNTIME_RL:
         _score_runtime_rl(rows, params, out)
-        return out
+        return _with_reported(rows, out)
 
     graded = _grade_items(rows, category)
-    correct = len([1 for right, _ in graded if right])
+    compared = [d for _, _, d in graded if d is not None]
+    out["verdict_mismatches"] = sum(compared) if compared else None
+    correct = len([1 for right, _, _ in graded if right])
     n_items = len(graded)
     out.update(correct_count=correct, n_items=n_items, accuracy=correct / n_items)
     if category in (c.ASSOCIATIVE, c.OBSERVATIONAL):
         out["score"] = correct / n_items
         if category == c.OBSERVATIONAL:
-            out["positional"] = f.mean([pos for _, pos in graded])
+            out["positional"] = f.mean([pos for _, pos, _ in graded])
     elif category in CONCEPT_LIKE:
         examples_used = len(_of_kind(rows, EXAMPLE))
         p = params
@@ -395,7 +430,9 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         round_scores = [r[VALUE] for r in round_ends]
         test_score = correct / n_items
         asymptote, trajectory, consistency = f.procedural_parts(round_scores)
-        score_fn = f.procedural_composite_score if version == "v2" else f.procedural_v1_score
+        if version == "v3":  # the trajectory the task files compute: rounded
+            trajectory = round(trajectory, 4)
+        score_fn = _PROCEDURAL_SCORES[version]
         out.update(
             transfer=test_score,
             asymptote=asymptote,
@@ -403,6 +440,18 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
             consistency=consistency,
             score=score_fn(round_scores, test_score),
         )
+    return _with_reported(rows, out)
+
+
+def _with_reported(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
+    """The harness's reported score (the last non-null one on an ``episode_end`` row) and
+    whether the score differs from it: float64 inequality, nothing rounded (README)."""
+    reported = [
+        r[REPORTED_SCORE] for r in _of_kind(rows, EPISODE_END) if r.get(REPORTED_SCORE) is not None
+    ]
+    if reported:
+        out["reported_score"] = reported[-1]
+        out["score_mismatch"] = out["score"] != reported[-1]
     return out
 
 
@@ -410,15 +459,25 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
 
 
 def _versions(formulas: dict[str, str] | None) -> dict[str, str]:
-    chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()}
+    """Category and ``category/task`` keys to versions: defaults, then ``formulas`` (a
+    ``category/*`` key gives the category and every task of it that version)."""
+    chosen = {c: versions[0] for c, versions in FORMULA_VERSIONS.items()} | TASK_VERSIONS
     for name, version in (formulas or {}).items():
-        category = str(name)
+        category, _, task = str(name).partition("/")
         if category not in FORMULA_VERSIONS:
             raise ValueError(f"unknown category {category!r}")
         if version not in FORMULA_VERSIONS[category]:
             raise ValueError(f"no formula {version!r} for {category}")
-        chosen[category] = version
+        if task == "*":
+            chosen = {k: v for k, v in chosen.items() if not k.startswith(category + "/")}
+            chosen[category] = version
+        else:
+            chosen[str(name)] = version
     return chosen
+
+
+def _version(versions: dict[str, str], category: str, task: str) -> str:
+    return versions.get(f"{category}/{task}", versions[category])
 
 
 def _reject(rows: list[Row], rules: set[str], status: str) -> dict[str, Any]:
@@ -470,8 +529,9 @@ def reference_score(rows: list[Row], formulas: dict[str, str] | None = None) -> 
             result.rows_rejected += len(ep_rows)
         else:
             assert category is not None and params is not None  # no rule broken
+            task = ep_rows[0][TASK]
             result.scored[(episode_id, key[1])] = _score(
-                ep_rows, category, params, versions[category]
+                ep_rows, category, params, _version(versions, category, task)
             )
             result.rows_scored += len(ep_rows)
     return result

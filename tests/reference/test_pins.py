@@ -9,6 +9,7 @@ enum value or a rule code on either side fails here.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ from schemas.rules import Rule as SchemaRule
 from tests.reference import contract as ref
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-# CI and this machine keep the shared spec beside the checkout (../shared).
-CONTRACT = CHECKOUT.parent / "shared" / "spec" / "dump-contract.md"
+# The project's own copy of the contract (1.2; it began as ../shared/spec/dump-contract.md).
+CONTRACT = CHECKOUT / "docs" / "contract.md"
 README = CHECKOUT / "README.md"
 
 
@@ -35,7 +36,9 @@ def _section(text: str, heading: str) -> str:
 
 def _table(section: str) -> list[list[str]]:
     """The body rows of the first markdown table in ``section``, cells stripped."""
-    rows = [line for line in section.splitlines() if line.startswith("|")]
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in rows[2:]]
 
 
@@ -66,10 +69,21 @@ def test_columns_and_nullability_are_the_contracts(columns: dict[str, list[str]]
 def test_enum_values_are_the_contracts(contract: str, columns: dict[str, list[str]]) -> None:
     assert tuple(_ticked(columns["category"][3])) == ref.CATEGORIES
     assert tuple(_ticked(columns["role"][3])) == ref.ROLES
-    assert tuple(_ticked(columns["match"][3])[1:]) == ref.MATCH_MODES  # after `item`
+    assert tuple(_kinds(contract)) == ref.MATCH_MODES
     assert tuple(_ticked(columns["status"][3])[1:]) == ref.STATUSES  # after `episode_end`
     kinds = tuple(_ticked(r[0])[0] for r in _table(_section(contract, "Kinds")))
     assert kinds == ref.KINDS
+
+
+def _kinds(contract: str) -> list[str]:
+    """The match kinds, as the bullets of "Matching an answer to an item" name them."""
+    section = _section(contract, "Matching an answer to an item")
+    return re.findall(r"^- `(\w+)`", section, flags=re.M)
+
+
+def test_optional_columns_are_the_contracts(contract: str) -> None:
+    section = _section(contract, "Columns").split("### Optional columns", 1)[1]
+    assert tuple(_ticked(r[0])[0] for r in _table(section)) == ref.OPTIONAL_COLUMNS
 
 
 def test_episode_constant_fields_are_the_contracts(contract: str) -> None:
@@ -195,6 +209,7 @@ def test_schema_enums_are_the_references() -> None:
     assert {c.value: m.value for c, m in s.DEFAULT_MATCH.items()} == ref.DEFAULT_MATCH
     assert {c.value for c in s.NEEDS_ITEMS} == ref.NEEDS_ITEMS
     assert (s.FILE, s.DUMP_DATE) == (ref.FILE, ref.DUMP_DATE)
+    assert tuple(s.OPTIONAL_DTYPES) == ref.OPTIONAL_COLUMNS
 
 
 def _as_tuple(p: Any) -> tuple[Any, ...]:

@@ -280,6 +280,16 @@ REJECTIONS = [
     ("non-finite-message", assoc(row("message", value=math.inf)), {R.NON_FINITE_VALUE}),
     ("non-finite-feedback", rl(feedback(math.nan)), {R.NON_FINITE_VALUE}),
     (
+        "non-finite-reported-score",
+        assoc(row("episode_end", status="completed", reported_score=math.inf)),
+        {R.NON_FINITE_VALUE},
+    ),
+    (
+        "recorded-answer-without-verdict",
+        assoc(item("r1", "x", "recorded"), answer("r1", "x")),
+        {R.RECORDED_WITHOUT_VERDICT},
+    ),
+    (
         "non-finite-round",
         procedural(*rounds(0.1, 0.2, math.nan, 0.4, 0.5)),
         {R.NON_FINITE_VALUE, R.ROUND_VALUE_OUT_OF_RANGE},
@@ -468,9 +478,15 @@ def test_procedural_rounds_ordered_by_round_and_versions() -> None:
     rows = episode(
         "procedural_learning", *body, item("t1", "x"), item("t2", "y"), answer("t1", "x")
     )
-    new = reference_score(rows).scored[KEY]
+    new = reference_score(rows, {"procedural_learning": "v2"}).scored[KEY]
     # The seed's Learner: 0.30 x 0.5 + 0.25 x 0.85 + 0.25 x 0.92 + 0.20 x 9.9/15 (prints 0.72)
     assert new["score"] == pytest.approx(0.7245, abs=1e-12) and new["formula_version"] == "v2"
+    # v3 (the default: the task files' rounding) rounds it to 4 places, a tie decided by
+    # the binary value, as Python's round does.
+    rounded = reference_score(rows).scored[KEY]
+    assert rounded["formula_version"] == "v3" and rounded["score"] == round(new["score"], 4)
+    plain = reference_score(rows, {"procedural_learning": "v4"}).scored[KEY]
+    assert plain["score"] == pytest.approx(sum(learner) / 5 * 0.5 + 0.5 * 0.5, abs=1e-12)
     assert (new["transfer"], new["asymptote"], new["trajectory"]) == (0.5, (0.8 + 0.9) / 2, 0.92)
     old = reference_score(rows, {"procedural_learning": "v1"}).scored[KEY]
     # 0.5 x 0.66 + 0.5 x 0.5 (the seed prints 0.58)

@@ -174,3 +174,31 @@ def test_repair_leaves_a_vacuumed_table_alone(out):
     assert delta.table_version(out, "episode_scores") == 3
     assert repair(out, TABLES) == {}
     assert episodes(read_pinned(out, "episode_scores")) == ["e30", "e31", "e32"]
+
+
+def test_a_runs_table_of_an_earlier_cogscore_takes_the_new_count_columns(out) -> None:
+    """An output whose runs table predates the contract 1.2 counts: a new run appends its
+    row with them (the table gains the columns), the earlier rows read them as null."""
+    write_run(out, "old", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
+    older = read_runs(out).drop("episodes_score_mismatch", "episodes_verdict_mismatch")
+    where = out.child("runs")
+    from deltalake import write_deltalake
+
+    from flows.storage.location import storage_options
+
+    write_deltalake(
+        where.uri,
+        older.to_arrow(compat_level=pl.CompatLevel.oldest()),
+        mode="overwrite",
+        schema_mode="overwrite",
+        storage_options=storage_options(where) or None,
+    )
+    assert (
+        "episodes_score_mismatch"
+        not in pl.from_arrow(delta.read_table(out, "runs").collect().to_arrow()).columns
+    )
+    write_run(out, "new", {"2026-12-02": 3}, record=RunStatus.SUCCEEDED, start=1)
+    runs = read_runs(out)
+    assert runs["run_id"].to_list() == ["old", "new"]
+    assert runs["episodes_score_mismatch"].to_list() == [None, None]  # write_run gives none
+    assert latest_finished(out) is not None

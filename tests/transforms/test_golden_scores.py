@@ -263,6 +263,7 @@ CASES = [
             "consistency": 0.66,
             "formula_version": "v2",
         },
+        formulas={"procedural_learning": "v2"},  # the seed's text, unrounded
     ),
     Case(
         "proc-learner-v1",
@@ -278,6 +279,7 @@ CASES = [
         "procedural_learning",
         [*rounds(0.8, 0.7, 0.6, 0.6, 0.5), *items(("x", "x"), ("y", None))],
         {"score": 0.15 + 0.1375 + 0.09 + 0.2 * 8.9 / 15, "trajectory": 0.36},
+        formulas={"procedural_learning": "v2"},  # the seed's text, unrounded
     ),
     Case(
         "proc-zero-guard",
@@ -329,6 +331,7 @@ CASES = [
             "consistency": 3.7 / 6,
         },
         {"practice_rounds": 3},
+        formulas={"procedural_learning": "v2"},  # the seed's text, unrounded
     ),
 ]
 

@@ -10,7 +10,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schemas.contract import Match
+from schemas.contract import DECLARATIVE, VERDICT, Match
 from tests.reference import grade as reference_grade
 from tests.reference import is_integer_literal
 from tests.reference import positional as reference_positional
@@ -62,7 +62,7 @@ AWKWARD = [
 @st.composite
 def pairs(draw: st.DrawFn) -> tuple[str, str, str | None]:
     """(mode, expected, answer): arbitrary, awkward, or an answer derived from expected."""
-    mode = draw(st.sampled_from(list(Match)))
+    mode = draw(st.sampled_from(list(DECLARATIVE)))
     how = draw(st.sampled_from(["arbitrary", "awkward", "derived", "derived"]))
     if how == "awkward":
         expected, answer = draw(st.sampled_from(AWKWARD))
@@ -160,3 +160,26 @@ def test_integer_verdict_is_int_equality(cases: list[tuple[str, str, str | None]
     for (mode, expected, answer), row in zip(cases, _graded(cases), strict=True):
         assert answer is not None
         assert row[CORRECT] is reference_grade(mode, expected, answer), (expected, answer)
+
+
+def test_recorded_takes_the_answers_verdict_and_no_answer_is_wrong() -> None:
+    verdicts = [True, False, None, None]
+    answers = ["anything", "the expected", "x", None]
+    frame = pl.LazyFrame(
+        {
+            KEY: [0, 1, 2, 3],
+            MODE: [Match.RECORDED] * 4,
+            EXPECTED: ["the expected"] * 4,
+            ANSWER: answers,
+            VERDICT: verdicts,
+        },
+        schema={
+            KEY: pl.Int64,
+            MODE: pl.String,
+            EXPECTED: pl.String,
+            ANSWER: pl.String,
+            VERDICT: pl.Boolean,
+        },
+    )
+    got = grade(frame, [KEY]).sort(KEY).collect()[CORRECT].to_list()
+    assert got == [True, False, False, False]

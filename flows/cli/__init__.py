@@ -1,0 +1,197 @@
+"""The ``cogscore`` command line: the app, its global options, and how a command starts
+and ends (``run``). The commands themselves are in ``flows.cli.scoring`` (score, nightly,
+rescore), ``flows.cli.reading`` (what an output holds: report, sql, status, history,
+compare, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the importers)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Score learning-benchmark dumps."
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from flows.version import COGSCORE_VERSION
+
+        typer.echo(f"cogscore {COGSCORE_VERSION}")
+        raise typer.Exit()
+
+
+class LogFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+_LOG_FORMAT = [LogFormat.TEXT]  # as chosen for this command
+
+
+def say(message: str, error: bool = False) -> None:
+    """A line for stderr: as a log record where logs are JSON lines, else as it is."""
+    if _LOG_FORMAT[0] is LogFormat.JSON:
+        from flows.logs import log
+
+        (log().error if error else log().warning)(message)
+    else:
+        typer.echo(f"error: {message}" if error else message, err=True)
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print cogscore's version."
+        ),
+    ] = False,
+    log_level: Annotated[
+        str,
+        typer.Option(envvar="COGSCORE_LOG_LEVEL", help="debug, info, warning or error (stderr)."),
+    ] = "warning",
+    log_format: Annotated[
+        LogFormat,
+        typer.Option(
+            envvar="COGSCORE_LOG_FORMAT",
+            help="text, or json: one JSON object per line with the run id (for log "
+            "shippers; the progress display is then off).",
+        ),
+    ] = LogFormat.TEXT,
+) -> None:
+    """cogscore: validate transcript dumps and score every episode exactly."""
+    from flows import logs
+
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        raise typer.BadParameter(f"{log_level!r}: debug, info, warning or error")
+    logs.configure(log_level, log_format.value)
+    _LOG_FORMAT[0] = log_format
+    if log_format is LogFormat.JSON:
+        os.environ["COGSCORE_QUIET"] = "1"  # no progress bar between JSON lines
+    if log_level.lower() == "debug":
+        os.environ.setdefault("COGSCORE_DEBUG", "1")
+
+
+TYPED: list[list[str]] = []  # the arguments as typed, where ``run`` started the command
+
+
+GLOBAL_OPTIONS: tuple[str, ...] = ("--log-level", "--log-format")
+
+
+SECRET_OPTIONS: tuple[str, ...] = ("--storage-option",)
+
+
+def hoisted(args: list[str]) -> list[str]:
+    """``args`` with the options of every command (``--log-level``, ``--log-format``) moved
+    before the command, wherever they were typed.
+
+    >>> hoisted(["nightly", "d", "--log-format", "json", "--log-level=debug"])
+    ['--log-format', 'json', '--log-level=debug', 'nightly', 'd']
+    """
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        name = args[i].split("=", 1)[0]
+        width = 1 if "=" in args[i] or name not in GLOBAL_OPTIONS else 2
+        (front if name in GLOBAL_OPTIONS else rest).extend(args[i : i + width])
+        i += width
+    return front + rest
+
+
+def masked(args: list[str]) -> list[str]:
+    """``args`` with the values of ``--storage-option`` hidden (they may hold secrets).
+
+    >>> masked(["--storage-option", "aws_secret_access_key=x", "--storage-option=k=v"])
+    ['--storage-option', 'aws_secret_access_key=***', '--storage-option=k=***']
+    """
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name in SECRET_OPTIONS and eq:
+            out.append(f"{name}={value.split('=', 1)[0]}=***")
+        elif i and args[i - 1] in SECRET_OPTIONS:
+            out.append(f"{arg.split('=', 1)[0]}=***")
+        else:
+            out.append(arg)
+    return out
+
+
+LAST_WORDS: list[str] = []  # the error line, printed once everything else has been
+
+
+def run(args: list[str] | None = None) -> None:
+    """The ``cogscore`` command. The arguments as typed are kept for the run record; what
+    native libraries print on stderr passes through ``flows.native``'s filter (no Rust panic
+    text); a temporary Prefect server is stopped before the error line, so that the error
+    line is the last thing on stderr."""
+    from flows.native import NativeStderr
+
+    typed = list(sys.argv[1:] if args is None else args)
+    TYPED[:] = [typed]
+    try:
+        with NativeStderr():
+            try:
+                app(args=hoisted(typed), prog_name="cogscore")
+            finally:
+                _stop_temporary_prefect()
+    finally:
+        for line in LAST_WORDS:
+            say(line, error=True)
+
+
+def _stop_temporary_prefect() -> None:
+    """Stop the temporary Prefect servers this process started (Prefect stops them when the
+    process exits, and says so on stderr: after the command's last line)."""
+    server = sys.modules.get("prefect.server.api.server")
+    if server is None:
+        return
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=5)  # the run's logs reach the server before it stops
+    for instance in list(server.SubprocessASGIServer._instances.values()):
+        instance.stop()
+
+
+def command_line() -> str:
+    """This command and its arguments as typed, for the run record, with the values of
+    --storage-option hidden. Run in-process (tests), where no argv was kept: the options
+    given on the command line, each under the name the user types."""
+    import shlex
+
+    if TYPED:
+        return shlex.join(["cogscore", *masked(TYPED[0])])
+    from typer._click.core import ParameterSource  # typer's own click (uv.lock pins it)
+    from typer._click.globals import get_current_context
+
+    context = get_current_context(silent=True)
+    if context is None:
+        return "cogscore"
+    words = ["cogscore", str(context.info_name)]
+    for param in context.command.params:
+        name = param.name or ""
+        if context.get_parameter_source(name) is not ParameterSource.COMMANDLINE:
+            continue
+        value = context.params.get(name)
+        if param.param_type_name != "option":
+            words += [str(v) for v in (value if isinstance(value, list) else [value])]
+            continue
+        secondary = getattr(param, "secondary_opts", [])
+        if isinstance(value, bool):
+            words.append(param.opts[0] if value or not secondary else secondary[0])
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            words += [param.opts[0], str(item)]
+    return shlex.join(masked(words))
+
+
+# The commands register themselves on ``app`` when their modules are imported, in the
+# order ``--help`` lists them.
+for _module in ("scoring", "reading", "making"):
+    importlib.import_module(f"flows.cli.{_module}")

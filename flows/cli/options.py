@@ -1,0 +1,243 @@
+"""The options and arguments the commands share (typer's ``Annotated`` types), and what
+the commands do with them before anything else."""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from flows.options import RegressionOptions
+
+DEFAULT = RegressionOptions()  # the regression options' defaults, declared there once
+
+
+class Engine(StrEnum):
+    AUTO = "auto"
+    LOCAL = "local"
+    PREFECT = "prefect"
+
+
+def engine_of(engine: Engine) -> Engine:
+    if engine is Engine.AUTO:
+        return Engine.PREFECT if os.environ.get("PREFECT_API_URL") else Engine.LOCAL
+    return engine
+
+
+# Strings, not Paths: a Path would fold "s3://b/x" into "s3:/b/x" before a message names it.
+InputArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="DUMP_ROOT",
+        envvar="COGSCORE_DUMP_ROOT",
+        help="Folder of Parquet files (or one file), or an s3:// URL.",
+    ),
+]
+
+
+OutOpt = Annotated[
+    str,
+    typer.Option("--out", envvar="COGSCORE_OUT", help="Output folder or URL for the tables."),
+]
+
+
+FormulaOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--formula",
+        envvar="COGSCORE_FORMULA",
+        help="CATEGORY=VERSION, e.g. procedural_learning=v1; CATEGORY/TASK=VERSION for one "
+        "task, CATEGORY/*=VERSION for a category and all its tasks (repeatable; the "
+        "variable: space-separated). cogscore formulas lists the versions.",
+    ),
+]
+
+
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        envvar="COGSCORE_ENGINE",
+        help="local: in this process; prefect: as a Prefect flow (the configured "
+        "PREFECT_API_URL, else Prefect's temporary server, +15-25 s); auto: prefect when "
+        "PREFECT_API_URL is set, else local.",
+    ),
+]
+
+
+DaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-address",
+        envvar="COGSCORE_DASK_ADDRESS",
+        help="Run the per-file work on this Dask cluster (tcp://HOST:PORT).",
+    ),
+]
+
+
+OutArg = Annotated[
+    str,
+    typer.Argument(metavar="OUT", envvar="COGSCORE_OUT", help="The output (folder or URL)."),
+]
+
+
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        metavar="RUN_ID",
+        envvar="COGSCORE_AS_OF",
+        help="The tables as run RUN_ID left them (default: the latest finished run).",
+    ),
+]
+
+
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        envvar="COGSCORE_STRICT",
+        help="Exit 1 when any file or episode was not scored (Prefect: the flow run ends "
+        "Failed); the tables are written all the same.",
+    ),
+]
+
+
+StorageOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--storage-option",
+        metavar="KEY=VALUE",
+        help="An option of the object store (repeatable), e.g. aws_endpoint_url=http://…; "
+        "also COGSCORE_STORAGE_OPTIONS=KEY=VALUE,KEY=VALUE, and the standard AWS_* "
+        "variables for credentials. Never printed or recorded.",
+    ),
+]
+
+
+BaselineOpt = Annotated[
+    str,
+    typer.Option(
+        "--baseline",
+        envvar="COGSCORE_BASELINE",
+        help="Regressions: compare each night with the previous night ('previous') or with "
+        "the mean of the last --baseline-nights nights ('mean').",
+    ),
+]
+
+
+BaselineNightsOpt = Annotated[
+    int,
+    typer.Option(
+        "--baseline-nights",
+        min=1,
+        envvar="COGSCORE_BASELINE_NIGHTS",
+        help="Regressions: nights in the 'mean' baseline.",
+    ),
+]
+
+
+MarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--regression-margin",
+        min=0.0,
+        envvar="COGSCORE_REGRESSION_MARGIN",
+        help="Regressions: the drop an alert needs beyond significance (default: the "
+        "row's minimum detectable effect).",
+    ),
+]
+
+
+HarnessToleranceOpt = Annotated[
+    float,
+    typer.Option(
+        "--harness-error-tolerance",
+        min=0.0,
+        max=1.0,
+        envvar="COGSCORE_HARNESS_ERROR_TOLERANCE",
+        help="Regressions: a model whose share of harness errors moved by more than this "
+        "from its baseline is reported 'not_comparable', never as a regression.",
+    ),
+]
+
+
+FailOnRegressionOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-regression",
+        envvar="COGSCORE_FAIL_ON_REGRESSION",
+        help="Exit 6 (Prefect: the flow run ends Failed) when a regression alert fires on "
+        "a night this run scored; the tables are written all the same.",
+    ),
+]
+
+
+InputChangedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--input-root-changed",
+        envvar="COGSCORE_INPUT_ROOT_CHANGED",
+        help="The dump moved: score from this DUMP_ROOT into an output scored from another "
+        "(refused otherwise, so that a second dump never replaces the first's nights).",
+    ),
+]
+
+
+MarkerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-marker",
+        envvar="COGSCORE_REQUIRE_MARKER",
+        help="Score a night only once its dump_date folder holds _SUCCESS (the harness's "
+        "'complete' marker); nights without it are reported as waiting.",
+    ),
+]
+
+
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        envvar="COGSCORE_QUIET",
+        help="No progress display (it is off anyway when stderr is not a terminal).",
+    ),
+]
+
+
+JsonRecordOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        envvar="COGSCORE_JSON",
+        help="Print the run record (README 'Run records') as one JSON object, last.",
+    ),
+]
+
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", envvar="COGSCORE_JSON", help="Print JSON instead of a table.")
+]
+
+
+def refused(error: Exception) -> typer.Exit:
+    """Report ``error`` in one line; the exit with its code (README "Exit codes")."""
+    from flows.records import exit_code_of
+
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(int(exit_code_of(error)))
+
+
+def use_storage_options(pairs: list[str] | None) -> None:
+    """Make ``--storage-option`` pairs this process's storage options (every reader and
+    writer of a location merges ``COGSCORE_STORAGE_OPTIONS``; Dask workers need their own)."""
+    from flows.storage.location import ENV_OPTIONS, parse_storage_options
+
+    if not pairs:
+        return
+    try:
+        parse_storage_options(pairs)
+    except Exception as error:
+        raise typer.BadParameter(str(error), param_hint="--storage-option") from None
+    os.environ[ENV_OPTIONS] = ",".join(pairs)

@@ -1,0 +1,272 @@
+"""The commands that read an output (and ``vacuum`` and ``unlock``, which keep it): report,
+sql, status, history, compare, vacuum, unlock, and formulas. None imports pandera or
+Prefect: they answer in well under a second."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli import app
+from flows.cli.options import (
+    AsOfOpt,
+    JsonOpt,
+    OutArg,
+    StorageOpt,
+    refused,
+    use_storage_options,
+)
+
+
+@app.command()
+def formulas() -> None:
+    """List every formula version of every category and the default (what a new output
+    pins unless --formula says otherwise), then the tasks with a default of their own."""
+    from schemas.formulas import listing
+
+    for key, default, description in listing():
+        typer.echo(f"{key}{' (default)' if default else ''}: {description}")
+
+
+@app.command()
+def report(
+    out: OutArg,
+    html_file: Annotated[
+        Path, typer.Option("--html", envvar="COGSCORE_HTML", help="The HTML file to write.")
+    ],
+    night: Annotated[
+        str | None,
+        typer.Option(
+            envvar="COGSCORE_NIGHT",
+            help="The night to show, YYYY-MM-DD (default: the latest night).",
+        ),
+    ] = None,
+    as_of: AsOfOpt = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
+    from flows.output import Output
+    from flows.report import ReportError, write_report
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    t0 = time.perf_counter()
+    try:
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        path = write_report(output, html_file, night=night, as_of=as_of)
+    except (ReportError, StorageError) as error:
+        raise refused(error) from None
+    typer.echo(str(path))
+    size = path.stat().st_size
+    typer.echo(f"report of {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", err=True)
+
+
+def _retention(text: str) -> float:
+    """``30d``, ``12h`` or ``0h`` as hours."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dh])\s*", text)
+    if match is None:
+        raise typer.BadParameter(
+            f"{text!r}: give days or hours, e.g. 30d or 12h", param_hint="--retain"
+        )
+    value = float(match.group(1))
+    return value * 24 if match.group(2) == "d" else value
+
+
+@app.command()
+def vacuum(
+    out: OutArg,
+    retain: Annotated[
+        str,
+        typer.Option(
+            envvar="COGSCORE_RETAIN",
+            help="Keep what the table versions of this period need (30d, 12h, 0h).",
+        ),
+    ] = "30d",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            envvar="COGSCORE_DRY_RUN",
+            help="Count what would be deleted; delete nothing.",
+        ),
+    ] = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Delete data files no table version of the last --retain needs, and the files of
+    killed runs never committed. Never run by any other command; --as-of to runs older than
+    --retain stops working. Only Parquet data files are deleted."""
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    hours = _retention(retain)
+    try:
+        count = Output.at(out).require().vacuum(retain_hours=hours, dry_run=dry_run)
+    except StorageError as error:
+        raise refused(error) from None
+    verb = "would delete" if dry_run else "deleted"
+    typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
+
+
+@app.command()
+def unlock(
+    out: OutArg,
+    run_id: Annotated[
+        str,
+        typer.Option(
+            "--run",
+            metavar="RUN_ID",
+            help="The run whose lease to break: the one the busy message (exit 5) names.",
+        ),
+    ],
+    storage_option: StorageOpt = None,
+) -> None:
+    """Break the lease of a run that is gone (killed, or its host down): it blocks the output
+    until its lease expires (6 h). Check first that the run is not going. Refused when
+    another run holds the lease or the run is alive on this host. The next run repairs what
+    the killed run left."""
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+    from flows.storage.lease import break_lease
+
+    use_storage_options(storage_option)
+    try:
+        holder = break_lease(Output.at(out).require().location, run_id)
+    except StorageError as error:
+        raise refused(error) from None
+    typer.echo(f"unlocked {Output.at(out)}: broke the lease of {holder.describe()}")
+
+
+@app.command()
+def history(
+    out: OutArg,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """The runs recorded in OUT, newest first."""
+    from flows.output import Output
+    from flows.status import as_json, history_lines
+    from flows.status import history as runs_of
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    try:
+        output = Output.at(out).require()
+        if json_output:
+            typer.echo(as_json(runs_of(output).to_dicts()))
+        else:
+            for line in history_lines(output):
+                typer.echo(line)
+    except StorageError as error:
+        raise refused(error) from None
+
+
+@app.command()
+def status(
+    out: OutArg,
+    dump_root: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[DUMP_ROOT]",
+            envvar="COGSCORE_DUMP_ROOT",
+            help="Also say which of its nights are new.",
+        ),
+    ] = None,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
+    table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
+    from flows.io import InputError
+    from flows.output import Output
+    from flows.status import as_json, status_lines
+    from flows.status import status as status_of
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    try:
+        report = status_of(Output.at(out).require(), dump_root)
+    except (StorageError, InputError) as error:
+        raise refused(error) from None
+    if json_output:
+        typer.echo(as_json(report))
+    else:
+        for line in status_lines(report):
+            typer.echo(line)
+
+
+@app.command()
+def compare(
+    out: OutArg,
+    night: Annotated[
+        str | None,
+        typer.Option(
+            "--date",
+            envvar="COGSCORE_NIGHT",
+            help="The night, YYYY-MM-DD (default: the latest night).",
+        ),
+    ] = None,
+    scope: Annotated[
+        str,
+        typer.Option(envvar="COGSCORE_SCOPE", help="A category, or overall."),
+    ] = "overall",
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
+    ] = None,
+    as_of: AsOfOpt = None,
+    json_output: JsonOpt = False,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Every pair of models of a night in a scope: the difference a - b, its 95% interval,
+    the Holm-corrected p-value, the verdict and the minimum detectable effect."""
+    from flows.output import Output
+    from flows.status import as_json, comparison_lines, comparisons
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    try:
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        table = comparisons(output, night, scope, models, as_of)
+    except StorageError as error:
+        raise refused(error) from None
+    if json_output:
+        typer.echo(as_json(table.to_dicts()))
+    else:
+        for line in comparison_lines(table):
+            typer.echo(line)
+
+
+@app.command()
+def sql(
+    out: OutArg,
+    query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
+    as_of: AsOfOpt = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
+    views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
+    from flows.output import Output
+    from flows.sql import connect
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    try:
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        con = connect(output, as_of)
+        relation = con.sql(query)
+    except StorageError as error:
+        raise refused(error) from None
+    except Exception as error:  # a DuckDB error in the query: the user's to fix
+        typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
+        raise typer.Exit(2) from None
+    if relation is not None:
+        typer.echo(str(relation))

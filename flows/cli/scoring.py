@@ -1,0 +1,430 @@
+"""The commands that score: ``score``, ``nightly`` and ``rescore`` (``flows.runs``, or
+their Prefect flows), their checks before any work, and their ending (summary, run record,
+exit code)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from flows.cli import LAST_WORDS, TYPED, app, command_line, say
+from flows.cli.options import (
+    DEFAULT,
+    BaselineNightsOpt,
+    BaselineOpt,
+    DaskOpt,
+    Engine,
+    EngineOpt,
+    FailOnRegressionOpt,
+    FormulaOpt,
+    HarnessToleranceOpt,
+    InputArg,
+    InputChangedOpt,
+    JsonRecordOpt,
+    MarginOpt,
+    MarkerOpt,
+    OutOpt,
+    QuietOpt,
+    StorageOpt,
+    StrictOpt,
+    engine_of,
+    use_storage_options,
+)
+from flows.options import RegressionOptions, RunOptions
+
+
+def _check(
+    input_root: str,
+    out: str,
+    formula: list[str] | None,
+    input_changed: bool,
+    pinned: bool = True,
+) -> None:
+    """Fail fast, before any flow starts, on what the user can fix (``InputError``,
+    ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
+    (score, nightly)."""
+    from flows.io import check_writable, discover, dump_root, one_layout
+    from flows.output import Output
+    from flows.plan import check_places, formulas_for
+    from schemas.formulas import resolve
+
+    try:
+        resolve(formula or [])
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--formula") from None
+    root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
+    one_layout(root, discover(root))
+    check_places(root, output, output.state(), input_changed)
+    if output.location.is_local:
+        check_writable(Path(output.location.uri))
+    if pinned:
+        formulas_for(output, formula or [])
+
+
+def _options(
+    baseline: str,
+    baseline_nights: int,
+    margin: float | None,
+    tolerance: float,
+    **flags: bool,
+) -> RunOptions:
+    """The run's options, built once from the command line (typer has read their
+    environment variables): a bad one is a usage error."""
+    try:
+        regression = RegressionOptions(baseline, baseline_nights, margin, tolerance)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--baseline") from None
+    return RunOptions(**flags, regression=regression)
+
+
+def _flow_parameters(options: RunOptions) -> dict[str, Any]:
+    """The options as a Prefect flow's parameters (``flows.prefect_flows``)."""
+    regression = options.regression
+    return {
+        "strict": options.strict,
+        "require_marker": options.require_marker,
+        "input_root_changed": options.input_changed,
+        "baseline": regression.baseline,
+        "baseline_nights": regression.baseline_nights,
+        "regression_margin": regression.margin,
+        "harness_error_tolerance": regression.harness_error_tolerance,
+        **({"fail_on_regression": True} if options.fail_on_regression else {}),
+    }
+
+
+def _check_prefect_api() -> None:
+    """Where ``PREFECT_API_URL`` names a server, that it answers (else one line, exit 4,
+    before any work): Prefect's own error is a traceback of its client."""
+    url = os.environ.get("PREFECT_API_URL")
+    if not url:
+        return  # Prefect starts its temporary server in this process
+    from prefect.client.orchestration import get_client
+
+    from flows.storage.errors import ServiceUnreachable
+
+    with get_client(sync_client=True) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        first = (str(problem).strip().splitlines() or [type(problem).__name__])[0]
+        raise ServiceUnreachable(
+            f"the Prefect API at {url} does not answer ({first}): start it, correct "
+            "PREFECT_API_URL, or run in this process with --engine local"
+        )
+
+
+@contextmanager
+def _usage_recorded(json_output: bool, engine: Engine) -> Iterator[None]:
+    """A usage error (exit 2) of score, nightly or rescore: with ``--json`` its run record
+    (status refused) is printed all the same, as every outcome's is."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from flows.records import ExitCode, run_record
+
+    started = clock.now(UTC)
+    try:
+        yield
+    except typer.BadParameter as error:
+        if json_output:
+            record = run_record(
+                None,
+                command=command_line(),
+                engine=str(engine_of(engine)),
+                started=started,
+                exit_code=ExitCode.USAGE,
+                error=error.format_message(),
+            )
+            typer.echo(json.dumps(record, default=str))
+        raise
+
+
+def _run(
+    engine: Engine,
+    dask_address: str | None,
+    kind: str,
+    options: RunOptions,
+    json_output: bool = False,
+    check: Callable[[], None] | None = None,
+    quiet: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
+    only then: importing Prefect alone costs about 2 s), print the summary (and, with
+    ``--json``, the run record last), and exit with the code of README "Exit codes"."""
+    from datetime import UTC
+    from datetime import datetime as clock
+
+    from flows.io import InputError
+    from flows.records import ExitCode, exit_code_of, run_record
+    from flows.storage.errors import StorageError
+    from flows.summary import RegressionAlert, StrictFailure, enforce_strict, outcome_lines
+
+    started, t0 = clock.now(UTC), time.perf_counter()
+    chosen = engine_of(engine)
+    outcome, code, error = None, ExitCode.SUCCESS, None
+    try:
+        if check is not None:
+            check()
+        if chosen is Engine.PREFECT:
+            os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+            # Prefect's temporary server needs 15-25 s here on a cold start (default 20 s).
+            os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+            _check_prefect_api()
+            from flows import prefect_flows
+
+            flow = getattr(prefect_flows, f"{kind}_flow")
+            if dask_address:
+                from prefect_dask import DaskTaskRunner
+
+                flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
+            outcome = flow(**kwargs, **_flow_parameters(options))
+        else:
+            from flows import runs
+            from flows.terminal import progress_for
+
+            progress = progress_for(quiet or bool(os.environ.get("COGSCORE_QUIET")))
+            mapper = (
+                runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
+            )
+            context = runs.RunContext(
+                command=command_line(), engine="local", progress=progress, options=options
+            )
+            run = getattr(runs, kind)
+            with progress:
+                result = run(**kwargs, mapper=mapper, context=context)
+            outcome = enforce_strict(result)
+    except RegressionAlert as alert:
+        outcome, code, error = alert.outcome, ExitCode.REGRESSION, str(alert)
+    except StrictFailure as failure:
+        outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
+    except (InputError, StorageError) as refused:
+        code, error = exit_code_of(refused), str(refused)
+    except typer.Exit:
+        raise
+    except typer.BadParameter as usage:  # the command line's own: exit 2, recorded
+        with _usage_recorded(json_output, engine):
+            raise usage from None
+    except Exception as bug:  # a bug: one line, the traceback only where asked for
+        if os.environ.get("COGSCORE_DEBUG"):
+            raise
+        first = (str(bug).strip().splitlines() or [""])[0]
+        code = ExitCode.INTERNAL
+        error = f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
+    if outcome is not None:
+        for line in outcome_lines(outcome):
+            typer.echo(line)
+    if error is not None and TYPED:  # the command: said last (``run``)
+        LAST_WORDS.append(error)
+    elif error is not None:
+        say(error, error=True)  # one line: the last thing on stderr
+    else:
+        say(f"done in {time.perf_counter() - t0:.1f} s")
+    if json_output:
+        record = run_record(
+            outcome,
+            command=command_line(),
+            engine=str(chosen),
+            started=started,
+            exit_code=code,
+            error=error,
+            output=str(kwargs.get("out")),
+        )
+        typer.echo(json.dumps(record, default=str))
+    if code is not ExitCode.SUCCESS:
+        raise typer.Exit(int(code))
+
+
+@app.command()
+def score(
+    input_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
+    storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+    fail_on_regression: FailOnRegressionOpt = False,
+) -> None:
+    """Score a whole dump into OUT (every table, its nights replaced atomically).
+
+    Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
+    with _usage_recorded(json_output, engine):
+        use_storage_options(storage_option)
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
+            fail_on_regression=fail_on_regression,
+        )
+    _run(
+        engine,
+        dask_address,
+        "score",
+        options,
+        check=lambda: _check(input_root, out, formula, input_root_changed),
+        json_output=json_output,
+        quiet=quiet,
+        input_root=input_root,
+        out=out,
+        formulas=formula or [],
+    )
+
+
+@app.command()
+def nightly(
+    dump_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            envvar="COGSCORE_VERIFY",
+            help="Hash every file, even those whose size and time are unchanged.",
+        ),
+    ] = False,
+    storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+    fail_on_regression: FailOnRegressionOpt = False,
+) -> None:
+    """Score only the dump_date partitions that are new or changed since the last run,
+    with OUT's formula set."""
+    with _usage_recorded(json_output, engine):
+        use_storage_options(storage_option)
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
+            fail_on_regression=fail_on_regression,
+        )
+    _run(
+        engine,
+        dask_address,
+        "nightly",
+        options,
+        check=lambda: _check(dump_root, out, formula, input_root_changed),
+        json_output=json_output,
+        quiet=quiet,
+        dump_root=dump_root,
+        out=out,
+        formulas=formula or [],
+        verify=verify,
+    )
+
+
+def _day(text: str | None) -> date | None:
+    if text is None:
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").date()
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is not a date YYYY-MM-DD") from None
+
+
+@app.command()
+def rescore(
+    dump_root: InputArg,
+    out: OutOpt,
+    formula: FormulaOpt = None,
+    since: Annotated[
+        str | None, typer.Option(envvar="COGSCORE_SINCE", help="First night, YYYY-MM-DD.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(envvar="COGSCORE_UNTIL", help="Last night, YYYY-MM-DD.")
+    ] = None,
+    engine: EngineOpt = Engine.AUTO,
+    dask_address: DaskOpt = None,
+    strict: StrictOpt = False,
+    require_marker: MarkerOpt = False,
+    input_root_changed: InputChangedOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            envvar="COGSCORE_DRY_RUN",
+            help="Compute and print what would move; change nothing in OUT.",
+        ),
+    ] = False,
+    diff_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--diff-out",
+            envvar="COGSCORE_DIFF_OUT",
+            help="Also write the diff to this Parquet file.",
+        ),
+    ] = None,
+    storage_option: StorageOpt = None,
+    json_output: JsonRecordOpt = False,
+    quiet: QuietOpt = False,
+    baseline: BaselineOpt = DEFAULT.baseline,
+    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
+    regression_margin: MarginOpt = DEFAULT.margin,
+    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+) -> None:
+    """Rescore a range of nights with chosen formula versions; show and write what moved.
+
+    Over every night OUT holds, the versions become OUT's formula set; over part of its
+    history the set stays, and those nights are named as scored with other versions."""
+    with _usage_recorded(json_output, engine):
+        use_storage_options(storage_option)
+        if not formula:
+            raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
+        options = _options(
+            baseline,
+            baseline_nights,
+            regression_margin,
+            harness_error_tolerance,
+            strict=strict,
+            require_marker=require_marker,
+            input_changed=input_root_changed,
+        )
+        first, last = _day(since), _day(until)
+    _run(
+        engine,
+        dask_address,
+        "rescore",
+        options,
+        check=lambda: _check(dump_root, out, formula, input_root_changed, pinned=False),
+        json_output=json_output,
+        quiet=quiet,
+        dump_root=dump_root,
+        out=out,
+        formulas=formula,
+        since=first,
+        until=last,
+        dry_run=dry_run,
+        diff_out=diff_out,
+    )

@@ -1,0 +1,86 @@
+"""docs/contract.md is the spec: every column, kind, role, match kind, status, category,
+parameter and rule code it names exists in ``schemas/``, and ``schemas/`` has nothing the
+document does not name."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from schemas.contract import (
+    CONTRACT_VERSION,
+    OPTIONAL_DTYPES,
+    Category,
+    Col,
+    Kind,
+    Match,
+    Role,
+    Status,
+)
+from schemas.params import PARAMS
+from schemas.rules import Rule
+
+DOC = Path(__file__).parents[2] / "docs" / "contract.md"
+
+
+@pytest.fixture(scope="module")
+def doc() -> str:
+    return DOC.read_text()
+
+
+def section(text: str, heading: str) -> str:
+    start = text.index(f"{heading}\n")
+    level = heading.split(" ")[0]
+    following = re.search(rf"\n#{{1,{len(level)}}} ", text[start + 1 :])
+    return text[start : start + 1 + following.start()] if following else text[start:]
+
+
+def first_table(text: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows[2:]]
+
+
+def ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_version_is_the_schemas(doc: str) -> None:
+    assert doc.splitlines()[0] == f"# The transcript dump contract, version {CONTRACT_VERSION}"
+
+
+def test_columns(doc: str) -> None:
+    columns = section(doc, "## Columns")
+    assert [ticked(r[0])[0] for r in first_table(columns)] == [c.value for c in Col]
+    optional = section(doc, "### Optional columns (1.1, 1.2)")
+    assert [ticked(r[0])[0] for r in first_table(optional)] == list(OPTIONAL_DTYPES)
+
+
+def test_enums(doc: str) -> None:
+    rows = {ticked(r[0])[0]: r for r in first_table(section(doc, "## Columns"))}
+    assert ticked(rows["category"][3]) == [c.value for c in Category]
+    assert ticked(rows["role"][3]) == [r.value for r in Role]
+    assert ticked(rows["status"][3])[1:] == [s.value for s in Status]  # after `episode_end`
+    kinds = first_table(section(doc, "## Kinds"))
+    assert [ticked(r[0])[0] for r in kinds] == [k.value for k in Kind]
+    matching = section(doc, "## Matching an answer to an item")
+    assert re.findall(r"^- `(\w+)`", matching, flags=re.M) == [m.value for m in Match]
+
+
+def test_parameters(doc: str) -> None:
+    named: dict[str, list[str]] = {}
+    for row in first_table(section(doc, "## Where each formula's inputs come from")):
+        for who in row[0].split(", "):
+            named[who] = re.findall(r"`(\w+)` \(", row[2])
+    words = {c: c.value.replace("_", " ").replace("runtime rl", "runtime RL") for c in Category}
+    for category, params in PARAMS.items():
+        assert named[words[category]] == [p.name for p in params], category
+
+
+def test_rule_codes(doc: str) -> None:
+    codes = [ticked(r[0])[0] for r in first_table(section(doc, "### Rule codes"))]
+    assert sorted(codes) == sorted(r.value for r in Rule) and len(codes) == len(set(codes))
