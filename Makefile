@@ -85,11 +85,13 @@ demo-leaderboard: setup
 kaggle-check: setup
 	$(BIN)/python -m benchmarks.kaggle_scripted
 
-# Performance figures of the README (dumps cached under benchmarks/data/, ~3 GB; --large:
-# ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes).
+# Performance figures of the README and docs/ (dumps cached under benchmarks/data/, ~3 GB;
+# --large: ~40 M and ~106 M rows in one night, and eight nights of 100,000 episodes;
+# before_after --night: issue 30's nights end to end against 584feea, f5f6264 and main).
 bench: setup
 	$(BIN)/python -m benchmarks.run --repeat 5 --large
 	$(BIN)/python -m benchmarks.before_after
+	$(BIN)/python -m benchmarks.before_after --night
 	$(BIN)/python -m benchmarks.ceiling
 	$(BIN)/python -m benchmarks.scale
 

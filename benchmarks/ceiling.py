@@ -103,13 +103,13 @@ def worker(dump: Path, index: int, of: int, repeat: int) -> dict[str, float]:
     formulas, files = resolve(()), _files(dump)
     mine = files[index::of]
     with tempfile.TemporaryDirectory() as out:
-        score_and_stage(mine[0], formulas, None, _target(Path(out) / "warm", mine[0]))
+        score_and_stage([mine[0]], formulas, None, _target(Path(out) / "warm", mine[0]))
         print("ready", file=sys.stderr, flush=True)
         sys.stdin.readline()  # the parent starts every worker's timed part at once
         start = time.time()
         for n in range(repeat):
             for f in mine:
-                score_and_stage(f, formulas, None, _target(Path(out) / str(n), f))
+                score_and_stage([f], formulas, None, _target(Path(out) / str(n), f))
         end = time.time()
     return {"start": start, "end": end, "files": len(mine) * repeat}
 

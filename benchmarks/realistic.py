@@ -58,12 +58,14 @@ def _texts(rng: np.random.Generator, n: int, words: pa.Array, cdf: np.ndarray) -
     return pl.Series("content", lists).list.join(" ")
 
 
-def realistic(episodes: int) -> Path:
-    """The realistic-text version of ``benchmarks.run.dump(episodes)``, generated once."""
-    root = DATA / f"realistic-e{episodes}"
+def realistic(episodes: int, files: int | None = None) -> Path:
+    """The realistic-text version of ``benchmarks.run.dump(episodes)`` (of
+    ``benchmarks.run.dump(episodes, files)`` where ``files`` is given), generated once."""
+    name = f"e{episodes}" if files is None else f"e{episodes}-f{files}"
+    root = DATA / f"realistic-{name}"
     if (root / ".complete").exists():
         return root
-    source = dump(episodes)
+    source = dump(episodes, files)
     print(f"generating {root} ...", file=sys.stderr, flush=True)
     rng = np.random.default_rng(SEED)
     words, cdf = _vocabulary(rng)

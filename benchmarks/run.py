@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,16 @@ HISTORY_NIGHTS = 8
 GIB = 2**30
 
 
-def dump(episodes: int) -> Path:
-    """The simulated dump of ``episodes`` episodes (one night), generated once."""
-    root = DATA / f"e{episodes}"
+def dump(episodes: int, files: int | None = None) -> Path:
+    """The simulated dump of ``episodes`` episodes (one night), generated once: in files of
+    the simulator's default size, or in ``files`` files of (nearly) equal size."""
+    root = DATA / (f"e{episodes}" if files is None else f"e{episodes}-f{files}")
     if not (root / ".complete").exists():
         from simulator import simulate
 
         print(f"generating {root} ...", file=sys.stderr, flush=True)
-        simulate(root, date="2026-12-01", episodes=episodes, seed=0)
+        per_file = {} if files is None else {"episodes_per_file": -(-episodes // files)}
+        simulate(root, date="2026-12-01", episodes=episodes, seed=0, **per_file)
         (root / ".complete").touch()
     return root
 
@@ -69,19 +72,36 @@ def measure(what: str, root: Path, *args: int, checkout: Path | None = None) -> 
     ``peak_mib``, the process's peak resident memory (from ``wait4``, as ``/usr/bin/time``
     reports it). ``checkout``: run from there with ``PYTHONPATH`` set to it, so that
     ``python -m`` imports that checkout's code (default: this process's directory)."""
-    command = [sys.executable, "-m", "benchmarks.measure", what, str(root), *map(str, args)]
+    command = ["-m", "benchmarks.measure", what, str(root), *map(str, args)]
+    child = run_fresh(command, checkout)
+    if child["returncode"]:
+        where = f"{checkout}: " if checkout else ""
+        raise SystemExit(f"{where}measure {what} {root} failed:\n{child['stderr']}")
+    result: dict[str, Any] = json.loads(child["stdout"].strip().splitlines()[-1])
+    result["peak_mib"] = child["peak_mib"]
+    return result
+
+
+def run_fresh(args: list[str], checkout: Path | None = None) -> dict[str, Any]:
+    """``python ARGS`` in a fresh process (from ``checkout``, with ``PYTHONPATH`` set to it,
+    where given): its exit code, output, wall time as seen from here (start-up included),
+    CPU time (user and system, every thread) and peak resident memory (``wait4``)."""
+    command = [sys.executable, *args]
     env = os.environ if checkout is None else {**os.environ, "PYTHONPATH": str(checkout)}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
         child = subprocess.Popen(command, cwd=checkout, env=env, stdout=out, stderr=err, text=True)
         _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - start
         out.seek(0), err.seek(0)
-        if child.returncode:
-            where = f"{checkout}: " if checkout else ""
-            raise SystemExit(f"{where}measure {what} {root} failed:\n{err.read()}")
-        result: dict[str, Any] = json.loads(out.read().strip().splitlines()[-1])
-    result["peak_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
-    return result
+        return {
+            "returncode": os.waitstatus_to_exitcode(status),
+            "stdout": out.read(),
+            "stderr": err.read(),
+            "seconds": seconds,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        }
 
 
 def median(what: str, root: Path, repeat: int) -> dict[str, float]:

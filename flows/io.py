@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -126,15 +127,24 @@ def _listed_files(root: Path) -> list[DumpFile]:
         stat = root.stat()
         return [DumpFile(root, root.name, {}, stat.st_size, str(stat.st_mtime_ns))]
     real_root = Path(os.path.realpath(root))
+    real_folders: dict[Path, Path] = {}  # each folder's real place, found once (not per file)
     out = []
     for path in _parquet_below(root):
         relative = path.relative_to(root).as_posix()
-        if not path.exists():
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
             raise InputError(
                 f"input {root}: {relative} is a broken symbolic link (to "
                 f"{os.readlink(path)}); remove it or restore its target"
-            )
-        stat, real = path.stat(), Path(os.path.realpath(path))
+            ) from None
+        if path.is_symlink():
+            real = Path(os.path.realpath(path))
+        else:
+            folder = path.parent
+            if folder not in real_folders:
+                real_folders[folder] = Path(os.path.realpath(folder))
+            real = real_folders[folder] / path.name
         target = None if real == real_root / relative else str(real)
         partitions = partition_values(relative)
         out.append(
@@ -196,6 +206,17 @@ def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:
 def scan(dump_file: DumpFile) -> pl.LazyFrame:
     """The file's rows, lazily (an object is read by range requests: the columns needed)."""
     return pl.scan_parquet(dump_file.path, storage_options=storage_options_of(dump_file))
+
+
+def scan_together(files: Sequence[DumpFile], path_column: str) -> pl.LazyFrame:
+    """The rows of ``files`` (of one store and one schema) in one scan, each row's file
+    path (as ``str(DumpFile.path)``) in ``path_column``."""
+    return pl.scan_parquet(
+        [str(f.path) for f in files],
+        include_file_paths=path_column,
+        hive_partitioning=False,
+        storage_options=storage_options_of(files[0]),
+    )
 
 
 def read_schema(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, pl.DataType]:

@@ -368,10 +368,9 @@ class DryRun:
         return None
 
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        from schemas.models import schema_of
         from schemas.validation import validate
 
-        validate(schema_of(table), frame)
+        validate(table, frame)
 
     def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
         raise AssertionError("a dry run stages no files")
@@ -406,11 +405,10 @@ class Writer:
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
         """Validate ``frame`` (pandera, data included) and stage it as night ``night`` of
         ``table`` (an empty frame empties the night)."""
-        from schemas.models import schema_of
         from schemas.validation import validate
 
         spec = TABLES[table]
-        validate(schema_of(spec), frame)  # one query; pandera's report if it fails
+        validate(spec, frame)  # one query; pandera's report if it fails
         order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         files = delta.write_data_files(

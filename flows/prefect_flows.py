@@ -1,7 +1,8 @@
-"""The runs of ``flows.runs`` as Prefect flows: one task per file that scores and stages it
-(retried; its scoring cached by the file's content digest, the formula versions and the
-scorer, for ``COGSCORE_CACHE_DAYS``), logs through Prefect's logger, and a markdown artifact
-that summarises each run.
+"""The runs of ``flows.runs`` as Prefect flows: one task per file (or per batch of small
+files, ``flows.score.batches``) that scores and stages it (retried; its scoring cached by
+its files' content digests, the formula versions and the scorer, for
+``COGSCORE_CACHE_DAYS``), logs through Prefect's logger, and a markdown artifact that
+summarises each run.
 
 ``--dask-address`` runs the file tasks on an existing Dask cluster through prefect-dask's
 ``DaskTaskRunner``; the workers need ``PREFECT_API_URL`` pointing at the same Prefect server
@@ -41,7 +42,8 @@ from flows.score import (
     SCORER_CODE,
     FilePart,
     StageTarget,
-    score_file,
+    batches,
+    score_batch,
     stage,
 )
 from flows.storage.location import ENV_OPTIONS
@@ -49,22 +51,26 @@ from flows.summary import enforce_strict, outcome_markdown
 from flows.version import COGSCORE_VERSION
 
 
-def file_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    """A file's result is reused while its content (sha256), the formula versions and the
-    scorer (its version and its code) are the same, and while it sits at the same place in
-    the dump (its relative path and partitions are columns of the result). It depends on no
-    other file: ids repeated across files are rejected when the parts are assembled.
+def batch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    """A batch's result (``flows.score.batches``: a file, or small files scored together) is
+    reused while each of its files' content (sha256) and place in the dump (its relative
+    path and partitions are columns of the result), the formula versions and the scorer
+    (its version and its code) are the same. It depends on no other file: ids repeated
+    across files are rejected when the parts are assembled. A small file that changes
+    misses the cache of its batch (the files scored with it are scored again); one added
+    or removed among small files may move the batches after it.
 
-    Without a content digest there is no key: a key of the path alone once gave one dump's
-    scores to another dump of the same layout."""
-    dump_file: DumpFile = parameters["dump_file"]
-    digest = parameters.get("digest")
-    if not digest:
-        raise ValueError(f"no content digest for {dump_file.relative}: refusing to cache it")
+    Without a content digest for every file there is no key: a key of the path alone once
+    gave one dump's scores to another dump of the same layout."""
+    batch: Sequence[DumpFile] = parameters["batch"]
+    digests: Mapping[str, str] = parameters.get("digests") or {}
+    for dump_file in batch:
+        if not digests.get(dump_file.relative):
+            raise ValueError(f"no content digest for {dump_file.relative}: refusing to cache it")
     formulas = json.dumps({str(k): v for k, v in sorted(parameters["formulas"].items())})
-    place = json.dumps([dump_file.relative, sorted(dump_file.partitions.items())])
-    parts = [digest, place, formulas, COGSCORE_VERSION, SCORER_CODE]
-    return "cogscore-file-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+    files = [[digests[f.relative], f.relative, sorted(f.partitions.items())] for f in batch]
+    parts = [json.dumps(files), formulas, COGSCORE_VERSION, SCORER_CODE]
+    return CACHE_PREFIX + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
 CACHE_DAYS_ENV = "COGSCORE_CACHE_DAYS"
@@ -89,52 +95,62 @@ def cache_days() -> float:
 
 
 @task(
-    cache_key_fn=file_cache_key,
+    cache_key_fn=batch_cache_key,
     persist_result=True,
     # Prefect also keeps each persisted result in memory for the flow run, by default: every
     # file's rows of a night, held to the end (1.3 GiB at 1.5 M episodes against 0.87).
     cache_result_in_memory=False,
     # Named for what it may do: a first run computes it ("Completed"), a later one may
     # find it in the cache ("Cached").
-    task_run_name="score {dump_file.relative} (cacheable)",
+    task_run_name="score {name} (cacheable)",
 )
-def score_file_task(dump_file: DumpFile, formulas: dict[str, str], digest: str | None) -> FilePart:
-    """A file scored, its result cached by content (``file_cache_key``) for ``cache_days``;
-    run inside ``file_task``, which retries."""
-    return score_file(dump_file, formulas, digest)
+def score_batch_task(
+    batch: list[DumpFile], formulas: dict[str, str], digests: dict[str, str], name: str
+) -> FilePart:
+    """A batch scored (``name`` says which files), its result cached by content
+    (``batch_cache_key``) for ``cache_days``; run inside ``file_task``, which retries."""
+    return score_batch(batch, formulas, digests)
 
 
 @task(
     retries=2,
     retry_delay_seconds=2,
-    task_run_name="score {dump_file.relative}",
+    task_run_name="score {name}",
     # Never cached nor persisted itself: staged files belong to one run (a result reused by
-    # another would name files that run never wrote); its scoring is (``score_file_task``).
+    # another would name files that run never wrote); its scoring is (``score_batch_task``).
     cache_policy=NO_CACHE,
     persist_result=False,
 )
 def file_task(
-    dump_file: DumpFile,
+    batch: list[DumpFile],
     formulas: dict[str, str],
-    digest: str | None,
+    digests: dict[str, str],
     target: StageTarget | None,
+    name: str,
 ) -> FilePart:
-    """One file's whole job where it runs: scored (from the cache when its content was
-    scored before), then, with a ``target``, its episode rows staged into OUT, so that only
-    the slim columns come back. One task, not a scoring task and a staging task: mapped
-    apart, every file was scored before the first was staged, and each scored file's rows
-    waited in memory for their turn."""
+    """One file's (or one batch of small files') whole job where it runs: scored (from the
+    cache when its content was scored before), then, with a ``target``, its episode rows
+    staged into OUT, so that only the slim columns come back. One task, not a scoring task
+    and a staging task: mapped apart, every file was scored before the first was staged,
+    and each scored file's rows waited in memory for their turn."""
     days = cache_days()
     if days:
         prune_cache(timedelta(days=days))
-        cached = score_file_task.with_options(cache_expiration=timedelta(days=days))
-        part = cached(dump_file, formulas, digest)
-        # A cached result may come from an identical file written earlier: the manifest
-        # must record this file's own modification time (nightly trusts it next time).
-        part.report.mtime_ns = modified_ns(dump_file)
+        cached = score_batch_task.with_options(cache_expiration=timedelta(days=days))
+        part = cached(batch, formulas, digests, name)
+        # A cached result may come from identical files written earlier: the manifest must
+        # record these files' own modification times (nightly trusts them next time).
+        for report, dump_file in zip(part.reports, batch, strict=True):
+            report.mtime_ns = modified_ns(dump_file)
     else:
-        part = score_file(dump_file, formulas, digest)
+        part = score_batch(batch, formulas, digests)
     return part if target is None else stage(part, target)
+
+
+def batch_name(batch: Sequence[DumpFile]) -> str:
+    """A batch as its task is named: its file, or how many files from which."""
+    first = batch[0].relative
+    return first if len(batch) == 1 else f"{len(batch)} files from {first}"
 
 
 CACHE_PREFIX = "cogscore-file-"
@@ -175,19 +191,28 @@ def prefect_mapper(
     target: StageTarget | None = None,
 ) -> list[FilePart]:
     """The file tasks, submitted to the flow's task runner (local threads, or Dask): each
-    file scored (cached by content), then its rows staged (with a ``target``)."""
+    file (or batch of small files, ``flows.score.batches``) scored (cached by content), then
+    its rows staged (with a ``target``)."""
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
-    # Every task gets its file's content digest: the cache key is made of it.
-    known = [digests.get(f.relative) or content_digest(f) for f in files]
-    futures = file_task.map(files, unmapped(formulas), known, unmapped(target))
+    # Every task gets its files' content digests: the cache key is made of them.
+    known = {f.relative: digests.get(f.relative) or content_digest(f) for f in files}
+    groups = batches(files)
+    futures = file_task.map(
+        groups,
+        unmapped(formulas),
+        [{f.relative: known[f.relative] for f in batch} for batch in groups],
+        unmapped(target),
+        [batch_name(batch) for batch in groups],
+    )
     # Prefect's own progress display: a progress artifact of the flow run, per night.
     night = files[0].partitions.get("dump_date", "undated") if files else "undated"
     artifact = cast(UUID, create_progress_artifact(0.0, description=f"night {night}: scored"))
-    parts = []
-    for done, (dump_file, future) in enumerate(zip(files, futures, strict=True), 1):
+    parts, done = [], 0
+    for batch, future in zip(groups, futures, strict=True):
         parts.append(future.result())
-        logger.info("scored %d/%d: %s", done, len(files), dump_file.relative)
+        done += len(batch)
+        logger.info("scored %d/%d: %s", done, len(files), batch_name(batch))
         update_progress_artifact(artifact, 100.0 * done / len(files))
     return parts
 

@@ -1,40 +1,24 @@
 """The pandera schema of each output table, built from its declaration in ``schemas.tables``.
 
-Only the writers import this module (pandera takes about 2 s to import, pandas with it): the
-read commands need the tables' dtypes alone, which ``schemas.tables`` declares.
+Imported only to report a table that fails validation (``schemas.validation`` checks a
+passing table without pandera, which takes about 2 s to import, pandas with it), and by the
+tests that hold that check to pandera's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
-from typing import Final
 
 import pandera.polars as pa
-import polars as pl
 
-from schemas.comparisons import CI_HIGH, CI_LOW, N_RANKED, RANK_HIGH, RANK_LOW
 from schemas.tables import TABLES, Column, Table
+from schemas.validation import FRAME_CHECKS
 
 
-def _low_below_high(data: pa.PolarsData) -> pl.LazyFrame:
-    # (an interval may be null: no spread to measure)
-    return data.lazyframe.select((pl.col(CI_LOW) <= pl.col(CI_HIGH)).fill_null(True))
-
-
-def _ranks_within_group(data: pa.PolarsData) -> pl.LazyFrame:
-    return data.lazyframe.select(
-        (pl.col(RANK_LOW) <= pl.col(RANK_HIGH))
-        & (pl.col(RANK_HIGH) <= pl.col(N_RANKED))
-        & (pl.col("rank") <= pl.col(N_RANKED))
-    )
-
-
-# The checks of several columns that tables name in ``Table.frame_checks``.
-FRAME_CHECKS: Final[dict[str, Callable[[pa.PolarsData], pl.LazyFrame]]] = {
-    "low_below_high": _low_below_high,
-    "ranks_within_group": _ranks_within_group,
-}
+def _frame_check(name: str) -> pa.Check:
+    """The named check of several columns (``schemas.validation.FRAME_CHECKS``)."""
+    check = FRAME_CHECKS[name]
+    return pa.Check(lambda data: data.lazyframe.select(check), name=name)
 
 
 def _checks(column: Column) -> list[pa.Check]:
@@ -74,7 +58,7 @@ def _schema_named(name: str) -> pa.DataFrameSchema:
     columns |= {pattern: _column(pattern, c, regex=True) for pattern, c in table.patterns.items()}
     return pa.DataFrameSchema(
         columns,
-        checks=[pa.Check(FRAME_CHECKS[name], name=name) for name in table.frame_checks],
+        checks=[_frame_check(name) for name in table.frame_checks],
         strict=table.strict,
         ordered=table.ordered,
         unique=[str(c) for c in table.unique] if table.unique else None,

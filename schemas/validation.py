@@ -1,160 +1,126 @@
-"""Validating a table with its pandera model in one polars query, pandera's report on failure.
+"""Validating a table in one polars query, read from its declaration; pandera's report on
+failure.
 
 pandera's polars backend runs each check as a query of its own, plus a few per column for
 nulls and a few Python calls around each: 55 queries and 33-40 ms for a file's episode rows,
-whatever their number, a sixth of the time a worker spends on a file. ``validate`` asks the
-same questions of the frame in one query, each check built by pandera's own check backend
-from the model (nothing is listed twice), and passes the frame when every answer is yes.
-When any is not, or the model holds something this does not read (coercion, element-wise
-checks, parsers, unique columns, pattern columns in an ordered model), pandera validates the
-frame itself and raises its report, so a failure is always pandera's ``SchemaErrors``, with
-every failure case.
+whatever their number, a sixth of the time a worker spends on a file. And importing pandera
+(pandas with it) takes about 1.2 s of CPU, most of what a run of a small night costs (issue
+30). ``validate`` asks the questions of each table's declaration (``schemas.tables``: the
+same declaration ``schemas.models`` builds the pandera schema from, nothing listed twice)
+in one query, each as pandera's built-in check asks it, and passes the frame when every
+answer is yes; pandera is not imported. When any is not, pandera validates the frame itself
+and raises its report, so a failure is always pandera's ``SchemaErrors``, with every failure
+case.
 
 The answers are at least as strict as pandera's (NaN counts as null in every column that
 may not hold nulls, as pandera counts it in float columns; duplicates count nulls as equal,
-as polars' ``is_duplicated`` does): where they pass, pandera passes too.
+as polars' ``is_duplicated`` does; dtypes must be equal): where they pass, pandera passes
+too (``tests/schemas/test_validation.py`` holds them to pandera's on changed tables).
 """
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
+import re
+from typing import Final
 
-import pandera.polars as pa
 import polars as pl
-from pandera.api.polars.types import PolarsData
-from pandera.backends.polars.checks import PolarsCheckBackend
-from pandera.backends.polars.register import register_polars_backends
-from pandera.config import CONFIG
-from pandera.constants import CHECK_OUTPUT_KEY
+
+from schemas.comparisons import CI_HIGH, CI_LOW, N_RANKED, RANK_HIGH, RANK_LOW
+from schemas.tables import TABLES, Column, Table
+
+# The checks of several columns that tables name in ``Table.frame_checks``: true on a row
+# that meets them (a null outcome passes, as pandera's checks ignore nulls).
+FRAME_CHECKS: Final[dict[str, pl.Expr]] = {
+    # (an interval may be null: no spread to measure)
+    "low_below_high": (pl.col(CI_LOW) <= pl.col(CI_HIGH)).fill_null(True),
+    "ranks_within_group": (
+        (pl.col(RANK_LOW) <= pl.col(RANK_HIGH))
+        & (pl.col(RANK_HIGH) <= pl.col(N_RANKED))
+        & (pl.col("rank") <= pl.col(N_RANKED))
+    ),
+}
 
 
-def validate(
-    model: type[pa.DataFrameModel] | pa.DataFrameSchema, frame: pl.DataFrame
-) -> pl.DataFrame:
-    """``frame`` when it meets ``model`` (a model or a schema; checked in one query); else
-    pandera's lazy validation raises its ``SchemaErrors``.
+def validate(table: Table | str, frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` when it meets ``table``'s declaration (checked in one query); else pandera's
+    lazy validation of its schema (``schemas.models``) raises its ``SchemaErrors``.
 
-    >>> class Scores(pa.DataFrameModel):
-    ...     score: float = pa.Field(ge=0)
-    >>> validate(Scores, pl.DataFrame({"score": [0.5]})).height
-    1
-    >>> validate(Scores, pl.DataFrame({"score": [-1.0]}))
+    >>> from schemas.tables import REJECTS_TABLE
+    >>> none = pl.DataFrame(schema=REJECTS_TABLE.dtypes)
+    >>> validate(REJECTS_TABLE, none).height
+    0
+    >>> validate("rejects", none.drop("file"))
     Traceback (most recent call last):
     ...
     pandera.errors.SchemaErrors: ...
     """
-    if not _passes(_schema(model), frame):
-        model.validate(frame, lazy=True)  # raises: the failure, reported by pandera
+    spec = TABLES[table] if isinstance(table, str) else table
+    if not passes(spec, frame):
+        from schemas.models import schema_of  # pandera: imported only to report
+
+        schema_of(spec).validate(frame, lazy=True)  # raises: the failure, reported by pandera
     return frame
 
 
-def _schema(model: type[pa.DataFrameModel] | pa.DataFrameSchema) -> pa.DataFrameSchema:
-    _register()
-    return model if isinstance(model, pa.DataFrameSchema) else _model_schema(model)
-
-
-@cache
-def _register() -> None:
-    # pandera registers its polars checks on its first validation: in a fresh worker, this
-    # may come first.
-    register_polars_backends(use_narwhals_backend=CONFIG.use_narwhals_backend)
-
-
-@cache
-def _model_schema(model: type[pa.DataFrameModel]) -> pa.DataFrameSchema:
-    return model.to_schema()
-
-
-def _passes(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
-    """Whether every check of ``schema`` holds on ``frame`` (False also where this cannot
-    tell: then pandera decides)."""
-    if CONFIG.use_narwhals_backend or not _readable(schema):
-        return False
-    lazy = frame.lazy()
-    columns = _matched(schema, lazy)
+def passes(table: Table, frame: pl.DataFrame) -> bool:
+    """Whether ``frame`` meets every rule of ``table`` (False also where this cannot tell:
+    then pandera decides)."""
+    columns = _matched(table, frame.columns)
     if columns is None:
         return False
+    if any(frame.schema[name] != column.dtype for name, column in columns):
+        return False
+    answers = [FRAME_CHECKS[name] for name in table.frame_checks]
+    answers = [(check | check.is_null()).all() for check in answers]
     for name, column in columns:
-        data = PolarsData(lazy.select(name), name)
-        if column.dtype is not None and not column.dtype.check(frame.schema[name], data):
-            return False
-    answers = [_check(lazy, "*", check) for check in schema.checks]
-    for name, column in columns:
-        answers += [_check(lazy, name, check) for check in column.checks]
+        answers += [(check | check.is_null()).all() for check in _checks(name, column)]
         if not column.nullable:
-            answers.append(_no_nulls(lazy, name, frame.schema[name]))
-    if schema.unique:
-        unique = schema.unique
-        subsets = [unique] if all(isinstance(u, str) for u in unique) else unique
-        answers += [lazy.select(~pl.struct(*s).is_duplicated().any()) for s in subsets]
+            answers.append(~_missing(name, frame.schema[name]).any())
+    if table.unique:
+        answers.append(~pl.struct(*table.unique).is_duplicated().any())
     if not answers:
         return True
-    named = [a.select(pl.all().alias(f"answer_{i}")) for i, a in enumerate(answers)]
-    return bool(pl.concat(named, how="horizontal").collect().row(0) == (True,) * len(answers))
+    named = [answer.alias(f"answer_{i}") for i, answer in enumerate(answers)]
+    return frame.lazy().select(named).collect().row(0) == (True,) * len(answers)
 
 
-def _matched(schema: pa.DataFrameSchema, lazy: pl.LazyFrame) -> list[tuple[str, Any]] | None:
-    """Each column of the frame with the model's column that names it (a pattern column,
-    every column it matches, as polars selects them); None unless every model column is
-    there, there is no other (``strict``) and they are in the model's order (``ordered``)."""
-    names = lazy.collect_schema().names()
-    matched: list[tuple[str, Any]] = []
-    for column in schema.columns.values():
-        found = (
-            lazy.select(pl.col(column.selector)).collect_schema().names()
-            if column.regex
-            else ([column.name] if column.name in names else [])
-        )
+def _checks(name: str, column: Column) -> list[pl.Expr]:
+    """The column's checks, each as pandera's built-in check of ``schemas.models`` asks it
+    (``in_range``, ``ge``, ``le``, ``isin``): true on a row that meets it, null on a null."""
+    value = pl.col(name)
+    checks = []
+    if column.unit:
+        checks.append(value.ge(0.0).and_(value.le(1.0)))
+    if column.ge is not None:
+        checks.append(value.ge(column.ge))
+    if column.le is not None:
+        checks.append(value.le(column.le))
+    if column.isin is not None:
+        checks.append(value.is_in([str(v) for v in column.isin]))
+    return checks
+
+
+def _missing(name: str, dtype: pl.DataType) -> pl.Expr:
+    value = pl.col(name)
+    return value.is_null() | value.is_nan() if dtype.is_float() else value.is_null()
+
+
+def _matched(table: Table, names: list[str]) -> list[tuple[str, Column]] | None:
+    """Each column of the frame with the declared column that names it (a pattern column,
+    every column it matches); None unless every declared column is there, there is no other
+    (``strict``) and they are in the declared order (``ordered``)."""
+    matched = [(name, column) for name, column in table.columns.items() if name in names]
+    if len(matched) < len(table.columns):
+        return None
+    for pattern, column in table.patterns.items():
+        found = [name for name in names if re.fullmatch(pattern, name)]
         if not found:
             return None
         matched += [(name, column) for name in found]
-    if schema.strict and sorted(n for n, _ in matched) != sorted(names):
+    if table.strict and sorted(n for n, _ in matched) != sorted(names):
         return None  # another column, or one matched twice
-    literal = [c.name for c in schema.columns.values() if not c.regex]
-    if schema.ordered and [n for n in names if n in literal] != literal:
+    if table.ordered and (
+        table.patterns or [n for n in names if n in table.columns] != list(table.columns)
+    ):
         return None
     return matched
-
-
-def _readable(schema: pa.DataFrameSchema) -> bool:
-    """The model says nothing this module does not check as pandera does."""
-    columns = schema.columns.values()
-    return (
-        schema.strict in (True, False)  # not "filter"
-        and not schema.coerce
-        and not getattr(schema, "parsers", None)
-        and not getattr(schema, "drop_invalid_rows", False)
-        and not schema.add_missing_columns
-        and all(not c.coerce and c.required and not getattr(c, "parsers", None) for c in columns)
-        and not (schema.ordered and any(c.regex for c in columns))
-        and all(not check.element_wise for check in _all_checks(schema))
-    )
-
-
-def _all_checks(schema: pa.DataFrameSchema) -> list[pa.Check]:
-    return [*schema.checks, *(check for c in schema.columns.values() for check in c.checks)]
-
-
-def _check(lazy: pl.LazyFrame, key: str, check: pa.Check) -> pl.LazyFrame:
-    """One row, one boolean: whether ``check`` holds on every row (a null outcome fails
-    unless the check ignores nulls), as pandera's check backend judges it.
-
-    A built-in check's function is looked up again first, as pandera's ``Check.__call__``
-    does: a check made before pandera registered its polars checks (pandera caches a
-    model's schema, and importing ``flows`` makes some) has none for polars data."""
-    name = getattr(check._check_fn, "__name__", None)
-    if name is not None and check.is_builtin_check(name):
-        check._check_fn = check.get_builtin_check_fn(name)
-    out = PolarsCheckBackend(check).apply(PolarsData(lazy, key))
-    if isinstance(out, bool):
-        return pl.LazyFrame({CHECK_OUTPUT_KEY: [out]})
-    outcome = pl.col(CHECK_OUTPUT_KEY)
-    outcome = outcome | outcome.is_null() if check.ignore_na else outcome.fill_null(False)
-    return out.select(outcome.all())
-
-
-def _no_nulls(lazy: pl.LazyFrame, name: str, dtype: pl.DataType) -> pl.LazyFrame:
-    value = pl.col(name)
-    missing = value.is_null() | value.is_nan() if dtype.is_float() else value.is_null()
-    return lazy.select(~missing.any())

@@ -92,13 +92,14 @@ def normalise(
     rows: pl.LazyFrame,
     schema: Mapping[str, pl.DataType],
     *,
-    file: str,
+    file: str | pl.Expr,
     partitions: Mapping[str, str],
 ) -> pl.LazyFrame:
     """The canonical frame (``schemas.rows.DumpRows``): every contract column in its
     canonical dtype, the optional columns of contract 1.1 (null where absent), ``file``,
     and the hive ``dump_date`` (null for a dump not partitioned by it; other partition keys
-    are not used by scoring)."""
+    are not used by scoring). ``file``: the file's path in the dump, or an expression of
+    each row's (rows of several files of one schema, scanned together)."""
     columns = [
         pl.col(c).cast(DTYPES[c], strict=False) if c in schema else pl.lit(None, DTYPES[c]).alias(c)
         for c in (*REQUIRED, *NULLABLE)
@@ -111,7 +112,7 @@ def normalise(
     return rows.select(
         *columns,
         *optional,
-        pl.lit(file, pl.String).alias(FILE),
+        (pl.lit(file, pl.String) if isinstance(file, str) else file).alias(FILE),
         pl.lit(partitions.get(DUMP_DATE), pl.String).alias(DUMP_DATE),
     )
 

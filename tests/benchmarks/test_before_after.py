@@ -55,3 +55,43 @@ def test_before_and_after_on_small_dumps(tmp_path: Path) -> None:
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "cogscore-before-" not in worktrees  # removed
+
+
+def test_a_night_is_scored_end_to_end_by_the_command_of_a_checkout(tmp_path: Path) -> None:
+    """Issue 30's measurement: ``cogscore score`` in a fresh process, its data files and a
+    count through ``cogscore sql``."""
+    night = tmp_path / "e100"
+    simulate(night, date="2026-12-01", episodes=100, seed=1)
+    run = before_after.scored_night(night, before_after.TOP, count=True)
+    assert run["seconds"] >= run["cpu_s"] / 4 > 0 and run["peak_mib"] > 50
+    assert run["data_files"] >= 6  # a file per category partition at least
+    assert run["count_s"] is not None and run["count_s"] > 0
+
+
+def test_the_night_table_and_targets_read_every_run() -> None:
+    def runs(*seconds: float) -> list[dict[str, float]]:
+        return [{"seconds": s, "cpu_s": s, "peak_mib": 100 * s, "data_files": 6} for s in seconds]
+
+    names = ["584feea", before_after.THIS]
+    results = {
+        "tiny night (100 episodes)": {"584feea": runs(1.6, 1.7), before_after.THIS: runs(1.1, 1.2)},
+        "100,000 episodes, distinct text, 8 files": {
+            "584feea": runs(3.7, 4.1),
+            before_after.THIS: runs(4.5, 4.6),
+        },
+        before_after.ONE_FILE: {before_after.THIS: runs(2.0)},
+        before_after.SMALL: {
+            before_after.THIS: [{**runs(12.0)[0], "data_files": 72, "count_s": 1.2}]
+        },
+    }
+    table = before_after.night_table(results, names)
+    assert "| tiny night (100 episodes) | wall s | 1.60-1.70 | 1.10-1.20 |" in table
+    assert "| | sql count(*) s |  | 1.20 |" in table
+    targets = before_after.night_targets(results, "584feea").splitlines()
+    assert targets == [
+        "- tiny night (100 episodes), wall at or below 584feea's: met (1.15 s against 1.65 s)",
+        "- 100,000 episodes, distinct text, 8 files, wall at or below 584feea's: NOT MET "
+        "(4.55 s against 3.90 s)",
+        "- 10,000 one-episode files, time at most 10x one file's: met (6.0x)",
+        "- 10,000 one-episode files, peak memory at most 10x one file's: met (6.0x)",
+    ]

@@ -99,8 +99,10 @@ def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
     import time
 
     from flows import prefect_flows, runs
+    from flows import score as score_module
 
-    real, lock, running, most = prefect_flows.score_file, threading.Lock(), [0], [0]
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file, as many as files
+    real, lock, running, most = prefect_flows.score_batch, threading.Lock(), [0], [0]
 
     def counted(*args: object, **kwargs: object) -> object:
         with lock:
@@ -113,7 +115,7 @@ def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(prefect_flows, "score_file", counted)
+    monkeypatch.setattr(prefect_flows, "score_batch", counted)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     assert most[0] == runs.FILES_AT_ONCE
 
@@ -127,8 +129,10 @@ def test_the_prefect_flows_stage_each_file_before_scoring_more(
     import threading
 
     from flows import prefect_flows, runs
+    from flows import score as score_module
 
-    score, stage = prefect_flows.score_file, prefect_flows.stage
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file, as many as files
+    score, stage = prefect_flows.score_batch, prefect_flows.stage
     lock, waiting, most = threading.Lock(), [0], [0]
 
     def scored(*args: object, **kwargs: object) -> object:
@@ -143,7 +147,7 @@ def test_the_prefect_flows_stage_each_file_before_scoring_more(
             waiting[0] -= 1
         return stage(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(prefect_flows, "score_file", scored)
+    monkeypatch.setattr(prefect_flows, "score_batch", scored)
     monkeypatch.setattr(prefect_flows, "stage", staged)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     assert waiting[0] == 0 and 1 <= most[0] <= runs.FILES_AT_ONCE
@@ -160,8 +164,10 @@ def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
     import weakref
 
     from flows import prefect_flows, runs
+    from flows import score as score_module
 
-    score, assemble = prefect_flows.score_file, runs.assemble
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file
+    score, assemble = prefect_flows.score_batch, runs.assemble
     scored: list[weakref.ref[object]] = []
     alive: list[int] = []
 
@@ -175,7 +181,7 @@ def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
         alive.append(sum(ref() is not None for ref in scored))
         return assemble(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(prefect_flows, "score_file", tracked)
+    monkeypatch.setattr(prefect_flows, "score_batch", tracked)
     monkeypatch.setattr(runs, "assemble", assembling)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     nights = {p.parent.name for p in EXAMPLE_DUMP.rglob("*.parquet")}

@@ -13,7 +13,7 @@ from prefect import Flow
 
 from flows import prefect_flows
 from flows.io import DumpFile
-from flows.prefect_flows import file_cache_key
+from flows.prefect_flows import batch_cache_key
 from flows.score import SCORER_CODE, code_digest
 from schemas.formulas import resolve
 
@@ -30,17 +30,33 @@ def test_the_nightly_deployment_runs_nightly_flow_at_two_utc() -> None:
     assert deployment["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC"}]
 
 
+def key_of(batch: list[DumpFile], digests: dict[str, str], formulas: object = None) -> str:
+    parameters = {"batch": batch, "digests": digests, "formulas": formulas or resolve([])}
+    return batch_cache_key(None, parameters)  # type: ignore[arg-type]
+
+
 def test_the_cache_key_follows_path_content_and_formulas() -> None:
     dump_file = DumpFile(Path("/x/part-0.parquet"), "part-0.parquet")
-    base = {"dump_file": dump_file, "formulas": resolve([]), "digest": "a"}
+    other = DumpFile(Path("/x/part-1.parquet"), "part-1.parquet")
+    key = key_of([dump_file], {"part-0.parquet": "a"})
+    assert key == key_of([dump_file], {"part-0.parquet": "a"})
+    assert key_of([dump_file], {"part-0.parquet": "b"}) != key
+    assert key_of([dump_file], {"part-0.parquet": "a"}, resolve(["procedural_learning=v1"])) != key
+    assert key_of([other], {"part-1.parquet": "a"}) != key
 
-    def key(**changes: object) -> str:
-        return file_cache_key(None, {**base, **changes})  # type: ignore[arg-type]
 
-    assert key() == key()
-    assert key(digest="b") != key()
-    assert key(formulas=resolve(["procedural_learning=v1"])) != key()
-    assert key(dump_file=DumpFile(Path("/x/part-1.parquet"), "part-1.parquet")) != key()
+def test_a_batch_s_cache_key_follows_each_of_its_files() -> None:
+    """Small files scored together (``flows.score.batches``) share a result: any file's
+    content or place changes the key, and every file needs a digest."""
+    files = [DumpFile(Path(f"/x/part-{i}.parquet"), f"part-{i}.parquet") for i in range(3)]
+    digests = {f.relative: f"d{i}" for i, f in enumerate(files)}
+    key = key_of(files, digests)
+    assert key_of(files, {**digests, "part-2.parquet": "changed"}) != key
+    assert key_of(files[:2], digests) != key
+    moved = DumpFile(Path("/x/b/part-2.parquet"), "b/part-2.parquet")
+    assert key_of([*files[:2], moved], {**digests, "b/part-2.parquet": "d2"}) != key
+    with pytest.raises(ValueError, match=r"no content digest for part-1\.parquet"):
+        key_of(files, {**digests, "part-1.parquet": ""})
 
 
 def test_the_cache_key_follows_the_scoring_code(
@@ -53,8 +69,7 @@ def test_the_cache_key_follows_the_scoring_code(
     rules.write_text(rules.read_text() + "\n# a change\n")
     changed = code_digest(tmp_path)
     assert changed != SCORER_CODE
-    base = {"dump_file": DumpFile(Path("/x/p.parquet"), "p.parquet"), "digest": "a"}
-    base["formulas"] = resolve([])
-    before = file_cache_key(None, base)  # type: ignore[arg-type]
+    batch = [DumpFile(Path("/x/p.parquet"), "p.parquet")]
+    before = key_of(batch, {"p.parquet": "a"})
     monkeypatch.setattr(prefect_flows, "SCORER_CODE", changed)
-    assert file_cache_key(None, base) != before  # type: ignore[arg-type]
+    assert key_of(batch, {"p.parquet": "a"}) != before

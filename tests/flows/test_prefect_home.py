@@ -16,8 +16,19 @@ from prefect.settings import (
 )
 
 from flows import prefect_flows
+from flows.io import DumpFile, discover
+from flows.score import batches
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+
+
+def cached_units() -> int:
+    """The example dump's cached results: one per file, or per batch of small files
+    (``flows.score.batches``), of each night."""
+    nights: dict[str | None, list[DumpFile]] = {}
+    for dump_file in discover(EXAMPLE_DUMP):
+        nights.setdefault(dump_file.partitions.get("dump_date"), []).append(dump_file)
+    return sum(len(batches(files)) for files in nights.values())
 
 
 def stored(home: Path) -> set[str]:
@@ -31,7 +42,7 @@ def test_no_cache_hit_crosses_two_test_homes(prefect_home: Path, tmp_path: Path)
     assert not Path(PREFECT_HOME.value()).is_relative_to(Path.home() / ".prefect")
     prefect_flows.score_flow(input_root=EXAMPLE_DUMP, out=tmp_path / "a")
     first = stored(prefect_home)
-    assert len(first) == len(list(EXAMPLE_DUMP.rglob("*.parquet")))  # one result per file
+    assert len(first) == cached_units()  # one result per file, or batch of small files
     prefect_flows.score_flow(input_root=EXAMPLE_DUMP, out=tmp_path / "b")
     assert stored(prefect_home) == first  # the same home: the cache answers, nothing new
 
@@ -97,7 +108,7 @@ def test_cached_results_older_than_the_cache_days_are_deleted_and_nothing_else(
     assert not stale.exists()
     assert fresh.exists() and foreign.exists()
     scored = stored(prefect_home) - {fresh.name, foreign.name}
-    assert len(scored) == len(list(EXAMPLE_DUMP.rglob("*.parquet")))
+    assert len(scored) == cached_units()
 
 
 def test_a_process_prunes_the_cache_at_most_once_an_hour(
@@ -133,7 +144,7 @@ def test_a_bad_cache_days_fails_the_flow_before_any_file_is_scored(
     prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scored: list[object] = []
-    monkeypatch.setattr(prefect_flows, "score_file", lambda *a, **k: scored.append(a))
+    monkeypatch.setattr(prefect_flows, "score_batch", lambda *a, **k: scored.append(a))
     monkeypatch.setenv(prefect_flows.CACHE_DAYS_ENV, "a week")
     with pytest.raises(ValueError, match="COGSCORE_CACHE_DAYS"):
         prefect_flows.score_flow(input_root=EXAMPLE_DUMP, out=tmp_path / "a")

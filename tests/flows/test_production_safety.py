@@ -19,7 +19,7 @@ from flows import prefect_flows, runs
 from flows.cli import app
 from flows.io import DumpFile
 from flows.output import Output
-from flows.prefect_flows import file_cache_key
+from flows.prefect_flows import batch_cache_key
 from flows.sql import connect
 from flows.warehouse import git_commit
 from schemas.contract import Category
@@ -71,11 +71,11 @@ def procedural_versions(out: Path) -> dict[str, str]:
 
 def test_the_cache_key_refuses_a_file_without_a_content_digest() -> None:
     """A key of the path alone gave one dump's scores to another dump of the same layout."""
-    params = {"dump_file": DumpFile(Path("/a/p.parquet"), "p.parquet"), "formulas": resolve()}
+    params = {"batch": [DumpFile(Path("/a/p.parquet"), "p.parquet")], "formulas": resolve()}
     with pytest.raises(ValueError, match="no content digest"):
-        file_cache_key(None, {**params, "digest": None})  # type: ignore[arg-type]
-    assert file_cache_key(None, {**params, "digest": "x"}) != file_cache_key(  # type: ignore[arg-type]
-        None, {**params, "digest": "y"}
+        batch_cache_key(None, {**params, "digests": {}})  # type: ignore[arg-type]
+    assert batch_cache_key(None, {**params, "digests": {"p.parquet": "x"}}) != batch_cache_key(  # type: ignore[arg-type]
+        None, {**params, "digests": {"p.parquet": "y"}}
     )
 
 

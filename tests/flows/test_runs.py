@@ -153,9 +153,13 @@ def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
     from distributed import Client
 
     from benchmarks.scale import _stream_index, _stream_since, task_seconds
+    from flows import score as score_module
     from flows.io import discover
 
-    with Client(dask_cluster.scheduler_address) as client:
+    with Client(dask_cluster.scheduler_address) as client, pytest.MonkeyPatch.context() as patch:
+        # A task per file, as the benchmark's dumps (files of 10,000 episodes) have; this
+        # dump's small files would be scored in batches.
+        patch.setattr(score_module, "BATCH_BYTES", 0)
         index = client.run_on_scheduler(_stream_index)
         runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
         seconds = task_seconds(client.run_on_scheduler(_stream_since, index))

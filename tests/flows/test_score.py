@@ -210,7 +210,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
     (dump_file,) = discover(tmp_path / "dump")
     target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
-    part = score_and_stage(dump_file, resolve(()), None, target)
+    part = score_and_stage([dump_file], resolve(()), None, target)
     assert part.staged is not None and part.unscored.is_empty()
     assert part.scores.schema == pl.Schema(SLIM_DTYPES)
     episodes = part.scores.height + part.rejects.height
@@ -252,3 +252,44 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     for add in part.staged.adds:
         one = delta.read_staged(target.location, EPISODE_SCORES, replace(part.staged, adds=[add]))
         assert one[Col.EPISODE_ID].is_sorted()
+
+
+def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
+    tmp_path: Path,
+) -> None:
+    """pandera (pandas with it) costs about 1.2 s of CPU to import: a run whose rows and
+    tables pass never imports it (``schemas.validation``, ``flows.score._validated``)."""
+    import subprocess
+    import sys
+
+    from simulator import simulate
+
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=60, seed=1)
+    code = (
+        "import sys\n"
+        "from flows.runs import score\n"
+        f"outcome = score({str(dump)!r}, {str(tmp_path / 'out')!r})\n"
+        "print(outcome.result.counts['episodes_scored'] > 0, 'pandera' in sys.modules)\n"
+    )
+    root = Path(__file__).parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]
+
+
+def test_the_canonical_rows_are_the_rows_pandera_s_model_declares() -> None:
+    """``flows.score._validated`` passes the canonical schema without asking pandera: it must
+    be the schema ``DumpRows`` accepts, and any other dtype goes to pandera, which refuses."""
+    import pandera.errors
+
+    from flows.score import _validated
+    from schemas.contract import canonical_schema
+    from schemas.rows import DumpRows
+
+    canonical = pl.LazyFrame(schema=canonical_schema())
+    assert DumpRows.validate(canonical) is not None
+    assert _validated(canonical) is canonical
+    other = canonical.with_columns(pl.col("turn").cast(pl.Float64))
+    with pytest.raises(pandera.errors.SchemaError):
+        _validated(other)

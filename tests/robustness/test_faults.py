@@ -87,21 +87,22 @@ def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) 
     assert Output.at(out).runs().is_empty()
 
 
-def _flaky_row_count(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, int]:
-    """``row_count`` fails ``failures`` times (transiently) for one file, then reads."""
-    real = flows.score.row_count
+def _flaky_footer(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, int]:
+    """Reading one file's footer (its schema: read first, whether the file is scored alone
+    or in a batch of small files) fails ``failures`` times (transiently), then reads."""
+    real = flows.score.read_schema
     target = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
     state = {"left": failures, "calls": 0}
 
-    def flaky(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
+    def flaky(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, object]:
         if dump_file.path == target:
             state["calls"] += 1
             if state["left"]:
                 state["left"] -= 1
                 raise OSError("Resource temporarily unavailable")
-        return real(dump_file, scanned)
+        return real(dump_file, scanned)  # type: ignore[return-value]
 
-    monkeypatch.setattr(flows.score, "row_count", flaky)
+    monkeypatch.setattr(flows.score, "read_schema", flaky)
     return state
 
 
@@ -110,7 +111,7 @@ def test_a_transient_read_error_is_retried_up_to_read_attempts(
 ) -> None:
     # Three failures: more than the default READ_ATTEMPTS (3) survives, so the file is read
     # only if the patched value reaches `retrying` (it is read when called).
-    state = _flaky_row_count(monkeypatch, failures=3)
+    state = _flaky_footer(monkeypatch, failures=3)
     monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 4)
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 0
@@ -119,7 +120,7 @@ def test_a_transient_read_error_is_retried_up_to_read_attempts(
 
 def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One failure, which the default READ_ATTEMPTS would retry away.
-    state = _flaky_row_count(monkeypatch, failures=1)
+    state = _flaky_footer(monkeypatch, failures=1)
     monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 1)
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 1
@@ -133,14 +134,22 @@ def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_permanent_read_error_rejects_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = flows.score.row_count
+    real = flows.score.read_schema
 
-    def broken(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
+    def broken(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, object]:
         if dump_file.relative.endswith("/part-1.parquet"):
             raise OSError("Input/output error")
-        return real(dump_file, scanned)
+        return real(dump_file, scanned)  # type: ignore[return-value]
 
-    monkeypatch.setattr(flows.score, "row_count", broken)
+    def scan_broken(files: list[DumpFile], column: str) -> pl.LazyFrame:
+        """Small files are read together (``flows.score.batches``): part-1 in them too."""
+        if any(f.relative.endswith("/part-1.parquet") for f in files):
+            raise OSError("Input/output error")
+        return real_scan(files, column)
+
+    real_scan = flows.score.scan_together
+    monkeypatch.setattr(flows.score, "read_schema", broken)
+    monkeypatch.setattr(flows.score, "scan_together", scan_broken)
     monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
 import numpy as np
@@ -171,13 +173,32 @@ def _replicate_sums(
         g = keys.height
         drawn = stream(seed, (date, OVERALL)).multinomial(g, np.full(g, 1.0 / g), size=resamples)
         return (means * has) @ drawn.T, has @ drawn.T
-    for category, task, episodes in each_task(night, keys):
-        means, present = _task_replicates(
-            episodes.collect(), index, resamples, seed, (date, category, task)
-        )
+    for means, present in _tasks_replicates(
+        list(each_task(night, keys)), index, resamples, seed, date
+    ):
         sums += np.where(present[:, None], means, 0.0)
         counts += present[:, None]
     return sums, counts
+
+
+def _tasks_replicates(
+    tasks: Sequence[tuple[str, str, pl.LazyFrame]],
+    index: dict[str, int],
+    resamples: int,
+    seed: int,
+    date: object,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_task_replicates`` of each task of a night, in its order. The tasks run in threads
+    (numpy's draws release the GIL), one task at a time each; each task draws from a stream
+    of its own key, so the order they run in changes nothing."""
+
+    def replicates(job: tuple[str, str, pl.LazyFrame]) -> tuple[np.ndarray, np.ndarray]:
+        category, task, episodes = job
+        return _task_replicates(episodes.collect(), index, resamples, seed, (date, category, task))
+
+    workers = max(1, min(len(tasks), os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(replicates, tasks))
 
 
 def _task_replicates(

@@ -1,0 +1,123 @@
+"""Small files scored together (``flows.score.batches``, issue 30): a batched run writes the
+tables a run of one file at a time writes, with fewer data files, and still names each file
+it could not read."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+
+from flows import runs
+from flows import score as score_module
+from flows.io import DumpFile
+from flows.score import batches
+from simulator import simulate
+from tests.dumps import rule_dump, write_dump
+from tests.tables import last_run, read_tables
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+
+
+def files(*sizes: int) -> list[DumpFile]:
+    return [
+        DumpFile(Path(f"/d/part-{i:02d}.parquet"), f"part-{i:02d}.parquet", listed_size=size)
+        for i, size in enumerate(sizes)
+    ]
+
+
+def names(groups: list[list[DumpFile]]) -> list[list[int]]:
+    return [[int(f.relative[5:7]) for f in group] for group in groups]
+
+
+def test_small_files_go_together_until_a_batch_is_full_and_large_files_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 100)
+    monkeypatch.setattr(score_module, "BATCH_FILES", 3)
+    assert names(batches(files(10, 20, 30, 40, 150, 60, 50, 1, 1, 1, 1))) == [
+        [0, 1, 2],  # three files: a batch is full at BATCH_FILES
+        [3],  # 40 + 150 would pass BATCH_BYTES
+        [4],  # a large file is alone
+        [5],  # 60 + 50 would pass BATCH_BYTES
+        [6, 7, 8],
+        [9, 10],
+    ]
+    assert names(batches(list(reversed(files(10, 20))))) == [[0, 1]]  # in listing order
+    assert batches([]) == []
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)
+    assert names(batches(files(10, 20, 30))) == [[0], [1], [2]]
+
+
+def bad_files(root: Path) -> None:
+    """Beside the rule dump's files: one that is not Parquet, one whose data pages do not
+    decompress (its batch cannot be read whole), one without a required column."""
+    night = root / "dump_date=2026-12-01"
+    (night / "part-a-not-parquet.parquet").write_text("hello")
+    good = pq.read_table(next(night.glob("part-*.parquet")))
+    pq.write_table(good.drop_columns(["model"]), night / "part-b-no-model.parquet")
+    corrupt = night / "part-c-corrupt.parquet"
+    pq.write_table(good, corrupt, compression="zstd")
+    data = bytearray(corrupt.read_bytes())
+    for i in range(8, len(data) // 2):
+        data[i] = (data[i] * 7 + 13) % 256
+    corrupt.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example dump, the rule dump (repeated ids across files, rejects of every rule,
+    harness errors) in a night of its own, a night of one-episode files, and bad files."""
+    root = tmp_path_factory.mktemp("batched")
+    shutil.copytree(EXAMPLE_DUMP, root, dirs_exist_ok=True)
+    rows, _ = rule_dump()
+    night = "dump_date=2026-12-03/"
+    write_dump([r | {"file": night + r["file"].rsplit("/", 1)[-1]} for r in rows], root)
+    simulate(root, date="2026-12-04", episodes=120, seed=3, episodes_per_file=1, rejects=0.2)
+    bad_files(root)
+    return root
+
+
+def data_files(out: Path, table: str) -> int:
+    return len(DeltaTable(str(out / table)).file_uris())
+
+
+def test_a_batched_run_writes_what_a_run_of_one_file_at_a_time_writes(
+    dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone, batched = tmp_path / "alone", tmp_path / "batched"
+    with monkeypatch.context() as patch:
+        patch.setattr(score_module, "BATCH_BYTES", 0)  # a batch per file
+        runs.score(dump, alone)
+    runs.score(dump, batched)
+    expected, got = read_tables(alone), read_tables(batched)
+    assert got.keys() == expected.keys()
+    for name, table in expected.items():
+        assert got[name].equals(table), name
+    whole = pl.col("rules").list.set_intersection(["file_unreadable", "missing_column"])
+    rejected = got["rejects"].filter(whole.list.len() > 0)
+    assert sorted(rejected["file"].to_list()) == [
+        f"dump_date=2026-12-01/part-{n}.parquet"
+        for n in ("a-not-parquet", "b-no-model", "c-corrupt")
+    ]
+    assert got["rejects"]["rules"].explode().to_list().count("duplicate_episode_across_files") > 0
+    # Every file has its own report, as before, in the run's record.
+    by_file = [sorted(last_run(out)["files"], key=lambda f: f["file"]) for out in (alone, batched)]
+    assert by_file[1] == by_file[0] and len(by_file[0]) == len(list(dump.rglob("*.parquet")))
+    assert data_files(batched, "episode_scores") < data_files(alone, "episode_scores") / 5
+
+
+def test_a_night_of_many_small_files_stages_a_few_data_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bounded by the batches (``BATCH_FILES`` files, ``BATCH_BYTES``) and the categories,
+    not by the files."""
+    monkeypatch.setattr(score_module, "BATCH_FILES", 100)
+    simulate(tmp_path / "dump", date="2026-12-04", episodes=400, seed=4, episodes_per_file=1)
+    runs.score(tmp_path / "dump", tmp_path / "out")
+    per_batch = 6  # a data file per category partition
+    assert data_files(tmp_path / "out", "episode_scores") <= 4 * per_batch
