@@ -598,14 +598,19 @@ def test_aa_nights_raise_no_more_alerts_than_nominal(baseline: str) -> None:
 # Regressions
 
 
-def test_a_planted_drop_is_an_alert_and_bh_runs_over_the_night() -> None:
+def planted_drop() -> pl.DataFrame:
+    """Four nights of three models; model b's scores drop by 0.1 on the third night."""
     frame = simulate(np.random.default_rng(8), 4, models=("a", "b", "c"), shared=40, alone=0)
-    frame = frame.with_columns(
+    return frame.with_columns(
         pl.when((pl.col("model") == "b") & (pl.col("dump_date") == "2026-0003"))
         .then(pl.col("score") - 0.1)
         .otherwise(pl.col("score"))
         .alias("score")
     )
+
+
+def test_a_planted_drop_is_an_alert_and_bh_runs_over_the_night() -> None:
+    frame = planted_drop()
     table = regressions(frame)
     row = one_row(table, dump_date="2026-0003", model="b", scope=OVERALL)
     assert row["level"] == LEVEL_ALERT
@@ -621,6 +626,39 @@ def test_a_planted_drop_is_an_alert_and_bh_runs_over_the_night() -> None:
     assert one_row(high_margin, dump_date="2026-0003", model="b", scope=OVERALL)["level"] == (
         LEVEL_WATCH
     )
+
+
+def test_an_alert_needs_a_drop_beyond_the_whole_margin() -> None:
+    """README "Comparisons": an alert is a drop with ``q_bh < alpha`` larger than the
+    margin (default: the row's own ``mde``). A margin between the drop and twice the drop
+    leaves the same significant drop a watch; a margin under the drop makes it an alert."""
+    frame = planted_drop()
+    table = regressions(frame)
+    # The default margin is each row's mde, as computed (not a share of it).
+    assert table["margin"].null_count() == table["mde"].null_count()
+    assert (table["margin"] == table["mde"]).all()
+    key = {"dump_date": "2026-0003", "model": "b", "scope": OVERALL}
+    row = one_row(table, **key)
+    assert row["change"] < 0 and row["q_bh"] < 0.05  # significant after BH, so margin decides
+    drop = -row["change"]
+    assert drop > row["margin"] and row["level"] == LEVEL_ALERT
+    # q_bh does not depend on the margin: only the size of the drop against it does.
+    watch = one_row(regressions(frame, margin=drop * 1.5), **key)
+    assert (watch["q_bh"], watch["margin"]) == (row["q_bh"], drop * 1.5)
+    assert watch["level"] == LEVEL_WATCH
+    alert = one_row(regressions(frame, margin=drop / 1.5), **key)
+    assert alert["level"] == LEVEL_ALERT
+    # Every row: the README's rule applied to the row's own columns.
+    for r in table.iter_rows(named=True):
+        if r["reason"] is not None:
+            expected = LEVEL_NOT_COMPARABLE
+        elif r["change"] < 0 and r["q_bh"] < 0.05 and -r["change"] > r["margin"]:
+            expected = LEVEL_ALERT
+        elif r["change"] < 0 and r["p_value"] < 0.05:
+            expected = LEVEL_WATCH
+        else:
+            expected = LEVEL_NONE
+        assert r["level"] == expected, r
 
 
 def test_mean_baseline_uses_the_last_k_nights() -> None:
