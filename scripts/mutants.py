@@ -1,4 +1,4 @@
-"""Mutation testing of the formula code (``make mutants``; not part of CI).
+"""Mutation testing of the formula and statistics code (``make mutants``; not part of CI).
 
 Each mutant is one small change to one target module (a comparison, an arithmetic or
 boolean operator, a numeric constant moved by one step, ``min``/``max`` and other
@@ -13,12 +13,17 @@ failure kills it). A mutant that no test kills survives and is listed.
 By default the working tree is mutated (in copies); ``--rev`` takes a commit instead (its
 ``git archive``), ``--source`` another tree. Test files named below that the tree lacks are
 skipped, so the same script measures "before" and "after" a change to the tests.
+
+Each job is a worker process (``--serve``) that imports the heavy libraries once and forks
+a child per mutant to run pytest in it (a fresh ``python -m pytest`` spends ~5 s importing
+them). ``--json`` is rewritten after every mutant, so an interrupted run keeps its results.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import json
 import os
@@ -36,27 +41,72 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Fast, deterministic tests first (-x stops at the first failure); the property tests last.
+# Each module's doctests first where it has any (they run in well under a second).
 _PIPELINE = "tests/transforms/test_pipeline.py"
 _SCORE = (
     "tests/flows/test_score.py::test_rule_dump_gives_the_expected_rejects_and_the_reference_scores"
 )
 _GOLDEN = "tests/transforms/test_golden_scores.py"
 _PINS = "tests/reference/test_pins.py"
+_FORMULAS = "tests/schemas/test_formulas.py"
+_STATS = "tests/transforms/test_stats.py"
+_COMPARE = "tests/transforms/test_compare.py"
+_AGGREGATES = "tests/flows/test_warehouse.py::test_aggregates_match_plain_python"
+# The calibration tests (tests/transforms/test_calibration.py: coverage and error rates by
+# simulation, minutes each) are left out: test_compare covers every module they do.
 TARGETS: dict[str, list[str]] = {
+    # The statistics
+    "transforms/stats.py": ["transforms/stats.py", _STATS, _COMPARE],
+    "transforms/compare/__init__.py": [_COMPARE],
+    "transforms/compare/preparation.py": [_COMPARE],
+    "transforms/compare/variance.py": [_COMPARE],
+    "transforms/compare/pairs.py": [_COMPARE],
+    "transforms/compare/scores.py": [_COMPARE, _AGGREGATES],
+    "transforms/compare/ranks.py": [_COMPARE],
+    "transforms/compare/regressions.py": ["transforms/compare/regressions.py", _COMPARE],
+    "transforms/compare/rescore.py": [_COMPARE],
+    "transforms/aggregate.py": [
+        "transforms/aggregate.py",
+        "tests/transforms/test_aggregate.py",
+        _AGGREGATES,
+        _COMPARE,
+    ],
+    "transforms/diff.py": [
+        "tests/flows/test_runs.py::test_rescore_replaces_the_range_and_writes_what_moved",
+        "tests/flows/test_comparisons.py::test_the_rescore_diff_says_how_sure_each_change_is",
+    ],
+    # The regression options' defaults (margin, baseline nights, harness error tolerance)
+    "flows/options.py": ["tests/flows/test_options.py"],
+    # The formulas
     "transforms/associative.py": [_GOLDEN, _SCORE, _PIPELINE],
     "transforms/concept.py": [_GOLDEN, "tests/transforms/test_concept.py", _SCORE, _PIPELINE],
     "transforms/observational.py": [_GOLDEN, _SCORE, _PIPELINE],
-    "transforms/runtime_rl.py": [_GOLDEN, _SCORE, _PIPELINE],
+    "transforms/runtime_rl.py": [_GOLDEN, _FORMULAS, _SCORE, _PIPELINE],
     "transforms/procedural.py": [
         _GOLDEN,
         "tests/transforms/test_procedural.py",
+        _FORMULAS,
+        _SCORE,
+        _PIPELINE,
+    ],
+    "transforms/formulas.py": [_FORMULAS, _GOLDEN, _PIPELINE],
+    "transforms/items.py": [
+        _GOLDEN,
+        "tests/transforms/test_matching_kinds.py",
         _SCORE,
         _PIPELINE,
     ],
     "transforms/matching.py": [
         "tests/transforms/test_matching_golden.py",
         "tests/transforms/test_matching.py",
+        "tests/transforms/test_matching_kinds.py",
         _PIPELINE,
+    ],
+    "transforms/text.py": [
+        "transforms/text.py",
+        "tests/transforms/test_text.py",
+        "tests/transforms/test_matching_golden.py",
+        "tests/transforms/test_matching_kinds.py",
     ],
     "transforms/rounding.py": [
         "transforms/rounding.py",  # its doctests
@@ -287,22 +337,53 @@ def _tests_for(work: Path, module: str) -> list[str]:
     return [t for t in TARGETS[module] if (work / t.split("::")[0]).exists()]
 
 
+PYTEST_ARGS = (
+    "-x",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "--hypothesis-seed=20261202",
+    "-o",
+    "addopts=--strict-markers --doctest-modules",
+)
+# Imported once by each worker (``--serve``) before it forks a child per mutant: about 5 s
+# of every pytest start on this machine (statsmodels alone 2 s). Never the project's own
+# modules, which each child imports afresh from the worker's copy (the mutant in it).
+PRELOADED = (
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "polars",
+    "scipy.special",
+    "scipy.stats",
+    "statsmodels.api",
+    "statsmodels.stats.multitest",
+    "hypothesis",
+    "pytest",
+)
+
+
+def _outcome(returncode: int, stdout: str, seconds: float) -> tuple[str, str, float]:
+    failed = next(
+        (
+            line.split(" ", 1)[1].split(" - ")[0]
+            for line in stdout.splitlines()
+            if line.startswith(("FAILED ", "ERROR "))
+        ),
+        "",
+    )
+    if returncode == 0:
+        return "passed", "", seconds
+    if returncode == 1:
+        return "failed", failed, seconds
+    return "error", failed or stdout[-300:], seconds
+
+
 def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, str, float]:
-    """("passed" | "failed" | "timeout" | "error", first failing test, seconds)."""
+    """("passed" | "failed" | "timeout" | "error", first failing test, seconds): pytest
+    in a fresh process."""
     shutil.rmtree(work / ".hypothesis", ignore_errors=True)  # no replay of older mutants
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-x",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--hypothesis-seed=20261202",
-        "-o",
-        "addopts=--strict-markers --doctest-modules",
-        *tests,
-    ]
+    command = [sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.monotonic()
     try:
@@ -311,20 +392,92 @@ def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, str, flo
         )
     except subprocess.TimeoutExpired:
         return "timeout", "", time.monotonic() - start
-    seconds = time.monotonic() - start
-    failed = next(
-        (
-            line.split(" ", 1)[1].split(" - ")[0]
-            for line in done.stdout.splitlines()
-            if line.startswith(("FAILED ", "ERROR "))
-        ),
-        "",
-    )
-    if done.returncode == 0:
-        return "passed", "", seconds
-    if done.returncode == 1:
-        return "failed", failed, seconds
-    return "error", failed or done.stdout[-300:], seconds
+    return _outcome(done.returncode, done.stdout, time.monotonic() - start)
+
+
+def serve() -> int:
+    """``--serve``: a worker in its copy (the current directory). It imports ``PRELOADED``
+    once, then for each request (a JSON line: tests, timeout, output file) forks a child
+    that runs pytest on the copy as it is now, and answers with the child's exit code
+    (-1: killed at the timeout). Nothing of the project is imported before the fork, so
+    each child imports the mutated module afresh; nothing runs polars before it either
+    (no thread pool to inherit)."""
+    import importlib
+    import signal
+
+    sys.dont_write_bytecode = True
+    for name in PRELOADED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    work = os.getcwd()
+    sys.path[:] = [work, *(p for p in sys.path if p not in ("", work, str(ROOT / "scripts")))]
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: its own process group (a timeout kills all of it)
+            code = 3
+            try:
+                os.setsid()
+                fd = os.open(request["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                import pytest
+
+                code = int(pytest.main([*PYTEST_ARGS, *request["tests"]]))
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + request["timeout"]
+        code = -1
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.05)
+        print(json.dumps({"code": code}), flush=True)
+    return 0
+
+
+class Worker:
+    """One ``--serve`` process in its copy of the checkout."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve"],
+            cwd=work,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def pytest(self, tests: list[str], timeout: float) -> tuple[str, str, float]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        shutil.rmtree(self.work / ".hypothesis", ignore_errors=True)
+        out = self.work / ".pytest-output"
+        request = {"tests": tests, "timeout": timeout, "out": str(out)}
+        start = time.monotonic()
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        code = json.loads(self.process.stdout.readline())["code"]
+        seconds = time.monotonic() - start
+        if code == -1:
+            return "timeout", "", seconds
+        return _outcome(code, out.read_text(errors="replace"), seconds)
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -339,7 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--survivors-of", type=Path, help="test only the mutants that survived in this --json"
     )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve()
     scratch = Path(tempfile.mkdtemp(prefix="cogscore-mutants-"))
     source_root: Path = args.source.resolve()
     if args.rev:
@@ -384,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
         # The unmutated code must pass its tests (one run of them all); that run's time sets
         # the timeout of a mutant's run (a mutant that loops is killed by it).
         union = sorted({t for module in modules for t in _tests_for(workers[0], module)})
-        status, failed, seconds = _pytest(workers[0], union, timeout=3600)
+        status, failed, seconds = _pytest(workers[0], union, timeout=7200)
         if status != "passed":
             print(f"the tests fail on the unmutated code: {failed}")
             return 2
@@ -395,20 +551,21 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        free = list(workers)
+        free = [Worker(work) for work in workers]
+        servers = list(free)
         started = time.monotonic()
 
         def run(mutant: Mutant) -> Mutant:
-            work = free.pop()
-            target = work / mutant.module
+            worker = free.pop()
+            target = worker.work / mutant.module
             original = target.read_text()
             try:
                 target.write_text(mutated_source(source_root, mutant))
-                tests = _tests_for(work, mutant.module)
-                status, failed, seconds = _pytest(work, tests, timeout)
+                tests = _tests_for(worker.work, mutant.module)
+                status, failed, seconds = worker.pytest(tests, timeout)
             finally:
                 target.write_text(original)
-                free.append(work)
+                free.append(worker)
             mutant.status = {"passed": "survived", "failed": "killed"}.get(status, status)
             mutant.killed_by, mutant.seconds = failed, seconds
             if mutant.status == "survived":
@@ -420,6 +577,10 @@ def main(argv: list[str] | None = None) -> int:
             for done, _ in enumerate(as_completed(futures), 1):
                 if done % 20 == 0:
                     print(f"{done}/{len(mutants)} ({time.monotonic() - started:.0f} s)", flush=True)
+                if args.json:  # saved as it goes: an interrupted run keeps what it measured
+                    _save(args.json, mutants)
+        for server in servers:
+            server.close()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -438,8 +599,14 @@ def main(argv: list[str] | None = None) -> int:
         for m in survivors:
             print(f"  {m.module}:{m.line}  {m.change}")
     if args.json:
-        args.json.write_text(json.dumps([asdict(m) for m in mutants], indent=1) + "\n")
+        _save(args.json, mutants)
     return 0
+
+
+def _save(path: Path, mutants: list[Mutant]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps([asdict(m) for m in mutants], indent=1) + "\n")
+    tmp.replace(path)
 
 
 if __name__ == "__main__":
