@@ -3,6 +3,11 @@ the defaults declared there."""
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
 import pytest
 
 from flows.options import ENVIRONMENT, RegressionOptions, RunOptions, run_options
@@ -38,3 +43,57 @@ def test_a_bad_option_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
         run_options(baseline="last")
     with pytest.raises(ValueError, match="a share"):
         run_options(harness_error_tolerance=2.0)
+
+
+def test_every_default_is_the_documented_one() -> None:
+    """The README's options table: the flags are opt-in, the baseline is the previous night
+    (a span of one night), the mean baseline spans ``--baseline-nights`` (default 7), the
+    harness error tolerance is 0.02 and the margin is the row's own mde (None)."""
+    options = RunOptions()
+    assert not (options.strict or options.require_marker or options.fail_on_regression)
+    assert not options.input_changed
+    regression = options.regression
+    documented = _documented_defaults()
+    assert regression.baseline == "previous" and regression.span == 1
+    assert regression.baseline_nights == int(documented["--baseline-nights"])
+    assert regression.harness_error_tolerance == float(documented["--harness-error-tolerance"])
+    assert regression.margin is None
+    for k in (1, 2, regression.baseline_nights):
+        assert RegressionOptions(baseline="mean", baseline_nights=k).span == k
+        assert RegressionOptions(baseline="previous", baseline_nights=k).span == 1
+
+
+def _documented_defaults() -> dict[str, str]:
+    """``--option …`` -> its "(default X)" in the README's options table."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    found = {}
+    for line in readme.splitlines():
+        option = re.match(r"\| `(--[a-z-]+)[ `]", line)
+        default = re.search(r"\(default ([0-9.]+)\)", line)
+        if option and default:
+            found[option.group(1)] = default.group(1)
+    return found
+
+
+def test_the_bounds_of_each_regression_option_are_inclusive() -> None:
+    """One night is a baseline, a margin of 0 and tolerances of 0 and 1 are valid; the
+    values just beyond them are not."""
+    assert RegressionOptions(baseline="mean", baseline_nights=1).span == 1
+    with pytest.raises(ValueError, match="at least one night"):
+        RegressionOptions(baseline_nights=0)
+    assert RegressionOptions(margin=0.0).margin == 0.0
+    with pytest.raises(ValueError, match="negative"):
+        RegressionOptions(margin=-math.ulp(0.0))
+    for share in (0.0, 1.0):
+        assert RegressionOptions(harness_error_tolerance=share).harness_error_tolerance == share
+    for share in (-math.ulp(0.0), math.nextafter(1.0, 2.0)):
+        with pytest.raises(ValueError, match="a share"):
+            RegressionOptions(harness_error_tolerance=share)
+
+
+def test_options_are_built_once_and_never_changed() -> None:
+    options = run_options()
+    with pytest.raises(FrozenInstanceError):
+        options.strict = True  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        options.regression.margin = 0.1  # type: ignore[misc]
