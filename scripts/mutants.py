@@ -58,8 +58,9 @@ TARGETS: dict[str, list[str]] = {
     # The statistics
     "transforms/stats.py": [
         "transforms/stats.py",
-        # test_stats' fast tests, then test_compare (12 s), then all of test_stats (the
-        # exact Wilcoxon against scipy's at n = 11-13 and Holm's property test: 100 s)
+        # test_stats' fast tests, test_compare (12 s), then Holm's property tests; the exact
+        # Wilcoxon against scipy's at n = 11-13 with ties (65 s: scipy's exact distribution
+        # is slow) only at its small n and without ties.
         *(
             f"{_STATS}::test_{name}"
             for name in (
@@ -71,10 +72,21 @@ TARGETS: dict[str, list[str]] = {
                 "corrected_se_is_the_paired_and_the_welch_standard_error",
                 "cluster_robust_variance_is_miller_clustered_variance_of_a_mean",
                 "wilcoxon_signed_rank_reproduces_the_benchmarks_own_test",
+                *(
+                    f"wilcoxon_signed_rank_equals_scipy_row_by_row[{n}-{kind}]"
+                    for n in (3, 5, 8)
+                    for kind in ("continuous", "rounded", "fractions")
+                ),
+                *(
+                    f"wilcoxon_signed_rank_equals_scipy_row_by_row[{n}-continuous]"
+                    for n in (11, 12, 13)
+                ),
+                "clustered_se_equals_statsmodels_cluster_ols",
             )
         ),
         _COMPARE,
-        _STATS,
+        f"{_STATS}::test_holm_and_bh_equal_multipletests_exactly",
+        f"{_STATS}::test_polars_adjustment_equals_multipletests_per_group",
     ],
     "transforms/compare/__init__.py": [_COMPARE],
     "transforms/compare/preparation.py": [_COMPARE],
@@ -516,6 +528,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--survivors-of", type=Path, help="test only the mutants that survived in this --json"
     )
+    parser.add_argument(
+        "--resume", type=Path, help="keep the outcomes of this --json, test only the rest"
+    )
+    parser.add_argument(
+        "--tests", action="append", help="run these tests for every mutant (not TARGETS')"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -539,6 +557,25 @@ def main(argv: list[str] | None = None) -> int:
         }
         mutants = [m for m in mutants if (m.module, m.index, m.change) in survived]
         modules = sorted({m.module for m in mutants})
+    if args.tests:
+        for module in modules:
+            TARGETS[module] = args.tests
+    decided: list[Mutant] = []
+    if args.resume and args.resume.exists():
+        earlier = {
+            (m["module"], m["index"], m["change"]): m
+            for m in json.loads(args.resume.read_text())
+            if m["status"] != "pending"
+        }
+        for m in mutants:
+            if (m.module, m.index, m.change) in earlier:
+                known = earlier[(m.module, m.index, m.change)]
+                m.status, m.seconds, m.killed_by = (
+                    known["status"],
+                    known["seconds"],
+                    known["killed_by"],
+                )
+                decided.append(m)
     if args.sample and args.sample < len(mutants):
         mutants = sorted(
             random.Random(0).sample(mutants, args.sample), key=lambda m: (m.module, m.index)
@@ -605,11 +642,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  SURVIVED {mutant.module}:{mutant.line} {mutant.change}", flush=True)
             return mutant
 
+        for m in decided:  # resumed: their killers first, as if just run
+            if m.status == "killed" and "::" in m.killed_by:
+                killers.setdefault(m.module, []).insert(0, m.killed_by)
         with ThreadPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(run, m) for m in mutants]
+            futures = [pool.submit(run, m) for m in mutants if m.status == "pending"]
             for done, _ in enumerate(as_completed(futures), 1):
                 if done % 20 == 0:
-                    print(f"{done}/{len(mutants)} ({time.monotonic() - started:.0f} s)", flush=True)
+                    print(f"{done}/{len(futures)} ({time.monotonic() - started:.0f} s)", flush=True)
                 if args.json:  # saved as it goes: an interrupted run keeps what it measured
                     _save(args.json, mutants)
         for server in servers:
