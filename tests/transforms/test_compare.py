@@ -25,6 +25,7 @@ from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
+from flows.options import RegressionOptions
 from transforms import aggregate
 from transforms.compare import (
     A_BETTER,
@@ -725,6 +726,88 @@ def test_formula_coverage_and_harness_changes_are_not_regressions() -> None:
     assert "harness errors changed: 0" in harness["reason"]
     tolerant = regressions(frame, metadata=metadata, harness_error_tolerance=5)
     assert one_row(tolerant, dump_date="2026-0001", model="b", scope="c1")["reason"] is None
+
+
+def test_a_regressions_interval_p_value_and_mde_equal_scipy_at_the_documented_defaults() -> None:
+    """README "Comparisons": a 95% interval, tests at alpha = 0.05 and an mde at 80% power,
+    with the design's degrees of freedom (two-level: Student's t; tasks fixed: the normal)."""
+    frame = planted_drop()
+    for design in ("two_level", WITHIN):
+        table = regressions(frame, design=design).filter(pl.col("se") > 0)
+        change, se = table["change"].to_numpy(), table["se"].to_numpy()
+        if design == WITHIN:
+            assert table["df"].null_count() == table.height
+            dist = scipy_stats.norm()
+        else:
+            dist = scipy_stats.t(table["df"].to_numpy())
+        np.testing.assert_allclose(
+            table["p_value"].to_numpy(), 2 * dist.sf(np.abs(change / se)), rtol=0, atol=1e-12
+        )
+        low, high = dist.interval(0.95)
+        np.testing.assert_allclose(table["ci_low"].to_numpy(), change + low * se, atol=1e-12)
+        np.testing.assert_allclose(table["ci_high"].to_numpy(), change + high * se, atol=1e-12)
+        mde = (dist.ppf(0.975) + dist.ppf(0.8)) * se
+        np.testing.assert_allclose(table["mde"].to_numpy(), mde, rtol=1e-12)
+        watched = (table["change"] < 0) & (table["p_value"] < 0.05) & (table["level"] == "none")
+        assert not watched.any()
+
+
+def test_the_regressions_defaults_are_the_run_options_defaults() -> None:
+    """``regressions``' own defaults (a library call without options) are the run's: the
+    mean baseline's nights and the harness error share tolerance (flows.options), and no
+    tolerance for a changed count of harness errors (docs/comparisons.md)."""
+    defaults = RegressionOptions()
+    nights = defaults.baseline_nights + 2
+    frame = simulate(np.random.default_rng(11), nights, models=("a",), shared=10, alone=0)
+    last = f"2026-{nights - 1:04d}"
+    row = one_row(regressions(frame, baseline="mean"), dump_date=last, model="a", scope=OVERALL)
+    assert row["n_baseline_nights"] == defaults.baseline_nights
+    tolerance = defaults.harness_error_tolerance
+    for moved, comparable in ((tolerance * 0.75, True), (tolerance * 1.25, False)):
+        metadata = pl.DataFrame(
+            {
+                "dump_date": [f"2026-{n:04d}" for n in range(nights)],
+                "model": ["a"] * nights,
+                "harness_error_share": [0.1] * (nights - 1) + [0.1 + moved],
+            }
+        )
+        row = one_row(regressions(frame, metadata=metadata), dump_date=last, model="a", scope="c1")
+        assert (row["reason"] is None) == comparable, (moved, row["reason"])
+    counts = pl.DataFrame(
+        {
+            "dump_date": [f"2026-{n:04d}" for n in range(nights)],
+            "model": ["a"] * nights,
+            "harness_errors": [0] * (nights - 1) + [1],
+        }
+    )
+    row = one_row(regressions(frame, metadata=counts), dump_date=last, model="a", scope="c1")
+    assert row["level"] == LEVEL_NOT_COMPARABLE and "harness errors changed" in row["reason"]
+    # The bounds: a mean of one night is the previous night; no nights is refused.
+    one = regressions(frame, baseline="mean", k=1).drop("baseline")
+    assert_frame_equal(one, regressions(frame).drop("baseline"))
+    with pytest.raises(ValueError, match="at least 1"):
+        regressions(frame, baseline="mean", k=0)
+
+
+def test_formula_versions_from_metadata_are_compared_scope_by_scope() -> None:
+    """``metadata``'s ``formula_versions`` (``category=version,…``): a category is not
+    comparable where its own version changed or appeared; the overall score where any did."""
+    frame = simulate(np.random.default_rng(12), 3, models=("a",), shared=10, alone=0)
+    metadata = pl.DataFrame(
+        {
+            "dump_date": ["2026-0000", "2026-0001", "2026-0002"],
+            "model": ["a"] * 3,
+            "formula_versions": [None, "c1=v1,c2=v1", "c1=v1,c2=v2"],
+        }
+    )
+    table = regressions(frame, metadata=metadata)
+    for scope in ("c1", "c2", OVERALL):  # night 1: the versions appeared
+        row = one_row(table, dump_date="2026-0001", model="a", scope=scope)
+        assert row["level"] == LEVEL_NOT_COMPARABLE and "formula versions" in row["reason"]
+    assert one_row(table, dump_date="2026-0002", model="a", scope="c1")["reason"] is None
+    for scope in ("c2", OVERALL):  # night 2: c2's version changed
+        row = one_row(table, dump_date="2026-0002", model="a", scope=scope)
+        assert row["level"] == LEVEL_NOT_COMPARABLE and "formula versions" in row["reason"]
 
 
 # ---------------------------------------------------------------------------------------
