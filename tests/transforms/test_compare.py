@@ -649,6 +649,15 @@ def test_an_alert_needs_a_drop_beyond_the_whole_margin() -> None:
     assert watch["level"] == LEVEL_WATCH
     alert = one_row(regressions(frame, margin=drop / 1.5), **key)
     assert alert["level"] == LEVEL_ALERT
+    # The same change upwards is significant and no regression at all.
+    risen = frame.with_columns(
+        pl.when((pl.col("model") == "b") & (pl.col("dump_date") == "2026-0003"))
+        .then(pl.col("score") + 2 * drop)
+        .otherwise(pl.col("score"))
+        .alias("score")
+    )
+    rise = one_row(regressions(risen), **key)
+    assert rise["change"] > 0 and rise["q_bh"] < 0.05 and rise["level"] == LEVEL_NONE
     # Every row: the README's rule applied to the row's own columns.
     for r in table.iter_rows(named=True):
         if r["reason"] is not None:
@@ -781,6 +790,11 @@ def test_the_regressions_defaults_are_the_run_options_defaults() -> None:
         }
     )
     row = one_row(regressions(frame, metadata=counts), dump_date=last, model="a", scope="c1")
+    assert row["level"] == LEVEL_NOT_COMPARABLE and "harness errors changed" in row["reason"]
+    unknown = counts.with_columns(  # a count on one side only: changed too
+        pl.when(pl.col("dump_date") == last).then(None).otherwise(1).alias("harness_errors")
+    )
+    row = one_row(regressions(frame, metadata=unknown), dump_date=last, model="a", scope="c1")
     assert row["level"] == LEVEL_NOT_COMPARABLE and "harness errors changed" in row["reason"]
     # The bounds: a mean of one night is the previous night; no nights is refused.
     one = regressions(frame, baseline="mean", k=1).drop("baseline")
