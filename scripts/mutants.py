@@ -52,6 +52,7 @@ _FORMULAS = "tests/schemas/test_formulas.py"
 _STATS = "tests/transforms/test_stats.py"
 _COMPARE = "tests/transforms/test_compare.py"
 _AGGREGATES = "tests/flows/test_warehouse.py::test_aggregates_match_plain_python"
+_LARGE_NIGHT = f"{_COMPARE}::test_a_large_night_digested_a_task_at_a_time_equals_one_pass"
 # The calibration tests (tests/transforms/test_calibration.py: coverage and error rates by
 # simulation, minutes each) are left out: test_compare covers every module they do.
 TARGETS: dict[str, list[str]] = {
@@ -92,10 +93,27 @@ TARGETS: dict[str, list[str]] = {
     "transforms/compare/preparation.py": [_COMPARE],
     "transforms/compare/variance.py": [_COMPARE],
     "transforms/compare/pairs.py": [_COMPARE],
-    "transforms/compare/scores.py": [_COMPARE, _AGGREGATES],
-    "transforms/compare/ranks.py": [_COMPARE],
-    "transforms/compare/regressions.py": ["transforms/compare/regressions.py", _COMPARE],
-    "transforms/compare/rescore.py": [_COMPARE],
+    # The modules of one or two functions: the tests of test_compare that call them (a
+    # string names a parametrized case), then the flows' tests of their tables.
+    "transforms/compare/scores.py": [
+        f"{_COMPARE}::calling=score_intervals,score_intervals_of,comparisons_and_rank_intervals",
+        _AGGREGATES,
+    ],
+    "transforms/compare/ranks.py": [
+        f"{_COMPARE}::calling=rank_intervals,rank_intervals_of,significance_tiers,"
+        "comparisons_and_rank_intervals",
+        f"{_LARGE_NIGHT}[comparisons_and_rank_intervals]",
+    ],
+    "transforms/compare/regressions.py": [
+        "transforms/compare/regressions.py",
+        f"{_COMPARE}::calling=regressions",
+        f"{_LARGE_NIGHT}[regressions]",
+    ],
+    "transforms/compare/rescore.py": [
+        f"{_COMPARE}::calling=rescore_significance,rescore_rank_changes",
+        f"{_LARGE_NIGHT}[rescore_significance]",
+        f"{_LARGE_NIGHT}[rescore_rank_changes]",
+    ],
     "transforms/aggregate.py": [
         "transforms/aggregate.py",
         "tests/transforms/test_aggregate.py",
@@ -367,7 +385,29 @@ def _scratch_copy(source_root: Path, where: Path) -> Path:
 
 
 def _tests_for(work: Path, module: str) -> list[str]:
-    return [t for t in TARGETS[module] if (work / t.split("::")[0]).exists()]
+    tests = [t for t in TARGETS[module] if (work / t.split("::")[0]).exists()]
+    return [node for t in tests for node in _expand(work, t)]
+
+
+def _expand(work: Path, test: str) -> list[str]:
+    """``FILE::calling=a,b``: the test functions of FILE whose code names ``a`` or ``b``
+    (in the order of the file); anything else as it is."""
+    path, _, rest = test.partition("::")
+    if not rest.startswith("calling="):
+        return [test]
+    names = set(rest.removeprefix("calling=").split(","))
+    tree = ast.parse((work / path).read_text())
+    return [
+        f"{path}::{node.name}"
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test_")
+        and any(
+            (isinstance(n, ast.Name) and n.id in names)
+            or (isinstance(n, ast.Constant) and n.value in names)
+            for n in ast.walk(node)
+        )
+    ]
 
 
 PYTEST_ARGS = (
