@@ -772,12 +772,14 @@ def test_the_regressions_defaults_are_the_run_options_defaults() -> None:
     row = one_row(regressions(frame, baseline="mean"), dump_date=last, model="a", scope=OVERALL)
     assert row["n_baseline_nights"] == defaults.baseline_nights
     tolerance = defaults.harness_error_tolerance
-    for moved, comparable in ((tolerance * 0.75, True), (tolerance * 1.25, False)):
+    # From 0: a share moved by exactly the tolerance is within it.
+    shares = ((tolerance * 0.75, True), (tolerance, True), (tolerance * 1.25, False))
+    for moved, comparable in shares:
         metadata = pl.DataFrame(
             {
                 "dump_date": [f"2026-{n:04d}" for n in range(nights)],
                 "model": ["a"] * nights,
-                "harness_error_share": [0.1] * (nights - 1) + [0.1 + moved],
+                "harness_error_share": [0.0] * (nights - 1) + [moved],
             }
         )
         row = one_row(regressions(frame, metadata=metadata), dump_date=last, model="a", scope="c1")
@@ -822,6 +824,71 @@ def test_formula_versions_from_metadata_are_compared_scope_by_scope() -> None:
     for scope in ("c2", OVERALL):  # night 2: c2's version changed
         row = one_row(table, dump_date="2026-0002", model="a", scope=scope)
         assert row["level"] == LEVEL_NOT_COMPARABLE and "formula versions" in row["reason"]
+    # The categories covered (metadata) define the overall score only.
+    covered = metadata.select(
+        "dump_date", "model", pl.Series("categories_covered", ["c1,c2", "c1,c2", "c1"])
+    )
+    table = regressions(frame, metadata=covered)
+    row = one_row(table, dump_date="2026-0002", model="a", scope=OVERALL)
+    assert row["level"] == LEVEL_NOT_COMPARABLE and "categories covered" in row["reason"]
+    for scope in ("c1", "c2"):
+        assert one_row(table, dump_date="2026-0002", model="a", scope=scope)["reason"] is None
+
+
+@pytest.mark.parametrize("design", ["two_level", WITHIN])
+def test_a_night_against_the_previous_is_a_comparison_of_two_models(design: str) -> None:
+    """One night of models a and b, relabelled as two nights of one model (a the later):
+    the regression's change, standard error, degrees of freedom and pairing are the
+    comparison's of a with b."""
+    frame = simulate(np.random.default_rng(13), 1, models=("a", "b"), shared=12, alone=5)
+    compared = model_comparisons(frame, design=design)
+    nights = frame.with_columns(
+        pl.when(pl.col("model") == "a")
+        .then(pl.lit("2026-0001"))
+        .otherwise(pl.lit("2026-0000"))
+        .alias("dump_date"),
+        pl.lit("m").alias("model"),
+    )
+    table = regressions(nights, design=design)
+    for scope in ("c1", "c2", OVERALL):
+        pair = one_row(compared, model_a="a", model_b="b", scope=scope)
+        night = one_row(table, dump_date="2026-0001", model="m", scope=scope)
+        assert night["change"] == pytest.approx(pair["diff"], rel=1e-12)
+        assert night["se"] == pytest.approx(pair["se"], rel=1e-12)
+        assert (night["df"], night["n_pairs"], night["paired"]) == (
+            pair["df"],
+            pair["n_pairs"],
+            pair["paired"],
+        )
+    unpaired = simulate(np.random.default_rng(13), 2, models=("a",), shared=0, alone=6)
+    counted = regressions(unpaired)
+    assert counted["n_pairs"].to_list() == [0] * counted.height
+
+
+def test_the_levels_thresholds_are_strict() -> None:
+    """README "Comparisons": an alert is ``q_bh < alpha`` and a drop *larger* than the
+    margin, a watch ``p_value < alpha``: at equality, the weaker level."""
+    frame = planted_drop()
+    key = {"dump_date": "2026-0003", "model": "b", "scope": OVERALL}
+    row = one_row(regressions(frame), **key)
+    assert row["level"] == LEVEL_ALERT and row["p_value"] < row["q_bh"]
+    assert one_row(regressions(frame, margin=-row["change"]), **key)["level"] == LEVEL_WATCH
+    assert one_row(regressions(frame, alpha=row["q_bh"]), **key)["level"] == LEVEL_WATCH
+    assert one_row(regressions(frame, alpha=row["p_value"]), **key)["level"] == LEVEL_NONE
+
+
+def test_a_reason_names_the_latest_baseline_night_that_differs() -> None:
+    """A mean baseline of three nights; model a's coverage (task t4 gone) and formula
+    (v2) differ from nights 0 and 1 and not from night 2: night 3's reasons cite night 1."""
+    frame = simulate(np.random.default_rng(14), 4, models=("a",), shared=10, alone=0)
+    later = pl.col("dump_date") >= "2026-0002"
+    frame = frame.filter(~(later & (pl.col("task") == "t4"))).with_columns(
+        pl.when(later).then(pl.lit("v2")).otherwise(pl.lit("v1")).alias("formula_version")
+    )
+    table = regressions(frame, baseline="mean", k=3)
+    reason = one_row(table, dump_date="2026-0003", model="a", scope="c2")["reason"]
+    assert "tasks covered changed" in reason and "since 2026-0001" in reason
+    assert "formula versions changed: v1 on 2026-0001, v2 now" in reason
 
 
 # ---------------------------------------------------------------------------------------

@@ -329,6 +329,10 @@ def _coverage_change(then: str, now: str, shown: int = 5) -> str:
 
     >>> _coverage_change("a,b,c", "b,c,d")
     '3 then, 3 now (gone: a; new: d)'
+    >>> _coverage_change("a,b,c,d,e,f", "f")  # five names at most
+    '6 then, 1 now (gone: a, b, c, d, e)'
+    >>> _coverage_change("a,b,c,d,e,f,g,h", "h")
+    '8 then, 1 now (gone: a, b, c, d, e and 2 more)'
     """
     before, after = set(then.split(",")), set(now.split(","))
 
