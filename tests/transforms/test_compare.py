@@ -389,6 +389,29 @@ def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
     assert one_row(table, dump_date="2026-0000", scope=OVERALL, model_a="a", model_b="d")[
         "verdict"
     ] == (A_BETTER)
+    # Strictly below alpha: a Holm p-value equal to alpha leaves the pair unresolved.
+    key = {"dump_date": "2026-0000", "scope": OVERALL, "model_a": "a", "model_b": "d"}
+    at = one_row(table, **key)["p_holm"]
+    assert one_row(model_comparisons(frame, alpha=at, design=WITHIN), **key)["verdict"] == (
+        UNRESOLVED
+    )
+
+
+def test_an_undated_dump_is_compared_like_a_dated_night_and_sorted_last() -> None:
+    """A dump without ``dump_date`` (null) is one night of its own: its comparisons are
+    those of the same scores dated, listed after the dated nights."""
+    frame = simulate(np.random.default_rng(3), 2, models=("a", "b", "c"), shared=8, alone=4)
+    undated = pl.col("dump_date") == "2026-0001"
+    table = model_comparisons(
+        frame.with_columns(pl.when(undated).then(None).otherwise("dump_date").alias("dump_date"))
+    )
+    dated = model_comparisons(frame)
+    assert table["dump_date"].is_null().sum() == dated.filter(undated).height > 0
+    assert table["dump_date"].is_null().to_list() == sorted(table["dump_date"].is_null())
+    assert_frame_equal(
+        table.filter(pl.col("dump_date").is_null()).drop("dump_date"),
+        dated.filter(undated).drop("dump_date"),
+    )
 
 
 def test_rows_of_a_pair_mirror_each_other_exactly() -> None:
