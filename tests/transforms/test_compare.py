@@ -847,6 +847,16 @@ def test_formula_versions_from_metadata_are_compared_scope_by_scope() -> None:
     for scope in ("c2", OVERALL):  # night 2: c2's version changed
         row = one_row(table, dump_date="2026-0002", model="a", scope=scope)
         assert row["level"] == LEVEL_NOT_COMPARABLE and "formula versions" in row["reason"]
+    # A night without a metadata row at all is a night without versions.
+    for present in (["2026-0001"], ["2026-0000"]):
+        one_sided = regressions(
+            frame,
+            metadata=metadata.with_columns(pl.lit("c1=v1,c2=v1").alias("formula_versions")).filter(
+                pl.col("dump_date").is_in(present)
+            ),
+        )
+        row = one_row(one_sided, dump_date="2026-0001", model="a", scope="c1")
+        assert row["level"] == LEVEL_NOT_COMPARABLE and "formula versions" in row["reason"]
     # The categories covered (metadata) define the overall score only.
     covered = metadata.select(
         "dump_date", "model", pl.Series("categories_covered", ["c1,c2", "c1,c2", "c1"])
