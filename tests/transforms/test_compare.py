@@ -911,16 +911,18 @@ def test_the_levels_thresholds_are_strict() -> None:
 
 
 def test_a_reason_names_the_latest_baseline_night_that_differs() -> None:
-    """A mean baseline of three nights; model a's coverage (task t4 gone) and formula
-    (v2) differ from nights 0 and 1 and not from night 2: night 3's reasons cite night 1."""
+    """A mean baseline of three nights; model a's coverage of c2 (t4 on night 0, t3 and
+    t4 on night 1, t3 from night 2) and formula (v0, v1, then v2) differ from nights 0 and 1
+    and not from night 2: night 3's reasons cite night 1 and what it had."""
     frame = simulate(np.random.default_rng(14), 4, models=("a",), shared=10, alone=0)
-    later = pl.col("dump_date") >= "2026-0002"
-    frame = frame.filter(~(later & (pl.col("task") == "t4"))).with_columns(
-        pl.when(later).then(pl.lit("v2")).otherwise(pl.lit("v1")).alias("formula_version")
+    night = pl.col("dump_date").str.slice(-1).cast(pl.Int64)
+    gone = ((night == 0) & (pl.col("task") == "t3")) | ((night >= 2) & (pl.col("task") == "t4"))
+    frame = frame.filter(~gone).with_columns(
+        pl.format("v{}", pl.min_horizontal(night, 2)).alias("formula_version")
     )
     table = regressions(frame, baseline="mean", k=3)
     reason = one_row(table, dump_date="2026-0003", model="a", scope="c2")["reason"]
-    assert "tasks covered changed" in reason and "since 2026-0001" in reason
+    assert "tasks covered changed: 2 then, 1 now (gone: t4) since 2026-0001" in reason
     assert "formula versions changed: v1 on 2026-0001, v2 now" in reason
 
 
