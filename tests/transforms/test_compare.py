@@ -493,6 +493,37 @@ def test_p_wilcoxon_is_scipys_test_of_the_task_differences_of_each_pair() -> Non
     assert checked == table.height == 24
 
 
+def test_tasks_won_count_strict_wins_of_either_side_and_no_ties() -> None:
+    """Models of equal ability (task wins on both sides) and one task where b's episodes
+    are a's (a tie): the tasks each side won, over the tasks both ran, from the task means;
+    a pair without a common task won none and has no Wilcoxon test."""
+    frame = simulate(np.random.default_rng(15), 1, models=("a", "b"), shared=6, alone=0)
+    tie = (pl.col("task") == "t1") & (pl.col("model") == "b")
+    a_t1 = frame.filter(model="a", task="t1").sort("instance_id")["score"]
+    frame = pl.concat(
+        [frame.filter(~tie), frame.filter(tie).sort("instance_id").with_columns(score=a_t1)]
+    )
+    table = model_comparisons(frame)
+    means = frame.group_by("model", "category", "task").agg(pl.col("score").mean())
+    d = (
+        means.filter(model="a")
+        .join(means.filter(model="b"), on=["category", "task"])
+        .select(pl.col("score") - pl.col("score_right"))
+        .to_series()
+    )
+    row = one_row(table, scope=OVERALL, model_a="a", model_b="b")
+    assert (d == 0).sum() == 1 and (d > 0).any() and (d < 0).any()
+    assert (row["n_tasks_a_better"], row["n_tasks_b_better"]) == ((d > 0).sum(), (d < 0).sum())
+    # c1: a ran t1 only, b t2 only
+    apart = frame.filter(
+        ~((pl.col("model") == "a") & (pl.col("task") == "t2"))
+        & ~((pl.col("model") == "b") & (pl.col("task") == "t1"))
+    )
+    row = one_row(model_comparisons(apart), scope="c1", model_a="a", model_b="b")
+    assert (row["n_tasks"], row["n_tasks_a_better"], row["n_tasks_b_better"]) == (0, 0, 0)
+    assert row["p_wilcoxon"] is None
+
+
 def test_a_category_of_one_task_lends_its_within_task_variance() -> None:
     """c1 has one task (how tasks vary cannot be measured there), c2 two: the two-level
     variance of the overall difference is c1's within-task part plus c2's task part, said
