@@ -53,12 +53,14 @@ _STATS = "tests/transforms/test_stats.py"
 _COMPARE = "tests/transforms/test_compare.py"
 _AGGREGATES = "tests/flows/test_warehouse.py::test_aggregates_match_plain_python"
 _LARGE_NIGHT = f"{_COMPARE}::test_a_large_night_digested_a_task_at_a_time_equals_one_pass"
+_DEFAULTS = "tests/transforms/test_defaults.py"  # each statistics default the run's (fast)
 # The calibration tests (tests/transforms/test_calibration.py: coverage and error rates by
 # simulation, minutes each) are left out: test_compare covers every module they do.
 TARGETS: dict[str, list[str]] = {
     # The statistics
     "transforms/stats.py": [
         "transforms/stats.py",
+        _DEFAULTS,
         # test_stats' fast tests, test_compare (12 s), then Holm's property tests; the exact
         # Wilcoxon against scipy's at n = 11-13 with ties (65 s: scipy's exact distribution
         # is slow) only at its small n and without ties.
@@ -89,27 +91,31 @@ TARGETS: dict[str, list[str]] = {
         f"{_STATS}::test_holm_and_bh_equal_multipletests_exactly",
         f"{_STATS}::test_polars_adjustment_equals_multipletests_per_group",
     ],
-    "transforms/compare/__init__.py": [_COMPARE],
+    "transforms/compare/__init__.py": [_DEFAULTS, _COMPARE],
     "transforms/compare/preparation.py": [_COMPARE],
-    "transforms/compare/variance.py": [_COMPARE],
-    "transforms/compare/pairs.py": [_COMPARE],
+    "transforms/compare/variance.py": [_DEFAULTS, _COMPARE],
+    "transforms/compare/pairs.py": [_DEFAULTS, _COMPARE],
     # The modules of one or two functions: the tests of test_compare that call them (a
     # string names a parametrized case), then the flows' tests of their tables.
     "transforms/compare/scores.py": [
+        _DEFAULTS,
         f"{_COMPARE}::calling=score_intervals,score_intervals_of,comparisons_and_rank_intervals",
         _AGGREGATES,
     ],
     "transforms/compare/ranks.py": [
+        _DEFAULTS,
         f"{_COMPARE}::calling=rank_intervals,rank_intervals_of,significance_tiers,"
         "comparisons_and_rank_intervals",
         f"{_LARGE_NIGHT}[comparisons_and_rank_intervals]",
     ],
     "transforms/compare/regressions.py": [
         "transforms/compare/regressions.py",
+        _DEFAULTS,
         f"{_COMPARE}::calling=regressions",
         f"{_LARGE_NIGHT}[regressions]",
     ],
     "transforms/compare/rescore.py": [
+        _DEFAULTS,
         f"{_COMPARE}::calling=rescore_significance,rescore_rank_changes",
         f"{_LARGE_NIGHT}[rescore_significance]",
         f"{_LARGE_NIGHT}[rescore_rank_changes]",

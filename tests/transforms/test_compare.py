@@ -398,8 +398,8 @@ def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
 
 
 def test_an_undated_dump_is_compared_like_a_dated_night_and_sorted_last() -> None:
-    """A dump without ``dump_date`` (null) is one night of its own: its comparisons are
-    those of the same scores dated, listed after the dated nights."""
+    """A dump without ``dump_date`` (null) is one night of its own: its comparisons and
+    score intervals are those of the same scores dated, listed after the dated nights."""
     frame = simulate(np.random.default_rng(3), 2, models=("a", "b", "c"), shared=8, alone=4)
     undated = pl.col("dump_date") == "2026-0001"
     table = model_comparisons(
@@ -411,6 +411,15 @@ def test_an_undated_dump_is_compared_like_a_dated_night_and_sorted_last() -> Non
     assert_frame_equal(
         table.filter(pl.col("dump_date").is_null()).drop("dump_date"),
         dated.filter(undated).drop("dump_date"),
+    )
+    moved = frame.with_columns(
+        pl.when(undated).then(None).otherwise("dump_date").alias("dump_date")
+    )
+    intervals, dated_intervals = score_intervals(moved), score_intervals(frame)
+    assert intervals["dump_date"].is_null().to_list() == sorted(intervals["dump_date"].is_null())
+    assert_frame_equal(
+        intervals.filter(pl.col("dump_date").is_null()).drop("dump_date"),
+        dated_intervals.filter(undated).drop("dump_date"),
     )
 
 
