@@ -1081,6 +1081,71 @@ def test_rank_intervals_draw_the_same_tasks_for_every_model() -> None:
     assert intervals["ci_low"].max() < intervals["ci_high"].min()  # type: ignore[operator]
 
 
+def close_models_and_a_constant_one() -> pl.DataFrame:
+    """Models a, b, c of close ability (c without task t4) and z, whose every episode
+    scores 0.55: one episode on the first of the three instances of tasks t1 and t3 (both
+    categories: the same coverage group)."""
+    frame = simulate(np.random.default_rng(16), 1, models=("a", "b", "c"), shared=3, alone=2)
+    frame = frame.filter(~((pl.col("model") == "c") & (pl.col("task") == "t4")))
+    first = pl.col(INSTANCE_ID).is_in(["t1-0", "t3-0"])
+    z = frame.filter(first & (pl.col("model") == "a"))
+    assert z.height == 2
+    z = z.with_columns(
+        pl.lit("z").alias("model"),
+        pl.lit(0.55).alias("score"),
+        pl.format("z-{}", "episode_id").alias("episode_id"),
+    )
+    return pl.concat([frame, z.select(frame.columns)], how="vertical_relaxed")
+
+
+@pytest.mark.parametrize("design", ["two_level", WITHIN])
+def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
+    design: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
+    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
+    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
+    ``higher``). A model whose every episode scores the same keeps that score in every
+    replicate, in replicates that draw none of its tasks too."""
+    from transforms.compare import ranks as ranks_module
+
+    captured: list[np.ndarray] = []
+    rank_desc = ranks_module._rank_desc
+
+    def capture(values: np.ndarray) -> np.ndarray:
+        if values.ndim == 2:
+            captured.append(values.copy())
+        return rank_desc(values)
+
+    monkeypatch.setattr(ranks_module, "_rank_desc", capture)
+    frame = close_models_and_a_constant_one()
+    for level in (0.95, 0.6):
+        captured.clear()
+        table = rank_intervals(frame, resamples=400, level=level, design=design)
+        (replicates,) = captured
+        models = table.sort("model")["model"].to_list()
+        assert models == ["a", "b", "c", "z"] and replicates.shape == (400, 4)
+        np.testing.assert_allclose(replicates[:, models.index("z")], 0.55, rtol=0, atol=1e-12)
+        ranks = scipy_stats.rankdata(-replicates, axis=1, method="min")
+        tail = (1 - level) / 2
+        for i, model in enumerate(models):
+            row = one_row(table, model=model)
+            assert row["rank_low"] == np.quantile(ranks[:, i], tail, method="lower")
+            assert row["rank_high"] == np.quantile(ranks[:, i], 1 - tail, method="higher")
+        if design == "two_level":  # (tasks fixed, these four overlap from 1 to 4)
+            assert len({(r["rank_low"], r["rank_high"]) for r in table.iter_rows(named=True)}) > 1
+
+
+def test_rank_intervals_of_two_nights_are_each_nights() -> None:
+    frame = simulate(np.random.default_rng(17), 2, models=("a", "b", "c"), shared=3, alone=2)
+    both = rank_intervals(frame, resamples=200)
+    apart = pl.concat(
+        rank_intervals(frame.filter(dump_date=night), resamples=200)
+        for night in ("2026-0000", "2026-0001")
+    )
+    assert_frame_equal(both, apart)
+
+
 def test_rank_intervals_follow_the_score_weighting() -> None:
     frame = simulate(
         np.random.default_rng(15), 1, models=("a", "b", "c"), shift={"a": 0.3, "c": -0.3}
