@@ -1136,6 +1136,27 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
             assert len({(r["rank_low"], r["rank_high"]) for r in table.iter_rows(named=True)}) > 1
 
 
+def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
+    """One episode per model and task: with the tasks fixed there is nothing to draw (every
+    replicate is the night itself: each interval the point rank); two-level, the tasks are
+    drawn and close models' intervals overlap."""
+    rng = np.random.default_rng(18)
+    rows = [
+        ("d", m, f"c{t % 2}", f"t{t}", f"{m}{t}", float(rng.uniform(0, 1)), None)
+        for m in ("a", "b", "c")
+        for t in range(12)
+    ]
+    fixed = rank_intervals(rows_frame(rows), resamples=200, design=WITHIN)
+    assert (fixed["rank_low"] == fixed["group_rank"]).all()
+    assert (fixed["rank_high"] == fixed["group_rank"]).all()
+    sampled = rank_intervals(rows_frame(rows), resamples=200, design="two_level")
+    assert (sampled["rank_high"] > sampled["rank_low"]).any()
+    assert_frame_equal(
+        sampled.select("model", "group_rank", "n_ranked"),
+        fixed.select("model", "group_rank", "n_ranked"),
+    )
+
+
 def test_rank_intervals_of_two_nights_are_each_nights() -> None:
     frame = simulate(np.random.default_rng(17), 2, models=("a", "b", "c"), shared=3, alone=2)
     both = rank_intervals(frame, resamples=200)
