@@ -415,6 +415,16 @@ def test_an_undated_dump_is_compared_like_a_dated_night_and_sorted_last() -> Non
     moved = frame.with_columns(
         pl.when(undated).then(None).otherwise("dump_date").alias("dump_date")
     )
+    ranked = (
+        (rank_intervals(moved, resamples=100), rank_intervals(frame, resamples=100)),
+        (significance_tiers(table), significance_tiers(dated)),
+    )
+    for got, want in ranked:
+        assert got["dump_date"].is_null().to_list() == sorted(got["dump_date"].is_null())
+        assert_frame_equal(
+            got.filter(pl.col("dump_date").is_null()).drop("dump_date"),
+            want.filter(undated).drop("dump_date"),
+        )
     intervals, dated_intervals = score_intervals(moved), score_intervals(frame)
     assert intervals["dump_date"].is_null().to_list() == sorted(intervals["dump_date"].is_null())
     assert_frame_equal(
@@ -1126,6 +1136,19 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
         models = table.sort("model")["model"].to_list()
         assert models == ["a", "b", "c", "z"] and replicates.shape == (400, 4)
         np.testing.assert_allclose(replicates[:, models.index("z")], 0.55, rtol=0, atol=1e-12)
+        # The bootstrap of a mean is centred on it: each model's replicates average to its
+        # overall score (each task weighing the same) within their own standard error.
+        points = (
+            frame.group_by("model", "task")
+            .agg(pl.col("score").mean())
+            .group_by("model")
+            .agg(pl.col("score").mean())
+            .sort("model")["score"]
+            .to_numpy()
+        )
+        spread = replicates.std(axis=0) / math.sqrt(len(replicates))
+        centred = np.abs(replicates.mean(axis=0) - points)
+        assert (centred <= 4 * spread + 1e-12).all(), (centred, spread)
         ranks = scipy_stats.rankdata(-replicates, axis=1, method="min")
         tail = (1 - level) / 2
         for i, model in enumerate(models):
