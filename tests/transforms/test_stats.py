@@ -249,3 +249,14 @@ def test_wilcoxon_signed_rank_reproduces_the_benchmarks_own_test() -> None:
     )
     (p,) = wilcoxon_signed_rank((thinking - instruct)[None, :])
     assert p == pytest.approx(0.002157762679075225, rel=1e-12)
+
+
+def test_wilcoxon_of_no_differences_is_nan_as_scipys() -> None:
+    """Rows without a single difference: scipy's p-value is NaN, for each row."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = scipy_stats.wilcoxon(np.array([])).pvalue
+    assert np.isnan(expected)
+    got = wilcoxon_signed_rank(np.empty((3, 0)))
+    assert got.shape == (3,) and np.isnan(got).all()
+    assert wilcoxon_signed_rank(np.empty((0, 4))).shape == (0,)
