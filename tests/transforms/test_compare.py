@@ -389,6 +389,13 @@ def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
     assert one_row(table, dump_date="2026-0000", scope=OVERALL, model_a="a", model_b="d")[
         "verdict"
     ] == (A_BETTER)
+    # A significant pair whose first model is the worse one: b better, on either row.
+    worse_first = model_comparisons(
+        simulate(np.random.default_rng(2), 1, models=("a", "b"), shift={"b": 0.3}), design=WITHIN
+    )
+    row = one_row(worse_first, scope=OVERALL, model_a="a", model_b="b")
+    assert row["diff"] < 0 and row["p_holm"] < 0.05 and row["verdict"] == B_BETTER
+    assert one_row(worse_first, scope=OVERALL, model_a="b", model_b="a")["verdict"] == A_BETTER
     # Strictly below alpha: a Holm p-value equal to alpha leaves the pair unresolved.
     key = {"dump_date": "2026-0000", "scope": OVERALL, "model_a": "a", "model_b": "d"}
     at = one_row(table, **key)["p_holm"]
