@@ -252,7 +252,11 @@ def test_wilcoxon_signed_rank_reproduces_the_benchmarks_own_test() -> None:
 
 
 def test_wilcoxon_of_no_differences_is_nan_as_scipys() -> None:
-    """Rows without a single difference: scipy's p-value is NaN, for each row."""
+    """Rows without a single difference: scipy's p-value is NaN, for each row; rows of one
+    (non-zero) difference: scipy's, 1."""
+    one = np.array([[0.5], [-0.3]])
+    expected_one = [scipy_stats.wilcoxon(row).pvalue for row in one]
+    np.testing.assert_array_equal(wilcoxon_signed_rank(one), expected_one)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected = scipy_stats.wilcoxon(np.array([])).pvalue
