@@ -1181,6 +1181,8 @@ def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
     assert (fixed["rank_high"] == fixed["group_rank"]).all()
     sampled = rank_intervals(rows_frame(rows), resamples=200, design="two_level")
     assert (sampled["rank_high"] > sampled["rank_low"]).any()
+    two = [r for r in rows if r[3] in ("t0", "t1")]  # two tasks are a sample of two
+    assert (rank_intervals(rows_frame(two), resamples=200)["rank_high"] > 1).all()
     assert_frame_equal(
         sampled.select("model", "group_rank", "n_ranked"),
         fixed.select("model", "group_rank", "n_ranked"),
