@@ -190,6 +190,13 @@ def test_corrected_se_is_the_paired_and_the_welch_standard_error() -> None:
     welch = clustered_se_difference(y, in_a, np.arange(65), correction=True)
     t = scipy_stats.ttest_ind(a, c, equal_var=False)
     assert welch == pytest.approx((a.mean() - c.mean()) / t.statistic, rel=1e-12)
+    # Two pairs: the fewest a corrected standard error takes.
+    y = np.concatenate([a[:2], b[:2]])
+    two = clustered_se_difference(
+        y, np.repeat([True, False], 2), np.tile([0, 1], 2), correction=True
+    )
+    t = scipy_stats.ttest_rel(a[:2], b[:2])
+    assert two == pytest.approx((a[:2] - b[:2]).mean() / t.statistic, rel=1e-12)
 
 
 def test_cluster_robust_variance_is_miller_clustered_variance_of_a_mean() -> None:
@@ -205,6 +212,11 @@ def test_cluster_robust_variance_is_miller_clustered_variance_of_a_mean() -> Non
     with_correction = cluster_robust_variance((x - x.mean()) / 30, clusters, correction=True)
     assert with_correction == pytest.approx(ours * g / (g - 1), rel=1e-14)
     assert math.isnan(cluster_robust_variance(np.array([0.1, -0.1]), np.array([1, 1]), True))
+    two = np.array([0, 0, 1, 1])  # the fewest clusters a correction takes: G / (G - 1) = 2
+    plain = cluster_robust_variance(x[:4] - x[:4].mean(), two)
+    assert cluster_robust_variance(x[:4] - x[:4].mean(), two, correction=True) == pytest.approx(
+        plain * 2, rel=1e-14
+    )
 
 
 # Each kind of differences takes one of scipy's methods: continuous ones the exact null
@@ -255,8 +267,13 @@ def test_wilcoxon_of_no_differences_is_nan_as_scipys() -> None:
     """Rows without a single difference: scipy's p-value is NaN, for each row; rows of one
     (non-zero) difference: scipy's, 1."""
     one = np.array([[0.5], [-0.3]])
-    expected_one = [scipy_stats.wilcoxon(row).pvalue for row in one]
+    with warnings.catch_warnings():  # scipy: a zero spread of one difference
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected_one = [scipy_stats.wilcoxon(row).pvalue for row in one]
     np.testing.assert_array_equal(wilcoxon_signed_rank(one), expected_one)
+    with pytest.raises(ValueError):  # scipy refuses a single zero; NaN here
+        scipy_stats.wilcoxon(np.array([0.0]))
+    assert np.isnan(wilcoxon_signed_rank(np.array([[0.0]]))).all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         expected = scipy_stats.wilcoxon(np.array([])).pvalue
