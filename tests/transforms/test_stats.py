@@ -105,6 +105,12 @@ def test_holm_and_bh_edge_cases_equal_multipletests_exactly() -> None:
         p = np.array(case)
         np.testing.assert_array_equal(holm_np(p), multipletests(p, method="holm")[1])
         np.testing.assert_array_equal(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+    # Holm's cap at 1, just above it (2 x 0.5025 = 1.005), in the polars adjustment too.
+    p = np.array([0.5025, 0.9])
+    frame = pl.DataFrame({"g": [1, 1], "p": p})
+    expected = multipletests(p, method="holm")[1]
+    assert expected.max() == 1.0
+    np.testing.assert_array_equal(adjust_over(frame, "p", ["g"], "holm", "q")["q"], expected)
 
 
 def holm_np(p: np.ndarray) -> np.ndarray:
@@ -190,6 +196,9 @@ def test_corrected_se_is_the_paired_and_the_welch_standard_error() -> None:
     welch = clustered_se_difference(y, in_a, np.arange(65), correction=True)
     t = scipy_stats.ttest_ind(a, c, equal_var=False)
     assert welch == pytest.approx((a.mean() - c.mean()) / t.statistic, rel=1e-12)
+    # One pair: no corrected standard error (NaN, G < 2).
+    sides, pair = np.array([True, False]), np.array([0, 0])
+    assert math.isnan(clustered_se_difference(y[[0, 40]], sides, pair, correction=True))
     # Two pairs: the fewest a corrected standard error takes.
     y = np.concatenate([a[:2], b[:2]])
     two = clustered_se_difference(
