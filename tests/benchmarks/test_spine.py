@@ -1,0 +1,28 @@
+"""benchmarks/spine.py on a small dump of two nights: the nightly command's spine stays
+within issue 30's target, and every crossing names the file it comes from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import spine
+from simulator.dump import simulate_dump
+
+# Issue 30's target for the calls at most four levels below the command.
+MOST_CROSSINGS, MOST_FILES, DEPTH = 60, 12, 4
+
+
+def test_nightly_spine_is_within_the_target_and_every_caller_is_known(tmp_path: Path) -> None:
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    for seed, night in enumerate(("2026-11-30", "2026-12-01"), 1):
+        simulate_dump(dump, date=night, episodes=20, seed=seed)
+    args = ["nightly", str(dump), "--out", str(out), "--engine", "local", "--quiet"]
+    edges, touched = spine.trace(args, "nightly", DEPTH)
+    assert (out / "runs").is_dir()  # the command ran to its end
+    # A caller the trace cannot place is a frame whose level was forgotten or mistaken
+    # (a frame id reused after its frame returned): the counts would be wrong.
+    assert all(caller != "?" for caller, _ in edges)
+    assert all(path.split("/")[0] in spine.PACKAGES for path in touched)
+    assert "flows/cli/scoring.py" in touched
+    assert sum(edges.values()) <= MOST_CROSSINGS
+    assert len(touched) <= MOST_FILES, sorted(touched)
