@@ -16,9 +16,11 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Final
 
 import plotly
@@ -28,10 +30,22 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from flows.io import DumpFile, scan
-from flows.output import TABLES, Output
+from flows.output import TABLES, Output, night_levels
 from flows.plan import nights_off_set
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    DEFAULT_LEVEL,
+    DIFF_LEVEL,
+    DIFF_LEVEL_MODEL,
+    FORMULA_VERSIONS,
+    LEVEL_ALERT,
+    LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
+    OVERALL,
+)
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col, Kind
 from schemas.tables import (
+    INPUT_FINGERPRINT,
     RULES,
     SCORE,
     SCORE_MISMATCH,
@@ -39,13 +53,11 @@ from schemas.tables import (
     VERDICT_MISMATCHES,
     EpisodeStatus,
 )
-from transforms.aggregate import FORMULA_VERSIONS, Bootstrap
 
 SHORT: Final = {
     c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
 }
 UNKNOWN: Final = "(unknown)"
-Z95: Final = 1.959963984540054
 
 
 class ReportError(Exception):
@@ -180,10 +192,10 @@ def pairwise(comparisons: pl.DataFrame, scope: str = "overall") -> pl.DataFrame:
 
 def flagged_regressions(regressions: pl.DataFrame) -> pl.DataFrame:
     """The night's regression rows that are not quiet: alerts, watches, not comparable."""
-    order = {"alert": 0, "watch": 1, "not_comparable": 2}
+    order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
     return (
-        regressions.filter(pl.col("level").is_in(list(order)))
-        .with_columns(pl.col("level").replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+        regressions.filter(pl.col(ALERT_LEVEL).is_in(list(order)))
+        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, return_dtype=pl.Int64).alias("_o"))
         .sort("_o", Col.MODEL, "scope")
         .drop("_o")
     )
@@ -202,9 +214,18 @@ def category_profile(categories: pl.DataFrame) -> pl.DataFrame:
     ).sort("order", Col.MODEL)
 
 
-def mean_interval(value: str) -> list[pl.Expr]:
-    """Mean, count and normal-approximation 95% interval of ``value`` (per group)."""
-    half = Z95 * pl.col(value).std() / pl.col(value).count().sqrt()
+def z_of(level: float) -> float:
+    """The standard normal quantile of a two-sided ``level`` interval.
+
+    >>> round(z_of(0.95), 4), round(z_of(0.90), 4)
+    (1.96, 1.6449)
+    """
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+def mean_interval(value: str, level: float) -> list[pl.Expr]:
+    """Mean, count and normal-approximation ``level`` interval of ``value`` (per group)."""
+    half = z_of(level) * pl.col(value).std() / pl.col(value).count().sqrt()
     return [
         pl.col(value).mean().alias("mean"),
         pl.col(value).count().alias("n"),
@@ -213,7 +234,7 @@ def mean_interval(value: str) -> list[pl.Expr]:
     ]
 
 
-def learning_curve(rounds: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
+def learning_curve(rounds: pl.DataFrame, episodes: pl.DataFrame, level: float) -> pl.DataFrame:
     """Mean round score by practice round and model, over the night's scored procedural
     episodes (the rounds of rejected episodes are left out by the join)."""
     scored = episodes.filter(pl.col(Col.CATEGORY) == Category.PROCEDURAL_LEARNING).select(
@@ -222,7 +243,7 @@ def learning_curve(rounds: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame
     return (
         rounds.join(scored, on=Col.EPISODE_ID, how="inner")
         .group_by(Col.MODEL, Col.ROUND)
-        .agg(mean_interval(Col.VALUE))
+        .agg(mean_interval(Col.VALUE, level))
         .sort(Col.MODEL, Col.ROUND)
     )
 
@@ -230,13 +251,13 @@ def learning_curve(rounds: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame
 PROCEDURAL_COMPONENTS: Final = ("asymptote", "trajectory", "consistency", "transfer")
 
 
-def procedural_components(episodes: pl.DataFrame) -> pl.DataFrame:
+def procedural_components(episodes: pl.DataFrame, level: float) -> pl.DataFrame:
     """Per model and component: the mean of the procedural episodes' component."""
     return (
         episodes.filter(pl.col(Col.CATEGORY) == Category.PROCEDURAL_LEARNING)
         .unpivot(PROCEDURAL_COMPONENTS, index=Col.MODEL, variable_name="component")
         .group_by(Col.MODEL, "component")
-        .agg(mean_interval("value"))
+        .agg(mean_interval("value", level))
         .sort(Col.MODEL, "component")
     )
 
@@ -250,12 +271,13 @@ def episode_values(episodes: pl.DataFrame, category: Category, value: str) -> pl
     )
 
 
-def solve_rates(episodes: pl.DataFrame) -> pl.DataFrame:
-    """Runtime RL solve rate per model and task with its 95% Wilson interval."""
-    z2 = Z95 * Z95
+def solve_rates(episodes: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Runtime RL solve rate per model and task with its ``level`` Wilson interval."""
+    z = z_of(level)
+    z2 = z * z
     n, p = pl.col("n"), pl.col("rate")
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-    half = Z95 * ((p * (1 - p) / n + z2 / (4 * n * n)).sqrt()) / (1 + z2 / n)
+    half = z * ((p * (1 - p) / n + z2 / (4 * n * n)).sqrt()) / (1 + z2 / n)
     return (
         episodes.filter(pl.col(Col.CATEGORY) == Category.RUNTIME_RL)
         .group_by(Col.MODEL, Col.TASK)
@@ -265,12 +287,12 @@ def solve_rates(episodes: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def accuracy_by_examples(episodes: pl.DataFrame, category: Category) -> pl.DataFrame:
+def accuracy_by_examples(episodes: pl.DataFrame, category: Category, level: float) -> pl.DataFrame:
     """Mean accuracy per model and number of examples used (with its interval)."""
     return (
         episodes.filter((pl.col(Col.CATEGORY) == category) & pl.col("examples_used").is_not_null())
         .group_by(Col.MODEL, "examples_used")
-        .agg(mean_interval("accuracy"))
+        .agg(mean_interval("accuracy", level))
         .sort(Col.MODEL, "examples_used")
     )
 
@@ -311,8 +333,8 @@ def diff_rows(diff: pl.DataFrame) -> pl.DataFrame:
     return diff.select(
         DUMP_DATE,
         Col.MODEL,
-        pl.when(pl.col("level") == "model")
-        .then(pl.lit("overall"))
+        pl.when(pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL)
+        .then(pl.lit(OVERALL))
         .otherwise(pl.col(Col.CATEGORY))
         .alias("what"),
         "old_score",
@@ -322,7 +344,7 @@ def diff_rows(diff: pl.DataFrame) -> pl.DataFrame:
         "new_rank",
         "old_formula",
         "new_formula",
-        (pl.col("level") == "model").alias("overall"),
+        (pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL).alias("overall"),
     ).sort(DUMP_DATE, pl.col("overall").not_(), "what", Col.MODEL)
 
 
@@ -550,7 +572,7 @@ def comparisons_section(
     )
 
 
-def regressions_section(flagged: pl.DataFrame, night: str) -> Section:
+def regressions_section(flagged: pl.DataFrame, night: str, level: float) -> Section:
     """The night's alerts, watches and changes that are not comparable."""
 
     rows = "".join(
@@ -565,7 +587,8 @@ def regressions_section(flagged: pl.DataFrame, night: str) -> Section:
     )
     table = (
         "<table><thead><tr><th>level</th><th>model</th><th>scope</th><th>baseline → night</th>"
-        "<th>change [95%]</th><th>BH q</th><th>baseline nights</th><th>why not comparable</th>"
+        f"<th>change [{level:.0%}]</th><th>BH q</th><th>baseline nights</th>"
+        "<th>why not comparable</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
     return Section(
@@ -619,6 +642,7 @@ def procedural_section(
     transfer: pl.DataFrame,
     colours: dict[str, str],
     night: str,
+    level: float,
 ) -> Section:
     figures = []
     if curve is not None and not curve.is_empty():
@@ -630,7 +654,7 @@ def procedural_section(
             fig,
             f"Learning curve: mean round score by practice round, {night}",
             "practice round",
-            "mean round score (0-1, 95% interval)",
+            f"mean round score (0-1, {level:.0%} interval)",
         )
         fig.update_xaxes(dtick=1)
         text = (
@@ -645,7 +669,7 @@ def procedural_section(
             fig,
             f"Procedural learning components per model, {night}",
             "component",
-            "mean component (0-1, 95% interval)",
+            f"mean component (0-1, {level:.0%} interval)",
             barmode="group",
         )
         text = (
@@ -682,7 +706,7 @@ def procedural_section(
 
 
 def runtime_rl_section(
-    rates: pl.DataFrame, steps: pl.DataFrame, colours: dict[str, str], night: str
+    rates: pl.DataFrame, steps: pl.DataFrame, colours: dict[str, str], night: str, level: float
 ) -> Section:
     solve = go.Figure()
     _per_model_traces(
@@ -692,7 +716,7 @@ def runtime_rl_section(
         solve,
         f"Runtime RL solve rate per model and task, {night}",
         "task",
-        "episodes solved (fraction, 95% Wilson interval)",
+        f"episodes solved (fraction, {level:.0%} Wilson interval)",
         barmode="group",
     )
     solve.update_yaxes(range=[0, 1.05])
@@ -725,7 +749,7 @@ def runtime_rl_section(
 
 
 def examples_section(
-    curves: dict[Category, pl.DataFrame], colours: dict[str, str], night: str
+    curves: dict[Category, pl.DataFrame], colours: dict[str, str], night: str, level: float
 ) -> Section:
     figures = []
     for category, frame in curves.items():
@@ -745,7 +769,7 @@ def examples_section(
             fig,
             f"{SHORT[category].capitalize()}: accuracy against examples used, {night}",
             "examples used (count)",
-            "mean test accuracy (0-1, 95% interval)",
+            f"mean test accuracy (0-1, {level:.0%} interval)",
         )
         fig.update_yaxes(range=[-0.05, 1.05])
         figures.append(fig)
@@ -759,11 +783,15 @@ def examples_section(
 
 
 def over_time_section(
-    history: pl.DataFrame, colours: dict[str, str], off_set: dict[str, str] | None = None
+    history: pl.DataFrame,
+    colours: dict[str, str],
+    levels: Mapping[str | None, float],
+    off_set: dict[str, str] | None = None,
 ) -> Section:
     """Each model's overall score per night; a line never joins nights scored with other
     formula versions (each set of versions is a line of its own), and the nights scored
-    with versions other than the output's set are marked (x) and named."""
+    with versions other than the output's set are marked (x) and named. ``levels``: each
+    night's interval level (``flows.output.night_levels``)."""
     n = history[DUMP_DATE].n_unique()
     if n < 2:
         return Section(
@@ -794,9 +822,10 @@ def over_time_section(
                 f"{label(versions)}<extra></extra>",
             )
         )
+    shares = sorted({f"{levels.get(n, DEFAULT_LEVEL):.0%}" for n in history[DUMP_DATE].unique()})
     _layout(
         fig,
-        "Overall score per model over nights (intervals of the two-level design)",
+        f"Overall score per model over nights ({', '.join(shares)} intervals, two-level design)",
         "night (dump_date)",
         "overall score (0-1)",
     )
@@ -951,37 +980,41 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
         colours[m] = palette([*colours, m])[m]
     episodes = of_night(wh["episode_scores"], night)
     rounds, where = round_rows(wh.manifest, night)
-    level = float(wh.manifest.get("bootstrap", {}).get("level", Bootstrap().level))
+    levels = night_levels(wh.manifest)
+    level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
     comparisons = pairwise(of_night(wh["model_comparisons"], night))
     profile = category_profile(of_night(wh["category_scores"], night))
     sections = [
         leaderboard_section(board, colours, shown, level),
         comparisons_section(comparisons, board, shown, level),
-        regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown),
+        regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown, level),
         profile_section(profile, colours, shown, level),
         procedural_section(
-            None if rounds is None else learning_curve(rounds, episodes),
+            None if rounds is None else learning_curve(rounds, episodes, level),
             where,
-            procedural_components(episodes),
+            procedural_components(episodes, level),
             episode_values(episodes, Category.PROCEDURAL_LEARNING, "transfer"),
             colours,
             shown,
+            level,
         ),
         runtime_rl_section(
-            solve_rates(episodes),
+            solve_rates(episodes, level),
             episode_values(episodes, Category.RUNTIME_RL, "steps"),
             colours,
             shown,
+            level,
         ),
         examples_section(
             {
-                c: accuracy_by_examples(episodes, c)
+                c: accuracy_by_examples(episodes, c, level)
                 for c in (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
             },
             colours,
             shown,
+            level,
         ),
-        over_time_section(over_time(models), colours, nights_off_set(wh.manifest)),
+        over_time_section(over_time(models), colours, levels, nights_off_set(wh.manifest)),
     ]
     rejects = wh["rejects"]
     if rejects.is_empty():
@@ -1064,7 +1097,7 @@ def provenance_html(wh: Warehouse, night: str | None) -> str:
     rows = []
     for n in nights(models):
         these = of_night(models, n)
-        fingerprints = ", ".join(sorted(set(these["input_fingerprint"].drop_nulls().to_list())))
+        fingerprints = ", ".join(sorted(set(these[INPUT_FINGERPRINT].drop_nulls().to_list())))
         versions = ", ".join(sorted(set(these["formula_versions"].drop_nulls().to_list())))
         mark = " (shown)" if n == night else ""
         rows.append(
