@@ -10,16 +10,48 @@ import polars as pl
 
 from schemas.comparisons import (
     ALERT_LEVEL,
+    CATEGORIES_COVERED,
+    CI_HIGH,
+    CI_HIGH_BY_CATEGORY,
+    CI_LOW,
+    CI_LOW_BY_CATEGORY,
+    DELTA,
+    DESIGN,
+    DIFF,
     DIFF_LEVEL,
     DIFF_LEVEL_MODEL,
     FORMULA_VERSIONS,
     LEVEL_ALERT,
     LEVEL_NOT_COMPARABLE,
     LEVEL_WATCH,
+    MODEL_A,
+    MODEL_B,
+    N_RANKED,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
+    NEW_FORMULA,
+    NEW_RANK,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_RANK,
+    OLD_SCORE,
     OVERALL,
+    P_HOLM,
+    P_WILCOXON,
+    PAIRED,
+    RANK_BY_CATEGORY,
+    RANK_HIGH,
+    RANK_LOW,
+    RANKED_AMONG,
+    SCOPE,
+    SCORE_BY_CATEGORY,
+    TIER,
+    VERDICT,
 )
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
+    N_EPISODES,
+    RANK,
     RULES,
     SCORE,
     STATUS,
@@ -44,43 +76,43 @@ def of_night(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
 def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
     """The night's models, widest coverage first, each coverage group in rank order."""
     return models.select(
-        "rank",
-        "rank_low",
-        "rank_high",
-        "tier",
-        "ranked_among",
-        "n_ranked",
+        RANK,
+        RANK_LOW,
+        RANK_HIGH,
+        TIER,
+        RANKED_AMONG,
+        N_RANKED,
         Col.MODEL,
         SCORE,
-        "ci_low",
-        "ci_high",
-        "score_by_category",
-        "ci_low_by_category",
-        "ci_high_by_category",
-        "rank_by_category",
-        "categories_covered",
-        "n_episodes",
+        CI_LOW,
+        CI_HIGH,
+        SCORE_BY_CATEGORY,
+        CI_LOW_BY_CATEGORY,
+        CI_HIGH_BY_CATEGORY,
+        RANK_BY_CATEGORY,
+        CATEGORIES_COVERED,
+        N_EPISODES,
     ).sort(
-        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
         descending=[True, False, False, False],
     )
 
 
-def pairwise(comparisons: pl.DataFrame, scope: str = "overall") -> pl.DataFrame:
+def pairwise(comparisons: pl.DataFrame, scope: str = OVERALL) -> pl.DataFrame:
     """The night's comparisons in ``scope``: one row per ordered pair."""
-    return comparisons.filter(pl.col("scope") == scope).select(
-        "model_a",
-        "model_b",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "p_holm",
-        "verdict",
-        "paired",
-        "design",
-        "p_wilcoxon",
-        "n_tasks_a_better",
-        "n_tasks_b_better",
+    return comparisons.filter(pl.col(SCOPE) == scope).select(
+        MODEL_A,
+        MODEL_B,
+        DIFF,
+        CI_LOW,
+        CI_HIGH,
+        P_HOLM,
+        VERDICT,
+        PAIRED,
+        DESIGN,
+        P_WILCOXON,
+        N_TASKS_A_BETTER,
+        N_TASKS_B_BETTER,
     )
 
 
@@ -101,9 +133,9 @@ def category_profile(categories: pl.DataFrame) -> pl.DataFrame:
         Col.MODEL,
         Col.CATEGORY,
         SCORE,
-        "ci_low",
-        "ci_high",
-        "n_episodes",
+        CI_LOW,
+        CI_HIGH,
+        N_EPISODES,
         pl.col(Col.CATEGORY).replace_strict(order, default=len(order)).alias("order"),
     ).sort("order", Col.MODEL)
 
@@ -194,7 +226,7 @@ def accuracy_by_examples(episodes: pl.DataFrame, category: Category, level: floa
 def over_time(models: pl.DataFrame) -> pl.DataFrame:
     return (
         models.filter(pl.col(DUMP_DATE).is_not_null())
-        .select(DUMP_DATE, Col.MODEL, SCORE, "ci_low", "ci_high", "rank", FORMULA_VERSIONS)
+        .select(DUMP_DATE, Col.MODEL, SCORE, CI_LOW, CI_HIGH, RANK, FORMULA_VERSIONS)
         .sort(DUMP_DATE, Col.MODEL)
     )
 
@@ -231,12 +263,12 @@ def diff_rows(diff: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit(OVERALL))
         .otherwise(pl.col(Col.CATEGORY))
         .alias("what"),
-        "old_score",
-        "new_score",
-        "delta",
-        "old_rank",
-        "new_rank",
-        "old_formula",
-        "new_formula",
+        OLD_SCORE,
+        NEW_SCORE,
+        DELTA,
+        OLD_RANK,
+        NEW_RANK,
+        OLD_FORMULA,
+        NEW_FORMULA,
         (pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL).alias("overall"),
     ).sort(DUMP_DATE, pl.col("overall").not_(), "what", Col.MODEL)
