@@ -175,9 +175,14 @@ class NightWatch:
     _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
 
     def regressions(
-        self, night: str | None, scores: pl.DataFrame, rejects: pl.DataFrame
+        self,
+        night: str | None,
+        scores: pl.DataFrame,
+        rejects: pl.DataFrame,
+        level: float | None = None,
     ) -> pl.DataFrame:
-        """The ``regressions`` rows of ``night`` (none for an undated dump)."""
+        """The ``regressions`` rows of ``night`` (none for an undated dump), their intervals
+        at ``level`` (default: the watch's, the run's)."""
         if night is None:
             return _no_regressions()
         current = (compared(scores), harness_shares(scores, rejects))
@@ -201,7 +206,7 @@ class NightWatch:
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
             design=self.design,
-            level=self.level,
+            level=self.level if level is None else level,
         )
         tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
         return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")
@@ -228,11 +233,12 @@ class NightWatch:
         empty = _no_regressions()
         return pl.DataFrame(rows, schema=empty.schema) if rows else empty
 
-    def again(self, night: str) -> pl.DataFrame:
+    def again(self, night: str, level: float) -> pl.DataFrame:
         """The ``regressions`` rows of ``night``, a night the output holds and the run did
-        not score, made again (its baseline nights were rescored)."""
+        not score, made again (its baseline nights were rescored) at ``level``: the level of
+        the run that scored the night, which its other tables and its labels keep."""
         scores, rejects = self._rows([night])
-        return self.regressions(night, scores, rejects)
+        return self.regressions(night, scores, rejects, level)
 
     def _rows(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The columns regressions read of ``nights``' episode scores and rejects, from OUT."""

@@ -466,7 +466,7 @@ def _score_nights(
             if night not in groups:  # its baseline changed: its regressions again
                 assert night is not None
                 fingerprints[night] = state["nights"][night]["input_fingerprint"]
-                table = watch.again(night)
+                table = watch.again(night, night_levels(state)[night])
                 flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
                 stage({REGRESSIONS: table}, night)
                 refreshed.append(night)
@@ -582,7 +582,7 @@ def _score_nights(
             record_failure(output, _finished(rows, _crashed(error)))
         raise
     after = (
-        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED])
+        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED], bootstrap.level)
         if dry_run
         else output.state()
     )
@@ -662,12 +662,13 @@ def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow
     return [replace(row, finished=now, details=dict(details)) for row in rows]
 
 
-def state_after(state: Mapping[str, Any], rows: Sequence[RunRow]) -> dict[str, Any]:
-    """``state`` with the nights of ``rows`` as they would be (a dry run's view)."""
+def state_after(state: Mapping[str, Any], rows: Sequence[RunRow], level: float) -> dict[str, Any]:
+    """``state`` with the nights of ``rows`` as they would be (a dry run's view; ``level``:
+    the run's)."""
     nights = dict(state.get("nights", {}))
     for row in rows:
         if row.night is not None and row.status is RunStatus.SUCCEEDED:
-            nights[row.night] = {"formula_versions": dict(row.formula_versions)}
+            nights[row.night] = {"formula_versions": dict(row.formula_versions), "level": level}
     return {**state, "nights": nights}
 
 

@@ -264,8 +264,11 @@ def regression_lines(outcome: Outcome) -> list[str]:
     flagged = outcome.regressions
     if flagged is None or flagged.is_empty():
         return []
-    level = outcome.level  # the regressions of the nights this run scored: its level
-    lines = [f"regressions (change from the baseline, {level:.0%} interval, BH q-value):"]
+    # Each night's at the level of the run that scored it (this run's, or for a night whose
+    # regressions only were made again, its own).
+    levels = {outcome.levels.get(n, outcome.level) for n in flagged[DUMP_DATE].unique()}
+    shares = ", ".join(f"{level:.0%}" for level in sorted(levels))
+    lines = [f"regressions (change from the baseline, {shares} interval, BH q-value):"]
     order = flagged.sort(ALERT_LEVEL, DUMP_DATE, Col.MODEL, SCOPE)  # alert before watch
     for row in order.iter_rows(named=True):
         change = "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"

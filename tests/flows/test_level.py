@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 from plotly.offline import get_plotlyjs
+from scipy import stats
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.output import Output
 from schemas.comparisons import DEFAULT_LEVEL
 from simulator.dump import simulate_dump
 from simulator.models import DEFAULT_MODELS, Model, Skill
@@ -35,14 +38,20 @@ def cogscore(*args: str | Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two nights, learner-m playing as the random model on the second (a regression alert
-    to print), scored at ``LEVEL``; and what the run printed."""
-    root = tmp_path_factory.mktemp("level")
-    dump, out = root / "dump", root / "out"
+    to print)."""
+    root = tmp_path_factory.mktemp("level") / "dump"
     worse = [Model(m.name, Skill.RANDOM) if m.name == "learner-m" else m for m in DEFAULT_MODELS]
     for seed, (night, models) in enumerate(zip(NIGHTS, (DEFAULT_MODELS, worse), strict=True)):
-        simulate_dump(dump, date=night, episodes=720, seed=seed, models=models)
+        simulate_dump(root, date=night, episodes=720, seed=seed, models=models)
+    return root
+
+
+@pytest.fixture(scope="module")
+def scored(dump: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The dump scored at ``LEVEL``, and what the run printed."""
+    out = tmp_path_factory.mktemp("level") / "out"
     printed = cogscore("nightly", dump, "--out", out, "--engine", "local", "--level", LEVEL)
     return out, printed
 
@@ -111,3 +120,42 @@ def test_a_level_outside_zero_to_one_is_a_usage_error(tmp_path: Path) -> None:
         app, ["score", str(tmp_path), "--out", str(tmp_path), "--level", "1"]
     )
     assert result.exit_code == 2 and "--level" in result.output
+
+
+def _interval_quantiles(table: pl.DataFrame) -> list[tuple[float, float]]:
+    """Each interval's half-width over its standard error, and the quantile it should be at
+    ``LEVEL`` (Student's t with the row's degrees of freedom, the normal where they are null)."""
+    rows = table.filter(pl.col("se") > 0).drop_nulls(["ci_low", "ci_high"])
+    assert rows.height > 0
+    tail = 0.5 + LEVEL / 2
+    return [
+        (
+            (r["ci_high"] - r["ci_low"]) / 2 / r["se"],
+            stats.norm.ppf(tail) if r["df"] is None else stats.t.ppf(tail, r["df"]),
+        )
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def test_a_rescore_at_another_level_leaves_the_nights_it_did_not_rescore_at_theirs(
+    dump: Path, scored: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Rescoring the first night at 0.80 makes the second night's regressions again (their
+    baseline moved): at the second night's own level, which its labels keep saying."""
+    out = tmp_path / "out"
+    shutil.copytree(scored[0], out)
+    other = 0.80
+    first, second = NIGHTS
+    printed = cogscore(
+        "rescore", dump, "--out", out, "--formula", "procedural_learning=v1",
+        "--since", first, "--until", first, "--engine", "local", "--level", other,
+    )  # fmt: skip
+    assert f"regressions made again against the rescored nights before them: {second}" in printed
+    nights = Output.at(out).state()["nights"]
+    assert (nights[first]["level"], nights[second]["level"]) == (other, LEVEL)
+    first_night = cogscore("compare", out, "--date", first)
+    assert _percent(other) in first_night and _percent(LEVEL) not in first_night
+    _labels_say_the_level(cogscore("compare", out, "--date", second))
+    refreshed = read_table(out, "regressions").filter(pl.col("dump_date") == second)
+    for ratio, quantile in _interval_quantiles(refreshed):
+        assert ratio == pytest.approx(quantile, rel=1e-9)
