@@ -50,25 +50,14 @@ def _check(
     input_changed: bool,
     pinned: bool = True,
 ) -> None:
-    """Fail fast, before any flow starts, on what the user can fix (``InputError``,
-    ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
-    (score, nightly)."""
-    from flows.io import check_writable, discover, dump_root, one_layout
-    from flows.output import Output
-    from flows.plan import check_places, formulas_for
-    from schemas.formulas import resolve
+    """``flows.plan.preflight``: a formula choice it refuses is a usage error of
+    ``--formula``."""
+    from flows.plan import FormulaChoiceError, preflight
 
     try:
-        resolve(formula or [])
-    except ValueError as error:
+        preflight(input_root, out, formula or [], input_changed, pinned)
+    except FormulaChoiceError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
-    root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
-    one_layout(root, discover(root))
-    check_places(root, output, output.state(), input_changed)
-    if output.location.is_local:
-        check_writable(Path(output.location.uri))
-    if pinned:
-        formulas_for(output, formula or [])
 
 
 def _options(
