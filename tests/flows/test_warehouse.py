@@ -23,11 +23,11 @@ from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.options import run_options
-from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+from flows.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
 from flows.runs import score as run
 from flows.score import score_dump
 from flows.sql import connect
-from flows.warehouse import CORE_TABLES, TABLES, aggregate
+from flows.warehouse import aggregate
 from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.tables import last_run, latest_versions, read_table
 from transforms.aggregate import Bootstrap, _group_seed
