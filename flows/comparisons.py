@@ -1,5 +1,5 @@
 """The comparison tables of a night: ``model_comparisons``, the rank columns of
-``model_scores`` and ``regressions`` (README "Comparisons"; the statistics are
+``model_scores`` and ``regressions`` (README "Comparisons and statistics"; the statistics are
 ``transforms.compare``'s).
 
 Comparisons and ranks need the night's own episode scores only. Regressions compare a night

@@ -24,7 +24,7 @@ Baseline = Literal["previous", "mean"]
 
 @dataclass(frozen=True)
 class RegressionOptions:
-    """How a night is checked against its baseline (README "Comparisons")."""
+    """How a night is checked against its baseline (README "Comparisons and statistics")."""
 
     baseline: Baseline = "previous"  # the previous night, or the mean of baseline_nights
     baseline_nights: int = 7  # nights in the "mean" baseline

@@ -299,4 +299,5 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
             row[PAIRED],
         )
     designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
-    return [*render(grid), f"sampling design: {', '.join(designs)} (README 'Comparisons')"]
+    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
+    return [*render(grid), named]

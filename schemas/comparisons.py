@@ -1,6 +1,6 @@
 """Column names and values of the comparison tables: ``model_comparisons``, ``regressions``,
 the rank columns of ``model_scores`` and the significance columns of ``rescore_diff``
-(``transforms.compare`` computes them; README "Comparisons")."""
+(``transforms.compare`` computes them; README "Comparisons and statistics")."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ PAIRED_NONE: Final = "none"
 
 
 class Design(StrEnum):
-    """The sampling design behind a standard error (README "Comparisons")."""
+    """The sampling design behind a standard error (README "Comparisons and statistics")."""
 
     TWO_LEVEL = "two_level"  # tasks a sample of the ability, episodes within tasks
     WITHIN_TASKS = "within_tasks"  # tasks fixed: only the episodes within them are random

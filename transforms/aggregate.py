@@ -57,9 +57,9 @@ MEAN_PREFIX: Final = "mean_"
 class Bootstrap:
     """How a run states its uncertainty: ``level`` intervals everywhere (scores, ranks,
     differences), the percentile bootstraps' ``resamples`` and ``seed``, and the sampling
-    ``design`` of the intervals and tests (README "Comparisons": ``two_level``, the tasks a
-    sample of the ability and the episodes within them; or ``within_tasks``, the tasks
-    fixed)."""
+    ``design`` of the intervals and tests (README "Comparisons and statistics":
+    ``two_level``, the tasks a sample of the ability and the episodes within them; or
+    ``within_tasks``, the tasks fixed)."""
 
     resamples: int = 1000
     level: float = DEFAULT_LEVEL

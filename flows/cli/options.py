@@ -99,7 +99,7 @@ StrictOpt = Annotated[
     typer.Option(
         "--strict",
         envvar="COGSCORE_STRICT",
-        help="Exit 1 when any file or episode was not scored (Prefect: the flow run ends "
+        help="Exit 3 when any file or episode was not scored (Prefect: the flow run ends "
         "Failed); the tables are written all the same.",
     ),
 ]

@@ -97,7 +97,8 @@ def leaderboard_section(
         "same (the benchmark's own overall score; its published leaderboard ranks by it); "
         "the score by category weighs each category the same. Intervals follow the "
         "two-level sampling design: the tasks a sample of the ability, the episodes a sample "
-        'within each task (README "Comparisons"; "-" where no spread can be measured). '
+        'within each task (README "Comparisons and statistics"; "-" where no spread can be '
+        "measured). "
         "Models are ranked among those covering the same categories, never beside models of "
         "another coverage. The rank interval comes from a bootstrap that draws the same "
         "tasks for every model; a tier holds the best remaining model and every model not "

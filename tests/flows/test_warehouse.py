@@ -54,7 +54,8 @@ def read(out: Path, table: str) -> pl.DataFrame:
 def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
     """Task, category and model aggregates in plain Python, from the README's definitions:
     a task's interval the percentile bootstrap of its episodes (null where they do not
-    vary); a category's and a model's the two-level t interval (README "Comparisons")."""
+    vary); a category's and a model's the two-level t interval (README "Comparisons and
+    statistics")."""
     tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
     for r in scores.iter_rows(named=True):
         key = (r["dump_date"], r["model"], r["category"], r["task"])

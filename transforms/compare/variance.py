@@ -1,5 +1,5 @@
 """The variance of a contrast of scores under a sampling design, and the inference from it
-(README "Comparisons"; Miller, "Adding Error Bars to Evals", arXiv:2411.00640).
+(README "Comparisons and statistics"; Miller, "Adding Error Bars to Evals", arXiv:2411.00640).
 
 A contrast is ``E = Σ_u a_u S_u``, ``S_u = Σ_t w_{u,t} T_{u,t}`` a unit's score in a scope.
 Two designs:
