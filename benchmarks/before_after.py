@@ -270,14 +270,18 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--runs", type=int, default=None, help="runs of each small measurement")
     parser.add_argument("--large-runs", type=int, default=2, help="runs of the large night")
     parser.add_argument("--small-runs", type=int, default=2, help="runs of the small-file nights")
-    parser.add_argument("--small-before", action="append", help="befores run on small files")
+    parser.add_argument(
+        "--small-before",
+        action="append",
+        help="befores run on small files (none: this checkout only)",
+    )
     parser.add_argument("--large", type=Path, default=DATA / "e4000000")
     parser.add_argument("--small", type=Path, default=DATA / "e100000")
     parser.add_argument("--realistic", type=Path, default=DATA / "realistic-e100000")
     args = parser.parse_args(argv)
     if args.night:
         befores = args.before or list(NIGHT_BEFORE)
-        small = args.small_before or [befores[-1]]
+        small = [b for b in args.small_before or [befores[-1]] if b != "none"]
         with ExitStack() as stack:
             checkouts = {rev: stack.enter_context(worktree(rev)) for rev in befores}
             checkouts[THIS] = TOP

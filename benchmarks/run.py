@@ -1,4 +1,4 @@
-"""The performance benchmarks of the README's "Performance" section (``make bench``).
+"""The performance benchmarks of docs/performance.md (``make bench``).
 
 Generates simulated one-night dumps (seed 0, cached under benchmarks/data/, git-ignored),
 then measures, each in a fresh process (its peak resident memory from ``wait4``):

@@ -53,6 +53,9 @@ def trace(args: list[str], command: str, depth: int) -> tuple[Counter[tuple[str,
         return None, None
 
     def profile(frame: FrameType, event: str, _: Any) -> None:
+        if event == "return":  # a frame's id is reused once it is gone: forget its level
+            levels.pop(id(frame), None)
+            return
         if event != "call":
             return
         if frame.f_code.co_name == "<module>":  # an import, and what it runs: not the spine

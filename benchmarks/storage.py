@@ -8,7 +8,7 @@ Starts a moto S3 server in its own process (tests/s3server.py) and measures, as 
 - listing `--objects` objects: `flows.storage.objects.list_files` (obstore) against boto3's
   `list_objects_v2` paginator (s3fs is not installed here and is not added);
 - writing one night of `--rows` episode-score rows (the columns and dtypes of
-  `schemas.tables.EPISODE_SCORES` plus provenance: 25 columns) as plain Parquet (one file
+  `schemas.tables.EPISODE_SCORES_DTYPES` plus provenance: 25 columns) as plain Parquet (one file
   under `dump_date=…/`) and as a Delta table (`delta.write_night`, creating the table),
   locally and on S3;
 - replacing that night in a Delta table that holds four nights (`write_night`: one
@@ -37,7 +37,7 @@ import polars as pl
 
 from flows.storage import delta, objects
 from flows.storage.location import Location, polars_options, storage_options
-from schemas.tables import EPISODE_SCORES, PROVENANCE
+from schemas.tables import EPISODE_SCORES_DTYPES, PROVENANCE
 from tests.s3server import start_s3_server
 
 NIGHTS = ("2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04")
@@ -46,7 +46,7 @@ NIGHTS = ("2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04")
 def episode_scores(rows: int, night: str, seed: int = 0) -> pl.DataFrame:
     """A synthetic night of the episode_scores table: its columns and dtypes."""
     rng = np.random.default_rng(seed)
-    dtypes = {**EPISODE_SCORES, **PROVENANCE}
+    dtypes = {**EPISODE_SCORES_DTYPES, **PROVENANCE}
     columns: dict[str, Any] = {}
     for name, dtype in dtypes.items():
         if name == "dump_date":

@@ -1,9 +1,9 @@
 """The comparison tables of a night: ``model_comparisons``, the rank columns of
-``model_scores`` and ``regressions`` (README "Comparisons"; the statistics are
+``model_scores`` and ``regressions`` (README "Comparisons and statistics"; the statistics are
 ``transforms.compare``'s).
 
 Comparisons and ranks need the night's own episode scores only. Regressions compare a night
-with its baseline nights: those scored earlier in the same run (kept here, a few slim columns
+with its baseline nights: those scored earlier in the same run (kept here, the few columns compared
 per episode) or, before that, read from ``OUT`` (only those nights' files and columns).
 """
 
@@ -11,21 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import polars as pl
 
 from flows.options import RegressionOptions
 from schemas.comparisons import (
+    ALERT_LEVEL,
     BASELINE,
     BASELINE_DATES,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
     CI_LOW_BY_CATEGORY,
+    DEFAULT_LEVEL,
     DESIGN,
     HARNESS_ERROR_SHARE,
-    LEVEL,
     LEVEL_NOT_COMPARABLE,
     N_BASELINE_NIGHTS,
     N_PAIRS,
@@ -39,8 +40,8 @@ from schemas.comparisons import (
     SCOPE,
     Design,
 )
-from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from schemas.tables import FORMULA_VERSION, SCORE, STATUS, EpisodeStatus
+from schemas.contract import DUMP_DATE, Col
+from schemas.tables import COMPARED_COLUMNS, PROVENANCE, STATUS, EpisodeStatus
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import (
@@ -55,22 +56,10 @@ from transforms.compare import (
 if TYPE_CHECKING:
     from flows.output import Output
 
-# What the comparisons read of an episode: a few bytes, not the whole row.
-SLIM: Final = [
-    DUMP_DATE,
-    Col.MODEL,
-    Col.CATEGORY,
-    Col.TASK,
-    Col.EPISODE_ID,
-    INSTANCE_ID,
-    SCORE,
-    FORMULA_VERSION,
-]
 
-
-def slim(scores: pl.DataFrame) -> pl.DataFrame:
-    """The columns of episode scores that comparisons read, compact."""
-    return compact(scores.select(SLIM))
+def compared(scores: pl.DataFrame) -> pl.DataFrame:
+    """The columns of episode scores that comparisons read (``COMPARED_COLUMNS``), compact."""
+    return compact(scores.select(COMPARED_COLUMNS))
 
 
 class NightTables(NamedTuple):
@@ -85,7 +74,7 @@ def night_comparisons(
     """A night's model and category scores with their intervals (the two-level design at
     the bootstrap's level), each model's rank interval (a bootstrap of the tasks, the same
     draw for every model) and significance tier, and its ``model_comparisons`` rows."""
-    episodes = slim(scores)
+    episodes = compared(scores)
     night = comparisons_and_rank_intervals(
         episodes,
         resamples=bootstrap.resamples,
@@ -175,22 +164,28 @@ class NightWatch:
     """Regressions of the nights a run scores, night after night in date order.
 
     ``known``: the nights ``OUT`` held when the run began (read from it where a baseline
-    needs them); the nights this run scored are kept (slim) for the nights after them."""
+    needs them); the nights this run scored are kept (the compared columns) for the nights
+    after them."""
 
     output: Output | None
     options: RegressionOptions = field(default_factory=RegressionOptions)
     known: Iterable[str] = ()
     design: DesignChoice = DEFAULT_DESIGN  # the sampling design (``Bootstrap.design``)
-    level: float = 0.95  # the intervals' level (``Bootstrap.level``)
+    level: float = DEFAULT_LEVEL  # the intervals' level (``Bootstrap.level``)
     _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
 
     def regressions(
-        self, night: str | None, scores: pl.DataFrame, rejects: pl.DataFrame
+        self,
+        night: str | None,
+        scores: pl.DataFrame,
+        rejects: pl.DataFrame,
+        level: float | None = None,
     ) -> pl.DataFrame:
-        """The ``regressions`` rows of ``night`` (none for an undated dump)."""
+        """The ``regressions`` rows of ``night`` (none for an undated dump), their intervals
+        at ``level`` (default: the watch's, the run's)."""
         if night is None:
             return _no_regressions()
-        current = (slim(scores), harness_shares(scores, rejects))
+        current = (compared(scores), harness_shares(scores, rejects))
         earlier = sorted(n for n in {*self.known, *self._recent} if n < night)
         baseline = earlier[-self.options.span :]
         history = [self._recent[n] for n in baseline if n in self._recent]
@@ -211,7 +206,7 @@ class NightWatch:
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
             design=self.design,
-            level=self.level,
+            level=self.level if level is None else level,
         )
         tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
         return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")
@@ -230,7 +225,7 @@ class NightWatch:
                 N_PAIRS: 0,
                 PAIRED: PAIRED_NONE,
                 DESIGN: Design.NONE.value,  # nothing scored: no variance
-                LEVEL: LEVEL_NOT_COMPARABLE,
+                ALERT_LEVEL: LEVEL_NOT_COMPARABLE,
                 REASON: why,
             }
             for model, why in dark.items()
@@ -238,11 +233,12 @@ class NightWatch:
         empty = _no_regressions()
         return pl.DataFrame(rows, schema=empty.schema) if rows else empty
 
-    def again(self, night: str) -> pl.DataFrame:
+    def again(self, night: str, level: float) -> pl.DataFrame:
         """The ``regressions`` rows of ``night``, a night the output holds and the run did
-        not score, made again (its baseline nights were rescored)."""
+        not score, made again (its baseline nights were rescored) at ``level``: the level of
+        the run that scored the night, which its other tables and its labels keep."""
         scores, rejects = self._rows([night])
-        return self.regressions(night, scores, rejects)
+        return self.regressions(night, scores, rejects, level)
 
     def _rows(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The columns regressions read of ``nights``' episode scores and rejects, from OUT."""
@@ -250,17 +246,17 @@ class NightWatch:
 
         assert self.output is not None
         chosen = pl.col(DUMP_DATE).is_in(nights)
-        scores = self.output.scan(EPISODE_SCORES).filter(chosen).select(SLIM)
+        scores = self.output.scan(EPISODE_SCORES).filter(chosen).select(COMPARED_COLUMNS)
         rejects = self.output.scan(REJECTS).filter(chosen).select(DUMP_DATE, Col.MODEL, STATUS)
         scores_frame, rejects_frame = pl.collect_all([scores, rejects])
         return scores_frame, rejects_frame
 
     def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         scores, rejects = self._rows(nights)
-        return slim(scores), harness_shares(scores, rejects)
+        return compared(scores), harness_shares(scores, rejects)
 
 
 def _no_regressions() -> pl.DataFrame:
     from flows.output import REGRESSIONS, empty_table
 
-    return empty_table(REGRESSIONS).drop("scorer_version", "input_fingerprint")
+    return empty_table(REGRESSIONS).drop(*PROVENANCE)

@@ -12,14 +12,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from schemas.comparisons import DEFAULT_LEVEL
+
+if TYPE_CHECKING:
+    from transforms.aggregate import Bootstrap
 
 Baseline = Literal["previous", "mean"]
 
 
 @dataclass(frozen=True)
 class RegressionOptions:
-    """How a night is checked against its baseline (README "Comparisons")."""
+    """How a night is checked against its baseline (README "Comparisons and statistics")."""
 
     baseline: Baseline = "previous"  # the previous night, or the mean of baseline_nights
     baseline_nights: int = 7  # nights in the "mean" baseline
@@ -44,13 +49,28 @@ class RegressionOptions:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What a run does beyond scoring: what ends it failed, which nights it may take."""
+    """What a run does beyond scoring: what ends it failed, which nights it may take, the
+    level of its intervals."""
 
     strict: bool = False  # any input not scored fails the run (exit 3)
     require_marker: bool = False  # score a night only once its _SUCCESS marker is there
     fail_on_regression: bool = False  # a regression alert fails the run (exit 6)
     input_changed: bool = False  # the dump moved: another root for the output is expected
+    # The confidence level of every interval the run writes and prints (scores, ranks,
+    # comparisons, regressions, rescore changes); recorded with the run.
+    level: float = DEFAULT_LEVEL
     regression: RegressionOptions = field(default_factory=RegressionOptions)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.level < 1.0:
+            raise ValueError(f"the level is a share between 0 and 1, not {self.level}")
+
+    @property
+    def bootstrap(self) -> Bootstrap:
+        """How the run states its uncertainty (the statistics' own defaults but the level)."""
+        from transforms.aggregate import Bootstrap
+
+        return Bootstrap(level=self.level)
 
 
 # Each option's environment variable (the command line's options read the same ones).
@@ -59,6 +79,7 @@ ENVIRONMENT: Final[dict[str, str]] = {
     "require_marker": "COGSCORE_REQUIRE_MARKER",
     "fail_on_regression": "COGSCORE_FAIL_ON_REGRESSION",
     "input_changed": "COGSCORE_INPUT_ROOT_CHANGED",
+    "level": "COGSCORE_LEVEL",
     "baseline": "COGSCORE_BASELINE",
     "baseline_nights": "COGSCORE_BASELINE_NIGHTS",
     "margin": "COGSCORE_REGRESSION_MARGIN",
@@ -75,6 +96,7 @@ _PARSE: Final[dict[str, Callable[[str], Any]]] = {
     "require_marker": _flag,
     "fail_on_regression": _flag,
     "input_changed": _flag,
+    "level": float,
     "baseline": str,
     "baseline_nights": int,
     "margin": float,

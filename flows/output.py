@@ -34,6 +34,7 @@ from flows.storage.errors import StorageError
 from flows.storage.lease import Lease, check_conditional_writes
 from flows.storage.location import Location
 from flows.storage.runs_table import PINNING, RUNS_TABLE, RunRow, RunStatus
+from schemas.comparisons import DEFAULT_LEVEL
 from schemas.contract import DUMP_DATE
 from schemas.tables import (
     CATEGORY_SCORES_TABLE,
@@ -213,6 +214,7 @@ class Output:
                 "run_id": row.run_id,
                 "input": row.input,
                 "models_unscored": dict(row.details.get("models_unscored", {}).get(row.night, {})),
+                "level": recorded_level(row.details),
             }
             if row.night is None:
                 undated = entry
@@ -280,6 +282,27 @@ class Output:
             _check_legacy(self.location)
             runs_table.repair(self.location, list(TABLES))
             yield Writer(self, lease, run_id)
+
+
+def recorded_level(details: Mapping[str, Any]) -> float:
+    """The level of the intervals a run wrote, as its row in the runs table records it (a
+    run before the level was an option recorded none: it used the default).
+
+    >>> recorded_level({"bootstrap": {"level": 0.9}}), recorded_level({})
+    (0.9, 0.95)
+    """
+    return float(details.get("bootstrap", {}).get("level", DEFAULT_LEVEL))
+
+
+def night_levels(state: Mapping[str, Any]) -> dict[str | None, float]:
+    """The level of each night's intervals (``None``: an undated dump's), from
+    ``Output.state``: the level of the run that scored the night."""
+    levels: dict[str | None, float] = {
+        night: entry.get("level", DEFAULT_LEVEL) for night, entry in state.get("nights", {}).items()
+    }
+    if "undated" in state:
+        levels[None] = state["undated"].get("level", DEFAULT_LEVEL)
+    return levels
 
 
 def _check_legacy(location: Location) -> None:

@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.io import DumpFile, InputError, content_digest, discover, marked_complete
+from flows.io import (
+    DumpFile,
+    InputError,
+    check_writable,
+    content_digest,
+    discover,
+    marked_complete,
+    one_layout,
+)
 from flows.io import dump_root as root_of
 from flows.output import Output
 from flows.version import COGSCORE_VERSION
@@ -69,6 +77,31 @@ def check_places(
             "dump moved, say so: --input-root-changed (COGSCORE_INPUT_ROOT_CHANGED=1); "
             "else give another --out"
         )
+
+
+class FormulaChoiceError(ValueError):
+    """A ``--formula`` choice that names no category, task or version this release has."""
+
+
+def preflight(
+    input_root: str, out: str, asked: Sequence[str], input_changed: bool, pinned: bool = True
+) -> None:
+    """Fail fast, before any flow starts, on what the user can fix: a formula choice this
+    release does not have (``FormulaChoiceError``), a dump or an output that cannot be used
+    (``InputError``, ``StorageError``: a bad URL, a dump of two layouts, places that overlap,
+    another dump root, an output that is not writable) and, where ``pinned`` (score,
+    nightly), formula versions other than the output's own."""
+    try:
+        resolve(asked)
+    except ValueError as error:
+        raise FormulaChoiceError(str(error)) from None
+    root, output = root_of(input_root), Output.at(out)
+    one_layout(root, discover(root))
+    check_places(root, output, output.state(), input_changed)
+    if output.location.is_local:
+        check_writable(Path(output.location.uri))
+    if pinned:
+        formulas_for(output, asked)
 
 
 # -- formula versions: pinned per output ---------------------------------------------------

@@ -273,6 +273,7 @@ def score_flow(
     baseline_nights: int | None = None,
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
+    level: float | None = None,
     fail_on_regression: bool | None = None,
     input_root_changed: bool | None = None,
 ) -> runs.Outcome:
@@ -290,6 +291,7 @@ def score_flow(
         baseline_nights=baseline_nights,
         margin=regression_margin,
         harness_error_tolerance=harness_error_tolerance,
+        level=level,
     )
     outcome = runs.score(input_root, out, formulas or [], prefect_mapper, context)
     return enforce_strict(_publish(outcome))
@@ -308,6 +310,7 @@ def nightly_flow(
     baseline_nights: int | None = None,
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
+    level: float | None = None,
     fail_on_regression: bool | None = None,
     input_root_changed: bool | None = None,
 ) -> runs.Outcome:
@@ -319,7 +322,7 @@ def nightly_flow(
     ``fail_on_regression`` (default COGSCORE_FAIL_ON_REGRESSION): the flow ends Failed when
     a regression alert fires on a night it scored; the regression options default to
     COGSCORE_BASELINE, COGSCORE_BASELINE_NIGHTS, COGSCORE_REGRESSION_MARGIN and
-    COGSCORE_HARNESS_ERROR_TOLERANCE."""
+    COGSCORE_HARNESS_ERROR_TOLERANCE; ``level`` (the intervals') to COGSCORE_LEVEL."""
     context = _context(
         "nightly",
         storage_options,
@@ -331,6 +334,7 @@ def nightly_flow(
         baseline_nights=baseline_nights,
         margin=regression_margin,
         harness_error_tolerance=harness_error_tolerance,
+        level=level,
     )
     outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context)
     return enforce_strict(_publish(outcome))
@@ -352,6 +356,7 @@ def rescore_flow(
     baseline_nights: int | None = None,
     regression_margin: float | None = None,
     harness_error_tolerance: float | None = None,
+    level: float | None = None,
     input_root_changed: bool | None = None,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
@@ -366,6 +371,7 @@ def rescore_flow(
         baseline_nights=baseline_nights,
         margin=regression_margin,
         harness_error_tolerance=harness_error_tolerance,
+        level=level,
     )
     outcome = runs.rescore(
         dump_root, out, formulas, since, until, prefect_mapper, dry_run, diff_out, context

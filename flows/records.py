@@ -236,5 +236,8 @@ def _flagged(regressions: Any) -> list[dict[str, Any]]:
     """The alert and watch rows of the nights a run scored, for the record."""
     if regressions is None or regressions.is_empty():
         return []
-    keys = ["dump_date", "model", "scope", "level", "change", "ci_low", "ci_high", "q_bh"]
+    from schemas.comparisons import ALERT_LEVEL, CHANGE, CI_HIGH, CI_LOW, Q_BH, SCOPE
+    from schemas.contract import DUMP_DATE, Col
+
+    keys = [DUMP_DATE, Col.MODEL, SCOPE, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
     return list(regressions.select(keys).to_dicts())  # a handful of rows

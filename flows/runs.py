@@ -23,10 +23,9 @@ from typing import Any, Protocol
 import polars as pl
 
 from flows.comparisons import (
-    SLIM,
     NightWatch,
+    compared,
     models_without_scores,
-    slim,
 )
 from flows.io import (
     DumpFile,
@@ -52,6 +51,7 @@ from flows.output import (
     TableWriter,
     empty_table,
     fault_point,
+    night_levels,
     record_failure,
 )
 from flows.plan import (
@@ -86,11 +86,10 @@ from flows.warehouse import (
     run_details,
     with_provenance,
 )
-from schemas.comparisons import LEVEL_ALERT, LEVEL_WATCH
+from schemas.comparisons import ALERT_LEVEL, DEFAULT_LEVEL, LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import overlay, resolve
-from schemas.tables import RULES
-from transforms.aggregate import Bootstrap
+from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance
@@ -145,7 +144,7 @@ def local_mapper(
     """Every file in this process, two at a time (small files in batches: ``batches``):
     polars runs much of a file's plan on one core, and releases the GIL while it does (1.6 s
     -> 1.4 s for ten files on 2 cores). Memory holds that many files' rows (and, with a
-    ``target``, the slim columns of the files done: their rows are staged). Each file done
+    ``target``, the held columns of the files done: their rows are staged). Each file done
     is told to ``progress``."""
     with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
         futures = [
@@ -184,7 +183,7 @@ def dask_mapper(address: str) -> Mapper:
         from distributed import Client
 
         with Client(address, timeout="30s") as client:
-            # A worker stages the rows it scored: only the slim columns come back.
+            # A worker stages the rows it scored: only the held columns come back.
             futures = [
                 client.submit(
                     score_and_stage, batch, formulas, _of(batch, digests), target, pure=False
@@ -257,6 +256,9 @@ class Outcome:
     not_rescored: int = 0  # a rescore's reported scores alone (no formula input): kept as they are
     # The regressions rows of the nights scored whose level is alert or watch.
     regressions: pl.DataFrame | None = None
+    level: float = DEFAULT_LEVEL  # the level of the intervals this run made (``--level``)
+    # Each night's interval level in the output after the run (the run that scored it).
+    levels: dict[str | None, float] = field(default_factory=dict)
     dry_run: bool = False
     seconds: float = 0.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
@@ -409,7 +411,7 @@ def _score_nights(
     """
     started, t0 = datetime.now(UTC), time.perf_counter()
     output, files, formulas = job.output, job.files, job.formulas
-    bootstrap = Bootstrap()
+    bootstrap = context.options.bootstrap
     dry_run = isinstance(writer, DryRun)
     # Partition by dump_date only where every file has one (discover refuses a mix).
     dated = bool(files) and all(DUMP_DATE in f.partitions for f in files)
@@ -464,8 +466,8 @@ def _score_nights(
             if night not in groups:  # its baseline changed: its regressions again
                 assert night is not None
                 fingerprints[night] = state["nights"][night]["input_fingerprint"]
-                table = watch.again(night)
-                flagged.append(table.filter(pl.col("level").is_in(FLAGGED)))
+                table = watch.again(night, night_levels(state)[night])
+                flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
                 stage({REGRESSIONS: table}, night)
                 refreshed.append(night)
                 continue
@@ -503,7 +505,7 @@ def _score_nights(
             t3 = time.perf_counter()
             progress.step(f"night {night or '(undated)'}: aggregating (bootstrap), regressions")
             tables = tables_of_night(night, result, bootstrap, watch, job.per_night)
-            flagged.append(tables[REGRESSIONS].filter(pl.col("level").is_in(FLAGGED)))
+            flagged.append(tables[REGRESSIONS].filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
             if clear_diff:  # a night scored again: its old rescore diff no longer holds
                 tables[RESCORE_DIFF] = _no_diff()
             t4 = time.perf_counter()
@@ -580,7 +582,7 @@ def _score_nights(
             record_failure(output, _finished(rows, _crashed(error)))
         raise
     after = (
-        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED])
+        state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED], bootstrap.level)
         if dry_run
         else output.state()
     )
@@ -592,6 +594,8 @@ def _score_nights(
     outcome.regressions_refreshed = refreshed
     outcome.verdict = ended
     outcome.regressions = flagged_rows
+    outcome.level = bootstrap.level
+    outcome.levels = night_levels(after)
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
     outcome.formula_set = describe_set(pinned)
@@ -658,12 +662,13 @@ def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow
     return [replace(row, finished=now, details=dict(details)) for row in rows]
 
 
-def state_after(state: Mapping[str, Any], rows: Sequence[RunRow]) -> dict[str, Any]:
-    """``state`` with the nights of ``rows`` as they would be (a dry run's view)."""
+def state_after(state: Mapping[str, Any], rows: Sequence[RunRow], level: float) -> dict[str, Any]:
+    """``state`` with the nights of ``rows`` as they would be (a dry run's view; ``level``:
+    the run's)."""
     nights = dict(state.get("nights", {}))
     for row in rows:
         if row.night is not None and row.status is RunStatus.SUCCEEDED:
-            nights[row.night] = {"formula_versions": dict(row.formula_versions)}
+            nights[row.night] = {"formula_versions": dict(row.formula_versions), "level": level}
     return {**state, "nights": nights}
 
 
@@ -707,6 +712,8 @@ def _nothing_to_do(
     writer.commit([row])
     outcome = Outcome(kind, output)
     outcome.run_id = context.run_id
+    outcome.level = context.options.level
+    outcome.levels = night_levels(state)
     outcome.formula_set = dict(state.get("formula_set", {}))
     outcome.nights_off_set = nights_off_set(state)
     return outcome
@@ -880,6 +887,7 @@ def _rescore(
 ) -> Outcome:
     pinned = formula_set(state)
     versions = overlay(pinned or resolve(), formulas)
+    bootstrap = context.options.bootstrap
     every_night = set(state.get("nights", {})) <= set(nights)
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
@@ -898,7 +906,14 @@ def _rescore(
                 tables[MODEL_SCORES].lazy(),
                 tables[CATEGORY_SCORES].lazy(),
             ).collect(),
-            plain(rescore_significance(_old_episodes(output, night), slim(result.scores))),
+            plain(
+                rescore_significance(
+                    _old_episodes(output, night),
+                    compared(result.scores),
+                    design=check_design(bootstrap.design),
+                    level=bootstrap.level,
+                )
+            ),
         )
         diffs.append(diff)
         not_rescored.append(reported_alone(result.scores))
@@ -941,7 +956,7 @@ def _rescore(
 
 def _diff_table(diffs: list[pl.DataFrame]) -> pl.DataFrame:
     if not diffs:
-        return _no_diff().drop("scorer_version", "input_fingerprint")
+        return _no_diff().drop(*PROVENANCE)
     return pl.concat(diffs)
 
 
@@ -949,7 +964,7 @@ def _old_episodes(output: Output, night: str | None) -> pl.DataFrame:
     """The episode scores of ``night`` as the output holds them, before the run replaces
     them (the columns comparisons read)."""
     night_rows = output.scan(EPISODE_SCORES).filter(pl.col(DUMP_DATE) == night)
-    return slim(night_rows.select(SLIM).collect())
+    return compared(night_rows.select(COMPARED_COLUMNS).collect())
 
 
 def _old_tables(output: Output, nights: list[str]) -> dict[str, pl.DataFrame]:

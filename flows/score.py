@@ -16,7 +16,6 @@ from typing import Any, Final, TypeVar
 
 import polars as pl
 
-from flows.comparisons import SLIM as COMPARED
 from flows.io import (
     DumpFile,
     content_digest,
@@ -36,12 +35,12 @@ from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_sch
 from schemas.formulas import resolve
 from schemas.rules import Rule
 from schemas.tables import (
-    EPISODE_SCORES,
+    EPISODE_SCORES_DTYPES,
     EPISODE_SCORES_TABLE,
     FEEDBACK_OUT_OF_RANGE,
-    N_ROWS,
+    HELD_DTYPES,
     REASONS,
-    REJECTS,
+    REJECTS_DTYPES,
     REJECTS_TABLE,
     ROWS,
     RULES,
@@ -111,7 +110,7 @@ class Mismatches:
     """Contract 1.2, of some episodes: how many were scored other than the harness reported,
     how many have item verdicts other than the harness's, and the first few of the former
     (by night and episode id). Counted where the whole rows are (a staged file keeps only
-    the slim columns: issue 17's 100 bytes an episode)."""
+    the held columns: issue 17's 100 bytes an episode)."""
 
     scores: int = 0
     verdicts: int = 0
@@ -143,7 +142,7 @@ class Mismatches:
 class ScoreResult:
     """Scored episodes and rejects of some files (a night's, in a run)."""
 
-    scores: pl.DataFrame  # every column, or the slim ones where the rows are staged
+    scores: pl.DataFrame  # every column, or the held ones (``HELD``) where the rows are staged
     rejects: pl.DataFrame
     files: list[FileReport]
     formulas: dict[str, str]
@@ -176,7 +175,7 @@ class ScoreResult:
 
 def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]]) -> pl.DataFrame:
     """The reject row of a file that cannot be read: its rows are counted, not scored."""
-    values: dict[str, object] = dict.fromkeys(REJECTS)
+    values: dict[str, object] = dict.fromkeys(REJECTS_DTYPES)
     values |= {
         FILE: dump_file.relative,
         DUMP_DATE: dump_file.partitions.get(DUMP_DATE),
@@ -185,7 +184,7 @@ def _file_reject(dump_file: DumpFile, rows: int, problems: list[tuple[Rule, str]
         REASONS: [m for _, m in problems],
         ROWS: rows,
     }
-    return pl.DataFrame([values], schema=REJECTS, orient="row")
+    return pl.DataFrame([values], schema=REJECTS_DTYPES, orient="row")
 
 
 def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.DataFrame | None]:
@@ -195,7 +194,7 @@ def read_file(dump_file: DumpFile) -> tuple[pl.LazyFrame | None, FileReport, pl.
     scanned = None if dump_file.is_local else scan(dump_file)
     schema, problems = _footer(dump_file, report, scanned)
     if report.status == "gone":
-        return None, report, pl.DataFrame(schema=REJECTS)
+        return None, report, pl.DataFrame(schema=REJECTS_DTYPES)
     if schema is None:
         return None, report, _rejected(report, dump_file, problems)
     rows = normalise(
@@ -309,7 +308,7 @@ class FilePart:
 
     Staged (``stage``): the episode scores are written as uncommitted data files of
     ``episode_scores`` where the files were scored; ``scores`` keeps the columns a night's
-    reduction reads (``SLIM``), ``sums`` the files' component sums."""
+    reduction reads (``HELD``), ``sums`` the files' component sums."""
 
     scores: pl.DataFrame
     unscored: pl.DataFrame  # canonical rows (but content) of the episodes not scored
@@ -322,7 +321,7 @@ class FilePart:
 
 # What a night's reduction reads of a staged file's episodes (a few dozen bytes each):
 # comparisons and the bootstrap, the row accounting, the ids checked across files.
-SLIM: Final = [*COMPARED, FILE, N_ROWS, FEEDBACK_OUT_OF_RANGE]
+HELD: Final = list(HELD_DTYPES)
 
 
 @dataclass(frozen=True)
@@ -337,7 +336,7 @@ class StageTarget:
 def stage(part: FilePart, target: StageTarget) -> FilePart:
     """Write a scored file's episode scores as data files of ``episode_scores`` (validated,
     with provenance; invisible until the night's commit, ``vacuum`` removes them if that
-    never comes) and keep what the reduction needs: the slim columns, the component sums."""
+    never comes) and keep what the reduction needs: the held columns, the component sums."""
     # Sorted once: the staged files and the held columns (parts join in (file, id) order).
     scores = part.scores.sort(FILE, Col.EPISODE_ID)
     # An id in several files of a batch: every copy is rejected when the night's parts are
@@ -360,7 +359,7 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
     # Held to the night's end: in buffers of their own, not views pinning the file's text.
     rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
-    held = owned(compact(scores.select(SLIM)))
+    held = owned(compact(scores.select(HELD)))
     return FilePart(held, _no_rows(), rejects, part.reports, staged, sums, Mismatches.of(scores))
 
 
@@ -427,12 +426,14 @@ def score_batch(
     for dump_file, report in zip(batch, reports, strict=True):
         report.sha256 = digests.get(dump_file.relative) or content_digest(dump_file)
         report.mtime_ns = modified_ns(dump_file)
-    scores, unscored = pl.DataFrame(schema=EPISODE_SCORES), _no_rows()
+    scores, unscored = pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows()
     if rows is not None:
         scores, unscored = pl.collect_all(
             list(score_rows(rows.lazy(), formulas)), engine="in-memory", optimizations=_PLAN
         )
-    return FilePart(scores, unscored, pl.concat([pl.DataFrame(schema=REJECTS), *rejects]), reports)
+    return FilePart(
+        scores, unscored, pl.concat([pl.DataFrame(schema=REJECTS_DTYPES), *rejects]), reports
+    )
 
 
 _PATH: Final = "__path"
@@ -524,9 +525,9 @@ def _counted(rows: pl.DataFrame, reports: Sequence[FileReport]) -> pl.DataFrame:
 def _merged(parts: Sequence[FilePart]) -> FilePart:
     """One part of the unstaged parts of a batch's files."""
     return FilePart(
-        pl.concat([pl.DataFrame(schema=EPISODE_SCORES), *(p.scores for p in parts)]),
+        pl.concat([pl.DataFrame(schema=EPISODE_SCORES_DTYPES), *(p.scores for p in parts)]),
         pl.concat([_no_rows(), *(p.unscored for p in parts)]),
-        pl.concat([pl.DataFrame(schema=REJECTS), *(p.rejects for p in parts)]),
+        pl.concat([pl.DataFrame(schema=REJECTS_DTYPES), *(p.rejects for p in parts)]),
         [report for p in parts for report in p.reports],
     )
 
@@ -543,8 +544,8 @@ def score_file(
     rejected when the parts are assembled."""
     rows, report, reject = read_file(dump_file)
     if report.status == "gone":
-        no_reject = pl.DataFrame(schema=REJECTS)
-        return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), no_reject, [report])
+        no_reject = pl.DataFrame(schema=REJECTS_DTYPES)
+        return FilePart(pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows(), no_reject, [report])
     report.sha256 = digest or content_digest(dump_file)
     report.mtime_ns = modified_ns(dump_file)
     if rows is not None:
@@ -553,14 +554,14 @@ def score_file(
             scores, unscored = retrying(
                 lambda: pl.collect_all(plan, engine="in-memory", optimizations=_PLAN)
             )
-            return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS), [report])
+            return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS_DTYPES), [report])
         except (pl.exceptions.ComputeError, OSError) as error:
             if _decodes(dump_file):  # the data reads: the error is the scorer's own
                 raise
             problems = [(Rule.FILE_UNREADABLE, f"the file's data cannot be read: {error}")]
             reject = _rejected(report, dump_file, problems)
     assert reject is not None
-    return FilePart(pl.DataFrame(schema=EPISODE_SCORES), _no_rows(), reject, [report])
+    return FilePart(pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows(), reject, [report])
 
 
 def _decodes(dump_file: DumpFile) -> bool:
@@ -592,10 +593,10 @@ def assemble(
     repeated across the files of a night rejected, in a stable order. Staged parts (all of a
     night's, with ``target``) whose files hold such copies are staged again without them."""
     staged = target is not None and all(p.sums is not None for p in parts)
-    empty = pl.DataFrame(schema=EPISODE_SCORES)
+    empty = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if staged:  # each part's rows sorted by id: in file order, the night's are sorted
         by_file = sorted(parts, key=lambda p: p.reports[0].file)
-        scores = pl.concat([compact(empty.select(SLIM)), *(p.scores for p in by_file)])
+        scores = pl.concat([compact(empty.select(HELD)), *(p.scores for p in by_file)])
     else:
         scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
@@ -633,7 +634,7 @@ def _reject_rows(unscored: pl.DataFrame) -> pl.DataFrame:
     """The reject rows of the episodes of ``unscored`` rows, with every reason (none: no
     plan run)."""
     if unscored.is_empty():
-        return pl.DataFrame(schema=REJECTS)
+        return pl.DataFrame(schema=REJECTS_DTYPES)
     return rejects_of(unscored.lazy()).collect(engine="in-memory")
 
 
@@ -650,7 +651,7 @@ def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> 
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
     delta.discard(target.location, EPISODE_SCORES_TABLE.name, [part.staged])
     unstaged = FilePart(
-        kept.select(list(EPISODE_SCORES)), part.unscored, part.rejects, part.reports
+        kept.select(list(EPISODE_SCORES_DTYPES)), part.unscored, part.rejects, part.reports
     )
     return stage(unstaged, target)
 

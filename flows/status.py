@@ -232,6 +232,7 @@ def comparisons(
     whichever ``models`` are shown. A night scored before that table existed is compared
     from its episode scores (``transforms.compare.model_comparisons``, the same function)."""
     from schemas.comparisons import MODEL_A, MODEL_B, SCOPE
+    from schemas.tables import PROVENANCE
     from transforms.compare import model_comparisons
 
     published = output.scan("model_comparisons", as_of)
@@ -241,16 +242,24 @@ def comparisons(
     table = published.filter(pl.col("dump_date") == night).collect()
     if table.is_empty():
         episodes = output.scan("episode_scores", as_of).filter(pl.col("dump_date") == night)
-        table = model_comparisons(episodes.collect())
-    table = table.filter(pl.col(SCOPE) == scope).drop(
-        "scorer_version", "input_fingerprint", strict=False
-    )
+        table = model_comparisons(episodes.collect(), level=night_level(output, night, as_of))
+    table = table.filter(pl.col(SCOPE) == scope).drop(*PROVENANCE, strict=False)
     if models:
         table = table.filter(pl.col(MODEL_A).is_in(models) & pl.col(MODEL_B).is_in(models))
     return table.sort(MODEL_A, MODEL_B)
 
 
-def comparison_lines(table: pl.DataFrame) -> list[str]:
+def night_level(output: Output, night: str | None, as_of: str | None = None) -> float:
+    """The level of ``night``'s intervals: the one the run that scored it used."""
+    from flows.output import night_levels
+    from schemas.comparisons import DEFAULT_LEVEL
+
+    return night_levels(output.state(as_of)).get(night, DEFAULT_LEVEL)
+
+
+def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
+    """The comparisons of ``comparisons``, their intervals labelled with their ``level``
+    (``night_level``)."""
     from schemas.comparisons import (
         CI_HIGH,
         CI_LOW,
@@ -264,15 +273,14 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
         PAIRED,
         VERDICT,
     )
-    from transforms.aggregate import Bootstrap
 
     if table.is_empty():
         return ["no pair of models to compare"]
     grid = table_of_columns()
-    level = f"{Bootstrap().level:.0%} interval"
+    interval = f"{level:.0%} interval"
     for name in ("model a", "model b"):
         grid.add_column(name, overflow="fold")
-    for name in ("a - b", level, "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+    for name in ("a - b", interval, "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
         grid.add_column(name, no_wrap=True)
 
     def number(value: float | None, spec: str = ".3f") -> str:
@@ -291,4 +299,5 @@ def comparison_lines(table: pl.DataFrame) -> list[str]:
             row[PAIRED],
         )
     designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
-    return [*render(grid), f"sampling design: {', '.join(designs)} (README 'Comparisons')"]
+    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
+    return [*render(grid), named]

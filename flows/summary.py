@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -16,10 +17,18 @@ from rich.table import Table
 
 from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
 from flows.records import ExitCode, unscored_line
-from schemas.comparisons import SCORE_BY_CATEGORY
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    DEFAULT_LEVEL,
+    DIFF_LEVEL,
+    DIFF_LEVEL_MODEL,
+    LEVEL_ALERT,
+    NEW_RANK,
+    SCOPE,
+    SCORE_BY_CATEGORY,
+)
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import SCORE
-from transforms.aggregate import Bootstrap
 
 if TYPE_CHECKING:
     from flows.runs import Outcome, RunSummary
@@ -64,9 +73,7 @@ def table_of_columns() -> Table:
     return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
 
 
-def leaderboard_table(
-    models: pl.DataFrame, categories: pl.DataFrame, level: float = Bootstrap().level
-) -> Table:
+def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame, level: float) -> Table:
     """Rank, model (in full: long names wrap; under it the rank's interval where it spans
     more than one place), the overall score (each task weighs the same: the benchmark's own)
     with its interval, the significance tier, the score with each category weighing the
@@ -125,14 +132,16 @@ def interval(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
-def leaderboard_lines(out: Output, level: float = Bootstrap().level) -> list[str]:
-    """The leaderboard of the latest night in ``out``."""
+def leaderboard_lines(out: Output, levels: Mapping[str | None, float]) -> list[str]:
+    """The leaderboard of the latest night in ``out``, its intervals labelled with the
+    night's level (``levels``: ``flows.output.night_levels``)."""
     models, categories = out.read(MODEL_SCORES), out.read(CATEGORY_SCORES)
     if models.is_empty():
         return ["no episode was scored"]
     night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
     models = models.filter(pl.col(DUMP_DATE) == night) if night is not None else models
     categories = categories.filter(pl.col(DUMP_DATE) == night) if night is not None else categories
+    level = levels.get(night, DEFAULT_LEVEL)  # a night no run recorded: the default's
     title = (
         f"leaderboard{f' of {printable(night)}' if night else ''} (score: each task weighs "
         f"the same; by cat.: each category; {level:.0%} intervals):"
@@ -191,7 +200,8 @@ def mismatch_lines(summary: RunSummary) -> list[str]:
 
 def diff_lines(diff: pl.DataFrame) -> list[str]:
     """What a rescore moved: each model's overall score and rank, old and new."""
-    overall = diff.filter(pl.col("level") == "model").sort(DUMP_DATE, "new_rank", Col.MODEL)
+    overall = diff.filter(pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL)
+    overall = overall.sort(DUMP_DATE, NEW_RANK, Col.MODEL)
     table = table_of_columns()
     table.add_column("night", no_wrap=True)
     table.add_column("model", overflow="fold", min_width=12)
@@ -245,7 +255,7 @@ def alerts_of(outcome: Outcome) -> pl.DataFrame:
     """The regression alerts of the nights a run scored."""
     if outcome.regressions is None:
         return pl.DataFrame()
-    return outcome.regressions.filter(pl.col("level") == "alert")
+    return outcome.regressions.filter(pl.col(ALERT_LEVEL) == LEVEL_ALERT)
 
 
 def regression_lines(outcome: Outcome) -> list[str]:
@@ -254,9 +264,12 @@ def regression_lines(outcome: Outcome) -> list[str]:
     flagged = outcome.regressions
     if flagged is None or flagged.is_empty():
         return []
-    level = Bootstrap().level
-    lines = [f"regressions (change from the baseline, {level:.0%} interval, BH q-value):"]
-    order = flagged.sort("level", DUMP_DATE, Col.MODEL, "scope")  # alert before watch
+    # Each night's at the level of the run that scored it (this run's, or for a night whose
+    # regressions only were made again, its own).
+    levels = {outcome.levels.get(n, outcome.level) for n in flagged[DUMP_DATE].unique()}
+    shares = ", ".join(f"{level:.0%}" for level in sorted(levels))
+    lines = [f"regressions (change from the baseline, {shares} interval, BH q-value):"]
+    order = flagged.sort(ALERT_LEVEL, DUMP_DATE, Col.MODEL, SCOPE)  # alert before watch
     for row in order.iter_rows(named=True):
         change = "" if row["ci_low"] is None else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
         q = "-" if row["q_bh"] is None else f"{row['q_bh']:.3g}"
@@ -322,12 +335,16 @@ def outcome_lines(outcome: Outcome) -> list[str]:
         lines += run_lines(outcome.result, outcome.out, outcome.run_id)[:-1]
     elif outcome.result is not None:
         lines += [
-            *leaderboard_lines(outcome.out),
+            *leaderboard_lines(outcome.out, outcome.levels),
             "",
             *run_lines(outcome.result, outcome.out, outcome.run_id),
         ]
     elif not outcome.out.read(MODEL_SCORES).is_empty():  # nothing new: what the tables hold
-        lines += [*leaderboard_lines(outcome.out), "", f"tables unchanged in {outcome.out}"]
+        lines += [
+            *leaderboard_lines(outcome.out, outcome.levels),
+            "",
+            f"tables unchanged in {outcome.out}",
+        ]
     if outcome.diff is not None:
         lines += [
             "",

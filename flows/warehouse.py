@@ -18,18 +18,7 @@ from typing import Any, Final
 import polars as pl
 
 from flows.comparisons import night_comparisons
-from flows.output import (
-    CATEGORY_SCORES,
-    CORE_TABLES,
-    EPISODE_SCORES,
-    MODEL_COMPARISONS,
-    MODEL_SCORES,
-    REGRESSIONS,
-    REJECTS,
-    RESCORE_DIFF,
-    TABLES,
-    TASK_SCORES,
-)
+from flows.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
 from schemas.contract import DUMP_DATE
 from schemas.tables import INPUT_FINGERPRINT, SCORER_VERSION
 from transforms.aggregate import (
@@ -41,18 +30,6 @@ from transforms.aggregate import (
 )
 from transforms.compact import plain
 
-__all__ = [
-    "CATEGORY_SCORES",
-    "CORE_TABLES",
-    "EPISODE_SCORES",
-    "MODEL_COMPARISONS",
-    "MODEL_SCORES",
-    "REGRESSIONS",
-    "REJECTS",
-    "RESCORE_DIFF",
-    "TABLES",
-    "TASK_SCORES",
-]
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy", "deltalake", "obstore")
 
 

@@ -1,6 +1,6 @@
 """Column names and values of the comparison tables: ``model_comparisons``, ``regressions``,
 the rank columns of ``model_scores`` and the significance columns of ``rescore_diff``
-(``transforms.compare`` computes them; README "Comparisons")."""
+(``transforms.compare`` computes them; README "Comparisons and statistics")."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ PAIRED_NONE: Final = "none"
 
 
 class Design(StrEnum):
-    """The sampling design behind a standard error (README "Comparisons")."""
+    """The sampling design behind a standard error (README "Comparisons and statistics")."""
 
     TWO_LEVEL = "two_level"  # tasks a sample of the ability, episodes within tasks
     WITHIN_TASKS = "within_tasks"  # tasks fixed: only the episodes within them are random
@@ -57,6 +57,11 @@ class Design(StrEnum):
 
 # The designs a caller chooses between (MIXED and NONE are outcomes, not choices).
 DESIGNS: Final = (Design.TWO_LEVEL, Design.WITHIN_TASKS)
+# The confidence level of every interval a run writes (ci_low..ci_high of scores, changes
+# and differences, rank_low..rank_high) unless the run is given another (``--level``,
+# COGSCORE_LEVEL): declared here, once, for the statistics and the run options alike. A run
+# records the level it used (the runs table's details, ``bootstrap.level``).
+DEFAULT_LEVEL: Final = 0.95
 
 A_BETTER: Final = "a_better"
 B_BETTER: Final = "b_better"
@@ -78,7 +83,10 @@ BASELINE_SCORE: Final = "baseline_score"
 CHANGE: Final = "change"
 Q_BH: Final = "q_bh"
 MARGIN: Final = "margin"
-LEVEL: Final = "level"  # LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE
+# How far a regression row is from its baseline: LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT,
+# LEVEL_NOT_COMPARABLE (stored as "level", as rescore_diff's ``DIFF_LEVEL``: one column name,
+# two tables, two meanings; the constants keep them apart).
+ALERT_LEVEL: Final = "level"
 REASON: Final = "reason"
 LEVEL_NONE: Final = "none"
 LEVEL_WATCH: Final = "watch"
@@ -90,7 +98,17 @@ CATEGORIES_COVERED: Final = "categories_covered"
 HARNESS_ERRORS: Final = "harness_errors"
 HARNESS_ERROR_SHARE: Final = "harness_error_share"
 
-# rescore_significance and rescore_rank_changes columns.
+# rescore_diff columns: a row is a model's overall score (DIFF_LEVEL_MODEL, category OVERALL)
+# or one of its category scores (DIFF_LEVEL_CATEGORY).
+DIFF_LEVEL: Final = "level"
+DIFF_LEVEL_MODEL: Final = "model"
+DIFF_LEVEL_CATEGORY: Final = "category"
+DIFF_LEVELS: Final = (DIFF_LEVEL_MODEL, DIFF_LEVEL_CATEGORY)
+OLD_RANK: Final = "old_rank"
+NEW_RANK: Final = "new_rank"
+OLD_FORMULA: Final = "old_formula"
+NEW_FORMULA: Final = "new_formula"
+# rescore_diff, rescore_significance and rescore_rank_changes columns.
 OLD_SCORE: Final = "old_score"
 NEW_SCORE: Final = "new_score"
 DELTA: Final = "delta"

@@ -17,6 +17,7 @@ import polars as pl
 
 from schemas.comparisons import (
     A_BETTER,
+    ALERT_LEVEL,
     B_BETTER,
     BASELINE,
     BASELINE_DATES,
@@ -31,8 +32,9 @@ from schemas.comparisons import (
     DESIGN,
     DF,
     DIFF,
+    DIFF_LEVEL,
+    DIFF_LEVELS,
     FORMULA_VERSIONS,
-    LEVEL,
     LEVEL_ALERT,
     LEVEL_NONE,
     LEVEL_NOT_COMPARABLE,
@@ -49,7 +51,11 @@ from schemas.comparisons import (
     N_TASKS,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    NEW_FORMULA,
+    NEW_RANK,
     NEW_SCORE,
+    OLD_FORMULA,
+    OLD_RANK,
     OLD_SCORE,
     OVERALL,
     OVERALL_BY_CATEGORY,
@@ -82,6 +88,9 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
 SCORE: Final = "score"
+RANK: Final = "rank"  # model_scores: the model's rank among those of its coverage group
+N_EPISODES: Final = "n_episodes"
+STD: Final = "std"
 FORMULA_VERSION: Final = "formula_version"
 N_ROWS: Final = "n_rows"
 SCORER_VERSION: Final = "scorer_version"
@@ -135,7 +144,9 @@ COMPONENT_DTYPES: Final[dict[str, pl.DataType]] = {
     for c in Component
 }
 
-EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
+# An episode_scores row as scoring makes it (the flow adds ``PROVENANCE``; the table,
+# ``EPISODE_SCORES_TABLE``, is these and the provenance).
+EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     Col.RUN_ID: pl.String(),
     Col.EPISODE_ID: pl.String(),
     Col.MODEL: pl.String(),
@@ -153,11 +164,24 @@ EPISODE_SCORES: Final[dict[str, pl.DataType]] = {
     SCORE_MISMATCH: pl.Boolean(),
     VERDICT_MISMATCHES: pl.Int64(),
 }
+# What the comparisons, rank intervals and regressions read of an episode (``flows.comparisons``):
+# a few bytes, not the whole row.
+COMPARED_COLUMNS: Final = (
+    DUMP_DATE,
+    Col.MODEL,
+    Col.CATEGORY,
+    Col.TASK,
+    Col.EPISODE_ID,
+    INSTANCE_ID,
+    SCORE,
+    FORMULA_VERSION,
+)
 # What a night's reduction holds of each episode whose rows are staged (``flows.score.stage``,
-# ``transforms.compact``): text of few distinct values as Categorical, 4 bytes a row
-# against 16 or more as String (polars frees categories once no frame uses them); the
-# episode_id stays text (the bootstrap's order, the check of ids across files).
-SLIM_DTYPES: Final[dict[str, pl.DataType]] = {
+# ``transforms.compact``): the compared columns and the row accounting's; text of few
+# distinct values as Categorical, 4 bytes a row against 16 or more as String (polars frees
+# categories once no frame uses them); the episode_id stays text (the bootstrap's order, the
+# check of ids across files).
+HELD_DTYPES: Final[dict[str, pl.DataType]] = {
     DUMP_DATE: pl.Categorical(),
     Col.MODEL: pl.Categorical(),
     Col.CATEGORY: pl.Categorical(),
@@ -176,7 +200,8 @@ PROVENANCE: Final[dict[str, pl.DataType]] = {
     INPUT_FINGERPRINT: pl.String(),
 }
 
-REJECTS: Final[dict[str, pl.DataType]] = {
+# A rejects row as scoring makes it (the flow adds ``PROVENANCE``).
+REJECTS_DTYPES: Final[dict[str, pl.DataType]] = {
     Col.EPISODE_ID: pl.String(),
     FILE: pl.String(),
     DUMP_DATE: pl.String(),
@@ -250,12 +275,12 @@ DESIGN_VALUES: Final = tuple(d.value for d in Design)
 VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
 PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
 LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
-_PROVENANCE: Final = {SCORER_VERSION: _text(), INPUT_FINGERPRINT: _text()}
+_PROVENANCE: Final = {name: _text() for name in PROVENANCE}
 # Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
 # Null where there is no spread to measure (a task's episodes that do not vary; a category or
 # model of one task and one episode, or of scores all the same): never an interval of zero
 # width for want of an estimator.
-_INTERVAL: Final = {"ci_low": _real(nullable=True), "ci_high": _real(nullable=True)}
+_INTERVAL: Final = {CI_LOW: _real(nullable=True), CI_HIGH: _real(nullable=True)}
 _COMPONENT_RULES: Final[dict[str, Column]] = {
     Component.CORRECT_COUNT: _count(nullable=True),
     Component.N_ITEMS: _count(nullable=True),
@@ -291,7 +316,7 @@ EPISODE_SCORES_TABLE: Final = Table(
     {
         **{
             name: _EPISODE_RULES.get(name, Column(dtype, nullable=name in COMPONENT_DTYPES))
-            for name, dtype in EPISODE_SCORES.items()
+            for name, dtype in EPISODE_SCORES_DTYPES.items()
         },
         **_PROVENANCE,
     },
@@ -304,7 +329,7 @@ EPISODE_SCORES_TABLE: Final = Table(
 REJECTS_TABLE: Final = Table(
     "rejects",
     {
-        **{name: Column(dtype, nullable=True) for name, dtype in REJECTS.items()},
+        **{name: Column(dtype, nullable=True) for name, dtype in REJECTS_DTYPES.items()},
         FILE: _text(),
         STATUS: _text(isin=(EpisodeStatus.REJECTED, EpisodeStatus.HARNESS_ERROR)),
         RULES: Column(pl.List(pl.String())),
@@ -325,8 +350,8 @@ TASK_SCORES_TABLE: Final = Table(
         Col.CATEGORY: _text(isin=CATEGORIES),
         Col.TASK: _text(),
         SCORE: _real(),
-        "n_episodes": _count(1),
-        "std": _real(nullable=True, ge=0.0),
+        N_EPISODES: _count(1),
+        STD: _real(nullable=True, ge=0.0),
         FORMULA_VERSION: _text(),
         **_PROVENANCE,
     },
@@ -343,7 +368,7 @@ CATEGORY_SCORES_TABLE: Final = Table(
         Col.CATEGORY: _text(isin=CATEGORIES),
         SCORE: _real(),
         N_TASKS: _count(1),
-        "n_episodes": _count(1),
+        N_EPISODES: _count(1),
         FORMULA_VERSION: _text(),
         **_PROVENANCE,
     },
@@ -363,16 +388,16 @@ MODEL_SCORES_TABLE: Final = Table(
         RANK_BY_CATEGORY: _count(1),
         CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
         RANKED_AMONG: _text(),  # the categories covered, comma-joined: ranked among these
-        "n_episodes": _count(1),
+        N_EPISODES: _count(1),
         N_RANKED: _count(1),
-        "rank": _count(1),
+        RANK: _count(1),
         RANK_LOW: _count(1),
         RANK_HIGH: _count(1),
         TIER: _count(1, nullable=True),  # null: alone in its coverage group
         FORMULA_VERSIONS: _text(),
         **_PROVENANCE,
     },
-    sort=(RANKED_AMONG, "rank", Col.MODEL),
+    sort=(RANKED_AMONG, RANK, Col.MODEL),
     frame_checks=("ranks_within_group", "low_below_high"),
 )
 RESCORE_DIFF_TABLE: Final = Table(
@@ -380,15 +405,15 @@ RESCORE_DIFF_TABLE: Final = Table(
     {
         DUMP_DATE: _text(nullable=True),
         Col.MODEL: _text(),
-        LEVEL: _text(isin=("model", "category")),
+        DIFF_LEVEL: _text(isin=DIFF_LEVELS),
         Col.CATEGORY: _text(isin=SCOPES),
         OLD_SCORE: _real(nullable=True),
         NEW_SCORE: _real(nullable=True),
         DELTA: _real(nullable=True),
-        "old_rank": _count(1, nullable=True),
-        "new_rank": _count(1, nullable=True),
-        "old_formula": _text(nullable=True),
-        "new_formula": _text(nullable=True),
+        OLD_RANK: _count(1, nullable=True),
+        NEW_RANK: _count(1, nullable=True),
+        OLD_FORMULA: _text(nullable=True),
+        NEW_FORMULA: _text(nullable=True),
         SE: _real(nullable=True, ge=0.0),
         DF: _real(nullable=True, ge=0.0),
         DESIGN: _text(nullable=True, isin=DESIGN_VALUES),
@@ -401,7 +426,7 @@ RESCORE_DIFF_TABLE: Final = Table(
         RANK_CHANGE_SIGNIFICANT: Column(pl.Boolean(), nullable=True),
         **_PROVENANCE,
     },
-    sort=(Col.MODEL, LEVEL, Col.CATEGORY),
+    sort=(Col.MODEL, DIFF_LEVEL, Col.CATEGORY),
 )
 MODEL_COMPARISONS_TABLE: Final = Table(
     "model_comparisons",
@@ -463,7 +488,7 @@ REGRESSIONS_TABLE: Final = Table(
         MARGIN: _real(nullable=True, ge=0.0),
         N_PAIRS: _count(),
         PAIRED: _text(isin=PAIRINGS),
-        LEVEL: _text(isin=LEVELS),
+        ALERT_LEVEL: _text(isin=LEVELS),
         REASON: _text(nullable=True),
         **_PROVENANCE,
     },

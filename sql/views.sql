@@ -14,8 +14,9 @@
 -- within each coverage (models are ranked among those covering the same categories:
 -- ranked_among). score: the mean of the model's task scores, each task weighing the same
 -- (the benchmark's own overall score); score_by_category: each category weighing the same.
--- rank_low..rank_high: the 95% bootstrap interval of the rank; tier: the Holm-corrected
--- significance tier (null: alone in its coverage).
+-- ci_low..ci_high and rank_low..rank_high: intervals of the score and the rank at the level
+-- of the run that scored the night (cogscore --level; the runs table's details record it as
+-- bootstrap.level); tier: the Holm-corrected significance tier (null: alone in its coverage).
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,

@@ -30,28 +30,26 @@ import numpy as np
 import polars as pl
 
 from schemas.comparisons import (
+    CATEGORIES_COVERED,
+    CI_HIGH,
+    CI_LOW,
+    DEFAULT_LEVEL,
     DESIGNS,
+    FORMULA_VERSIONS,
     N_RANKED,
+    N_TASKS,
     RANK_BY_CATEGORY,
     RANKED_AMONG,
     SCORE_BY_CATEGORY,
     Design,
 )
 from schemas.contract import DUMP_DATE, FILE, Col
-from schemas.tables import FORMULA_VERSION, SCORE, Component
+from schemas.tables import FORMULA_VERSION, N_EPISODES, RANK, SCORE, STD, Component
 
 TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]
 CATEGORY_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY]
 MODEL_KEY: Final = [DUMP_DATE, Col.MODEL]
 REPLICATE: Final = "replicate"
-N_EPISODES: Final = "n_episodes"
-N_TASKS: Final = "n_tasks"
-STD: Final = "std"
-CI_LOW: Final = "ci_low"
-CI_HIGH: Final = "ci_high"
-CATEGORIES_COVERED: Final = "categories_covered"
-RANK: Final = "rank"
-FORMULA_VERSIONS: Final = "formula_versions"
 MEAN_PREFIX: Final = "mean_"
 
 
@@ -59,12 +57,12 @@ MEAN_PREFIX: Final = "mean_"
 class Bootstrap:
     """How a run states its uncertainty: ``level`` intervals everywhere (scores, ranks,
     differences), the percentile bootstraps' ``resamples`` and ``seed``, and the sampling
-    ``design`` of the intervals and tests (README "Comparisons": ``two_level``, the tasks a
-    sample of the ability and the episodes within them; or ``within_tasks``, the tasks
-    fixed)."""
+    ``design`` of the intervals and tests (README "Comparisons and statistics":
+    ``two_level``, the tasks a sample of the ability and the episodes within them; or
+    ``within_tasks``, the tasks fixed)."""
 
     resamples: int = 1000
-    level: float = 0.95
+    level: float = DEFAULT_LEVEL
     seed: int = 20261202
     design: str = Design.TWO_LEVEL.value
 

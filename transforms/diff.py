@@ -10,10 +10,22 @@ import polars as pl
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,
+    DELTA,
     DESIGN,
     DF,
+    DIFF_LEVEL,
+    DIFF_LEVEL_CATEGORY,
+    DIFF_LEVEL_MODEL,
+    FORMULA_VERSIONS,
     MDE,
     N_PAIRS,
+    NEW_FORMULA,
+    NEW_RANK,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_RANK,
+    OLD_SCORE,
+    OVERALL,
     P_VALUE,
     PAIRED,
     RANK_CHANGE_SIGNIFICANT,
@@ -22,30 +34,28 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
-from schemas.tables import FORMULA_VERSION, SCORE
+from schemas.tables import FORMULA_VERSION, RANK, SCORE
 
-LEVEL: Final = "level"  # "model" (overall) or "category"
-OVERALL: Final = "overall"
-KEY: Final = [DUMP_DATE, Col.MODEL, LEVEL, Col.CATEGORY]
+KEY: Final = [DUMP_DATE, Col.MODEL, DIFF_LEVEL, Col.CATEGORY]
 
 
 def _levels(models: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     overall = models.select(
         DUMP_DATE,
         Col.MODEL,
-        pl.lit("model").alias(LEVEL),
+        pl.lit(DIFF_LEVEL_MODEL).alias(DIFF_LEVEL),
         pl.lit(OVERALL).alias(Col.CATEGORY),
         SCORE,
-        pl.col("rank"),
-        pl.col("formula_versions").alias(FORMULA_VERSION),
+        pl.col(RANK),
+        pl.col(FORMULA_VERSIONS).alias(FORMULA_VERSION),
     )
     per_category = categories.select(
         DUMP_DATE,
         Col.MODEL,
-        pl.lit("category").alias(LEVEL),
+        pl.lit(DIFF_LEVEL_CATEGORY).alias(DIFF_LEVEL),
         Col.CATEGORY,
         SCORE,
-        pl.lit(None, pl.Int64).alias("rank"),
+        pl.lit(None, pl.Int64).alias(RANK),
         FORMULA_VERSION,
     )
     return pl.concat([overall, per_category])
@@ -61,20 +71,20 @@ def rescore_diff(
     score): old and new score, their difference, and for models the rank before and after.
     A side with no such row (a model that appears or disappears) is null."""
     old = _levels(old_models, old_categories).rename(
-        {SCORE: "old_score", "rank": "old_rank", FORMULA_VERSION: "old_formula"}
+        {SCORE: OLD_SCORE, RANK: OLD_RANK, FORMULA_VERSION: OLD_FORMULA}
     )
     new = _levels(new_models, new_categories).rename(
-        {SCORE: "new_score", "rank": "new_rank", FORMULA_VERSION: "new_formula"}
+        {SCORE: NEW_SCORE, RANK: NEW_RANK, FORMULA_VERSION: NEW_FORMULA}
     )
     return old.join(new, on=KEY, how="full", coalesce=True, nulls_equal=True).select(
         *KEY,
-        "old_score",
-        "new_score",
-        (pl.col("new_score") - pl.col("old_score")).alias("delta"),
-        pl.col("old_rank").cast(pl.Int64),
-        pl.col("new_rank").cast(pl.Int64),
-        "old_formula",
-        "new_formula",
+        OLD_SCORE,
+        NEW_SCORE,
+        (pl.col(NEW_SCORE) - pl.col(OLD_SCORE)).alias(DELTA),
+        pl.col(OLD_RANK).cast(pl.Int64),
+        pl.col(NEW_RANK).cast(pl.Int64),
+        OLD_FORMULA,
+        NEW_FORMULA,
     )
 
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.rules import Rule
-from schemas.tables import N_ROWS, REASONS, REJECTS, ROWS, RULES, STATUS, EpisodeStatus
+from schemas.tables import N_ROWS, REASONS, REJECTS_DTYPES, ROWS, RULES, STATUS, EpisodeStatus
 from transforms.episodes import KEY
 from transforms.rules import OTHER_FILES
 
@@ -70,7 +70,7 @@ def reject_duplicates(
     keys = scores.collect_schema()  # the scores' keys may be Categorical
     scores_duplicates = duplicates.with_columns(pl.col(c).cast(keys[c]) for c in KEY)
     moved = scores.join(scores_duplicates, on=KEY).select(
-        *(c for c in REJECTS if c not in (STATUS, RULES, REASONS, ROWS)),
+        *(c for c in REJECTS_DTYPES if c not in (STATUS, RULES, REASONS, ROWS)),
         pl.lit(EpisodeStatus.REJECTED.value).alias(STATUS),
         rule.alias(RULES),
         pl.concat_list(_reason()).alias(REASONS),
@@ -84,5 +84,5 @@ def reject_duplicates(
         .otherwise(pl.col(REASONS)),
     )
     kept = scores.join(scores_duplicates, on=KEY, how="anti")
-    as_rejects = [pl.col(c).cast(t) for c, t in REJECTS.items()]
+    as_rejects = [pl.col(c).cast(t) for c, t in REJECTS_DTYPES.items()]
     return kept, pl.concat([marked.select(as_rejects), moved.select(as_rejects)])

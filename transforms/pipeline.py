@@ -23,11 +23,11 @@ import polars as pl
 from schemas.contract import REPORTED_SCORE, Category, Col, Kind
 from schemas.formulas import REPORTED, task_versions, version_of
 from schemas.tables import (
-    EPISODE_SCORES,
+    EPISODE_SCORES_DTYPES,
     FEEDBACK_OUT_OF_RANGE,
     FORMULA_VERSION,
     N_ROWS,
-    REJECTS,
+    REJECTS_DTYPES,
     ROWS,
     SCORE,
     SCORE_MISMATCH,
@@ -45,7 +45,7 @@ from transforms.rules import EPISODE_CATEGORY, explain, reported_only, with_stat
 # SCORERS ((category, version) -> its function and components) is generated from the
 # registrations (transforms.formulas).
 # Columns every scored row has, whatever its category.
-BASE_COLUMNS: tuple[str, ...] = tuple(c for c in EPISODE_SCORES if c not in set(Component))
+BASE_COLUMNS: tuple[str, ...] = tuple(c for c in EPISODE_SCORES_DTYPES if c not in set(Component))
 
 
 def judged_episodes(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -60,7 +60,7 @@ def rejects_of(unscored: pl.LazyFrame) -> pl.LazyFrame:
     return (
         judged_episodes(unscored)
         .rename({N_ROWS: ROWS})
-        .select(*(pl.col(c).cast(t) for c, t in REJECTS.items()))
+        .select(*(pl.col(c).cast(t) for c, t in REJECTS_DTYPES.items()))
     )
 
 
@@ -107,7 +107,7 @@ def score_rows(
     )
     per_category.append(reported.select(*BASE_COLUMNS))
     scores = pl.concat(per_category, how="diagonal_relaxed").select(
-        pl.col(c).cast(t) for c, t in EPISODE_SCORES.items()
+        pl.col(c).cast(t) for c, t in EPISODE_SCORES_DTYPES.items()
     )
     return scores, unscored_rows
 

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 
-from flows.options import RegressionOptions
+from flows.options import RegressionOptions, RunOptions
 
 DEFAULT = RegressionOptions()  # the regression options' defaults, declared there once
+RUN_DEFAULT = RunOptions()  # the run options' defaults (the level), declared there once
 
 
 class Engine(StrEnum):
@@ -98,7 +99,7 @@ StrictOpt = Annotated[
     typer.Option(
         "--strict",
         envvar="COGSCORE_STRICT",
-        help="Exit 1 when any file or episode was not scored (Prefect: the flow run ends "
+        help="Exit 3 when any file or episode was not scored (Prefect: the flow run ends "
         "Failed); the tables are written all the same.",
     ),
 ]
@@ -112,6 +113,17 @@ StorageOpt = Annotated[
         help="An option of the object store (repeatable), e.g. aws_endpoint_url=http://…; "
         "also COGSCORE_STORAGE_OPTIONS=KEY=VALUE,KEY=VALUE, and the standard AWS_* "
         "variables for credentials. Never printed or recorded.",
+    ),
+]
+
+
+LevelOpt = Annotated[
+    float,
+    typer.Option(
+        "--level",
+        envvar="COGSCORE_LEVEL",
+        help="The confidence level of every interval the run writes and prints (scores, "
+        "ranks, comparisons, regressions, rescore changes); recorded with the run.",
     ),
 ]
 

@@ -228,10 +228,11 @@ def compare(
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Every pair of models of a night in a scope: the difference a - b, its 95% interval,
+    """Every pair of models of a night in a scope: the difference a - b, its interval (at
+    the level of the run that scored the night),
     the Holm-corrected p-value, the verdict and the minimum detectable effect."""
     from flows.output import Output
-    from flows.status import as_json, comparison_lines, comparisons
+    from flows.status import as_json, comparison_lines, comparisons, night_level
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
@@ -244,7 +245,8 @@ def compare(
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
-        for line in comparison_lines(table):
+        shown = table["dump_date"][0] if table.height else None
+        for line in comparison_lines(table, night_level(output, shown, as_of)):
             typer.echo(line)
 
 

@@ -18,6 +18,7 @@ import typer
 from flows.cli import LAST_WORDS, TYPED, app, command_line, say
 from flows.cli.options import (
     DEFAULT,
+    RUN_DEFAULT,
     BaselineNightsOpt,
     BaselineOpt,
     DaskOpt,
@@ -29,6 +30,7 @@ from flows.cli.options import (
     InputArg,
     InputChangedOpt,
     JsonRecordOpt,
+    LevelOpt,
     MarginOpt,
     MarkerOpt,
     OutOpt,
@@ -48,25 +50,14 @@ def _check(
     input_changed: bool,
     pinned: bool = True,
 ) -> None:
-    """Fail fast, before any flow starts, on what the user can fix (``InputError``,
-    ``StorageError``). ``pinned``: the formula versions asked for must be the output's own
-    (score, nightly)."""
-    from flows.io import check_writable, discover, dump_root, one_layout
-    from flows.output import Output
-    from flows.plan import check_places, formulas_for
-    from schemas.formulas import resolve
+    """``flows.plan.preflight``: a formula choice it refuses is a usage error of
+    ``--formula``."""
+    from flows.plan import FormulaChoiceError, preflight
 
     try:
-        resolve(formula or [])
-    except ValueError as error:
+        preflight(input_root, out, formula or [], input_changed, pinned)
+    except FormulaChoiceError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
-    root, output = dump_root(input_root), Output.at(out)  # a bad URL: BadLocation, exit 2
-    one_layout(root, discover(root))
-    check_places(root, output, output.state(), input_changed)
-    if output.location.is_local:
-        check_writable(Path(output.location.uri))
-    if pinned:
-        formulas_for(output, formula or [])
 
 
 def _options(
@@ -74,19 +65,23 @@ def _options(
     engine: Engine,
     storage_option: list[str] | None,
     regression: tuple[str, int, float | None, float],
+    level: float,
     **flags: bool,
 ) -> RunOptions:
     """The run's options, built once from the command line (typer has read their
     environment variables), its storage options made the process's: a bad one is a usage
     error (exit 2, its run record printed all the same with ``--json``). ``regression``:
-    baseline, baseline nights, margin, harness error tolerance."""
+    baseline, baseline nights, margin, harness error tolerance; ``level``: the intervals'."""
     with _usage_recorded(json_output, engine):
         use_storage_options(storage_option)
         try:
             checked = RegressionOptions(*regression)  # type: ignore[arg-type]
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="--baseline") from None
-        return RunOptions(**flags, regression=checked)
+        try:
+            return RunOptions(**flags, level=level, regression=checked)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--level") from None
 
 
 def _flow_parameters(options: RunOptions) -> dict[str, Any]:
@@ -96,6 +91,7 @@ def _flow_parameters(options: RunOptions) -> dict[str, Any]:
         "strict": options.strict,
         "require_marker": options.require_marker,
         "input_root_changed": options.input_changed,
+        "level": options.level,
         "baseline": regression.baseline,
         "baseline_nights": regression.baseline_nights,
         "regression_margin": regression.margin,
@@ -263,6 +259,7 @@ def score(
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
     harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+    level: LevelOpt = RUN_DEFAULT.level,
     fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
@@ -273,6 +270,7 @@ def score(
         engine,
         storage_option,
         (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        level,
         strict=strict,
         require_marker=require_marker,
         input_changed=input_root_changed,
@@ -316,6 +314,7 @@ def nightly(
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
     harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+    level: LevelOpt = RUN_DEFAULT.level,
     fail_on_regression: FailOnRegressionOpt = False,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
@@ -325,6 +324,7 @@ def nightly(
         engine,
         storage_option,
         (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        level,
         strict=strict,
         require_marker=require_marker,
         input_changed=input_root_changed,
@@ -393,6 +393,7 @@ def rescore(
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
     harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
+    level: LevelOpt = RUN_DEFAULT.level,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
@@ -403,6 +404,7 @@ def rescore(
         engine,
         storage_option,
         (baseline, baseline_nights, regression_margin, harness_error_tolerance),
+        level,
         strict=strict,
         require_marker=require_marker,
         input_changed=input_root_changed,

@@ -1,5 +1,5 @@
-"""The nightly deployment end to end, as an operator sets it up (README "Nightly runs with
-Prefect"): a real ``prefect server start``, the process work pool ``cogscore``, ``prefect
+"""The nightly deployment end to end, as an operator sets it up (docs/deployment.md, "Nightly
+runs with Prefect"): a real ``prefect server start``, the process work pool ``cogscore``, ``prefect
 deploy`` of ``prefect.yaml``, a process worker, runs triggered with ``prefect deployment run``;
 and the alert on a failed nightly (a Prefect automation that sends a notification), its
 notification block pointed at a receiver in this test.
@@ -66,40 +66,21 @@ def nightly_records(out: Path, *, failed: bool = False) -> list[dict[str, Any]]:
     ]
 
 
-# The alert, as README "Nightly runs with Prefect" gives it: the test runs this script with
-# the Slack block swapped for a webhook to its own receiver.
+# The alert as docs/deployment.md gives it ("Being alerted when the nightly fails"): the test
+# runs that very snippet with the Slack block swapped for a webhook to its own receiver.
 SLACK_BLOCK = 'SlackWebhook(url="https://hooks.slack.com/services/T000/B000/XXXX")'
-ALERT_SNIPPET = """\
-from prefect.automations import Automation, EventTrigger, Posture, SendNotification
-from prefect.blocks.notifications import SlackWebhook
 
-block_id = SLACK_BLOCK.save("cogscore-alerts", overwrite=True)
-Automation(
-    name="cogscore-nightly-failed",
-    description="Alert when a run of cogscore-nightly/nightly ends Failed or Crashed",
-    trigger=EventTrigger(
-        expect={"prefect.flow-run.Failed", "prefect.flow-run.Crashed"},
-        match={"prefect.resource.id": "prefect.flow-run.*"},
-        match_related=[
-            {"prefect.resource.role": "flow", "prefect.resource.name": "cogscore-nightly"},
-            {"prefect.resource.role": "deployment", "prefect.resource.name": "nightly"},
-        ],
-        posture=Posture.Reactive,
-        threshold=1,
-    ),
-    actions=[
-        SendNotification(
-            block_document_id=block_id,
-            subject="cogscore nightly {{ flow_run.state.name }}: {{ flow_run.name }}",
-            body=(
-                "Flow run {{ flow_run.name }} ({{ flow_run.id }}) of "
-                "{{ flow.name }}/{{ deployment.name }} ended {{ flow_run.state.name }}: "
-                "{{ flow_run.state.message }}"
-            ),
-        )
-    ],
-).create()
-""".replace("SLACK_BLOCK", SLACK_BLOCK)
+
+def alert_snippet() -> str:
+    """The Python block of docs/deployment.md's alert section, as a user copies it."""
+    text = (ROOT / "docs" / "deployment.md").read_text()
+    section = text.split("\n## Being alerted when the nightly fails\n", 1)[1]
+    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert SLACK_BLOCK in snippet, "the documented alert no longer saves a SlackWebhook block"
+    return snippet
+
+
+ALERT_SNIPPET = alert_snippet()
 
 
 def free_port() -> int:

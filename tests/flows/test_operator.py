@@ -54,6 +54,7 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     import polars as pl
 
     from flows.summary import leaderboard_table, render
+    from schemas.comparisons import DEFAULT_LEVEL
 
     names = [
         "meta-llama/Llama-3.1-8B-Instruct",
@@ -80,7 +81,7 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
             "score": [0.5] * (len(names) * len(Category)),
         }
     )
-    lines = render(leaderboard_table(models, categories), width=100)
+    lines = render(leaderboard_table(models, categories, DEFAULT_LEVEL), width=100)
     assert max(len(line) for line in lines) <= 100
     start, end = lines[0].index("model"), lines[0].index("score") - 1
     text = "".join(line[start:end].strip() for line in lines[2:])  # the model column, joined

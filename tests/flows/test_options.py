@@ -29,6 +29,9 @@ def test_options_come_from_what_is_given_then_the_environment_then_the_defaults(
     assert from_environment.regression == RegressionOptions("mean", 3, 0.05, 0.1)
     assert from_environment.strict and from_environment.input_changed
     assert not from_environment.require_marker and not from_environment.fail_on_regression
+    monkeypatch.setenv("COGSCORE_LEVEL", "0.8")
+    assert run_options().level == 0.8 and run_options().bootstrap.level == 0.8
+    assert run_options(level=0.9).level == 0.9
     given = run_options(baseline="previous", baseline_nights=5, margin=0.0, strict=False)
     assert given.regression == RegressionOptions("previous", 5, 0.0, 0.1)
     assert not given.strict
@@ -43,6 +46,8 @@ def test_a_bad_option_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
         run_options(baseline="last")
     with pytest.raises(ValueError, match="a share"):
         run_options(harness_error_tolerance=2.0)
+    with pytest.raises(ValueError, match="the level is a share"):
+        run_options(level=1.0)
 
 
 def test_every_default_is_the_documented_one() -> None:

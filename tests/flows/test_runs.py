@@ -169,7 +169,7 @@ def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
 
 def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -> None:
     """Importing cogscore's flows in a fresh process sets polars' allocator to return freed
-    memory within a second (README "Round two"); a value the user set is kept."""
+    memory within a second (docs/performance.md, "Round two"); a value the user set is kept."""
     import os
     import subprocess
     import sys

@@ -204,7 +204,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     from flows.score import StageTarget, score_and_stage
     from flows.storage.location import Location
     from schemas.formulas import resolve
-    from schemas.tables import SLIM_DTYPES
+    from schemas.tables import HELD_DTYPES
     from simulator import simulate
 
     simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
@@ -212,7 +212,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
     part = score_and_stage([dump_file], resolve(()), None, target)
     assert part.staged is not None and part.unscored.is_empty()
-    assert part.scores.schema == pl.Schema(SLIM_DTYPES)
+    assert part.scores.schema == pl.Schema(HELD_DTYPES)
     episodes = part.scores.height + part.rejects.height
     assert part.rejects.height > 0 and episodes == 3000
     held = sum(f.to_arrow().nbytes for f in (part.scores, part.rejects, part.sums) if f is not None)
@@ -232,10 +232,10 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     (``assemble``), so each staged part holds its episodes so, and its data files are
     written so; the scoring plan hands them in category order."""
     from flows.io import discover
+    from flows.output import EPISODE_SCORES
     from flows.score import StageTarget, score_file, stage
     from flows.storage import delta
     from flows.storage.location import Location
-    from flows.warehouse import EPISODE_SCORES
     from schemas.contract import Col
     from schemas.formulas import resolve
     from simulator import simulate
@@ -258,7 +258,9 @@ def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
     tmp_path: Path,
 ) -> None:
     """pandera (pandas with it) costs about 1.2 s of CPU to import: a run whose rows and
-    tables pass never imports it (``schemas.validation``, ``flows.score._validated``)."""
+    tables pass never imports it (``schemas.validation``, ``flows.score._validated``).
+    Nor scipy.stats (0.55 s of CPU; its t distribution is ``scipy.special``'s ``stdtr`` and
+    ``stdtrit``, which the comparisons call directly)."""
     import subprocess
     import sys
 
@@ -270,12 +272,13 @@ def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
         "import sys\n"
         "from flows.runs import score\n"
         f"outcome = score({str(dump)!r}, {str(tmp_path / 'out')!r})\n"
-        "print(outcome.result.counts['episodes_scored'] > 0, 'pandera' in sys.modules)\n"
+        "print(outcome.result.counts['episodes_scored'] > 0, 'pandera' in sys.modules,\n"
+        "      'scipy.stats' in sys.modules, 'scipy.special' in sys.modules)\n"
     )
     root = Path(__file__).parents[2]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False"]
+    assert done.stdout.split() == ["True", "False", "False", "True"]
 
 
 def test_the_canonical_rows_are_the_rows_pandera_s_model_declares() -> None:

@@ -23,11 +23,11 @@ from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.options import run_options
-from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+from flows.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
 from flows.runs import score as run
 from flows.score import score_dump
 from flows.sql import connect
-from flows.warehouse import CORE_TABLES, TABLES, aggregate
+from flows.warehouse import aggregate
 from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.tables import last_run, latest_versions, read_table
 from transforms.aggregate import Bootstrap, _group_seed
@@ -54,7 +54,8 @@ def read(out: Path, table: str) -> pl.DataFrame:
 def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
     """Task, category and model aggregates in plain Python, from the README's definitions:
     a task's interval the percentile bootstrap of its episodes (null where they do not
-    vary); a category's and a model's the two-level t interval (README "Comparisons")."""
+    vary); a category's and a model's the two-level t interval (README "Comparisons and
+    statistics")."""
     tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
     for r in scores.iter_rows(named=True):
         key = (r["dump_date"], r["model"], r["category"], r["task"])

@@ -1,8 +1,8 @@
 """The reference's own copy of the dump contract and of the decisions it needs.
 
 Written from ``../shared/spec/dump-contract.md`` (columns, kinds, match modes, parameters
-and their defaults, what is rejected) and README "Decisions where the contract is silent"
-(minimums, rule codes): nothing here is imported from the scorer (``schemas``,
+and their defaults, what is rejected) and docs/decisions.md, "Decisions where the contract
+is silent" (minimums, rule codes): nothing here is imported from the scorer (``schemas``,
 ``transforms``, ``flows``), so a wrong number there cannot hide behind the same wrong number
 here. ``test_pins.py`` pins these tables against the contract's text and against
 ``schemas``, so a change to either side fails a test.

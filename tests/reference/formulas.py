@@ -1,7 +1,7 @@
 """The seed's scoring formulas, as plain Python close to the seed's text.
 
 Sources: ``../shared/seeds/000_7c951979f34e038e.txt`` (the formulas) with the clarifications of
-``../shared/spec/dump-contract.md`` and README "Decisions where the contract is silent".
+``../shared/spec/dump-contract.md`` and docs/decisions.md, "Decisions where the contract is silent".
 
 Floating point (README, binding): every float sum is a left-to-right ``acc += x`` loop
 (``_seqsum``) in the order the seed writes it, never the builtin ``sum`` (compensated on

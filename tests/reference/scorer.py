@@ -2,7 +2,7 @@
 
 Input rows are dicts keyed by the contract's column names (a missing key is null) plus
 ``"file"`` and optionally ``"dump_date"``. Written from ``../shared/spec/dump-contract.md`` and
-README "Decisions where the contract is silent"; formulas in ``formulas.py``.
+docs/decisions.md, "Decisions where the contract is silent"; formulas in ``formulas.py``.
 """
 
 from __future__ import annotations

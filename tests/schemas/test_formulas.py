@@ -117,7 +117,7 @@ def test_procedural_scores_are_the_registered_weighted_sums(version: str) -> Non
 
 def test_the_readme_table_is_the_registry() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### Formula versions", 1)[1].split("\n### ", 1)[0]
+    section = readme.split("\n## Formula versions\n", 1)[1].split("\n#", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     written = [tuple(cell.strip() for cell in row.strip("|").split(" | ")) for row in rows]
     expected = [(f"`{key}`", "yes" if default else "", text) for key, default, text in listing()]

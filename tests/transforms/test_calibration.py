@@ -6,7 +6,7 @@ discrete, as the benchmark's), from a logistic model: task difficulty around its
 category's, a model-by-task interaction, and on the many-episodes shape an instance's
 difficulty within its task.
 
-Required (README "Comparisons"): A/A comparisons reject at α = 0.05 in 5% ± 1.5%; a
+Required (README "Comparisons and statistics"): A/A comparisons reject at α = 0.05 in 5% ± 1.5%; a
 planted difference equal to the mean reported MDE is detected in 80% ± 5%; 95% intervals
 of a model's score cover the true mean (of the ability: the population of tasks) in
 95% ± 2%. Each check runs 2,000 simulated nights through the public functions at once."""

@@ -30,11 +30,11 @@ from schemas.contract import DUMP_DATE, FILE, Category, Col
 from schemas.formulas import VERSIONS
 from schemas.rules import Rule
 from schemas.tables import (
-    EPISODE_SCORES,
+    EPISODE_SCORES_DTYPES,
     FORMULA_VERSION,
     N_ROWS,
     REASONS,
-    REJECTS,
+    REJECTS_DTYPES,
     ROWS,
     RULES,
     STATUS,
@@ -165,8 +165,10 @@ def assert_agree(rows: Sequence[Row], chosen: Mapping[str, str], got: Outcome) -
 
 
 def test_every_output_column_is_compared() -> None:
-    assert set(EPISODE_SCORES) == {*SCORE_FIELDS, Col.EPISODE_ID, FILE}
-    assert {Col.MODEL, Col.TASK, Col.CATEGORY, DUMP_DATE, STATUS, RULES, ROWS} <= set(REJECTS)
+    assert set(EPISODE_SCORES_DTYPES) == {*SCORE_FIELDS, Col.EPISODE_ID, FILE}
+    assert {Col.MODEL, Col.TASK, Col.CATEGORY, DUMP_DATE, STATUS, RULES, ROWS} <= set(
+        REJECTS_DTYPES
+    )
 
 
 # -------------------------------------------------------------------------------- tests

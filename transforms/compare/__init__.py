@@ -31,6 +31,7 @@ import polars as pl
 from schemas.comparisons import (
     A_BETTER,
     B_BETTER,
+    DEFAULT_LEVEL,
     LEVEL_ALERT,
     LEVEL_NONE,
     LEVEL_NOT_COMPARABLE,
@@ -98,7 +99,7 @@ def comparisons_and_rank_intervals(
     power: float = 0.8,
     resamples: int = 1000,
     seed: int = 20261202,
-    level: float = 0.95,
+    level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
 ) -> NightStatistics:
     """(``model_comparisons``, ``rank_intervals``, ``score_intervals``) of the same scores,

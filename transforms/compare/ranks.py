@@ -13,6 +13,7 @@ import polars as pl
 
 from schemas.comparisons import (
     A_BETTER,
+    DEFAULT_LEVEL,
     GROUP_RANK,
     MODEL_A,
     MODEL_B,
@@ -62,7 +63,7 @@ def rank_intervals(
     scores: pl.DataFrame | pl.LazyFrame,
     resamples: int = 1000,
     seed: int = 20261202,
-    level: float = 0.95,
+    level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
 ) -> pl.DataFrame:
     """Per night and model: its rank by the overall score (each task weighing the same)
@@ -90,7 +91,7 @@ def rank_intervals_of(
     scores: pl.DataFrame | pl.LazyFrame,
     resamples: int = 1000,
     seed: int = 20261202,
-    level: float = 0.95,
+    level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
 ) -> pl.DataFrame:
     check_design(design)

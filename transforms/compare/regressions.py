@@ -10,6 +10,7 @@ from typing import Final, Literal
 import polars as pl
 
 from schemas.comparisons import (
+    ALERT_LEVEL,
     BASELINE,
     BASELINE_DATES,
     BASELINE_SCORE,
@@ -22,7 +23,6 @@ from schemas.comparisons import (
     FORMULA_VERSIONS,
     HARNESS_ERROR_SHARE,
     HARNESS_ERRORS,
-    LEVEL,
     LEVEL_ALERT,
     LEVEL_NONE,
     LEVEL_NOT_COMPARABLE,
@@ -207,7 +207,7 @@ def regressions(
         .otherwise(pl.lit(LEVEL_NONE))
     )
     return (
-        table.with_columns(alert_level.alias(LEVEL), pl.col(N_PAIRS).fill_null(0))
+        table.with_columns(alert_level.alias(ALERT_LEVEL), pl.col(N_PAIRS).fill_null(0))
         .sort(DUMP_DATE, Col.MODEL, SCOPE)
         .select(columns)
     )
@@ -234,7 +234,7 @@ REGRESSION_COLUMNS: Final = [
     MARGIN,
     N_PAIRS,
     PAIRED,
-    LEVEL,
+    ALERT_LEVEL,
     REASON,
 ]
 _REGRESSION_SCHEMA: Final = {
@@ -258,7 +258,7 @@ _REGRESSION_SCHEMA: Final = {
     MARGIN: pl.Float64,
     N_PAIRS: pl.Int64,
     PAIRED: pl.String,
-    LEVEL: pl.String,
+    ALERT_LEVEL: pl.String,
     REASON: pl.String,
 }
 

@@ -7,7 +7,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.comparisons import CI_HIGH, CI_LOW, DESIGN, DF, SCOPE, SE, Work
+from schemas.comparisons import CI_HIGH, CI_LOW, DEFAULT_LEVEL, DESIGN, DF, SCOPE, SE, Work
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import SCORE
 from transforms.compare.preparation import Prepared, prepare
@@ -31,7 +31,7 @@ SCORE_INTERVAL_COLUMNS: Final = [
 
 def score_intervals(
     scores: pl.DataFrame | pl.LazyFrame,
-    level: float = 0.95,
+    level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
 ) -> pl.DataFrame:
     """Per night, model and scope (each category, ``overall``, ``overall_by_category``):
@@ -44,7 +44,7 @@ def score_intervals(
 
 
 def score_intervals_of(
-    prep: Prepared, level: float = 0.95, design: DesignChoice = DEFAULT_DESIGN
+    prep: Prepared, level: float = DEFAULT_LEVEL, design: DesignChoice = DEFAULT_DESIGN
 ) -> pl.DataFrame:
     table = prep.scope_table().sort(DUMP_DATE, Col.MODEL, SCOPE, nulls_last=True)
     table = table.with_row_index(Work.CID)

@@ -1,5 +1,5 @@
-"""``cogscore report``: the page of a simulated two-night warehouse (with a rescore), drawn
-in headless Chromium; names that hold markup are shown as text."""
+"""``cogscore report`` (``flows.report.page``): the page of a simulated two-night warehouse
+(with a rescore), drawn in headless Chromium; names that hold markup are shown as text."""
 
 from __future__ import annotations
 

@@ -1,0 +1,262 @@
+"""The page: the sections of the shown night from the tables read, the attention and
+provenance notes, and one self-contained HTML string (plotly.js and the figures' JSON
+inline), written atomically."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final
+
+import plotly
+from plotly.offline import get_plotlyjs
+
+from flows.output import Output, night_levels
+from flows.plan import nights_off_set
+from flows.report.figures import Section, palette
+from flows.report.read import ReportError, Warehouse, read_warehouse, round_rows
+from flows.report.sections import (
+    comparisons_section,
+    diff_section,
+    examples_section,
+    leaderboard_section,
+    over_time_section,
+    procedural_section,
+    profile_section,
+    quality_section,
+    regressions_section,
+    reported_section,
+    runtime_rl_section,
+)
+from flows.report.shape import (
+    accuracy_by_examples,
+    category_profile,
+    diff_rows,
+    episode_values,
+    flagged_regressions,
+    harness_errors,
+    leaderboard,
+    learning_curve,
+    nights,
+    of_night,
+    over_time,
+    pairwise,
+    procedural_components,
+    reject_reasons,
+    solve_rates,
+)
+from schemas.comparisons import (
+    DEFAULT_LEVEL,
+)
+from schemas.contract import Category, Col
+from schemas.tables import (
+    INPUT_FINGERPRINT,
+)
+
+
+def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]]:
+    models = wh["model_scores"]
+    all_nights = nights(models)
+    if night is None:
+        night = all_nights[-1]
+    elif night not in all_nights:
+        raise ReportError(
+            f"no night {night!r} in {wh.out} (nights: {', '.join(map(str, all_nights))})"
+        )
+    shown = night or "undated"
+    board = leaderboard(of_night(models, night))
+    colours = palette(board[Col.MODEL].to_list())
+    # Models of other nights get colours too (for the chart across nights).
+    for m in sorted(set(models[Col.MODEL].to_list()) - set(colours)):
+        colours[m] = palette([*colours, m])[m]
+    episodes = of_night(wh["episode_scores"], night)
+    rounds, where = round_rows(wh.manifest, night)
+    levels = night_levels(wh.manifest)
+    level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
+    comparisons = pairwise(of_night(wh["model_comparisons"], night))
+    profile = category_profile(of_night(wh["category_scores"], night))
+    sections = [
+        leaderboard_section(board, colours, shown, level),
+        comparisons_section(comparisons, board, shown, level),
+        regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown, level),
+        profile_section(profile, colours, shown, level),
+        procedural_section(
+            None if rounds is None else learning_curve(rounds, episodes, level),
+            where,
+            procedural_components(episodes, level),
+            episode_values(episodes, Category.PROCEDURAL_LEARNING, "transfer"),
+            colours,
+            shown,
+            level,
+        ),
+        runtime_rl_section(
+            solve_rates(episodes, level),
+            episode_values(episodes, Category.RUNTIME_RL, "steps"),
+            colours,
+            shown,
+            level,
+        ),
+        examples_section(
+            {
+                c: accuracy_by_examples(episodes, c, level)
+                for c in (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
+            },
+            colours,
+            shown,
+            level,
+        ),
+        over_time_section(over_time(models), colours, levels, nights_off_set(wh.manifest)),
+    ]
+    rejects = wh["rejects"]
+    if rejects.is_empty():
+        sections.append(Section("quality", "Data quality", "Every episode was scored."))
+    else:
+        reasons = reject_reasons(of_night(rejects, night))
+        sections.append(quality_section(reasons, harness_errors(rejects), colours, shown))
+    reported = reported_section(episodes)
+    if reported is not None:
+        sections.append(reported)
+    if not wh["rescore_diff"].is_empty():
+        sections.append(diff_section(diff_rows(wh["rescore_diff"]), colours))
+    return shown, sections
+
+
+def script_json(text: str) -> str:
+    """JSON that is safe inside ``<script>``: no ``<``, ``>`` or ``&`` is left to close
+    the element or start a comment (in JSON they occur only inside strings)."""
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def attention_html(wh: Warehouse, night: str | None) -> str:
+    """What must not pass silently: nights whose latest attempt failed (not written), and
+    the shown night's models with episodes but none scored (absent from its leaderboard)."""
+    from flows.status import failed_nights
+
+    items = [
+        f"<li>night <b>{html.escape(n)}</b> failed: {html.escape(why)}</li>"
+        for n, why in failed_nights(wh.out, wh.manifest).items()
+    ]
+    entry = wh.manifest.get("nights", {}).get(night, {}) if night is not None else {}
+    items += [
+        f"<li>model <b>{html.escape(model)}</b> has no score on {html.escape(str(night))}: "
+        f"{html.escape(why)} (not ranked)</li>"
+        for model, why in entry.get("models_unscored", {}).items()
+    ]
+    if not items:
+        return ""
+    return f"<div class='attention' id='attention'><ul>{''.join(items)}</ul></div>"
+
+
+def provenance_html(wh: Warehouse, night: str | None) -> str:
+    models = wh["model_scores"]
+    rows = []
+    for n in nights(models):
+        these = of_night(models, n)
+        fingerprints = ", ".join(sorted(set(these[INPUT_FINGERPRINT].drop_nulls().to_list())))
+        versions = ", ".join(sorted(set(these["formula_versions"].drop_nulls().to_list())))
+        mark = " (shown)" if n == night else ""
+        rows.append(
+            f"<tr><td>{html.escape(str(n or 'undated'))}{mark}</td>"
+            f"<td><code>{html.escape(fingerprints)}</code></td>"
+            f"<td><code>{html.escape(versions)}</code></td></tr>"
+        )
+    m = wh.manifest
+    boot = m.get("bootstrap", {})
+    return (
+        "<table class='prov'><thead><tr><th>night</th><th>input fingerprint</th>"
+        f"<th>formula versions</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<p>Tables in <code>{html.escape(str(wh.out))}</code>, last run finished "
+        f"{html.escape(str(m.get('finished', '?')))} (scorer "
+        f"{html.escape(str(m.get('scorer_version', '?')))}, commit "
+        f"<code>{html.escape(str(m.get('cogscore_commit', '?')))[:12]}</code>), input "
+        f"<code>{html.escape(str(m.get('input', '?')))}</code>. Intervals: "
+        f"{html.escape(_share(boot.get('level')))} intervals, sampling design "
+        f"{html.escape(str(boot.get('design', 'within_tasks (before issue 29)')))}, "
+        f"{html.escape(str(boot.get('resamples', '?')))} bootstrap resamples, seed "
+        f"{html.escape(str(boot.get('seed', '?')))}.</p>"
+    )
+
+
+def _share(level: object) -> str:
+    """A level as a percentage ("95%"); "?" where the run recorded none.
+
+    >>> _share(0.95), _share(None)
+    ('95%', '?')
+    """
+    return f"{level:.0%}" if isinstance(level, float) else "?"
+
+
+STYLE: Final = """
+body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1200px; padding: 1em 2em;
+       color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-top: 0.5em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
+th { background: #f4f4f4; } code { font-size: 0.85em; word-break: break-all; }
+.chart { width: 100%; min-height: 420px; margin: 0.5em 0 1.5em 0; }
+nav a { margin-right: 1em; } .note { color: #555; }
+.attention { border: 2px solid #c0392b; background: #fdecea; padding: 0.2em 1em; }
+"""
+
+DRAW: Final = """
+(function () {
+  var figures = JSON.parse(document.getElementById("cogscore-figures").textContent);
+  var config = {displaylogo: false, responsive: true};
+  Promise.all(Object.keys(figures).map(function (id) {
+    return Plotly.newPlot(id, figures[id].data, figures[id].layout, config);
+  })).then(function () { document.body.setAttribute("data-charts", "drawn"); },
+           function (error) { document.body.setAttribute("data-charts", "failed");
+                              console.error("a chart failed to draw", error); });
+})();
+"""
+
+
+def render(wh: Warehouse, night: str | None = None) -> str:
+    """The page, as one string of HTML."""
+    shown, sections = build_sections(wh, night)
+    figures: dict[str, str] = {}
+    body = []
+    for section in sections:
+        charts = []
+        for fig in section.figures:
+            chart_id = f"chart-{len(figures) + 1}"
+            figures[chart_id] = fig.to_json()
+            charts.append(f"<div class='chart' id='{chart_id}'></div>")
+        body.append(
+            f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>"
+            f"<p class='note'>{section.text}</p>{''.join(charts)}{section.after}</section>"
+        )
+    nav = "".join(f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in sections)
+    blob = "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in figures.items()) + "}"
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>cogscore report, {html.escape(shown)}</title>"
+        f"<style>{STYLE}</style></head><body data-charts='pending'>"
+        f"<h1>cogscore report</h1><p>Night shown: <b>{html.escape(shown)}</b>; "
+        f"generated {generated} from the warehouse tables; "
+        f"{len(figures)} charts (plotly.js {html.escape(plotly.__version__)} "
+        "(Python), inline: the page needs no network).</p>"
+        f"{attention_html(wh, None if shown == 'undated' else shown)}"
+        f"{provenance_html(wh, None if shown == 'undated' else shown)}<nav>{nav}</nav>"
+        f"{''.join(body)}"
+        f"<script>{get_plotlyjs()}</script>"
+        f"<script type='application/json' id='cogscore-figures'>{script_json(blob)}</script>"
+        f"<script>{DRAW}</script></body></html>\n"
+    )
+
+
+def write_report(
+    out: Output | Path | str, path: Path, night: str | None = None, as_of: str | None = None
+) -> Path:
+    """Write the report of ``out`` (as run ``as_of`` left it: by default the latest
+    finished run) to ``path`` (atomically: a reader never sees half)."""
+    page = render(read_warehouse(Output.at(out), as_of), night)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(page, encoding="utf-8")
+    partial.replace(path)
+    return path

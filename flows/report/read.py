@@ -1,0 +1,84 @@
+"""What the report reads of an output: its tables as a run left them, its state (the
+runs table's), and the ``round_end`` rows of the shown night's input files (the learning
+curve: round scores are not in the tables)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from flows.io import DumpFile, scan
+from flows.output import TABLES, Output
+from schemas.contract import Col, Kind
+
+
+class ReportError(Exception):
+    """OUT holds no tables to report on."""
+
+
+@dataclass
+class Warehouse:
+    """The tables of one output folder (``dump_date`` as a string), and its manifest."""
+
+    out: Output
+    manifest: dict[str, Any]  # what the output holds (``Output.state``)
+    tables: dict[str, pl.DataFrame]
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self.tables[name]
+
+
+def read_warehouse(out: Output | Path | str, as_of: str | None = None) -> Warehouse:
+    """The tables of ``out`` as its latest finished run (or run ``as_of``) left them."""
+    out = Output.at(out)
+    state = out.state(as_of)
+    if not state or out.read("model_scores", as_of).is_empty():
+        raise ReportError(f"{out} holds no scores: run cogscore score or nightly into it first")
+    return Warehouse(out, state, {name: out.read(name, as_of) for name in TABLES})
+
+
+def round_rows(manifest: dict[str, Any], night: str | None) -> tuple[pl.DataFrame | None, str]:
+    """The ``round_end`` rows (episode_id, round, value) of the night's input files, read from
+    the dump named in the manifest, and where they came from; ``None`` and why not when a
+    file is gone or changed since it was scored (its size or modification time differ)."""
+    entry = (
+        manifest.get("nights", {}).get(night, {})
+        if night is not None
+        else manifest.get("undated", {})
+    )
+    root = str(entry.get("input") or manifest.get("input") or "")
+    entries = [e for e in entry.get("files", []) if e.get("status") == "scored"]
+    if not entries:
+        return None, "the manifest lists no scored input file for this night"
+    files = [_input_file(root, e["file"]) for e in entries]
+    for dump_file, recorded in zip(files, entries, strict=True):
+        if not dump_file.is_local:
+            continue  # an object is read as it is now; its ETag was not kept to compare
+        try:
+            stat = Path(dump_file.path).stat()
+        except OSError:
+            return None, f"the input file {dump_file.path} is no longer there"
+        if stat.st_size != recorded.get("bytes") or stat.st_mtime_ns != recorded.get("mtime_ns"):
+            return None, f"the input file {dump_file.path} changed since it was scored"
+    frames = [
+        scan(dump_file)
+        .filter(pl.col(Col.KIND) == Kind.ROUND_END)
+        .select(
+            pl.col(Col.EPISODE_ID).cast(pl.String),
+            pl.col(Col.ROUND).cast(pl.Int64),
+            pl.col(Col.VALUE).cast(pl.Float64),
+        )
+        for dump_file in files
+    ]
+    where = f"the round_end rows of {len(entries)} input file(s) under {root}"
+    return pl.concat(frames).collect(), where
+
+
+def _input_file(root: str, relative: str) -> DumpFile:
+    """An input file named by the runs table: below a local root, or an object's URL."""
+    if "://" in root:
+        return DumpFile(f"{root.rstrip('/')}/{relative}", relative)
+    return DumpFile(Path(root) / relative, relative)

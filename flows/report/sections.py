@@ -1,0 +1,604 @@
+"""The sections of the report, one function each: the figures of a shaped frame, the text
+that says what they show, and a table where one helps. Every interval is labelled with the
+level it was made at (``level``: the shown night's, ``flows.output.night_levels``)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any, Final
+
+import plotly.graph_objects as go
+import polars as pl
+from plotly.colors import qualitative
+
+from flows.report.figures import (
+    Section,
+    error_bars,
+    fmt,
+    label,
+    layout,
+    per_model_traces,
+)
+from flows.report.shape import UNKNOWN
+from schemas.comparisons import (
+    DEFAULT_LEVEL,
+    FORMULA_VERSIONS,
+)
+from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
+from schemas.tables import (
+    SCORE,
+    SCORE_MISMATCH,
+    VERDICT_MISMATCHES,
+)
+
+SHORT: Final = {
+    c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
+}
+
+
+def leaderboard_section(
+    board: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    share = f"{level:.0%}"
+    fig = go.Figure(
+        go.Bar(
+            x=board[SCORE].to_list(),
+            y=[label(m) for m in board[Col.MODEL].to_list()],
+            orientation="h",
+            marker={"color": [colours[m] for m in board[Col.MODEL].to_list()]},
+            error_x=error_bars(board, SCORE, "ci_low", "ci_high"),
+            text=[f"{c}/6 categories" for c in board["categories_covered"].to_list()],
+            textposition="inside",
+            insidetextanchor="start",
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+    )
+    layout(
+        fig,
+        f"Overall score per model, {night} ({share} interval)",
+        "overall score (0-1, mean of task scores: each task weighs the same)",
+        "model",
+        showlegend=False,
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(range=[0, 1.05])
+
+    def among(r: dict[str, Any]) -> str:
+        if r["categories_covered"] == len(Category):
+            return f"all 6 ({r['n_ranked']} models)"
+        named = ", ".join(SHORT.get(c, c) for c in r["ranked_among"].split(","))
+        return f"{html.escape(named)} only ({r['n_ranked']} model{'s' * (r['n_ranked'] > 1)})"
+
+    def interval(low: float | None, high: float | None) -> str:
+        return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+    rows = "".join(
+        f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
+        f"<td>{r['tier'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<td>{r[SCORE]:.3f}</td><td>{interval(r['ci_low'], r['ci_high'])}</td>"
+        f"<td>{fmt(r['score_by_category'])}</td>"
+        f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
+        f"<td>{r['rank_by_category'] or '-'}</td>"
+        f"<td>{among(r)}</td><td>{r['n_episodes']}</td></tr>"
+        for r in board.iter_rows(named=True)
+    )
+    table = (
+        f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>tier</th>"
+        f"<th>model</th><th>score</th><th>{share} interval</th><th>score by category</th>"
+        f"<th>{share} interval</th><th>rank by category</th>"
+        "<th>ranked among models covering</th>"
+        f"<th>episodes scored</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return Section(
+        "leaderboard",
+        "Leaderboard",
+        "Each model's overall score is the mean of its task scores, each task weighing the "
+        "same (the benchmark's own overall score; its published leaderboard ranks by it); "
+        "the score by category weighs each category the same. Intervals follow the "
+        "two-level sampling design: the tasks a sample of the ability, the episodes a sample "
+        'within each task (README "Comparisons and statistics"; "-" where no spread can be '
+        "measured). "
+        "Models are ranked among those covering the same categories, never beside models of "
+        "another coverage. The rank interval comes from a bootstrap that draws the same "
+        "tasks for every model; a tier holds the best remaining model and every model not "
+        "significantly worse than it (Holm-corrected paired comparisons, table "
+        "<code>model_comparisons</code>).",
+        [fig],
+        table,
+    )
+
+
+VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
+
+
+def comparisons_section(
+    pairs: pl.DataFrame, board: pl.DataFrame, night: str, level: float
+) -> Section:
+    """The pairwise matrix of the overall scope: row model minus column model."""
+    order = [m for m in board[Col.MODEL].to_list() if m in set(pairs["model_a"])]
+    cell = {(r["model_a"], r["model_b"]): r for r in pairs.iter_rows(named=True)}
+    z = [[cell[(a, b)]["diff"] if (a, b) in cell else None for b in order] for a in order]
+    text = [
+        [
+            f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}"
+            if (a, b) in cell
+            else ""
+            for b in order
+        ]
+        for a in order
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[label(m) for m in order],
+            y=[label(m) for m in order],
+            text=text,
+            texttemplate="%{text}",
+            colorscale="RdBu",
+            zmid=0,
+            hovertemplate="%{y} − %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    layout(fig, f"Row model minus column model, overall score, {night}", "model b", "model a")
+    fig.update_yaxes(autorange="reversed")
+
+    header = "".join(f"<th>{html.escape(b)}</th>" for b in order)
+    rows = "".join(
+        f"<tr><th>{html.escape(a)}</th>"
+        + "".join(
+            (
+                f"<td title='{level:.0%} [{fmt(cell[(a, b)]['ci_low'])}, "
+                f"{fmt(cell[(a, b)]['ci_high'])}], Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')},"
+                f" Wilcoxon p {fmt(cell[(a, b)]['p_wilcoxon'], '.3g')}, tasks won "
+                f"{cell[(a, b)]['n_tasks_a_better']}-{cell[(a, b)]['n_tasks_b_better']}, "
+                f"{cell[(a, b)]['design']}, {cell[(a, b)]['paired']}'>"
+                f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}</td>"
+            )
+            if (a, b) in cell
+            else "<td>-</td>"
+            for b in order
+        )
+        + "</tr>"
+        for a in order
+    )
+    table = f"<table><thead><tr><th>a \\ b</th>{header}</tr></thead><tbody>{rows}</tbody></table>"
+    return Section(
+        "comparisons",
+        "Which model is better: paired comparisons",
+        "Each cell is the row model's overall score minus the column model's (table "
+        "<code>model_comparisons</code>, scope <code>overall</code>): ▲ the row model is "
+        "better, ▼ worse, ≈ not resolved, at α = 0.05 after Holm's correction over every pair "
+        "of the night. Paired over the tasks both models ran and over the instances they "
+        "shared; the standard error follows the two-level design (the tasks a sample of the "
+        "ability, the episodes within them). Each cell's tooltip gives the interval, the "
+        "Wilcoxon signed-rank p-value over the tasks and the tasks each model won. Only "
+        "models covering the same categories are compared overall; every category (and the "
+        "score by category) is compared in the table.",
+        [fig] if order else [],
+        table if order else "<p>No two models cover the same categories.</p>",
+    )
+
+
+def regressions_section(flagged: pl.DataFrame, night: str, level: float) -> Section:
+    """The night's alerts, watches and changes that are not comparable."""
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<td>{html.escape(SHORT.get(r['scope'], r['scope']))}</td>"
+        f"<td>{fmt(r['baseline_score'])} → {fmt(r[SCORE])}</td>"
+        f"<td>{fmt(r['change'], '+.3f')} [{fmt(r['ci_low'], '+.3f')}, "
+        f"{fmt(r['ci_high'], '+.3f')}]</td><td>{fmt(r['q_bh'], '.3g')}</td>"
+        f"<td>{html.escape(r['baseline_dates'])}</td>"
+        f"<td>{html.escape(r['reason'] or '')}</td></tr>"
+        for r in flagged.iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>level</th><th>model</th><th>scope</th><th>baseline → night</th>"
+        f"<th>change [{level:.0%}]</th><th>BH q</th><th>baseline nights</th>"
+        "<th>why not comparable</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return Section(
+        "regressions",
+        f"Regressions on {night}",
+        "Table <code>regressions</code>: each model's score in each scope against its "
+        "baseline night(s). <b>alert</b>: a drop with a Benjamini-Hochberg q-value under "
+        "0.05 and larger than the margin (default: the minimum detectable effect); "
+        "<b>watch</b>: a drop with a raw p-value under 0.05; <b>not_comparable</b>: the "
+        "formula versions, the coverage or the harness errors changed, so the change is not "
+        "the model's. " + ("Nothing to report." if flagged.is_empty() else ""),
+        [],
+        table if not flagged.is_empty() else "",
+    )
+
+
+def profile_section(
+    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    fig = go.Figure()
+    per_model_traces(
+        fig,
+        profile,
+        colours,
+        Col.CATEGORY,
+        SCORE,
+        low="ci_low",
+        high="ci_high",
+        x_label=lambda c: label(SHORT.get(c, c)),
+    )
+    layout(
+        fig,
+        f"Category scores per model, {night} ({level:.0%} interval, two-level design)",
+        "category",
+        "category score (0-1)",
+        barmode="group",
+    )
+    fig.update_yaxes(range=[0, 1.05])
+    return Section(
+        "profile",
+        "Category profile",
+        "Mean of the model's task scores in each category (table <code>category_scores</code>).",
+        [fig],
+    )
+
+
+def procedural_section(
+    curve: pl.DataFrame | None,
+    where: str,
+    components: pl.DataFrame,
+    transfer: pl.DataFrame,
+    colours: dict[str, str],
+    night: str,
+    level: float,
+) -> Section:
+    figures = []
+    if curve is not None and not curve.is_empty():
+        fig = go.Figure()
+        per_model_traces(
+            fig, curve, colours, Col.ROUND, "mean", kind="line", low="low", high="high"
+        )
+        layout(
+            fig,
+            f"Learning curve: mean round score by practice round, {night}",
+            "practice round",
+            f"mean round score (0-1, {level:.0%} interval)",
+        )
+        fig.update_xaxes(dtick=1)
+        text = (
+            "Round scores are not in the warehouse tables: they are "
+            f"{html.escape(where)} (<code>kind = round_end</code>: episode_id, round, value), "
+            "joined to <code>episode_scores</code> for the model; only scored episodes count."
+        )
+    else:
+        fig = go.Figure()
+        per_model_traces(fig, components, colours, "component", "mean", low="low", high="high")
+        layout(
+            fig,
+            f"Procedural learning components per model, {night}",
+            "component",
+            f"mean component (0-1, {level:.0%} interval)",
+            barmode="group",
+        )
+        text = (
+            f"No learning curve: {html.escape(where)}. Shown instead: the mean of each "
+            "procedural component of <code>episode_scores</code>."
+        )
+    figures.append(fig)
+    box = go.Figure()
+    for model in colours:
+        rows = transfer.filter(pl.col(Col.MODEL) == model)
+        if not rows.is_empty():
+            box.add_trace(
+                go.Box(
+                    y=rows["transfer"].to_list(),
+                    name=label(model),
+                    marker={"color": colours[model]},
+                    boxmean=True,
+                )
+            )
+    layout(
+        box,
+        f"Transfer test score per episode, {night}",
+        "model",
+        "transfer score (0-1)",
+        showlegend=False,
+    )
+    figures.append(box)
+    return Section(
+        "procedural",
+        "Procedural learning",
+        text + " The transfer score is the episode's test score (dashed line: mean).",
+        figures,
+    )
+
+
+def runtime_rl_section(
+    rates: pl.DataFrame, steps: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    solve = go.Figure()
+    per_model_traces(
+        solve, rates, colours, Col.TASK, "rate", low="low", high="high", hover=" solved"
+    )
+    layout(
+        solve,
+        f"Runtime RL solve rate per model and task, {night}",
+        "task",
+        f"episodes solved (fraction, {level:.0%} Wilson interval)",
+        barmode="group",
+    )
+    solve.update_yaxes(range=[0, 1.05])
+    box = go.Figure()
+    for model in colours:
+        rows = steps.filter(pl.col(Col.MODEL) == model)
+        if not rows.is_empty():
+            box.add_trace(
+                go.Box(
+                    x=[label(t) for t in rows[Col.TASK].to_list()],
+                    y=rows["steps"].to_list(),
+                    name=label(model),
+                    marker={"color": colours[model]},
+                )
+            )
+    layout(
+        box,
+        f"Steps to solve, solved episodes, {night}",
+        "task",
+        "actions before the solving feedback (steps)",
+        boxmode="group",
+    )
+    return Section(
+        "runtime-rl",
+        "Runtime RL",
+        "Solve rate: share of episodes with a solving feedback; steps: <code>steps</code> of "
+        "<code>episode_scores</code> (solved episodes only).",
+        [solve, box],
+    )
+
+
+def examples_section(
+    curves: dict[Category, pl.DataFrame], colours: dict[str, str], night: str, level: float
+) -> Section:
+    figures = []
+    for category, frame in curves.items():
+        fig = go.Figure()
+        per_model_traces(
+            fig,
+            frame,
+            colours,
+            "examples_used",
+            "mean",
+            kind="line",
+            low="low",
+            high="high",
+            x_label=lambda v: v,
+        )
+        layout(
+            fig,
+            f"{SHORT[category].capitalize()}: accuracy against examples used, {night}",
+            "examples used (count)",
+            f"mean test accuracy (0-1, {level:.0%} interval)",
+        )
+        fig.update_yaxes(range=[-0.05, 1.05])
+        figures.append(fig)
+    return Section(
+        "examples",
+        "Concept formation and language learning",
+        "Mean test accuracy of the episodes that used the same number of examples "
+        "(<code>examples_used</code>, <code>accuracy</code> of <code>episode_scores</code>).",
+        figures,
+    )
+
+
+def over_time_section(
+    history: pl.DataFrame,
+    colours: dict[str, str],
+    levels: Mapping[str | None, float],
+    off_set: dict[str, str] | None = None,
+) -> Section:
+    """Each model's overall score per night; a line never joins nights scored with other
+    formula versions (each set of versions is a line of its own), and the nights scored
+    with versions other than the output's set are marked (x) and named. ``levels``: each
+    night's interval level (``flows.output.night_levels``)."""
+    n = history[DUMP_DATE].n_unique()
+    if n < 2:
+        return Section(
+            "nights",
+            "Across nights",
+            f"The tables hold {n} night: nothing to show over time yet.",
+        )
+    off_set = off_set or {}
+    fig = go.Figure()
+    lines = history.partition_by(Col.MODEL, FORMULA_VERSIONS, maintain_order=True)
+    for rows in sorted(lines, key=lambda r: (r[Col.MODEL][0], r[DUMP_DATE].min())):
+        model, versions = rows[Col.MODEL][0], rows[FORMULA_VERSIONS][0]
+        marked = [night in off_set for night in rows[DUMP_DATE].to_list()]
+        name = label(model) if not any(marked) else f"{label(model)} ({label(versions)})"
+        fig.add_trace(
+            go.Scatter(
+                mode="lines+markers",
+                name=name,
+                x=[label(v) for v in rows[DUMP_DATE].to_list()],
+                y=rows[SCORE].to_list(),
+                error_y=error_bars(rows, SCORE, "ci_low", "ci_high"),
+                marker={
+                    "color": colours[model],
+                    "symbol": ["x" if m else "circle" for m in marked],
+                    "size": [11 if m else 7 for m in marked],
+                },
+                hovertemplate=f"{label(model)}<br>%{{x}}: %{{y:.3f}}<br>"
+                f"{label(versions)}<extra></extra>",
+            )
+        )
+    shares = sorted({f"{levels.get(n, DEFAULT_LEVEL):.0%}" for n in history[DUMP_DATE].unique()})
+    layout(
+        fig,
+        f"Overall score per model over nights ({', '.join(shares)} intervals, two-level design)",
+        "night (dump_date)",
+        "overall score (0-1)",
+    )
+    fig.update_xaxes(type="category")
+    return Section(
+        "nights",
+        "Across nights",
+        f"Each model's overall score in each of the {n} nights of <code>model_scores</code>."
+        + (
+            " Nights scored with formula versions other than the output's set (marked x, "
+            "each version set a line of its own): "
+            + "; ".join(f"{html.escape(n)}: {html.escape(v)}" for n, v in off_set.items())
+            + "."
+            if off_set
+            else ""
+        ),
+        [fig],
+    )
+
+
+def count_step(counts: pl.DataFrame, by: str) -> int:
+    """A whole-number tick step for stacked counts of ``episodes`` per ``by`` (about 8 ticks)."""
+    most = counts.group_by(by).agg(pl.col("episodes").sum()).select(pl.col("episodes").max())
+    return max(1, -(-int(most.item() or 0) // 8))
+
+
+def quality_section(
+    reasons: pl.DataFrame, errors: pl.DataFrame, colours: dict[str, str], night: str
+) -> Section:
+    figures, notes = [], []
+    models = {**colours, UNKNOWN: "#888888"}
+    if reasons.is_empty():
+        notes.append("no episode was rejected")
+    else:
+        fig = go.Figure()
+        per_model_traces(fig, reasons, models, "rule", "episodes", hover=" episodes")
+        layout(
+            fig,
+            f"Rejected episodes by rule broken and model, {night}",
+            "rule (schemas/rules.py)",
+            "rejected episodes (count)",
+            barmode="stack",
+        )
+        fig.update_yaxes(dtick=count_step(reasons, "rule"))
+        figures.append(fig)
+    if errors.is_empty():
+        notes.append("no harness error")
+    else:
+        fig = go.Figure()
+        for i, (day,) in enumerate(errors.select(DUMP_DATE).unique(maintain_order=True).rows()):
+            rows = errors.filter(pl.col(DUMP_DATE) == day)
+            fig.add_trace(
+                go.Bar(
+                    x=[label(m) for m in rows[Col.MODEL].to_list()],
+                    y=rows["episodes"].to_list(),
+                    name=label(day),
+                    marker={"color": qualitative.Pastel[i % len(qualitative.Pastel)]},
+                )
+            )
+        layout(
+            fig,
+            "Harness errors by model and night",
+            "model",
+            "episodes ended by a harness error (count)",
+            barmode="stack",
+            legend_title_text="night",
+        )
+        fig.update_yaxes(dtick=count_step(errors, Col.MODEL))
+        figures.append(fig)
+    return Section(
+        "quality",
+        "Data quality",
+        "Episodes not scored (table <code>rejects</code>): rejected for breaking contract rules "
+        "(an episode counts under every rule it broke), or ended by a harness error"
+        + (f"; {', '.join(notes)}" if notes else "")
+        + ".",
+        figures,
+    )
+
+
+def diff_section(diff: pl.DataFrame, colours: dict[str, str]) -> Section:
+    figures = []
+    for (day,) in diff.select(DUMP_DATE).unique(maintain_order=True).rows():
+        rows = diff.filter(pl.col(DUMP_DATE) == day)
+        changed = rows.filter(pl.col("old_formula") != pl.col("new_formula"))
+        formulas = ", ".join(
+            f"{SHORT.get(w, w)} {o} → {n}"
+            for w, o, n in changed.filter(~pl.col("overall"))
+            .select("what", "old_formula", "new_formula")
+            .unique()
+            .sort("what")
+            .rows()
+        )
+        fig = go.Figure()
+        per_model_traces(
+            fig,
+            rows,
+            colours,
+            "what",
+            "delta",
+            hover=" change",
+            x_label=lambda w: label(SHORT.get(w, w)),
+        )
+        layout(
+            fig,
+            f"Rescore of {day}: new minus old score ({formulas or 'same formulas'})",
+            "overall score and category",
+            "score change (new - old, points of 0-1)",
+            barmode="group",
+        )
+        figures.append(fig)
+    overall = diff.filter(pl.col("overall")).sort(DUMP_DATE, "new_rank", Col.MODEL)
+
+    table_rows = "".join(
+        f"<tr><td>{html.escape(str(r[DUMP_DATE]))}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<td>{fmt(r['old_score'])}</td><td>{fmt(r['new_score'])}</td>"
+        f"<td>{fmt(r['delta'], '+.3f')}</td>"
+        f"<td>{r['old_rank'] or '-'} → {r['new_rank'] or '-'}</td></tr>"
+        for r in overall.iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>night</th><th>model</th><th>old score</th><th>new score</th>"
+        f"<th>change</th><th>rank</th></tr></thead><tbody>{table_rows}</tbody></table>"
+    )
+    return Section(
+        "rescore",
+        "What the last rescore changed",
+        "Table <code>rescore_diff</code>: the change of each model's overall score and of "
+        "each category score, new formula minus old.",
+        figures,
+        table,
+    )
+
+
+REPORTED_LISTED: Final = 20
+
+
+def reported_section(episodes: pl.DataFrame) -> Section | None:
+    """Contract 1.2: the night's episodes scored other than the harness reported (counted,
+    the first ones listed) and those whose item verdicts differ from the harness's. None
+    where the night has no reported score and no recorded verdict."""
+    if SCORE_MISMATCH not in episodes.columns:
+        return None  # scored before contract 1.2
+    reported = episodes.filter(pl.col(REPORTED_SCORE).is_not_null())
+    judged = episodes.filter(pl.col(VERDICT_MISMATCHES).is_not_null())
+    if reported.is_empty() and judged.is_empty():
+        return None
+    differ = reported.filter(pl.col(SCORE_MISMATCH)).sort(Col.EPISODE_ID)
+    verdicts = judged.filter(pl.col(VERDICT_MISMATCHES) > 0).height
+    text = (
+        f"<p>{differ.height} of {reported.height} episode(s) with a reported score were scored "
+        "otherwise (float64 inequality; column <code>score_mismatch</code>); "
+        f"{verdicts} of {judged.height} episode(s) with recorded verdicts have items whose "
+        "verdict differs from the harness's (<code>verdict_mismatches</code>).</p>"
+    )
+    rows = "".join(
+        f"<tr><td>{html.escape(str(r[Col.EPISODE_ID]))}</td><td>{html.escape(str(r[Col.TASK]))}"
+        f"</td><td>{html.escape(str(r[Col.MODEL]))}</td><td>{r[SCORE]!r}</td>"
+        f"<td>{r[REPORTED_SCORE]!r}</td></tr>"
+        for r in differ.head(REPORTED_LISTED).iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>episode</th><th>task</th><th>model</th><th>score</th>"
+        f"<th>reported</th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else ""
+    )
+    return Section("reported", "Reported scores", text, after=table)

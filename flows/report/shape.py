@@ -1,0 +1,274 @@
+"""The frames the report draws: one small pure function of polars frames per chart or
+table (no I/O, no figures)."""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+from typing import Final
+
+import polars as pl
+
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    CATEGORIES_COVERED,
+    CI_HIGH,
+    CI_HIGH_BY_CATEGORY,
+    CI_LOW,
+    CI_LOW_BY_CATEGORY,
+    DELTA,
+    DESIGN,
+    DIFF,
+    DIFF_LEVEL,
+    DIFF_LEVEL_MODEL,
+    FORMULA_VERSIONS,
+    LEVEL_ALERT,
+    LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
+    MODEL_A,
+    MODEL_B,
+    N_RANKED,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
+    NEW_FORMULA,
+    NEW_RANK,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_RANK,
+    OLD_SCORE,
+    OVERALL,
+    P_HOLM,
+    P_WILCOXON,
+    PAIRED,
+    RANK_BY_CATEGORY,
+    RANK_HIGH,
+    RANK_LOW,
+    RANKED_AMONG,
+    SCOPE,
+    SCORE_BY_CATEGORY,
+    TIER,
+    VERDICT,
+)
+from schemas.contract import DUMP_DATE, Category, Col
+from schemas.tables import (
+    N_EPISODES,
+    RANK,
+    RULES,
+    SCORE,
+    STATUS,
+    EpisodeStatus,
+)
+
+UNKNOWN: Final = "(unknown)"
+
+
+def nights(models: pl.DataFrame) -> list[str | None]:
+    return sorted(models[DUMP_DATE].unique().to_list(), key=lambda n: (n is not None, n or ""))
+
+
+def of_night(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
+    if frame.is_empty() or DUMP_DATE not in frame:
+        return frame
+    return frame.filter(
+        pl.col(DUMP_DATE).is_null() if night is None else pl.col(DUMP_DATE) == night
+    )
+
+
+def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
+    """The night's models, widest coverage first, each coverage group in rank order."""
+    return models.select(
+        RANK,
+        RANK_LOW,
+        RANK_HIGH,
+        TIER,
+        RANKED_AMONG,
+        N_RANKED,
+        Col.MODEL,
+        SCORE,
+        CI_LOW,
+        CI_HIGH,
+        SCORE_BY_CATEGORY,
+        CI_LOW_BY_CATEGORY,
+        CI_HIGH_BY_CATEGORY,
+        RANK_BY_CATEGORY,
+        CATEGORIES_COVERED,
+        N_EPISODES,
+    ).sort(
+        [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
+        descending=[True, False, False, False],
+    )
+
+
+def pairwise(comparisons: pl.DataFrame, scope: str = OVERALL) -> pl.DataFrame:
+    """The night's comparisons in ``scope``: one row per ordered pair."""
+    return comparisons.filter(pl.col(SCOPE) == scope).select(
+        MODEL_A,
+        MODEL_B,
+        DIFF,
+        CI_LOW,
+        CI_HIGH,
+        P_HOLM,
+        VERDICT,
+        PAIRED,
+        DESIGN,
+        P_WILCOXON,
+        N_TASKS_A_BETTER,
+        N_TASKS_B_BETTER,
+    )
+
+
+def flagged_regressions(regressions: pl.DataFrame) -> pl.DataFrame:
+    """The night's regression rows that are not quiet: alerts, watches, not comparable."""
+    order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
+    return (
+        regressions.filter(pl.col(ALERT_LEVEL).is_in(list(order)))
+        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, return_dtype=pl.Int64).alias("_o"))
+        .sort("_o", Col.MODEL, "scope")
+        .drop("_o")
+    )
+
+
+def category_profile(categories: pl.DataFrame) -> pl.DataFrame:
+    order = {c: i for i, c in enumerate(Category)}
+    return categories.select(
+        Col.MODEL,
+        Col.CATEGORY,
+        SCORE,
+        CI_LOW,
+        CI_HIGH,
+        N_EPISODES,
+        pl.col(Col.CATEGORY).replace_strict(order, default=len(order)).alias("order"),
+    ).sort("order", Col.MODEL)
+
+
+def z_of(level: float) -> float:
+    """The standard normal quantile of a two-sided ``level`` interval.
+
+    >>> round(z_of(0.95), 4), round(z_of(0.90), 4)
+    (1.96, 1.6449)
+    """
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+def mean_interval(value: str, level: float) -> list[pl.Expr]:
+    """Mean, count and normal-approximation ``level`` interval of ``value`` (per group)."""
+    half = z_of(level) * pl.col(value).std() / pl.col(value).count().sqrt()
+    return [
+        pl.col(value).mean().alias("mean"),
+        pl.col(value).count().alias("n"),
+        (pl.col(value).mean() - half).alias("low"),
+        (pl.col(value).mean() + half).alias("high"),
+    ]
+
+
+def learning_curve(rounds: pl.DataFrame, episodes: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Mean round score by practice round and model, over the night's scored procedural
+    episodes (the rounds of rejected episodes are left out by the join)."""
+    scored = episodes.filter(pl.col(Col.CATEGORY) == Category.PROCEDURAL_LEARNING).select(
+        Col.EPISODE_ID, Col.MODEL
+    )
+    return (
+        rounds.join(scored, on=Col.EPISODE_ID, how="inner")
+        .group_by(Col.MODEL, Col.ROUND)
+        .agg(mean_interval(Col.VALUE, level))
+        .sort(Col.MODEL, Col.ROUND)
+    )
+
+
+PROCEDURAL_COMPONENTS: Final = ("asymptote", "trajectory", "consistency", "transfer")
+
+
+def procedural_components(episodes: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Per model and component: the mean of the procedural episodes' component."""
+    return (
+        episodes.filter(pl.col(Col.CATEGORY) == Category.PROCEDURAL_LEARNING)
+        .unpivot(PROCEDURAL_COMPONENTS, index=Col.MODEL, variable_name="component")
+        .group_by(Col.MODEL, "component")
+        .agg(mean_interval("value", level))
+        .sort(Col.MODEL, "component")
+    )
+
+
+def episode_values(episodes: pl.DataFrame, category: Category, value: str) -> pl.DataFrame:
+    """``value`` of every scored episode of ``category`` that has one."""
+    return (
+        episodes.filter((pl.col(Col.CATEGORY) == category) & pl.col(value).is_not_null())
+        .select(Col.MODEL, Col.TASK, value)
+        .sort(Col.MODEL, Col.TASK)
+    )
+
+
+def solve_rates(episodes: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Runtime RL solve rate per model and task with its ``level`` Wilson interval."""
+    z = z_of(level)
+    z2 = z * z
+    n, p = pl.col("n"), pl.col("rate")
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * ((p * (1 - p) / n + z2 / (4 * n * n)).sqrt()) / (1 + z2 / n)
+    return (
+        episodes.filter(pl.col(Col.CATEGORY) == Category.RUNTIME_RL)
+        .group_by(Col.MODEL, Col.TASK)
+        .agg(pl.col("success").cast(pl.Float64).mean().alias("rate"), pl.len().alias("n"))
+        .with_columns((centre - half).alias("low"), (centre + half).alias("high"))
+        .sort(Col.TASK, Col.MODEL)
+    )
+
+
+def accuracy_by_examples(episodes: pl.DataFrame, category: Category, level: float) -> pl.DataFrame:
+    """Mean accuracy per model and number of examples used (with its interval)."""
+    return (
+        episodes.filter((pl.col(Col.CATEGORY) == category) & pl.col("examples_used").is_not_null())
+        .group_by(Col.MODEL, "examples_used")
+        .agg(mean_interval("accuracy", level))
+        .sort(Col.MODEL, "examples_used")
+    )
+
+
+def over_time(models: pl.DataFrame) -> pl.DataFrame:
+    return (
+        models.filter(pl.col(DUMP_DATE).is_not_null())
+        .select(DUMP_DATE, Col.MODEL, SCORE, CI_LOW, CI_HIGH, RANK, FORMULA_VERSIONS)
+        .sort(DUMP_DATE, Col.MODEL)
+    )
+
+
+def reject_reasons(rejects: pl.DataFrame) -> pl.DataFrame:
+    """Rejected episodes (not harness errors) per rule broken and model: an episode that
+    broke two rules counts under both."""
+    return (
+        rejects.filter(pl.col(STATUS) == EpisodeStatus.REJECTED)
+        .select(pl.col(Col.MODEL).fill_null(UNKNOWN), pl.col(RULES).alias("rule"))
+        .explode("rule")
+        .group_by("rule", Col.MODEL)
+        .agg(pl.len().alias("episodes"))
+        .sort("rule", Col.MODEL)
+    )
+
+
+def harness_errors(rejects: pl.DataFrame) -> pl.DataFrame:
+    return (
+        rejects.filter(pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR)
+        .group_by(pl.col(Col.MODEL).fill_null(UNKNOWN), pl.col(DUMP_DATE).fill_null("undated"))
+        .agg(pl.len().alias("episodes"))
+        .sort(DUMP_DATE, Col.MODEL)
+    )
+
+
+def diff_rows(diff: pl.DataFrame) -> pl.DataFrame:
+    """The rescore diff, one row per night, model and level, ``what`` = overall or the
+    category."""
+    return diff.select(
+        DUMP_DATE,
+        Col.MODEL,
+        pl.when(pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL)
+        .then(pl.lit(OVERALL))
+        .otherwise(pl.col(Col.CATEGORY))
+        .alias("what"),
+        OLD_SCORE,
+        NEW_SCORE,
+        DELTA,
+        OLD_RANK,
+        NEW_RANK,
+        OLD_FORMULA,
+        NEW_FORMULA,
+        (pl.col(DIFF_LEVEL) == DIFF_LEVEL_MODEL).alias("overall"),
+    ).sort(DUMP_DATE, pl.col("overall").not_(), "what", Col.MODEL)
