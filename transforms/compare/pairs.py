@@ -155,34 +155,16 @@ def comparisons_of(
         .otherwise(pl.lit(UNRESOLVED))
     )
     half = half.with_columns(verdict.alias(VERDICT))
-    forward = half.select(
-        DUMP_DATE,
-        SCOPE,
-        pl.col(Col.MODEL).alias(MODEL_A),
-        pl.col(Col.MODEL + "_b").alias(MODEL_B),
-        N_TASKS,
-        N_PAIRS,
-        PAIRED,
-        pl.col(Work.N).cast(pl.Int64).alias(N_EPISODES_A),
-        pl.col(Work.N + "_b").cast(pl.Int64).alias(N_EPISODES_B),
-        pl.col(SCORE).alias(SCORE_A),
-        pl.col(SCORE + "_b").alias(SCORE_B),
-        DIFF,
-        SE,
-        SE_TASKS,
-        SE_WITHIN,
-        DF,
-        DESIGN,
-        CI_LOW,
-        CI_HIGH,
-        P_VALUE,
-        P_HOLM,
-        VERDICT,
-        MDE,
-        P_WILCOXON,
-        N_TASKS_A_BETTER,
-        N_TASKS_B_BETTER,
-    )
+    forward = half.rename(
+        {
+            Col.MODEL: MODEL_A,
+            Col.MODEL + "_b": MODEL_B,
+            Work.N: N_EPISODES_A,
+            Work.N + "_b": N_EPISODES_B,
+            SCORE: SCORE_A,
+            SCORE + "_b": SCORE_B,
+        }
+    ).with_columns(pl.col(N_EPISODES_A, N_EPISODES_B).cast(pl.Int64))
     swapped_verdict = (
         pl.when(pl.col(VERDICT) == A_BETTER)
         .then(pl.lit(B_BETTER))
