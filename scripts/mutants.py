@@ -127,6 +127,7 @@ TARGETS: dict[str, list[str]] = {
         _COMPARE,
     ],
     "transforms/diff.py": [
+        "tests/transforms/test_diff.py",
         "tests/flows/test_runs.py::test_rescore_replaces_the_range_and_writes_what_moved",
         "tests/flows/test_comparisons.py::test_the_rescore_diff_says_how_sure_each_change_is",
     ],
