@@ -157,7 +157,10 @@ def adjust_over(
         adjusted = (
             ordered.with_columns((pl.col(p) * factor).alias(raw))
             .with_columns(pl.col(raw).cum_max().over(by).alias(alias))
-            .with_columns(pl.when(pl.col(p).is_null()).then(None).otherwise(pl.col(alias)))
+            # (a null p is no test: its adjusted value is null, whatever the running maximum)
+            .with_columns(
+                pl.when(pl.col(p).is_null()).then(None).otherwise(pl.col(alias)).alias(alias)
+            )
         )
     elif method == "bh":
         ecdf = pl.col(rank).cast(pl.Float64) / pl.col(m).cast(pl.Float64)
