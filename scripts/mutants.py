@@ -137,7 +137,13 @@ TARGETS: dict[str, list[str]] = {
     "transforms/associative.py": [_GOLDEN, _SCORE, _PIPELINE],
     "transforms/concept.py": [_GOLDEN, "tests/transforms/test_concept.py", _SCORE, _PIPELINE],
     "transforms/observational.py": [_GOLDEN, _SCORE, _PIPELINE],
-    "transforms/runtime_rl.py": [_GOLDEN, _FORMULAS, _SCORE, _PIPELINE],
+    "transforms/runtime_rl.py": [
+        _GOLDEN,
+        "tests/transforms/test_runtime_rl.py",
+        _FORMULAS,
+        _SCORE,
+        _PIPELINE,
+    ],
     "transforms/procedural.py": [
         _GOLDEN,
         "tests/transforms/test_procedural.py",
@@ -183,8 +189,8 @@ TARGETS: dict[str, list[str]] = {
 }
 # A mutant runs the last tests that killed its module's mutants first (then all of them).
 KILLERS_FIRST = 3
-# What a scratch copy needs to import and test the code.
-COPIED = ("schemas", "transforms", "flows", "simulator", "examples", "tests", "sql")
+# What a scratch copy needs to import and test the code (docs: the contract the pins read).
+COPIED = ("schemas", "transforms", "flows", "simulator", "examples", "tests", "sql", "docs")
 COPIED_FILES = ("pyproject.toml", "README.md")
 
 SWAPPED_CALLS = {
@@ -478,6 +484,18 @@ def _pytest(work: Path, tests: list[str], timeout: float) -> tuple[str, str, flo
     return _outcome(done.returncode, done.stdout, time.monotonic() - start)
 
 
+def _no_shrinking() -> None:
+    """Hypothesis without its shrink phase (nor the example database) in every child: a
+    mutant is killed by the first failing example; shrinking it, which a property test of
+    the whole pipeline spent minutes on, tells nothing more. Loaded before the children
+    import the tests, so their own ``@settings`` inherit it."""
+    from hypothesis import Phase, settings
+
+    phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
+    settings.register_profile("mutants", phases=phases, database=None)
+    settings.load_profile("mutants")
+
+
 def serve() -> int:
     """``--serve``: a worker in its copy (the current directory). It imports ``PRELOADED``
     once, then for each request (a JSON line: tests, timeout, output file) forks a child
@@ -492,6 +510,7 @@ def serve() -> int:
     for name in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    _no_shrinking()
     work = os.getcwd()
     sys.path[:] = [work, *(p for p in sys.path if p not in ("", work, str(ROOT / "scripts")))]
     for line in sys.stdin:
