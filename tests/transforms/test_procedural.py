@@ -6,12 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from schemas.contract import Category
+from schemas.tables import Component
 from tests.reference import formulas as ref
 from tests.reference.test_reference import answer, episode, item, round_end
 from tests.run import run_pipeline
+from transforms.procedural import four_parts
 
 TABLE = json.loads((Path(__file__).parents[1] / "golden" / "procedural_learning.json").read_text())
 VERSIONS = {"new": "v2", "old": "v1"}
@@ -102,3 +105,23 @@ def test_the_zero_guard_stops_at_its_epsilon_as_the_reference_does(value: float)
     got = guarded_score(value, test_right=False)
     assert got == ref.procedural_composite_score([value] * 5, 0.0)
     assert (got == 0.0) == (value < 1e-9)
+
+
+@pytest.mark.parametrize("test_score", [0.0, 5e-10, 1e-9, 2e-9])
+def test_the_zero_guard_on_the_transfer_side_stops_at_its_epsilon(test_score: float) -> None:
+    """All-zero rounds and a transfer score about ε: below ε the score is 0.0, from ε on
+    the formula applies, as in the reference. A transfer score (right items over items) is
+    ε only with 10^9 items, so the guard is applied to the components themselves."""
+    rounds = [0.0] * 5
+    asymptote, trajectory, consistency = ref.procedural_parts(rounds)
+    components = pl.DataFrame(
+        {
+            Component.TRANSFER: [test_score],
+            Component.ASYMPTOTE: [asymptote],
+            Component.TRAJECTORY: [trajectory],
+            Component.CONSISTENCY: [consistency],
+        }
+    )
+    got = components.select(four_parts()).item()
+    assert got == ref.procedural_composite_score(rounds, test_score)
+    assert (got == 0.0) == (test_score < ref.EPSILON)
