@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
-from schemas.contract import Category
+from schemas.contract import Category, Col, Kind
 from schemas.tables import Component
 from tests.reference import formulas as ref
 from tests.reference.test_reference import answer, episode, item, round_end
 from tests.run import run_pipeline
-from transforms.procedural import four_parts
+from transforms.procedural import four_parts, round_facts
+from transforms.rules import SEGMENT
 
 TABLE = json.loads((Path(__file__).parents[1] / "golden" / "procedural_learning.json").read_text())
 VERSIONS = {"new": "v2", "old": "v1"}
@@ -125,3 +127,24 @@ def test_the_zero_guard_on_the_transfer_side_stops_at_its_epsilon(test_score: fl
     got = components.select(four_parts()).item()
     assert got == ref.procedural_composite_score(rounds, test_score)
     assert (got == 0.0) == (test_score < ref.EPSILON)
+
+
+def test_the_parts_of_half_a_million_rounds_are_the_references() -> None:
+    """Sums of squares beyond 2^53 (about 500,000 rounds), where the form of each term
+    decides the last bits: asymptote, trajectory and consistency are still the
+    reference's, to the bit."""
+    n = 500_000
+    rng = random.Random(20261205)
+    values = [rng.random() for _ in range(n)]
+    rows = pl.LazyFrame(
+        {
+            SEGMENT: [0] * n,
+            Col.KIND: [Kind.ROUND_END.value] * n,
+            Col.ROUND: list(range(1, n + 1)),
+            Col.VALUE: values,
+        }
+    )
+    got = round_facts(rows).collect().row(0, named=True)
+    asymptote, trajectory, consistency = ref.procedural_parts(values)
+    assert got[Component.TRAJECTORY] == trajectory
+    assert (got[Component.ASYMPTOTE], got[Component.CONSISTENCY]) == (asymptote, consistency)
