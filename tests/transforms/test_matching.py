@@ -183,3 +183,23 @@ def test_recorded_takes_the_answers_verdict_and_no_answer_is_wrong() -> None:
     )
     got = grade(frame, [KEY]).sort(KEY).collect()[CORRECT].to_list()
     assert got == [True, False, False, False]
+
+
+# Literals about int128's limits (2^127 - 1 has 39 digits): those that overflow it are
+# Python's to compare, those within it polars'.
+INT128_EDGE = [
+    ("9" * 39, "9" * 39),
+    ("9" * 39, "+" + "9" * 39),
+    ("9" * 39, "9" * 38 + "8"),
+    (str(2**127 - 1), "+" + str(2**127 - 1)),
+    (str(2**127), str(2**127)),
+    (str(-(2**127)), "-0" + str(2**127)),
+    ("1" + "0" * 38, "1" + "0" * 38 + "x"),
+]
+
+
+def test_integer_literals_about_the_limits_of_int128_are_compared_as_integers() -> None:
+    cases: list[tuple[str, str, str | None]] = [(Match.INTEGER, e, a) for e, a in INT128_EDGE]
+    verdicts = [row[CORRECT] for row in _graded(cases)]
+    assert verdicts == [reference_grade(Match.INTEGER, e, a) for e, a in INT128_EDGE]
+    assert verdicts == [True, True, False, True, True, True, False]
