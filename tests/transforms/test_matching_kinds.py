@@ -70,6 +70,9 @@ CASES = [
     (Match.WORD, "UNKNOWN", "UNKNOWNS", False),  # not a whole word
     (Match.WORD, "NO", "isn't NO", True),  # \w+ splits isn't: "isn", "t"
     (Match.WORD, "-7", "balance -7", False),  # \b before "-" needs a word character
+    # Non-ASCII answers (Python's path): the same three words before the token.
+    (Match.WORD, "UNKNOWN", "not known, só UNKNOWN", False),  # "not" is among the last 3
+    (Match.WORD, "UNKNOWN", "not known at àll: UNKNOWN", True),  # ... and here it is not
     (Match.ISOLATED_WORD, "-7", "balance -7", True),
     (Match.ISOLATED_WORD, "-7", "balance x-7", False),
     (Match.NFC_WORDS, "kotomó", " koto  mó ", False),
@@ -85,6 +88,7 @@ CASES = [
     (Match.JSON_EQUAL, "[1, 2]", "[1,2]", True),
     (Match.JSON_EQUAL, "1", "true", True),  # Python: True == 1
     (Match.JSON_EQUAL, '"a"', '"a" x', False),  # not JSON
+    (Match.JSON_EQUAL, '"ab"', '"a\\u0062"', True),  # an escape is its character
     (Match.JSON_EQUAL, "NaN", "NaN", False),  # nan != nan
 ]
 
