@@ -203,3 +203,22 @@ def test_integer_literals_about_the_limits_of_int128_are_compared_as_integers() 
     verdicts = [row[CORRECT] for row in _graded(cases)]
     assert verdicts == [reference_grade(Match.INTEGER, e, a) for e, a in INT128_EDGE]
     assert verdicts == [True, True, False, True, True, True, False]
+
+
+def test_positional_is_computed_only_where_asked() -> None:
+    """``positional_where``: the pairs it selects get their positional score (1.0 for equal
+    texts), the others none, equal texts included."""
+    texts = [("a b", "a b"), ("a b", "a c"), ("a b", "a b"), ("a b", "a c")]
+    frame = pl.LazyFrame(
+        {
+            KEY: [0, 1, 2, 3],
+            MODE: [Match.SEQUENCE] * 4,
+            EXPECTED: [e for e, _ in texts],
+            ANSWER: [a for _, a in texts],
+            "asked": [True, True, False, False],
+        }
+    )
+    got = grade(frame, [KEY], positional_where=pl.col("asked")).sort(KEY).collect()
+    want = [reference_positional(e, a) for e, a in texts[:2]]
+    assert got[POSITIONAL].to_list() == [*want, None, None]
+    assert want == [1.0, 0.5]
