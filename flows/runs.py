@@ -82,7 +82,7 @@ from flows.score import (
     vanished,
 )
 from flows.storage.errors import StorageError
-from flows.storage.runs_table import RunRow, RunStatus
+from flows.storage.runs_table import RunRow
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
     run_details,
@@ -91,7 +91,7 @@ from flows.warehouse import (
 from schemas.comparisons import ALERT_LEVEL, DEFAULT_LEVEL, LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import overlay, resolve
-from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES
+from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance

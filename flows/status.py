@@ -14,8 +14,8 @@ from flows.output import Output
 from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
-from flows.storage.runs_table import RunStatus
 from flows.summary import printable, render, table_of_columns
+from schemas.tables import RunStatus
 
 
 def history(output: Output) -> pl.DataFrame:
