@@ -13,6 +13,7 @@ serves; its calibration tests run with ``within_tasks``."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -1115,15 +1116,9 @@ def close_models_and_a_constant_one() -> pl.DataFrame:
     return pl.concat([frame, z.select(frame.columns)], how="vertical_relaxed")
 
 
-@pytest.mark.parametrize("design", ["two_level", WITHIN])
-def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
-    design: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
-    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
-    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
-    ``higher``). A model whose every episode scores the same keeps that score in every
-    replicate, in replicates that draw none of its tasks too."""
+def _capture_replicates(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    """The replicate scores (resamples x models, models sorted) of each coverage group,
+    captured where ``rank_intervals`` ranks them."""
     from transforms.compare import ranks as ranks_module
 
     captured: list[np.ndarray] = []
@@ -1135,6 +1130,19 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
         return rank_desc(values)
 
     monkeypatch.setattr(ranks_module, "_rank_desc", capture)
+    return captured
+
+
+@pytest.mark.parametrize("design", ["two_level", WITHIN])
+def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
+    design: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
+    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
+    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
+    ``higher``). A model whose every episode scores the same keeps that score in every
+    replicate, in replicates that draw none of its tasks too."""
+    captured = _capture_replicates(monkeypatch)
     frame = close_models_and_a_constant_one()
     for level in (0.95, 0.6):
         captured.clear()
@@ -1164,6 +1172,109 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
             assert row["rank_high"] == np.quantile(ranks[:, i], 1 - tail, method="higher")
         if design == "two_level":  # (tasks fixed, these four overlap from 1 to 4)
             assert len({(r["rank_low"], r["rank_high"]) for r in table.iter_rows(named=True)}) > 1
+
+
+def test_rank_interval_replicates_are_the_instance_bootstraps_outcomes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One task of three instances, the tasks fixed: a replicate draws three instances with
+    replacement, the same draw for both models; a model's replicate is the mean of its
+    episodes on the instances drawn, or its point score where none of its instances was
+    drawn. a scores 0, 0.25 and 1 on the three instances (each multiset of three instances
+    has its own sum), b only 0 and 1 on the first two. The exact bootstrap is the 27
+    ordered draws enumerated here: every replicate is one of its outcomes, and the
+    replicates of one seed, and the first replicate of each of 200 seeds, follow its
+    probabilities (chi-square)."""
+    a_scores, b_scores = (0.0, 0.25, 1.0), (0.0, 1.0)
+    rows = [("d", "a", "c", "t", f"a{i}", s, f"i{i}") for i, s in enumerate(a_scores)]
+    rows += [("d", "b", "c", "t", f"b{i}", s, f"i{i}") for i, s in enumerate(b_scores)]
+    exact: dict[tuple[float, float], float] = {}
+    for draw in itertools.product(range(3), repeat=3):
+        a = sum(a_scores[i] for i in draw) / 3
+        b_drawn = [b_scores[i] for i in draw if i < len(b_scores)]
+        b = sum(b_drawn) / len(b_drawn) if b_drawn else sum(b_scores) / len(b_scores)
+        key = (round(a, 9), round(b, 9))
+        exact[key] = exact.get(key, 0.0) + 1 / 27
+    outcomes = sorted(exact)
+
+    def follows_the_exact_bootstrap(replicates: np.ndarray) -> None:
+        seen = [(round(float(a), 9), round(float(b), 9)) for a, b in replicates]
+        assert set(seen) <= set(exact), set(seen) - set(exact)
+        observed = [seen.count(o) for o in outcomes]
+        expected = [exact[o] * len(seen) for o in outcomes]
+        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
+
+    captured = _capture_replicates(monkeypatch)
+    rank_intervals(rows_frame(rows), resamples=2000, design=WITHIN)
+    follows_the_exact_bootstrap(captured.pop())
+    for seed in range(200):
+        rank_intervals(rows_frame(rows), resamples=1, seed=seed, design=WITHIN)
+    follows_the_exact_bootstrap(np.vstack(captured))
+
+
+def test_rank_interval_replicates_draw_every_task_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two-level, 50 tasks of one episode per model: a scores 1 on the last task (in the
+    tasks' order) and 0 elsewhere, b 1 on the first: a replicate draws 50 tasks with
+    replacement, each with probability 1/50, so 50 x a's replicate (how often the last task
+    was drawn) and 50 x b's are binomial(50, 1/50) (chi-square on 0, 1, 2, 3, 4+)."""
+    g = 50
+    rows = [
+        ("d", m, "c", f"t{t:02d}", f"{m}{t}", float(t == hot), None)
+        for m, hot in (("a", g - 1), ("b", 0))
+        for t in range(g)
+    ]
+    captured = _capture_replicates(monkeypatch)
+    rank_intervals(rows_frame(rows), resamples=2000, design="two_level")
+    (replicates,) = captured
+    binomial = scipy_stats.binom(g, 1 / g)
+    expected = np.append(binomial.pmf(range(4)), binomial.sf(3)) * len(replicates)
+    for column in replicates.T:
+        times = np.rint(column * g).astype(int)
+        np.testing.assert_allclose(times, column * g, atol=1e-9)
+        observed = [int((times == k).sum()) for k in range(4)] + [int((times >= 4).sum())]
+        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
+
+
+@pytest.mark.parametrize("resamples", [999, 1003])
+def test_rank_intervals_quantiles_fall_on_the_documented_replicates(
+    resamples: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replicate scores set by hand (the draw replaced) so that the documented quantiles
+    fall next to a change of rank: numpy's ``lower`` quantile at ``tail = (1 - level) / 2``
+    of R replicate ranks is the sorted rank at ``floor(tail (R - 1))``, ``higher`` at ``1 -
+    tail`` the one at ``ceil((1 - tail) (R - 1))``. Pairs of models swap places (ranks 1-2,
+    3-4, 5-6, 7-8) so that each interval end changes if its index moves by one either way.
+    At level 0.95, tail (R - 1) is 24.95 for R = 999 and 25.05 for R = 1003: a tail 0.5% off
+    moves one of the two indices."""
+    from transforms.compare import ranks as ranks_module
+
+    level = 0.95
+    tail = (1 - level) / 2
+    low_at = math.floor(tail * (resamples - 1))
+    high_at = math.ceil((1 - tail) * (resamples - 1))
+    # How many replicates the first of each pair is the better one in: the lower index is
+    # the last such replicate (a: rank_low 1) or the first of the others (c: rank_low 4);
+    # the higher index is the first of the others (e: rank_high 6) or the last such (g: 7).
+    better_in = {"a": low_at + 1, "c": low_at, "e": high_at, "g": high_at + 1}
+    models = list("abcdefgh")
+    sums = np.zeros((len(models), resamples))
+    for pair, first in enumerate(better_in):
+        second = models.index(first) + 1
+        wins = np.zeros(resamples, dtype=bool)
+        wins[: better_in[first]] = True
+        wins = np.random.default_rng(pair).permutation(wins)
+        base = 10.0 * (len(better_in) - pair)
+        sums[models.index(first)] = np.where(wins, base + 1, base)
+        sums[second] = np.where(wins, base, base + 1)
+    monkeypatch.setattr(
+        ranks_module, "_replicate_sums", lambda *_: (sums.copy(), np.ones_like(sums))
+    )
+    rows = [("d", m, "c", "t", f"{m}0", 0.5, None) for m in models]
+    table = rank_intervals(rows_frame(rows), resamples=resamples, level=level)
+    assert one_row(table, model="a")["rank_low"] == 1
+    assert one_row(table, model="c")["rank_low"] == 4
+    assert one_row(table, model="e")["rank_high"] == 6
+    assert one_row(table, model="g")["rank_high"] == 7
 
 
 def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
