@@ -1050,6 +1050,106 @@ def test_rank_change_significance() -> None:
     assert flags == [None, False, False]  # a's order is unchanged
 
 
+def test_a_rescore_pairs_by_instance_where_both_sides_give_instances() -> None:
+    """Three episodes per instance, the new formula moving each instance by its own shift:
+    tasks fixed, the rescore's standard error is that of the two formulas compared as two
+    models on the same instances (instance by instance), with the instances as its pairs;
+    where one side lacks ``instance_id`` (history scored before contract 1.1), the
+    episodes pair one by one, as where neither has it."""
+    rng = np.random.default_rng(21)
+    rows = [
+        ("d", "a", "c", t, f"{t}-{i}-{e}", float(rng.uniform(0, 1)), f"{t}-i{i}")
+        for t in ("t1", "t2", "t3")
+        for i in range(6)
+        for e in range(3)
+    ]
+    old = rows_frame(rows)
+    shift = {instance: float(rng.normal(0, 0.2)) for instance in old[INSTANCE_ID].unique()}
+    moved = pl.col("score") + pl.col(INSTANCE_ID).replace_strict(shift)
+    new = old.with_columns(moved + pl.Series(rng.normal(0, 0.01, old.height)))
+    two_models = pl.concat(
+        [
+            old.with_columns(model=pl.lit("old")),
+            new.with_columns(model=pl.lit("new"), episode_id=pl.format("n{}", "episode_id")),
+        ]
+    )
+    compared = one_row(model_comparisons(two_models, design=WITHIN), scope=OVERALL, model_a="new")
+    by_instance = one_row(rescore_significance(old, new, design=WITHIN), scope=OVERALL)
+    assert by_instance["delta"] == pytest.approx(compared["diff"], abs=1e-12)
+    assert by_instance["se"] == pytest.approx(compared["se"], rel=1e-9)
+    assert by_instance["n_pairs"] == 18
+    by_episode = one_row(
+        rescore_significance(old.drop(INSTANCE_ID), new.drop(INSTANCE_ID), design=WITHIN),
+        scope=OVERALL,
+    )
+    assert by_episode["n_pairs"] == 54
+    assert by_episode["se"] < 0.6 * by_instance["se"]  # the instances' shifts are paired out
+    for one_side in ((old.drop(INSTANCE_ID), new), (old, new.drop(INSTANCE_ID))):
+        row = one_row(rescore_significance(*one_side, design=WITHIN), scope=OVERALL)
+        assert (row["se"], row["n_pairs"]) == (by_episode["se"], by_episode["n_pairs"])
+
+
+def test_a_rescore_of_an_undated_dump_is_that_of_the_same_scores_dated_listed_last() -> None:
+    frame = simulate(np.random.default_rng(22), 2, models=("a", "b", "c"), shared=8, alone=4)
+    new = frame.with_columns(
+        pl.col("score") + pl.col("model").replace_strict({"a": 0.0, "b": 0.0, "c": 0.3})
+    )
+    undated = pl.col("dump_date") == "2026-0001"
+    no_date = pl.when(undated).then(None).otherwise("dump_date").alias("dump_date")
+    for rescore in (rescore_significance, rescore_rank_changes):
+        dated = rescore(frame, new)
+        table = rescore(frame.with_columns(no_date), new.with_columns(no_date))
+        assert table["dump_date"].is_null().sum() == dated.filter(undated).height > 0
+        assert table["dump_date"].is_null().to_list() == sorted(table["dump_date"].is_null())
+        assert_frame_equal(
+            table.filter(pl.col("dump_date").is_null()).drop("dump_date"),
+            dated.filter(undated).drop("dump_date"),
+        )
+    flags = rescore_significance(frame.with_columns(no_date), new.with_columns(no_date))
+    assert flags.filter(pl.col("dump_date").is_null())["rank_change_significant"].any()
+
+
+def test_rank_changes_are_of_pairs_comparable_under_both_formulas_a_tie_counted_once() -> None:
+    """Two categories, instances of two episodes. a is unchanged; b, 0.125 behind a, ties
+    with it under the new formula (the same scores); c passes from ahead of both to behind
+    them, but the new formula scores none of its category c2 (its coverage changed: no
+    longer comparable with a and b). Overall, the one change is a's tie with b: listed once,
+    a first by name; the categories' rows are not pairs of the overall order."""
+    rows_old, rows_new = [], []
+    for category, task in (("c1", "t1"), ("c2", "t2")):
+        for i in range(8):
+            for model, old_offset, new_offset in (
+                ("a", 0, 0),
+                ("b", -0.125, 0),
+                ("c", 0.25, -0.25),
+            ):
+                key = ("d", model, category, task, f"{model}{task}{i}")
+                instance = f"{task}-{i % 4}"
+                rows_old.append((*key, i / 16 + old_offset, instance))
+                if not (model == "c" and category == "c2"):
+                    rows_new.append((*key, i / 16 + new_offset, instance))
+    changes = rescore_rank_changes(rows_frame(rows_old), rows_frame(rows_new))
+    assert changes.select("model_a", "model_b", "old_diff", "new_diff").rows() == [
+        ("a", "b", 0.125, 0.0)
+    ]
+
+
+def test_a_changed_order_without_a_standard_error_is_not_significant() -> None:
+    """One episode per model: the change has no standard error, no p-value, and is not
+    called significant (nor is either model's rank change)."""
+    old = rows_frame(
+        [("d", "a", "c", "t", "a0", 0.75, None), ("d", "b", "c", "t", "b0", 0.25, None)]
+    )
+    new = old.with_columns(pl.Series("score", [0.25, 0.75]))
+    for design in ("two_level", WITHIN):
+        change = rescore_rank_changes(old, new, design=design)
+        assert change.select("model_a", "se", "p_holm", "significant").rows() == [
+            ("b", None, None, False)
+        ]
+        flags = rescore_significance(old, new, design=design).filter(scope=OVERALL)
+        assert flags["rank_change_significant"].to_list() == [False, False]
+
+
 # ---------------------------------------------------------------------------------------
 # Rank intervals and tiers
 
