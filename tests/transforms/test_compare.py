@@ -27,6 +27,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
 from flows.options import RegressionOptions
+from schemas.comparisons import Work
 from transforms import aggregate
 from transforms.compare import (
     A_BETTER,
@@ -50,6 +51,7 @@ from transforms.compare import (
     score_intervals,
     significance_tiers,
 )
+from transforms.compare.preparation import Prepared, prepare
 
 WITHIN = "within_tasks"  # the tasks fixed: the previous default design
 COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
@@ -982,6 +984,85 @@ def test_a_reason_names_the_latest_baseline_night_that_differs() -> None:
     reason = one_row(table, dump_date="2026-0003", model="a", scope="c2")["reason"]
     assert "tasks covered changed: 2 then, 1 now (gone: t4) since 2026-0001" in reason
     assert "formula versions changed: v1 on 2026-0001, v2 now" in reason
+
+
+# ---------------------------------------------------------------------------------------
+# Preparation: units, clusters, episodes kept
+
+
+def _clusters_shared(prep: Prepared) -> int:
+    """How many (task, cluster) of ``prep`` hold episodes of more than one unit."""
+    units = prep.atoms.group_by(Work.TASK, Work.CLUSTER).agg(pl.col(Work.UNIT).n_unique())
+    return units.filter(pl.col(Work.UNIT) > 1).height
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clusters_are_the_shared_instances_and_each_episode_alone(seed: int) -> None:
+    """Three models, two tasks; per model and task three episodes on the task's three
+    instances and three without one, episode ids shuffled but for the smallest (b's) and
+    the largest (a's), both on lone episodes of the same task. Each episode without an
+    instance is a cluster of its own: a unit's clusters in a task are its instances and its
+    lone episodes, and only the instances are shared between models; in a rescore, a lone
+    episode is shared only by itself under the other formula."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        (model, task, instance)
+        for model in ("a", "b", "c")
+        for task in ("t1", "t2")
+        for instance in (*(f"{task}-{i}" for i in range(3)), None, None, None)
+    ]
+    ids = rng.permutation(len(rows))
+    # b's first lone episode of t1 has the smallest id, a's last the largest.
+    first_b, last_a = rows.index(("b", "t1", None)), 5
+    for row, wanted in ((first_b, 0), (last_a, len(rows) - 1)):
+        other = int(np.flatnonzero(ids == wanted)[0])
+        ids[other], ids[row] = ids[row], wanted
+    frame = rows_frame(
+        [
+            ("d", model, "c", task, f"e{ids[i]:02d}", float(rng.uniform()), instance)
+            for i, (model, task, instance) in enumerate(rows)
+        ]
+    )
+    prep = prepare(frame, ["dump_date", "model"])
+    assert prep.cells[Work.G].to_list() == [6] * 6
+    assert _clusters_shared(prep) == 2 * 3
+    both = pl.concat([frame.with_columns(v=pl.lit(v)) for v in ("old", "new")])
+    rescore = prepare(both, ["dump_date", "model", "v"])
+    assert rescore.cells[Work.G].to_list() == [6] * 12
+    assert _clusters_shared(rescore) == 2 * 3 + 3 * 2 * 3  # instances; lone episodes
+    lone = rescore.atoms.group_by(Work.TASK, Work.CLUSTER).agg(pl.col(Work.UNIT).n_unique())
+    assert sorted(lone[Work.UNIT].unique().to_list()) == [2, 6]  # old + new; 3 models x 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_within_task_standard_error_of_two_models_alone_is_welchs(n: int) -> None:
+    """Tasks fixed, n episodes per model without instances (clusters of one episode): the
+    standard error of the difference is Welch's, the small-sample factor applying from two
+    clusters on; one episode each has none."""
+    rng = np.random.default_rng(n)
+    a, b = rng.uniform(0, 1, n), rng.uniform(0, 1, n)
+    rows = [("d", "a", "c", "t", f"a{i}", float(s), None) for i, s in enumerate(a)]
+    rows += [("d", "b", "c", "t", f"b{i}", float(s), None) for i, s in enumerate(b)]
+    row = one_row(model_comparisons(rows_frame(rows), design=WITHIN), scope=OVERALL, model_a="a")
+    if n == 1:
+        assert row["se"] is None
+        return
+    t = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert row["se"] == pytest.approx((a.mean() - b.mean()) / t.statistic, rel=1e-12)
+
+
+def test_episodes_without_a_score_are_left_out() -> None:
+    """A null or NaN score is no score: comparisons and intervals of the night with such
+    episodes added are those of the night without them."""
+    frame = simulate(np.random.default_rng(23), 1, models=("a", "b"), shared=4, alone=2)
+    extra = frame.head(2).with_columns(
+        pl.Series("score", [None, float("nan")], pl.Float64),
+        pl.format("x{}", "episode_id").alias("episode_id"),
+    )
+    padded = pl.concat([frame, extra])
+    assert_frame_equal(model_comparisons(padded), model_comparisons(frame))
+    assert_frame_equal(score_intervals(padded), score_intervals(frame))
+    assert_frame_equal(score_intervals(padded.lazy()), score_intervals(frame))
 
 
 # ---------------------------------------------------------------------------------------
