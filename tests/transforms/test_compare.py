@@ -52,6 +52,7 @@ from transforms.compare import (
     significance_tiers,
 )
 from transforms.compare.preparation import Prepared, prepare
+from transforms.compare.variance import inference
 
 WITHIN = "within_tasks"  # the tasks fixed: the previous default design
 COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
@@ -984,6 +985,39 @@ def test_a_reason_names_the_latest_baseline_night_that_differs() -> None:
     reason = one_row(table, dump_date="2026-0003", model="a", scope="c2")["reason"]
     assert "tasks covered changed: 2 then, 1 now (gone: t4) since 2026-0001" in reason
     assert "formula versions changed: v1 on 2026-0001, v2 now" in reason
+
+
+def test_inference_of_a_zero_standard_error_is_p_1_for_no_difference_else_0() -> None:
+    """``inference``: a zero standard error gives p = 1 for an estimate of 0 and p = 0
+    otherwise; a positive one, Student's t (df given) or the normal (df null)."""
+    frame = pl.DataFrame(
+        {
+            "estimate": [0.0, 0.1, 0.0, 0.1, 0.1],
+            Work.VAR: [0.0, 0.0, 0.01, 0.01, 0.01],
+            Work.VAR_WITHIN: [0.0, 0.0, 0.01, 0.01, 0.01],
+            Work.VAR_TASKS: [None, None, None, None, None],
+            "df": [None, 4.0, None, None, 5.0],
+        },
+        schema_overrides={Work.VAR_TASKS: pl.Float64, "df": pl.Float64},
+    )
+    p = inference(frame, "estimate")["p_value"].to_list()
+    assert p[:3] == [1.0, 0.0, 1.0]
+    assert p[3] == pytest.approx(2 * scipy_stats.norm.sf(1.0), rel=1e-12)
+    assert p[4] == pytest.approx(2 * scipy_stats.t.sf(1.0, 5), rel=1e-12)
+
+
+def test_a_difference_without_spread_keeps_the_degrees_of_freedom_of_its_tasks() -> None:
+    """Two-level, two models each scoring the same on every episode of three tasks: the
+    difference's variance is 0 and its degrees of freedom those of the task sample (3 - 1),
+    by Satterthwaite's rule for a sum of zero variances (the sum of their df)."""
+    rows = [
+        ("d", model, "c", task, f"{model}{task}{i}", score, None)
+        for model, score in (("a", 0.75), ("b", 0.25))
+        for task in ("t1", "t2", "t3")
+        for i in range(3)
+    ]
+    row = one_row(model_comparisons(rows_frame(rows)), scope=OVERALL, model_a="a")
+    assert (row["se"], row["df"], row["p_value"]) == (0.0, 2.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------------
