@@ -1033,8 +1033,8 @@ def _clusters_shared(prep: Prepared) -> int:
 @pytest.mark.parametrize("seed", range(6))
 def test_clusters_are_the_shared_instances_and_each_episode_alone(seed: int) -> None:
     """Three models, two tasks; per model and task three episodes on the task's three
-    instances and three without one, episode ids shuffled but for the smallest (b's) and
-    the largest (a's), both on lone episodes of the same task. Each episode without an
+    instances and three without one, episode ids shuffled but for the smallest and the
+    largest, on lone episodes of one task of two models in turn. Each episode without an
     instance is a cluster of its own: a unit's clusters in a task are its instances and its
     lone episodes, and only the instances are shared between models; in a rescore, a lone
     episode is shared only by itself under the other formula."""
@@ -1046,9 +1046,11 @@ def test_clusters_are_the_shared_instances_and_each_episode_alone(seed: int) -> 
         for instance in (*(f"{task}-{i}" for i in range(3)), None, None, None)
     ]
     ids = rng.permutation(len(rows))
-    # b's first lone episode of t1 has the smallest id, a's last the largest.
-    first_b, last_a = rows.index(("b", "t1", None)), 5
-    for row, wanted in ((first_b, 0), (last_a, len(rows) - 1)):
+    # The smallest id on a lone episode of a, b or c (by seed), the largest on one of the
+    # model before it (in name order, c before a), in t1 (seeds 0-2) or t2 (3-5).
+    owner, before, task = "abc"[seed % 3], "abc"[(seed - 1) % 3], "t1" if seed < 3 else "t2"
+    smallest, largest = rows.index((owner, task, None)), rows.index((before, task, None)) + 2
+    for row, wanted in ((smallest, 0), (largest, len(rows) - 1)):
         other = int(np.flatnonzero(ids == wanted)[0])
         ids[other], ids[row] = ids[row], wanted
     frame = rows_frame(
