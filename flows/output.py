@@ -33,7 +33,7 @@ from flows.storage.delta import StagedFiles
 from flows.storage.errors import StorageError
 from flows.storage.lease import Lease, check_conditional_writes
 from flows.storage.location import Location
-from flows.storage.runs_table import PINNING, RUNS_TABLE, RunRow, RunStatus
+from flows.storage.runs_table import RUNS, RunRow
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.contract import DUMP_DATE
 from schemas.tables import (
@@ -41,11 +41,13 @@ from schemas.tables import (
     EPISODE_SCORES_TABLE,
     MODEL_COMPARISONS_TABLE,
     MODEL_SCORES_TABLE,
+    PINNING,
     REGRESSIONS_TABLE,
     REJECTS_TABLE,
     RESCORE_DIFF_TABLE,
     TABLES,
     TASK_SCORES_TABLE,
+    RunStatus,
 )
 
 EPISODE_SCORES: Final = EPISODE_SCORES_TABLE.name
@@ -66,7 +68,7 @@ CORE_TABLES: Final = (
     MODEL_COMPARISONS,
     REGRESSIONS,
 )
-ALL_TABLES: Final = (*TABLES, RUNS_TABLE)
+ALL_TABLES: Final = (*TABLES, RUNS)
 
 if TYPE_CHECKING:
     from flows.score import StageTarget
@@ -115,7 +117,7 @@ class Output:
         """This output, where a run has recorded into it; else ``NoOutput`` (exit 2): the
         read commands and ``vacuum`` never answer "empty" for a mistyped path, nor create
         anything there."""
-        if delta.table_version(self.location, RUNS_TABLE) is None:
+        if delta.table_version(self.location, RUNS) is None:
             from flows.storage.errors import NoOutput
 
             raise NoOutput(
@@ -131,7 +133,7 @@ class Output:
     def runs_version(self) -> int | None:
         """The runs table's latest version (None before the first run): it moves with every
         run recorded."""
-        return delta.table_version(self.location, RUNS_TABLE)
+        return delta.table_version(self.location, RUNS)
 
     def pinned_rows(self, as_of: str | None = None) -> pl.DataFrame:
         """The rows of the runs whose versions are states, up to run ``as_of`` (included)."""
@@ -141,7 +143,7 @@ class Output:
                 from flows.storage.errors import UnknownRun
 
                 raise UnknownRun(
-                    f"--as-of {as_of}: no such run in {self.location.child(RUNS_TABLE).display}"
+                    f"--as-of {as_of}: no such run in {self.location.child(RUNS).display}"
                     " (cogscore history lists the runs)"
                 )
             position = rows.with_row_index().filter(pl.col("run_id") == as_of)["index"].max()
@@ -318,7 +320,7 @@ def _check_legacy(location: Location) -> None:
 
 def empty_table(table: str) -> pl.DataFrame:
     """A table no run wrote: no rows, the columns of its model (a regex column left out)."""
-    if table == RUNS_TABLE:
+    if table == RUNS:
         return runs_table.RUNS_SCHEMA.to_frame()
     return pl.DataFrame(schema=TABLES[table].dtypes)
 

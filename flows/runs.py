@@ -73,14 +73,16 @@ from flows.score import (
     FilePart,
     FileReport,
     ScoreResult,
+    Stager,
     StageTarget,
     assemble,
     batches,
     score_and_stage,
+    score_batch,
     vanished,
 )
 from flows.storage.errors import StorageError
-from flows.storage.runs_table import RunRow, RunStatus
+from flows.storage.runs_table import RunRow
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
     run_details,
@@ -89,7 +91,7 @@ from flows.warehouse import (
 from schemas.comparisons import ALERT_LEVEL, DEFAULT_LEVEL, LEVEL_ALERT, LEVEL_WATCH
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import overlay, resolve
-from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES
+from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance
@@ -143,18 +145,20 @@ def local_mapper(
 ) -> list[FilePart]:
     """Every file in this process, two at a time (small files in batches: ``batches``):
     polars runs much of a file's plan on one core, and releases the GIL while it does (1.6 s
-    -> 1.4 s for ten files on 2 cores). Memory holds that many files' rows (and, with a
-    ``target``, the held columns of the files done: their rows are staged). Each file done
-    is told to ``progress``."""
+    -> 1.4 s for ten files on 2 cores). With a ``target``, this thread stages the files
+    done in chunks (``Stager``) while the others score. Memory holds that many files' rows,
+    a chunk, and the held columns of the chunks staged. Each file done is told to
+    ``progress``."""
+    stager = Stager(target) if target is not None else None
+    parts: list[FilePart] = []
     with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
-        futures = [
-            pool.submit(score_and_stage, batch, formulas, digests, target)
-            for batch in batches(files)
-        ]
+        futures = [pool.submit(score_batch, batch, formulas, digests) for batch in batches(files)]
         for future in as_completed(futures):
-            for report in future.result().reports:
+            part = future.result()
+            for report in part.reports:
                 (progress or NoProgress()).file_done(report)
-        return [future.result() for future in futures]
+            parts.extend([part] if stager is None else stager.add(part))
+    return parts if stager is None else [*parts, *stager.flush()]
 
 
 def local_mapper_with(progress: Progress) -> Mapper:

@@ -363,6 +363,38 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
     return FilePart(held, _no_rows(), rejects, part.reports, staged, sums, Mismatches.of(scores))
 
 
+# The local engine's threads hand their scored parts to the driver, which stages them in
+# chunks (``Stager``) of about STAGE_BYTES of rows held in memory: one validation, one
+# Parquet write per partition and one explanation of the unscored rows a chunk rather than a
+# file. Staged file by file, a 100,000-episode night of 8 files spent 0.3-0.4 s more CPU (a
+# rejects plan and a write each: 78 ms a file) and left 48 data files in episode_scores
+# instead of 6. Memory holds one chunk more than file by file. Read when called (tests set
+# it to 0: a chunk per part).
+STAGE_BYTES = 64 << 20
+
+
+class Stager:
+    """Parts scored on this machine, staged in chunks as they come: ``add`` each part (in
+    any order), ``flush`` at the end; each returns the staged parts of the chunks it wrote."""
+
+    def __init__(self, target: StageTarget) -> None:
+        self.target = target
+        self.pending: list[FilePart] = []
+        self.held = 0
+
+    def add(self, part: FilePart) -> list[FilePart]:
+        self.pending.append(part)
+        self.held += int(part.scores.estimated_size() + part.unscored.estimated_size())
+        return self.flush() if self.held >= STAGE_BYTES else []
+
+    def flush(self) -> list[FilePart]:
+        if not self.pending:
+            return []
+        chunk = self.pending[0] if len(self.pending) == 1 else _merged(self.pending)
+        self.pending, self.held = [], 0
+        return [stage(chunk, self.target)]
+
+
 def score_and_stage(
     batch: Sequence[DumpFile],
     formulas: Mapping[str, str],
@@ -594,11 +626,9 @@ def assemble(
     night's, with ``target``) whose files hold such copies are staged again without them."""
     staged = target is not None and all(p.sums is not None for p in parts)
     empty = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
-    if staged:  # each part's rows sorted by id: in file order, the night's are sorted
-        by_file = sorted(parts, key=lambda p: p.reports[0].file)
-        scores = pl.concat([compact(empty.select(HELD)), *(p.scores for p in by_file)])
-    else:
-        scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
+    # Sorted: a staged chunk holds the files that were done together, not consecutive ones.
+    first = compact(empty.select(HELD)) if staged else empty
+    scores = _sorted(pl.concat([first, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
     rejects = pl.concat([_reject_rows(unscored), *(p.rejects for p in parts)])
     duplicates = duplicate_episodes(episode_ids(scores.lazy(), rejects.lazy())).collect()

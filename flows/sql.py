@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 
 from flows.output import TABLES, Output, conform, empty_table
 from flows.storage.location import storage_options
-from flows.storage.runs_table import RUNS_TABLE
+from flows.storage.runs_table import RUNS
 
 VIEWS = Path(__file__).resolve().parents[1] / "sql" / "views.sql"
 
@@ -23,10 +23,10 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
 
     con = con or duckdb.connect()
     versions = output.versions(as_of)
-    for table in (*TABLES, RUNS_TABLE):
+    for table in (*TABLES, RUNS):
         where = output.location.child(table)
         version = versions.get(table)
-        if table == RUNS_TABLE:
+        if table == RUNS:
             version = None if output.runs().is_empty() else _runs_version(output)
         if version is None:
             relation = empty_table(table).to_arrow()
@@ -47,4 +47,4 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
 def _runs_version(output: Output) -> int | None:
     from flows.storage import delta
 
-    return delta.table_version(output.location, RUNS_TABLE)
+    return delta.table_version(output.location, RUNS)

@@ -14,8 +14,8 @@ from flows.output import Output
 from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
-from flows.storage.runs_table import RunStatus
 from flows.summary import printable, render, table_of_columns
+from schemas.tables import RunStatus
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -269,6 +269,7 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
         MODEL_A,
         MODEL_B,
         P_HOLM,
+        P_VALUE,
         P_WILCOXON,
         PAIRED,
         VERDICT,
@@ -280,7 +281,9 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
     interval = f"{level:.0%} interval"
     for name in ("model a", "model b"):
         grid.add_column(name, overflow="fold")
-    for name in ("a - b", interval, "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+    # The raw p beside Holm's: a comparison planned alone (as LearningBench's H4) reads the
+    # raw one; the verdict is Holm's, over every pair of the night and scope.
+    for name in ("a - b", interval, "p", "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
         grid.add_column(name, no_wrap=True)
 
     def number(value: float | None, spec: str = ".3f") -> str:
@@ -292,6 +295,7 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
             escape(printable(row[MODEL_B])),
             f"{row[DIFF]:+.3f}",
             f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
+            number(row[P_VALUE], ".3g"),
             number(row[P_HOLM], ".3g"),
             row[VERDICT],
             number(row[MDE]),

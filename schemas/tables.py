@@ -511,3 +511,55 @@ TABLES: Final[dict[str, Table]] = {
         REGRESSIONS_TABLE,
     )
 }
+
+
+# --- the runs table (``flows.storage.runs_table``): a row per run and night, appended last ---
+
+
+class RunStatus(StrEnum):
+    SUCCEEDED = "succeeded"
+    NOTHING_TO_DO = "nothing_to_do"  # a state all the same: it pins the versions it saw
+    FAILED = "failed"
+
+
+# Runs whose table versions are a consistent state of the output.
+PINNING: Final = (RunStatus.SUCCEEDED.value, RunStatus.NOTHING_TO_DO.value)
+RUN_COUNTS: Final = (
+    "files_read",
+    "files_rejected",
+    "rows_read",
+    "rows_scored",
+    "rows_rejected",
+    "episodes_scored",
+    "episodes_rejected",
+    "episodes_harness_error",
+    "warnings_feedback_out_of_range",
+    "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
+    "episodes_verdict_mismatch",
+)
+# Written by cogscore alone (``RunRow.record``), not validated on write: the nullable columns
+# are those a row may leave null or rows of earlier versions lack
+# (``tests/storage/test_runs_table.py`` holds the rows written to this).
+RUNS_TABLE: Final = Table(
+    "runs",
+    {
+        "run_id": _text(),
+        "kind": _text(),  # score | nightly | rescore
+        "status": _text(isin=tuple(s.value for s in RunStatus)),
+        "started": Column(pl.Datetime("us", "UTC")),
+        "finished": Column(pl.Datetime("us", "UTC")),
+        "night": _text(nullable=True),  # null: the undated night, or no night scored
+        **{column: _count(nullable=True) for column in RUN_COUNTS},
+        "formula_versions": _text(),  # JSON object {category: version}
+        "formula_set": _text(nullable=True),  # JSON object: the output's set after the run
+        "scorer_version": _text(),
+        "input": _text(nullable=True),  # the dump root: a path or a URL (no credentials)
+        "partitioned": Column(pl.Boolean(), nullable=True),  # by dump_date, or undated
+        "input_fingerprint": _text(nullable=True),
+        "files": _text(nullable=True),  # JSON list: the night's input files (size, digest, ...)
+        "table_versions": _text(),  # JSON object {table: version}
+        "details": _text(nullable=True),  # JSON object: the run's own record (engine, ...)
+    },
+    strict=True,
+    ordered=True,
+)

@@ -11,7 +11,7 @@ import polars as pl
 from deltalake import DeltaTable
 
 from flows.output import CORE_TABLES, TABLES
-from flows.storage.runs_table import COUNT_COLUMNS
+from schemas.tables import RUN_COUNTS
 
 
 def latest_versions(out: Path | str) -> dict[str, int]:
@@ -74,7 +74,7 @@ def last_run(out: Path | str) -> dict[str, object]:
     run_id = rows["run_id"][-1]
     mine = rows.filter(pl.col("run_id") == run_id)
     details = json.loads(mine["details"][-1])
-    counts = {c: int(mine[c].sum()) for c in COUNT_COLUMNS}
+    counts = {c: int(mine[c].sum()) for c in RUN_COUNTS}
     nights: dict[str, dict[str, object]] = {}
     for row in rows.filter(pl.col("input_fingerprint").is_not_null()).iter_rows(named=True):
         if row["status"] in ("succeeded", "nothing_to_do") and row["night"] is not None:
@@ -82,7 +82,7 @@ def last_run(out: Path | str) -> dict[str, object]:
                 "input_fingerprint": row["input_fingerprint"],
                 "formula_versions": json.loads(row["formula_versions"]),
                 "files": json.loads(row["files"]),
-                "counts": {c: row[c] for c in COUNT_COLUMNS},
+                "counts": {c: row[c] for c in RUN_COUNTS},
             }
     return {
         **details,

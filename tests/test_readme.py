@@ -14,7 +14,7 @@ import typer.main
 
 from flows.cli import app
 from flows.records import RECORD_KEYS, ExitCode
-from flows.storage.runs_table import RUNS_SCHEMA, RUNS_TABLE
+from flows.storage.runs_table import RUNS, RUNS_SCHEMA
 from schemas.tables import TABLES
 
 CHECKOUT = Path(__file__).resolve().parents[1]
@@ -174,7 +174,7 @@ def registry() -> dict[str, dict[str, pl.DataType]]:
         name: {**table.dtypes, **{p: c.dtype for p, c in table.patterns.items()}}
         for name, table in TABLES.items()
     }
-    return {**tables, RUNS_TABLE: dict(RUNS_SCHEMA)}
+    return {**tables, RUNS: dict(RUNS_SCHEMA)}
 
 
 def test_the_readme_documents_every_table_and_no_other() -> None:

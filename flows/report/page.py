@@ -51,9 +51,10 @@ from flows.report.shape import (
 from schemas.comparisons import (
     DEFAULT_LEVEL,
 )
-from schemas.contract import Category, Col
+from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
     INPUT_FINGERPRINT,
+    STATUS,
 )
 
 
@@ -72,16 +73,16 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
     # Models of other nights get colours too (for the chart across nights).
     for m in sorted(set(models[Col.MODEL].to_list()) - set(colours)):
         colours[m] = palette([*colours, m])[m]
-    episodes = of_night(wh["episode_scores"], night)
+    episodes = wh.night("episode_scores", night)
     rounds, where = round_rows(wh.manifest, night)
     levels = night_levels(wh.manifest)
     level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
-    comparisons = pairwise(of_night(wh["model_comparisons"], night))
-    profile = category_profile(of_night(wh["category_scores"], night))
+    comparisons = pairwise(wh.night("model_comparisons", night))
+    profile = category_profile(wh.night("category_scores", night))
     sections = [
         leaderboard_section(board, colours, shown, level),
         comparisons_section(comparisons, board, shown, level),
-        regressions_section(flagged_regressions(of_night(wh["regressions"], night)), shown, level),
+        regressions_section(flagged_regressions(wh.night("regressions", night)), shown, level),
         profile_section(profile, colours, shown, level),
         procedural_section(
             None if rounds is None else learning_curve(rounds, episodes, level),
@@ -110,12 +111,13 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
         ),
         over_time_section(over_time(models), colours, levels, nights_off_set(wh.manifest)),
     ]
-    rejects = wh["rejects"]
-    if rejects.is_empty():
+    # Harness errors of every night (a trend), the other reasons of the night shown.
+    errors = harness_errors(wh.scan("rejects").select(Col.MODEL, DUMP_DATE, STATUS)).collect()
+    rejects = wh.night("rejects", night)
+    if errors.is_empty() and rejects.is_empty():
         sections.append(Section("quality", "Data quality", "Every episode was scored."))
     else:
-        reasons = reject_reasons(of_night(rejects, night))
-        sections.append(quality_section(reasons, harness_errors(rejects), colours, shown))
+        sections.append(quality_section(reject_reasons(rejects), errors, colours, shown))
     reported = reported_section(episodes)
     if reported is not None:
         sections.append(reported)

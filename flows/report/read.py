@@ -4,14 +4,15 @@ curve: round scores are not in the tables)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from flows.io import DumpFile, scan
-from flows.output import TABLES, Output
+from flows.output import Output
+from flows.report.shape import of_night
 from schemas.contract import Col, Kind
 
 
@@ -21,23 +22,36 @@ class ReportError(Exception):
 
 @dataclass
 class Warehouse:
-    """The tables of one output folder (``dump_date`` as a string), and its manifest."""
+    """The tables of one output as a run left them (``dump_date`` as a string), and its
+    manifest. A table of every night is read once, when first asked (``wh[name]``); a
+    night's rows (``night``) read only that night's files: an output holding months of
+    history is not read whole for one night's page."""
 
     out: Output
     manifest: dict[str, Any]  # what the output holds (``Output.state``)
-    tables: dict[str, pl.DataFrame]
+    as_of: str | None = None
+    read: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> pl.DataFrame:
-        return self.tables[name]
+        if name not in self.read:
+            self.read[name] = self.out.read(name, self.as_of)
+        return self.read[name]
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        return self.out.scan(name, self.as_of)
+
+    def night(self, name: str, night: str | None) -> pl.DataFrame:
+        """Table ``name``'s rows of ``night`` (``None``: the undated night)."""
+        return of_night(self.scan(name), night).collect()
 
 
 def read_warehouse(out: Output | Path | str, as_of: str | None = None) -> Warehouse:
     """The tables of ``out`` as its latest finished run (or run ``as_of``) left them."""
     out = Output.at(out)
-    state = out.state(as_of)
-    if not state or out.read("model_scores", as_of).is_empty():
+    warehouse = Warehouse(out, out.state(as_of), as_of)
+    if not warehouse.manifest or warehouse["model_scores"].is_empty():
         raise ReportError(f"{out} holds no scores: run cogscore score or nightly into it first")
-    return Warehouse(out, state, {name: out.read(name, as_of) for name in TABLES})
+    return warehouse
 
 
 def round_rows(manifest: dict[str, Any], night: str | None) -> tuple[pl.DataFrame | None, str]:

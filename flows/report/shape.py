@@ -4,7 +4,7 @@ table (no I/O, no figures)."""
 from __future__ import annotations
 
 from statistics import NormalDist
-from typing import Final
+from typing import Final, TypeVar
 
 import polars as pl
 
@@ -65,8 +65,13 @@ def nights(models: pl.DataFrame) -> list[str | None]:
     return sorted(models[DUMP_DATE].unique().to_list(), key=lambda n: (n is not None, n or ""))
 
 
-def of_night(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
-    if frame.is_empty() or DUMP_DATE not in frame:
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def of_night(frame: Frame, night: str | None) -> Frame:
+    """``frame``'s rows of ``night`` (``None``: the undated night); a scan of a Delta table
+    so filtered reads only that night's partition."""
+    if DUMP_DATE not in frame.collect_schema().names():
         return frame
     return frame.filter(
         pl.col(DUMP_DATE).is_null() if night is None else pl.col(DUMP_DATE) == night
@@ -244,7 +249,7 @@ def reject_reasons(rejects: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def harness_errors(rejects: pl.DataFrame) -> pl.DataFrame:
+def harness_errors(rejects: Frame) -> Frame:
     return (
         rejects.filter(pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR)
         .group_by(pl.col(Col.MODEL).fill_null(UNKNOWN), pl.col(DUMP_DATE).fill_null("undated"))

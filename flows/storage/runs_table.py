@@ -39,7 +39,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, Final
 
 import polars as pl
@@ -48,56 +47,14 @@ from deltalake import CommitProperties, write_deltalake
 from flows.storage import delta
 from flows.storage.errors import StorageError, translate
 from flows.storage.location import Location, storage_options
+from schemas.tables import PINNING, RUN_COUNTS, RUNS_TABLE, RunStatus
 
-RUNS_TABLE: Final = "runs"
-COUNT_COLUMNS: Final = (
-    "files_read",
-    "files_rejected",
-    "rows_read",
-    "rows_scored",
-    "rows_rejected",
-    "episodes_scored",
-    "episodes_rejected",
-    "episodes_harness_error",
-    "warnings_feedback_out_of_range",
-    "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
-    "episodes_verdict_mismatch",
-)
-_COUNTS: Final[dict[str, pl.DataType]] = {column: pl.Int64() for column in COUNT_COLUMNS}
-RUNS_SCHEMA: Final = pl.Schema(
-    {
-        "run_id": pl.String(),
-        "kind": pl.String(),
-        "status": pl.String(),
-        "started": pl.Datetime("us", "UTC"),
-        "finished": pl.Datetime("us", "UTC"),
-        "night": pl.String(),
-        **_COUNTS,
-        "formula_versions": pl.String(),  # JSON object {category: version}
-        "formula_set": pl.String(),  # JSON object: the output's set after the run
-        "scorer_version": pl.String(),
-        "input": pl.String(),  # the dump root: an absolute path or a URL (no credentials)
-        "partitioned": pl.Boolean(),  # by dump_date (a dump of nights), or undated
-        "input_fingerprint": pl.String(),
-        "files": pl.String(),  # JSON list: the night's input files (size, digest, rows, ...)
-        "table_versions": pl.String(),  # JSON object {table: version}
-        "details": pl.String(),  # JSON object: the run's own record (engine, command, ...)
-    }
-)
+RUNS: Final = RUNS_TABLE.name
+RUNS_SCHEMA: Final = pl.Schema(RUNS_TABLE.dtypes)
 
 
 # Commits that change no row: a table whose only commits after its pin are these is intact.
 _NO_DATA_CHANGE: Final = frozenset({"VACUUM START", "VACUUM END"})
-
-
-class RunStatus(StrEnum):
-    SUCCEEDED = "succeeded"
-    NOTHING_TO_DO = "nothing_to_do"  # a state all the same: it pins the versions it saw
-    FAILED = "failed"
-
-
-# Runs whose table versions are a consistent state of the output.
-PINNING: Final = (RunStatus.SUCCEEDED.value, RunStatus.NOTHING_TO_DO.value)
 
 
 @dataclass(frozen=True)
@@ -111,7 +68,7 @@ class RunRow:
     finished: datetime
     night: str | None
     table_versions: Mapping[str, int]
-    counts: Mapping[str, int] = field(default_factory=dict)  # COUNT_COLUMNS; absent = null
+    counts: Mapping[str, int] = field(default_factory=dict)  # RUN_COUNTS; absent = null
     formula_versions: Mapping[str, str] = field(default_factory=dict)
     scorer_version: str = ""
     input_fingerprint: str | None = None
@@ -122,7 +79,7 @@ class RunRow:
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
-        unknown = set(self.counts) - set(COUNT_COLUMNS)
+        unknown = set(self.counts) - set(RUN_COUNTS)
         if unknown:
             raise ValueError(f"unknown count columns {sorted(unknown)}")
         delta.check_night(self.night)
@@ -133,7 +90,7 @@ class RunRow:
             "started": self.started.astimezone(UTC),
             "finished": self.finished.astimezone(UTC),
             "night": self.night,
-            **{column: self.counts.get(column) for column in COUNT_COLUMNS},
+            **{column: self.counts.get(column) for column in RUN_COUNTS},
             "formula_versions": json.dumps(dict(self.formula_versions), sort_keys=True),
             "formula_set": json.dumps(dict(self.formula_set), sort_keys=True),
             "scorer_version": self.scorer_version,
@@ -155,7 +112,7 @@ class RunRow:
             finished=record["finished"],
             night=record["night"],
             table_versions=json.loads(record["table_versions"]),
-            counts={c: record[c] for c in COUNT_COLUMNS if record[c] is not None},
+            counts={c: record[c] for c in RUN_COUNTS if record[c] is not None},
             formula_versions=json.loads(record["formula_versions"]),
             scorer_version=record["scorer_version"],
             input_fingerprint=record["input_fingerprint"],
@@ -182,7 +139,7 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
         if (row.run_id, dict(row.table_versions)) != (first.run_id, dict(first.table_versions)):
             raise ValueError("the rows of one run share run id and table versions")
     frame = pl.DataFrame([row.record() for row in rows], schema=RUNS_SCHEMA, orient="row")
-    where = location.child(RUNS_TABLE)
+    where = location.child(RUNS)
     pinning = [row for row in rows if row.status.value in PINNING]
     metadata = {"run_id": first.run_id, "status": (pinning or list(rows))[0].status.value}
     try:
@@ -194,20 +151,20 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
             commit_properties=CommitProperties(custom_metadata=metadata),
             # Columns a newer cogscore adds (the 1.2 counts) join an older runs table;
             # its earlier rows read them as null.
-            schema_mode=delta.schema_mode_at(location, RUNS_TABLE, frame.columns),
+            schema_mode=delta.schema_mode_at(location, RUNS, frame.columns),
         )
     except Exception as exc:
         raise translate(exc, f"record run {first.run_id} in", where.display) from None
-    version = delta.table_version(location, RUNS_TABLE)
+    version = delta.table_version(location, RUNS)
     assert version is not None
     return version
 
 
 def read_runs(location: Location) -> pl.DataFrame:
     """Every row of the runs table (none if no run was recorded), oldest run first."""
-    if delta.table_version(location, RUNS_TABLE) is None:
+    if delta.table_version(location, RUNS) is None:
         return RUNS_SCHEMA.to_frame()
-    rows = delta.read_table(location, RUNS_TABLE).collect()
+    rows = delta.read_table(location, RUNS).collect()
     # A runs table written by an earlier cogscore lacks the later columns: null there.
     missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
     rows = rows.with_columns(missing)
@@ -235,7 +192,7 @@ def versions_as_of(location: Location, run_id: str | None = None) -> dict[str, i
     rows = _run_rows(location, run_id)
     if rows.is_empty():
         which = f"run {run_id}" if run_id else "succeeded run"
-        raise StorageError(f"no {which} in {location.child(RUNS_TABLE).display}")
+        raise StorageError(f"no {which} in {location.child(RUNS).display}")
     pinning = rows.filter(pl.col("status").is_in(PINNING))
     if pinning.is_empty():
         row = RunRow.from_record(rows.row(-1, named=True))

@@ -91,7 +91,8 @@ def test_a_batched_run_writes_what_a_run_of_one_file_at_a_time_writes(
 ) -> None:
     alone, batched = tmp_path / "alone", tmp_path / "batched"
     with monkeypatch.context() as patch:
-        patch.setattr(score_module, "BATCH_BYTES", 0)  # a batch per file
+        patch.setattr(score_module, "BATCH_BYTES", 0)  # a batch per file,
+        patch.setattr(score_module, "STAGE_BYTES", 0)  # staged alone
         runs.score(dump, alone)
     runs.score(dump, batched)
     expected, got = read_tables(alone), read_tables(batched)
@@ -114,10 +115,13 @@ def test_a_batched_run_writes_what_a_run_of_one_file_at_a_time_writes(
 def test_a_night_of_many_small_files_stages_a_few_data_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Bounded by the batches (``BATCH_FILES`` files, ``BATCH_BYTES``) and the categories,
-    not by the files."""
-    monkeypatch.setattr(score_module, "BATCH_FILES", 100)
+    """Bounded by the chunks the driver stages (``STAGE_BYTES``) and the categories, not by
+    the files or the batches: a night smaller than a chunk is one data file a category."""
+    monkeypatch.setattr(score_module, "BATCH_FILES", 100)  # four batches
     simulate(tmp_path / "dump", date="2026-12-04", episodes=400, seed=4, episodes_per_file=1)
     runs.score(tmp_path / "dump", tmp_path / "out")
-    per_batch = 6  # a data file per category partition
-    assert data_files(tmp_path / "out", "episode_scores") <= 4 * per_batch
+    categories = pl.read_delta(str(tmp_path / "out" / "episode_scores"))["category"].n_unique()
+    assert data_files(tmp_path / "out", "episode_scores") == categories
+    monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # each batch staged alone
+    runs.score(tmp_path / "dump", tmp_path / "alone")
+    assert data_files(tmp_path / "alone", "episode_scores") > 3 * categories

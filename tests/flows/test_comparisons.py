@@ -63,6 +63,25 @@ def test_every_night_holds_the_comparisons_of_its_episode_scores(scored: Path) -
     assert set(table["paired"]) <= {"full", "partial"} and table["n_pairs"].min() > 0  # type: ignore[operator]
 
 
+def test_compare_prints_the_raw_p_value_beside_holms(scored: Path) -> None:
+    """A comparison planned alone reads the raw p; the verdict is Holm's: both are shown,
+    each row's own, in that order."""
+    wide = {"COLUMNS": "300"}  # a row a line: model names are not folded
+    result = CliRunner().invoke(app, ["compare", str(scored), "--scope", "overall"], env=wide)
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "p (Holm)" in line)
+    assert header.split().index("p") < header.split().index("(Holm)")
+    table = read_table(scored, "model_comparisons")
+    latest = table.filter((pl.col("dump_date") == max(NIGHTS)) & (pl.col("scope") == "overall"))
+    assert latest.height > 0
+    for row in latest.iter_rows(named=True):
+        line = next(line for line in result.output.splitlines() if row["model_a"] in line and
+                    row["model_b"] in line)  # fmt: skip
+        cells = line.split()
+        raw = cells.index(f"{row['p_value']:.3g}")
+        assert f"{row['p_holm']:.3g}" in cells[raw + 1 :]
+
+
 def test_diff_is_the_difference_of_the_published_scores(scored: Path) -> None:
     table = read_table(scored, "model_comparisons")
     published = read_table(scored, "model_scores")

@@ -161,3 +161,24 @@ def test_every_chart_draws_offline_in_chromium(warehouse: Path, tmp_path: Path) 
     assert EVIL_MODEL in shown["cells"]  # the leaderboard table: as text
     assert EVIL_MODEL in shown["svg"] and EVIL_TASK in shown["svg"]  # legends and axes
     assert scripts == 3
+
+
+def test_a_nights_page_reads_that_nights_rows_only(
+    warehouse: Path, page: str, tmp_path: Path
+) -> None:
+    """An output of months of history is not read whole for one night's page: with every
+    episode, comparison and category file of the other night gone, the latest night's page
+    is the same (model scores and harness errors are shown across nights: read whole)."""
+    import shutil
+
+    copy = tmp_path / "out"
+    shutil.copytree(warehouse, copy)
+    for table in ("episode_scores", "model_comparisons", "category_scores", "regressions"):
+        for night_files in (copy / table).glob(f"dump_date={NIGHTS[0]}"):
+            shutil.rmtree(night_files)
+
+    def undated(text: str) -> str:  # the page says when it was made and where OUT is
+        when = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?[+-]\d\d:\d\d"
+        return re.sub(when, "(when)", text).replace(str(copy), str(warehouse))
+
+    assert undated(render(read_warehouse(copy))) == undated(page)

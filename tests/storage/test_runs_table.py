@@ -11,7 +11,6 @@ from flows.storage import delta
 from flows.storage.errors import StorageError
 from flows.storage.runs_table import (
     RunRow,
-    RunStatus,
     latest_finished,
     night_fingerprints,
     read_pinned,
@@ -20,6 +19,7 @@ from flows.storage.runs_table import (
     repair,
     versions_as_of,
 )
+from schemas.tables import RunStatus
 from tests.storage.frames import night_frame
 
 TABLES = ("episode_scores", "model_scores")
@@ -202,3 +202,27 @@ def test_a_runs_table_of_an_earlier_cogscore_takes_the_new_count_columns(out) ->
     assert runs["run_id"].to_list() == ["old", "new"]
     assert runs["episodes_score_mismatch"].to_list() == [None, None]  # write_run gives none
     assert latest_finished(out) is not None
+
+
+def test_the_rows_written_meet_the_runs_tables_declaration(tmp_path) -> None:
+    """``schemas.tables.RUNS_TABLE`` is what ``record_run`` writes: its columns, in order,
+    of their dtypes, nulls only where declared, a status of the declared values."""
+    from flows.storage.location import Location
+    from schemas.tables import RUNS_TABLE
+
+    out = Location.parse(str(tmp_path))
+    full = RunRow(
+        "r", "nightly", RunStatus.SUCCEEDED, T0, T0, "2026-12-01", {"episode_scores": 1},
+        counts={"rows_read": 3}, formula_versions={"concept": "v1"}, scorer_version="0.1",
+        input_fingerprint="sha256:x", formula_set={"concept": "v1"}, input="/dump",
+        partitioned=True, files=[{"file": "a"}], details={"engine": "local"},
+    )  # fmt: skip
+    bare = RunRow("r", "nightly", RunStatus.FAILED, T0, T0, None, {"episode_scores": 1})
+    record_run(out, [full, bare])
+    rows = read_runs(out)
+    assert rows.schema == pl.Schema(RUNS_TABLE.dtypes)
+    for name, column in RUNS_TABLE.columns.items():
+        if not column.nullable:
+            assert rows[name].null_count() == 0, name
+        if column.isin is not None:
+            assert set(rows[name].to_list()) <= set(column.isin), name
