@@ -858,12 +858,15 @@ def test_the_regressions_defaults_are_the_run_options_defaults() -> None:
     tolerance = defaults.harness_error_tolerance
     # From 0: a share moved by exactly the tolerance is within it.
     shares = ((tolerance * 0.75, True), (tolerance, True), (tolerance * 1.25, False))
+    # From a nonzero share (0.3 on every night before): what counts is the change.
+    shares += ((0.3, True), (0.3 + tolerance * 0.75, True), (0.3 + tolerance * 1.25, False))
     for moved, comparable in shares:
+        before = 0.3 if moved >= 0.3 else 0.0
         metadata = pl.DataFrame(
             {
                 "dump_date": [f"2026-{n:04d}" for n in range(nights)],
                 "model": ["a"] * nights,
-                "harness_error_share": [0.0] * (nights - 1) + [moved],
+                "harness_error_share": [before] * (nights - 1) + [moved],
             }
         )
         row = one_row(regressions(frame, metadata=metadata), dump_date=last, model="a", scope="c1")
