@@ -46,8 +46,10 @@ def test_a_bad_option_names_itself(monkeypatch: pytest.MonkeyPatch) -> None:
         run_options(baseline="last")
     with pytest.raises(ValueError, match="a share"):
         run_options(harness_error_tolerance=2.0)
-    with pytest.raises(ValueError, match="the level is a share"):
-        run_options(level=1.0)
+    for level in (0.0, 1.0):  # a share strictly between 0 and 1
+        with pytest.raises(ValueError, match="the level is a share"):
+            run_options(level=level)
+    assert run_options(level=0.995).bootstrap.level == 0.995
 
 
 def test_every_default_is_the_documented_one() -> None:

@@ -13,6 +13,7 @@ serves; its calibration tests run with ``within_tasks``."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -26,6 +27,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
 from flows.options import RegressionOptions
+from schemas.comparisons import Work
 from transforms import aggregate
 from transforms.compare import (
     A_BETTER,
@@ -49,6 +51,8 @@ from transforms.compare import (
     score_intervals,
     significance_tiers,
 )
+from transforms.compare.preparation import Prepared, prepare
+from transforms.compare.variance import inference
 
 WITHIN = "within_tasks"  # the tasks fixed: the previous default design
 COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
@@ -854,12 +858,15 @@ def test_the_regressions_defaults_are_the_run_options_defaults() -> None:
     tolerance = defaults.harness_error_tolerance
     # From 0: a share moved by exactly the tolerance is within it.
     shares = ((tolerance * 0.75, True), (tolerance, True), (tolerance * 1.25, False))
+    # From a nonzero share (0.3 on every night before): what counts is the change.
+    shares += ((0.3, True), (0.3 + tolerance * 0.75, True), (0.3 + tolerance * 1.25, False))
     for moved, comparable in shares:
+        before = 0.3 if moved >= 0.3 else 0.0
         metadata = pl.DataFrame(
             {
                 "dump_date": [f"2026-{n:04d}" for n in range(nights)],
                 "model": ["a"] * nights,
-                "harness_error_share": [0.0] * (nights - 1) + [moved],
+                "harness_error_share": [before] * (nights - 1) + [moved],
             }
         )
         row = one_row(regressions(frame, metadata=metadata), dump_date=last, model="a", scope="c1")
@@ -983,6 +990,120 @@ def test_a_reason_names_the_latest_baseline_night_that_differs() -> None:
     assert "formula versions changed: v1 on 2026-0001, v2 now" in reason
 
 
+def test_inference_of_a_zero_standard_error_is_p_1_for_no_difference_else_0() -> None:
+    """``inference``: a zero standard error gives p = 1 for an estimate of 0 and p = 0
+    otherwise; a positive one, Student's t (df given) or the normal (df null)."""
+    frame = pl.DataFrame(
+        {
+            "estimate": [0.0, 0.1, 0.0, 0.1, 0.1],
+            Work.VAR: [0.0, 0.0, 0.01, 0.01, 0.01],
+            Work.VAR_WITHIN: [0.0, 0.0, 0.01, 0.01, 0.01],
+            Work.VAR_TASKS: [None, None, None, None, None],
+            "df": [None, 4.0, None, None, 5.0],
+        },
+        schema_overrides={Work.VAR_TASKS: pl.Float64, "df": pl.Float64},
+    )
+    p = inference(frame, "estimate")["p_value"].to_list()
+    assert p[:3] == [1.0, 0.0, 1.0]
+    assert p[3] == pytest.approx(2 * scipy_stats.norm.sf(1.0), rel=1e-12)
+    assert p[4] == pytest.approx(2 * scipy_stats.t.sf(1.0, 5), rel=1e-12)
+
+
+def test_a_difference_without_spread_keeps_the_degrees_of_freedom_of_its_tasks() -> None:
+    """Two-level, two models each scoring the same on every episode of three tasks: the
+    difference's variance is 0 and its degrees of freedom those of the task sample (3 - 1),
+    by Satterthwaite's rule for a sum of zero variances (the sum of their df)."""
+    rows = [
+        ("d", model, "c", task, f"{model}{task}{i}", score, None)
+        for model, score in (("a", 0.75), ("b", 0.25))
+        for task in ("t1", "t2", "t3")
+        for i in range(3)
+    ]
+    row = one_row(model_comparisons(rows_frame(rows)), scope=OVERALL, model_a="a")
+    assert (row["se"], row["df"], row["p_value"]) == (0.0, 2.0, 0.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Preparation: units, clusters, episodes kept
+
+
+def _clusters_shared(prep: Prepared) -> int:
+    """How many (task, cluster) of ``prep`` hold episodes of more than one unit."""
+    units = prep.atoms.group_by(Work.TASK, Work.CLUSTER).agg(pl.col(Work.UNIT).n_unique())
+    return units.filter(pl.col(Work.UNIT) > 1).height
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clusters_are_the_shared_instances_and_each_episode_alone(seed: int) -> None:
+    """Three models, two tasks; per model and task three episodes on the task's three
+    instances and three without one, episode ids shuffled but for the smallest and the
+    largest, on lone episodes of one task of two models in turn. Each episode without an
+    instance is a cluster of its own: a unit's clusters in a task are its instances and its
+    lone episodes, and only the instances are shared between models; in a rescore, a lone
+    episode is shared only by itself under the other formula."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        (model, task, instance)
+        for model in ("a", "b", "c")
+        for task in ("t1", "t2")
+        for instance in (*(f"{task}-{i}" for i in range(3)), None, None, None)
+    ]
+    ids = rng.permutation(len(rows))
+    # The smallest id on a lone episode of a, b or c (by seed), the largest on one of the
+    # model before it (in name order, c before a), in t1 (seeds 0-2) or t2 (3-5).
+    owner, before, task = "abc"[seed % 3], "abc"[(seed - 1) % 3], "t1" if seed < 3 else "t2"
+    smallest, largest = rows.index((owner, task, None)), rows.index((before, task, None)) + 2
+    for row, wanted in ((smallest, 0), (largest, len(rows) - 1)):
+        other = int(np.flatnonzero(ids == wanted)[0])
+        ids[other], ids[row] = ids[row], wanted
+    frame = rows_frame(
+        [
+            ("d", model, "c", task, f"e{ids[i]:02d}", float(rng.uniform()), instance)
+            for i, (model, task, instance) in enumerate(rows)
+        ]
+    )
+    prep = prepare(frame, ["dump_date", "model"])
+    assert prep.cells[Work.G].to_list() == [6] * 6
+    assert _clusters_shared(prep) == 2 * 3
+    both = pl.concat([frame.with_columns(v=pl.lit(v)) for v in ("old", "new")])
+    rescore = prepare(both, ["dump_date", "model", "v"])
+    assert rescore.cells[Work.G].to_list() == [6] * 12
+    assert _clusters_shared(rescore) == 2 * 3 + 3 * 2 * 3  # instances; lone episodes
+    lone = rescore.atoms.group_by(Work.TASK, Work.CLUSTER).agg(pl.col(Work.UNIT).n_unique())
+    assert sorted(lone[Work.UNIT].unique().to_list()) == [2, 6]  # old + new; 3 models x 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_the_within_task_standard_error_of_two_models_alone_is_welchs(n: int) -> None:
+    """Tasks fixed, n episodes per model without instances (clusters of one episode): the
+    standard error of the difference is Welch's, the small-sample factor applying from two
+    clusters on; one episode each has none."""
+    rng = np.random.default_rng(n)
+    a, b = rng.uniform(0, 1, n), rng.uniform(0, 1, n)
+    rows = [("d", "a", "c", "t", f"a{i}", float(s), None) for i, s in enumerate(a)]
+    rows += [("d", "b", "c", "t", f"b{i}", float(s), None) for i, s in enumerate(b)]
+    row = one_row(model_comparisons(rows_frame(rows), design=WITHIN), scope=OVERALL, model_a="a")
+    if n == 1:
+        assert row["se"] is None
+        return
+    t = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert row["se"] == pytest.approx((a.mean() - b.mean()) / t.statistic, rel=1e-12)
+
+
+def test_episodes_without_a_score_are_left_out() -> None:
+    """A null or NaN score is no score: comparisons and intervals of the night with such
+    episodes added are those of the night without them."""
+    frame = simulate(np.random.default_rng(23), 1, models=("a", "b"), shared=4, alone=2)
+    extra = frame.head(2).with_columns(
+        pl.Series("score", [None, float("nan")], pl.Float64),
+        pl.format("x{}", "episode_id").alias("episode_id"),
+    )
+    padded = pl.concat([frame, extra])
+    assert_frame_equal(model_comparisons(padded), model_comparisons(frame))
+    assert_frame_equal(score_intervals(padded), score_intervals(frame))
+    assert_frame_equal(score_intervals(padded.lazy()), score_intervals(frame))
+
+
 # ---------------------------------------------------------------------------------------
 # Rescore
 
@@ -1047,6 +1168,106 @@ def test_rank_change_significance() -> None:
     only_wobble = rescore_significance(frame, new.filter(pl.col("model") != "d"))
     flags = only_wobble.filter(scope=OVERALL)["rank_change_significant"].to_list()
     assert flags == [None, False, False]  # a's order is unchanged
+
+
+def test_a_rescore_pairs_by_instance_where_both_sides_give_instances() -> None:
+    """Three episodes per instance, the new formula moving each instance by its own shift:
+    tasks fixed, the rescore's standard error is that of the two formulas compared as two
+    models on the same instances (instance by instance), with the instances as its pairs;
+    where one side lacks ``instance_id`` (history scored before contract 1.1), the
+    episodes pair one by one, as where neither has it."""
+    rng = np.random.default_rng(21)
+    rows = [
+        ("d", "a", "c", t, f"{t}-{i}-{e}", float(rng.uniform(0, 1)), f"{t}-i{i}")
+        for t in ("t1", "t2", "t3")
+        for i in range(6)
+        for e in range(3)
+    ]
+    old = rows_frame(rows)
+    shift = {instance: float(rng.normal(0, 0.2)) for instance in old[INSTANCE_ID].unique()}
+    moved = pl.col("score") + pl.col(INSTANCE_ID).replace_strict(shift)
+    new = old.with_columns(moved + pl.Series(rng.normal(0, 0.01, old.height)))
+    two_models = pl.concat(
+        [
+            old.with_columns(model=pl.lit("old")),
+            new.with_columns(model=pl.lit("new"), episode_id=pl.format("n{}", "episode_id")),
+        ]
+    )
+    compared = one_row(model_comparisons(two_models, design=WITHIN), scope=OVERALL, model_a="new")
+    by_instance = one_row(rescore_significance(old, new, design=WITHIN), scope=OVERALL)
+    assert by_instance["delta"] == pytest.approx(compared["diff"], abs=1e-12)
+    assert by_instance["se"] == pytest.approx(compared["se"], rel=1e-9)
+    assert by_instance["n_pairs"] == 18
+    by_episode = one_row(
+        rescore_significance(old.drop(INSTANCE_ID), new.drop(INSTANCE_ID), design=WITHIN),
+        scope=OVERALL,
+    )
+    assert by_episode["n_pairs"] == 54
+    assert by_episode["se"] < 0.6 * by_instance["se"]  # the instances' shifts are paired out
+    for one_side in ((old.drop(INSTANCE_ID), new), (old, new.drop(INSTANCE_ID))):
+        row = one_row(rescore_significance(*one_side, design=WITHIN), scope=OVERALL)
+        assert (row["se"], row["n_pairs"]) == (by_episode["se"], by_episode["n_pairs"])
+
+
+def test_a_rescore_of_an_undated_dump_is_that_of_the_same_scores_dated_listed_last() -> None:
+    frame = simulate(np.random.default_rng(22), 2, models=("a", "b", "c"), shared=8, alone=4)
+    new = frame.with_columns(
+        pl.col("score") + pl.col("model").replace_strict({"a": 0.0, "b": 0.0, "c": 0.3})
+    )
+    undated = pl.col("dump_date") == "2026-0001"
+    no_date = pl.when(undated).then(None).otherwise("dump_date").alias("dump_date")
+    for rescore in (rescore_significance, rescore_rank_changes):
+        dated = rescore(frame, new)
+        table = rescore(frame.with_columns(no_date), new.with_columns(no_date))
+        assert table["dump_date"].is_null().sum() == dated.filter(undated).height > 0
+        assert table["dump_date"].is_null().to_list() == sorted(table["dump_date"].is_null())
+        assert_frame_equal(
+            table.filter(pl.col("dump_date").is_null()).drop("dump_date"),
+            dated.filter(undated).drop("dump_date"),
+        )
+    flags = rescore_significance(frame.with_columns(no_date), new.with_columns(no_date))
+    assert flags.filter(pl.col("dump_date").is_null())["rank_change_significant"].any()
+
+
+def test_rank_changes_are_of_pairs_comparable_under_both_formulas_a_tie_counted_once() -> None:
+    """Two categories, instances of two episodes. a is unchanged; b, 0.125 behind a, ties
+    with it under the new formula (the same scores); c passes from ahead of both to behind
+    them, but the new formula scores none of its category c2 (its coverage changed: no
+    longer comparable with a and b). Overall, the one change is a's tie with b: listed once,
+    a first by name; the categories' rows are not pairs of the overall order."""
+    rows_old, rows_new = [], []
+    for category, task in (("c1", "t1"), ("c2", "t2")):
+        for i in range(8):
+            for model, old_offset, new_offset in (
+                ("a", 0, 0),
+                ("b", -0.125, 0),
+                ("c", 0.25, -0.25),
+            ):
+                key = ("d", model, category, task, f"{model}{task}{i}")
+                instance = f"{task}-{i % 4}"
+                rows_old.append((*key, i / 16 + old_offset, instance))
+                if not (model == "c" and category == "c2"):
+                    rows_new.append((*key, i / 16 + new_offset, instance))
+    changes = rescore_rank_changes(rows_frame(rows_old), rows_frame(rows_new))
+    assert changes.select("model_a", "model_b", "old_diff", "new_diff").rows() == [
+        ("a", "b", 0.125, 0.0)
+    ]
+
+
+def test_a_changed_order_without_a_standard_error_is_not_significant() -> None:
+    """One episode per model: the change has no standard error, no p-value, and is not
+    called significant (nor is either model's rank change)."""
+    old = rows_frame(
+        [("d", "a", "c", "t", "a0", 0.75, None), ("d", "b", "c", "t", "b0", 0.25, None)]
+    )
+    new = old.with_columns(pl.Series("score", [0.25, 0.75]))
+    for design in ("two_level", WITHIN):
+        change = rescore_rank_changes(old, new, design=design)
+        assert change.select("model_a", "se", "p_holm", "significant").rows() == [
+            ("b", None, None, False)
+        ]
+        flags = rescore_significance(old, new, design=design).filter(scope=OVERALL)
+        assert flags["rank_change_significant"].to_list() == [False, False]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1115,15 +1336,9 @@ def close_models_and_a_constant_one() -> pl.DataFrame:
     return pl.concat([frame, z.select(frame.columns)], how="vertical_relaxed")
 
 
-@pytest.mark.parametrize("design", ["two_level", WITHIN])
-def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
-    design: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
-    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
-    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
-    ``higher``). A model whose every episode scores the same keeps that score in every
-    replicate, in replicates that draw none of its tasks too."""
+def _capture_replicates(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
+    """The replicate scores (resamples x models, models sorted) of each coverage group,
+    captured where ``rank_intervals`` ranks them."""
     from transforms.compare import ranks as ranks_module
 
     captured: list[np.ndarray] = []
@@ -1135,6 +1350,19 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
         return rank_desc(values)
 
     monkeypatch.setattr(ranks_module, "_rank_desc", capture)
+    return captured
+
+
+@pytest.mark.parametrize("design", ["two_level", WITHIN])
+def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
+    design: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
+    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
+    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
+    ``higher``). A model whose every episode scores the same keeps that score in every
+    replicate, in replicates that draw none of its tasks too."""
+    captured = _capture_replicates(monkeypatch)
     frame = close_models_and_a_constant_one()
     for level in (0.95, 0.6):
         captured.clear()
@@ -1164,6 +1392,109 @@ def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
             assert row["rank_high"] == np.quantile(ranks[:, i], 1 - tail, method="higher")
         if design == "two_level":  # (tasks fixed, these four overlap from 1 to 4)
             assert len({(r["rank_low"], r["rank_high"]) for r in table.iter_rows(named=True)}) > 1
+
+
+def test_rank_interval_replicates_are_the_instance_bootstraps_outcomes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One task of three instances, the tasks fixed: a replicate draws three instances with
+    replacement, the same draw for both models; a model's replicate is the mean of its
+    episodes on the instances drawn, or its point score where none of its instances was
+    drawn. a scores 0, 0.25 and 1 on the three instances (each multiset of three instances
+    has its own sum), b only 0 and 1 on the first two. The exact bootstrap is the 27
+    ordered draws enumerated here: every replicate is one of its outcomes, and the
+    replicates of one seed, and the first replicate of each of 200 seeds, follow its
+    probabilities (chi-square)."""
+    a_scores, b_scores = (0.0, 0.25, 1.0), (0.0, 1.0)
+    rows = [("d", "a", "c", "t", f"a{i}", s, f"i{i}") for i, s in enumerate(a_scores)]
+    rows += [("d", "b", "c", "t", f"b{i}", s, f"i{i}") for i, s in enumerate(b_scores)]
+    exact: dict[tuple[float, float], float] = {}
+    for draw in itertools.product(range(3), repeat=3):
+        a = sum(a_scores[i] for i in draw) / 3
+        b_drawn = [b_scores[i] for i in draw if i < len(b_scores)]
+        b = sum(b_drawn) / len(b_drawn) if b_drawn else sum(b_scores) / len(b_scores)
+        key = (round(a, 9), round(b, 9))
+        exact[key] = exact.get(key, 0.0) + 1 / 27
+    outcomes = sorted(exact)
+
+    def follows_the_exact_bootstrap(replicates: np.ndarray) -> None:
+        seen = [(round(float(a), 9), round(float(b), 9)) for a, b in replicates]
+        assert set(seen) <= set(exact), set(seen) - set(exact)
+        observed = [seen.count(o) for o in outcomes]
+        expected = [exact[o] * len(seen) for o in outcomes]
+        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
+
+    captured = _capture_replicates(monkeypatch)
+    rank_intervals(rows_frame(rows), resamples=2000, design=WITHIN)
+    follows_the_exact_bootstrap(captured.pop())
+    for seed in range(200):
+        rank_intervals(rows_frame(rows), resamples=1, seed=seed, design=WITHIN)
+    follows_the_exact_bootstrap(np.vstack(captured))
+
+
+def test_rank_interval_replicates_draw_every_task_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two-level, 50 tasks of one episode per model: a scores 1 on the last task (in the
+    tasks' order) and 0 elsewhere, b 1 on the first: a replicate draws 50 tasks with
+    replacement, each with probability 1/50, so 50 x a's replicate (how often the last task
+    was drawn) and 50 x b's are binomial(50, 1/50) (chi-square on 0, 1, 2, 3, 4+)."""
+    g = 50
+    rows = [
+        ("d", m, "c", f"t{t:02d}", f"{m}{t}", float(t == hot), None)
+        for m, hot in (("a", g - 1), ("b", 0))
+        for t in range(g)
+    ]
+    captured = _capture_replicates(monkeypatch)
+    rank_intervals(rows_frame(rows), resamples=2000, design="two_level")
+    (replicates,) = captured
+    binomial = scipy_stats.binom(g, 1 / g)
+    expected = np.append(binomial.pmf(range(4)), binomial.sf(3)) * len(replicates)
+    for column in replicates.T:
+        times = np.rint(column * g).astype(int)
+        np.testing.assert_allclose(times, column * g, atol=1e-9)
+        observed = [int((times == k).sum()) for k in range(4)] + [int((times >= 4).sum())]
+        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
+
+
+@pytest.mark.parametrize("resamples", [999, 1003])
+def test_rank_intervals_quantiles_fall_on_the_documented_replicates(
+    resamples: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replicate scores set by hand (the draw replaced) so that the documented quantiles
+    fall next to a change of rank: numpy's ``lower`` quantile at ``tail = (1 - level) / 2``
+    of R replicate ranks is the sorted rank at ``floor(tail (R - 1))``, ``higher`` at ``1 -
+    tail`` the one at ``ceil((1 - tail) (R - 1))``. Pairs of models swap places (ranks 1-2,
+    3-4, 5-6, 7-8) so that each interval end changes if its index moves by one either way.
+    At level 0.95, tail (R - 1) is 24.95 for R = 999 and 25.05 for R = 1003: a tail 0.5% off
+    moves one of the two indices."""
+    from transforms.compare import ranks as ranks_module
+
+    level = 0.95
+    tail = (1 - level) / 2
+    low_at = math.floor(tail * (resamples - 1))
+    high_at = math.ceil((1 - tail) * (resamples - 1))
+    # How many replicates the first of each pair is the better one in: the lower index is
+    # the last such replicate (a: rank_low 1) or the first of the others (c: rank_low 4);
+    # the higher index is the first of the others (e: rank_high 6) or the last such (g: 7).
+    better_in = {"a": low_at + 1, "c": low_at, "e": high_at, "g": high_at + 1}
+    models = list("abcdefgh")
+    sums = np.zeros((len(models), resamples))
+    for pair, first in enumerate(better_in):
+        second = models.index(first) + 1
+        wins = np.zeros(resamples, dtype=bool)
+        wins[: better_in[first]] = True
+        wins = np.random.default_rng(pair).permutation(wins)
+        base = 10.0 * (len(better_in) - pair)
+        sums[models.index(first)] = np.where(wins, base + 1, base)
+        sums[second] = np.where(wins, base, base + 1)
+    monkeypatch.setattr(
+        ranks_module, "_replicate_sums", lambda *_: (sums.copy(), np.ones_like(sums))
+    )
+    rows = [("d", m, "c", "t", f"{m}0", 0.5, None) for m in models]
+    table = rank_intervals(rows_frame(rows), resamples=resamples, level=level)
+    assert one_row(table, model="a")["rank_low"] == 1
+    assert one_row(table, model="c")["rank_low"] == 4
+    assert one_row(table, model="e")["rank_high"] == 6
+    assert one_row(table, model="g")["rank_high"] == 7
 
 
 def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
