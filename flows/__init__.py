@@ -9,3 +9,11 @@ import os
 # is loaded: set here, before the flows import polars; a value already set (by the user) wins.
 ALLOCATOR: str = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0"
 os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR)
+
+# numpy and scipy each load an OpenBLAS whose thread pool spins, waiting for work, once
+# loaded: 0.25-0.3 s of CPU a command on 2 cores (importing numpy and scipy.special: 0.58 s
+# of CPU against 0.28 s), taken from the files being scored. cogscore's matrix products (the
+# rank intervals' bootstrap) are small: one thread does them. Read by OpenBLAS when loaded:
+# set here, before the flows import numpy; a value already set (by the user) wins.
+BLAS_THREADS: str = "1"
+os.environ.setdefault("OPENBLAS_NUM_THREADS", BLAS_THREADS)

@@ -187,3 +187,31 @@ def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -
         text=True,
     )
     assert theirs.stdout.strip() == "narenas:1"
+
+
+def test_the_flows_give_openblas_one_thread_before_numpy_loads_unless_the_user_did() -> None:
+    """numpy's and scipy's OpenBLAS start no thread pool of their own (its threads spin when
+    loaded: 0.3 s of CPU a command): a process that imports the flows and scipy runs a
+    thread fewer per OpenBLAS than one given two BLAS threads by the user, who is obeyed."""
+    import os
+    import subprocess
+    import sys
+
+    from flows import BLAS_THREADS
+
+    show = (
+        "import flows, flows.runs, os, scipy.special; "
+        "print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def threads(**given: str) -> tuple[str, int]:
+        shown = subprocess.run(
+            [sys.executable, "-c", show], env={**env, **given}, capture_output=True, text=True
+        )
+        setting, count = shown.stdout.split()
+        return setting, int(count)
+
+    (ours, ours_threads), (theirs, theirs_threads) = threads(), threads(OPENBLAS_NUM_THREADS="2")
+    assert (ours, theirs) == (BLAS_THREADS, "2")
+    assert theirs_threads >= ours_threads + 2  # numpy's OpenBLAS and scipy's: one more each
