@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -14,6 +13,8 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
+from flows import prehash
+from flows.prehash import file_digest, parquet_below
 from schemas.contract import DUMP_DATE
 from transforms.ingest import partition_values
 
@@ -129,7 +130,7 @@ def _listed_files(root: Path) -> list[DumpFile]:
     real_root = Path(os.path.realpath(root))
     real_folders: dict[Path, Path] = {}  # each folder's real place, found once (not per file)
     out = []
-    for path in _parquet_below(root):
+    for path in parquet_below(root):
         relative = path.relative_to(root).as_posix()
         try:
             stat = path.stat()
@@ -153,27 +154,6 @@ def _listed_files(root: Path) -> list[DumpFile]:
     if not out:
         raise InputError(f"input {root} holds no .parquet files")
     return out
-
-
-def _parquet_below(root: Path) -> list[Path]:
-    """Every ``*.parquet`` below ``root`` (hidden and ``_`` names aside), sorted, following
-    symbolic links to files and to folders alike (a night's folder may be a link to where
-    the harness wrote it); a folder reached twice (a link loop) is walked once."""
-    seen: set[tuple[int, int]] = set()
-    found = []
-    for folder, subfolders, names in os.walk(root, followlinks=True):
-        stat = os.stat(folder)
-        if (stat.st_dev, stat.st_ino) in seen:
-            subfolders[:] = []
-            continue
-        seen.add((stat.st_dev, stat.st_ino))
-        subfolders[:] = [d for d in subfolders if not d.startswith((".", "_"))]
-        found += [
-            Path(folder) / name
-            for name in names
-            if name.endswith(".parquet") and not name.startswith((".", "_"))
-        ]
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
 def _listed_objects(root: str) -> list[DumpFile]:
@@ -237,21 +217,13 @@ def row_count(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
 
 
 def content_digest(dump_file: DumpFile) -> str:
-    """What identifies the file's content: the sha256 of a local file's bytes; an object's
-    ETag as the store gave it at listing (``etag:…``: the store's own content identity,
-    read without downloading the object)."""
+    """What identifies the file's content: the sha256 of a local file's bytes (hashed while
+    the command started, ``flows.prehash``, where it was and the file is unchanged); an
+    object's ETag as the store gave it at listing (``etag:…``: the store's own content
+    identity, read without downloading the object)."""
     if dump_file.is_local:
-        return file_digest(Path(dump_file.path))
+        return prehash.take(dump_file.path) or file_digest(Path(dump_file.path))
     return f"etag:{dump_file.version}"
-
-
-def file_digest(path: Path) -> str:
-    """The sha256 of a local file's bytes, read a MiB at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def modified_ns(dump_file: DumpFile) -> int:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from flows import prehash
 from flows.cli import LAST_WORDS, TYPED, app, command_line, say
 from flows.cli.options import (
     DEFAULT,
@@ -265,6 +266,7 @@ def score(
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
+    prehash.start(input_root)  # the dump hashed while the run's code is imported
     options = _options(
         json_output,
         engine,

@@ -1,0 +1,131 @@
+"""A local dump's files hashed while the command starts up.
+
+``cogscore score`` hashes every file of its dump: the content digest (sha256) is the
+night's fingerprint and nightly's proof of change. Hashed when the run lists the files, they
+held its scoring back (0.12 s of a 100,000-episode night of 8 files, on 2 cores), while the
+imports before the run (polars, pyarrow, scipy: about 0.4 s) keep one core busy and leave
+the other idle. So ``score`` starts hashing the dump on a thread of its own first thing
+(``start``): hashlib releases the GIL while it hashes, and the imports go on beside it.
+The run then ``take``s each file's digest: only where the file is still the one hashed
+(device, inode, size and modification time as then); else, or where its turn has not come,
+none, and the run hashes the file itself, as before.
+
+This module imports the standard library only, so that it can start before the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+# Read this much at a time: a hashing thread gives way to the importing one between reads
+# (the GIL), so fewer, larger reads keep it going.
+READ_BYTES = 8 << 20
+
+_Key = tuple[int, int, int, int]  # device, inode, size, modification time (ns)
+_hashed: dict[tuple[int, int], Future[tuple[_Key, str] | None]] = {}
+_lock = threading.Lock()
+
+
+def file_digest(path: Path | str) -> str:
+    """The sha256 of a local file's bytes.
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as f:
+    ...     _ = f.write(b"abc"); f.flush()
+    ...     file_digest(f.name) == hashlib.sha256(b"abc").hexdigest()
+    True
+    """
+    digest = hashlib.sha256()
+    buffer = bytearray(READ_BYTES)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while read := handle.readinto(buffer):
+            digest.update(view[:read])
+    return digest.hexdigest()
+
+
+def parquet_below(root: Path) -> list[Path]:
+    """Every ``*.parquet`` below ``root`` (hidden and ``_`` names aside), sorted, following
+    symbolic links to files and to folders alike (a night's folder may be a link to where
+    the harness wrote it); a folder reached twice (a link loop) is walked once."""
+    seen: set[tuple[int, int]] = set()
+    found = []
+    for folder, subfolders, names in os.walk(root, followlinks=True):
+        stat = os.stat(folder)
+        if (stat.st_dev, stat.st_ino) in seen:
+            subfolders[:] = []
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        subfolders[:] = [d for d in subfolders if not d.startswith((".", "_"))]
+        found += [
+            Path(folder) / name
+            for name in names
+            if name.endswith(".parquet") and not name.startswith((".", "_"))
+        ]
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _key(path: Path | str) -> _Key:
+    stat = os.stat(path)
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def start(root: str | Path) -> threading.Thread | None:
+    """Hash the ``*.parquet`` files of the local dump ``root`` (a folder or one file), in
+    the order a run lists them, on a daemon thread (the process does not wait for it); the
+    thread. An object-store URL starts nothing. What an earlier ``start`` of this process
+    left untaken is dropped."""
+    text = str(root)
+    if "://" in text:
+        return None
+    thread = threading.Thread(target=_hash_below, args=(Path(text),), name="prehash", daemon=True)
+    thread.start()
+    return thread
+
+
+def _hash_below(root: Path) -> None:
+    try:
+        files = [root] if root.is_file() else parquet_below(root) if root.is_dir() else []
+        keyed = [(path, _key(path)) for path in files]
+    except OSError:
+        return  # the run lists the dump, and says what is wrong with it
+    jobs = []
+    with _lock:
+        for earlier in _hashed.values():
+            earlier.cancel()
+        _hashed.clear()
+        for path, key in keyed:
+            future: Future[tuple[_Key, str] | None] = Future()
+            _hashed[key[:2]] = future
+            jobs.append((path, key, future))
+    for path, key, future in jobs:
+        if not future.set_running_or_notify_cancel():
+            continue  # the run hashed it itself
+        try:
+            digest = file_digest(path)
+            future.set_result((key, digest) if _key(path) == key else None)
+        except OSError:
+            future.set_result(None)  # the run reads it, and says what is wrong with it
+
+
+def take(path: Path | str) -> str | None:
+    """The digest hashed early of the file at ``path`` (waiting for it while it is being
+    hashed), if the file is as it was then; None where it was not hashed, or has not been
+    yet (it is not hashed early any more), or has changed since."""
+    try:
+        now = _key(path)
+    except OSError:
+        return None
+    with _lock:
+        future = _hashed.pop(now[:2], None)
+    if future is None or future.cancel():
+        return None
+    result = future.result()
+    if result is None:
+        return None
+    key, digest = result
+    return digest if key == now else None

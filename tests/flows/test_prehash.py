@@ -1,0 +1,103 @@
+"""A dump hashed while the command starts up (``flows.prehash``): a run is given a digest
+only for the very file that was hashed, once; anything else it hashes itself."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows import prehash
+from flows.cli import app
+from flows.io import content_digest, discover
+from tests.tables import last_run
+
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def dump_copy(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(EXAMPLE_DUMP, tmp_path / "dump"))
+
+
+def hashed_early(root: Path) -> None:
+    thread = prehash.start(root)
+    assert thread is not None
+    thread.join(timeout=30)
+
+
+def test_each_file_hashed_early_is_given_once_with_its_digest(tmp_path: Path) -> None:
+    root = dump_copy(tmp_path)
+    hashed_early(root)
+    files = prehash.parquet_below(root)
+    assert len(files) > 1
+    assert [prehash.take(f) for f in files] == [sha256_of(f) for f in files]
+    assert [prehash.take(f) for f in files] == [None] * len(files)  # taken: hashed again
+
+
+def test_a_file_changed_since_it_was_hashed_is_not_given(tmp_path: Path) -> None:
+    """Changed in size, or rewritten to the same size with another modification time: the
+    early digest is not the file's, so the run hashes the file as it is now."""
+    root = dump_copy(tmp_path)
+    hashed_early(root)
+    grown, same_size = prehash.parquet_below(root)[:2]
+    with open(grown, "ab") as handle:
+        handle.write(b"more")
+    data = bytearray(same_size.read_bytes())
+    data[0] ^= 0xFF
+    stat = same_size.stat()
+    same_size.write_bytes(bytes(data))
+    os.utime(same_size, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert prehash.take(grown) is None
+    assert prehash.take(same_size) is None
+    hashed_early(root)  # hashed again: its digest is the file's as it is now
+    listed = {f.relative: f for f in discover(root)}
+    for path in (grown, same_size):
+        assert content_digest(listed[path.relative_to(root).as_posix()]) == sha256_of(path)
+
+
+def test_a_file_whose_turn_has_not_come_is_left_to_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run does not wait for the early thread to reach a file: it takes what is hashed
+    or being hashed (waiting for the latter), and hashes the others itself."""
+    root = dump_copy(tmp_path)
+    first, second, *_ = prehash.parquet_below(root)
+    hashing, release = threading.Event(), threading.Event()
+    real = prehash.file_digest
+
+    def slow_first(path: Path | str) -> str:
+        if Path(path) == first:
+            hashing.set()
+            release.wait(timeout=30)
+        return real(path)
+
+    monkeypatch.setattr(prehash, "file_digest", slow_first)
+    thread = prehash.start(root)
+    assert thread is not None and hashing.wait(timeout=30)
+    assert prehash.take(second) is None  # not begun: the early thread will not hash it
+    release.set()
+    assert prehash.take(first) == sha256_of(first)  # being hashed: waited for
+    thread.join(timeout=30)
+
+
+def test_an_object_store_dump_is_not_hashed_early() -> None:
+    assert prehash.start("s3://bucket/dump") is None
+
+
+def test_score_records_each_files_digest_with_the_early_hashing(tmp_path: Path) -> None:
+    """``cogscore score`` hashes its dump while it starts: the run records the digest of
+    each file's bytes."""
+    root = dump_copy(tmp_path)
+    result = CliRunner().invoke(app, ["score", str(root), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    recorded = {f["file"]: f["sha256"] for f in last_run(tmp_path / "out")["files"]}
+    assert recorded == {f.relative: sha256_of(f.path) for f in discover(root)}
