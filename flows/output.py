@@ -95,6 +95,12 @@ class Output:
     """``OUT``: its Delta tables, its runs table and its lease."""
 
     location: Location
+    # The runs table as last read, by its version: a run reads it about ten times (its
+    # state, the versions of each table it reads back), 5 ms each, a table open for the
+    # version alone. A version is never written twice, so a read at it stays true.
+    _runs_read: dict[int, pl.DataFrame] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def at(cls, where: str | Path | Output, options: Mapping[str, str] | None = None) -> Output:
@@ -128,7 +134,13 @@ class Output:
 
     def runs(self) -> pl.DataFrame:
         """Every row of the runs table, oldest run first (none before the first run)."""
-        return runs_table.read_runs(self.location)
+        version = self.runs_version()
+        if version is None:
+            return runs_table.read_runs(self.location, None)
+        if version not in self._runs_read:
+            self._runs_read.clear()
+            self._runs_read[version] = runs_table.read_runs(self.location, version)
+        return self._runs_read[version]
 
     def runs_version(self) -> int | None:
         """The runs table's latest version (None before the first run): it moves with every
@@ -459,12 +471,15 @@ class Writer:
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
         """Each table's staged nights in one commit (every table readable, rows or not),
         then the run's rows, each naming every table's version: the commit point."""
+        versions: dict[str, int] = {}
         for table, spec in TABLES.items():
             nights = self.staged.get(table)
             if nights:
-                self._commit_nights(table, nights)
-            elif delta.table_version(self.output.location, table) is None:
-                delta.write_night(
+                versions[table] = self._commit_nights(table, nights)
+            elif (version := delta.table_version(self.output.location, table)) is not None:
+                versions[table] = version
+            else:
+                versions[table] = delta.write_night(
                     self.output.location,
                     table,
                     empty_table(table),
@@ -472,18 +487,18 @@ class Writer:
                     partition_by=(DUMP_DATE, *spec.partitions),
                     commit_metadata={"run_id": self.run_id},
                 )
-        versions = delta.table_versions(self.output.location, list(TABLES))
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
         runs_table.record_run(self.output.location, stamped)
         fault_point("after-commit")
         return versions
 
-    def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> None:
+    def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
+        """The staged nights of ``table`` in one commit; the table's version it made."""
         staged = [files for night in nights.values() for files in night]
         for attempt in (1, 2):  # another writer committed to these nights meanwhile: once more
             try:
-                delta.commit_nights(
+                version = delta.commit_nights(
                     self.output.location, table, list(nights), staged, {"run_id": self.run_id}
                 )
                 break
@@ -495,6 +510,7 @@ class Writer:
                         "again when it is done (cogscore's own runs take turns through the lease)"
                     ) from None
         fault_point(f"wrote-{table}")
+        return version
 
 
 def _with_versions(row: RunRow, versions: Mapping[str, int]) -> RunRow:

@@ -160,11 +160,12 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     return version
 
 
-def read_runs(location: Location) -> pl.DataFrame:
-    """Every row of the runs table (none if no run was recorded), oldest run first."""
-    if delta.table_version(location, RUNS) is None:
+def read_runs(location: Location, version: int | None = None) -> pl.DataFrame:
+    """Every row of the runs table (none if no run was recorded), oldest run first; at
+    ``version`` (None: the latest)."""
+    if version is None and delta.table_version(location, RUNS) is None:
         return RUNS_SCHEMA.to_frame()
-    rows = delta.read_table(location, RUNS).collect()
+    rows = delta.read_table(location, RUNS, version).collect()
     # A runs table written by an earlier cogscore lacks the later columns: null there.
     missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
     rows = rows.with_columns(missing)

@@ -226,3 +226,19 @@ def test_the_rows_written_meet_the_runs_tables_declaration(tmp_path) -> None:
             assert rows[name].null_count() == 0, name
         if column.isin is not None:
             assert set(rows[name].to_list()) <= set(column.isin), name
+
+
+def test_an_outputs_runs_read_again_is_the_tables_latest_version(out):
+    """``Output.runs`` keeps the rows it read by the table's version: asked again, it gives
+    the rows of every run recorded since, never the ones it read before them."""
+    from flows.output import Output
+
+    output = Output(out)
+    assert output.runs().is_empty()
+    write_run(out, "run-1", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
+    assert output.runs()["run_id"].to_list() == ["run-1"]
+    first = output.runs()
+    write_run(out, "run-2", {"2026-12-02": 3}, record=RunStatus.SUCCEEDED, start=10)
+    assert output.runs()["run_id"].to_list() == ["run-1", "run-2"]
+    assert first["run_id"].to_list() == ["run-1"]
+    assert output.runs().equals(read_runs(out))
