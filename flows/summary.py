@@ -134,19 +134,30 @@ def interval(low: float | None, high: float | None) -> str:
 
 def leaderboard_lines(out: Output, levels: Mapping[str | None, float]) -> list[str]:
     """The leaderboard of the latest night in ``out``, its intervals labelled with the
-    night's level (``levels``: ``flows.output.night_levels``)."""
-    models, categories = out.read(MODEL_SCORES), out.read(CATEGORY_SCORES)
+    night's level (``levels``: ``flows.output.night_levels``). The latest night recorded is
+    read alone (its partitions, not months of history) where it has scores."""
+    latest = max((night for night in levels if night is not None), default=None)
+    models = _rows_of_night(out, MODEL_SCORES, latest) if latest else pl.DataFrame()
+    if models.is_empty():  # undated, or the latest night scored nothing: every night's
+        models = out.read(MODEL_SCORES)
     if models.is_empty():
         return ["no episode was scored"]
     night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
-    models = models.filter(pl.col(DUMP_DATE) == night) if night is not None else models
-    categories = categories.filter(pl.col(DUMP_DATE) == night) if night is not None else categories
+    if night is None:
+        categories = out.read(CATEGORY_SCORES)
+    else:
+        models = models.filter(pl.col(DUMP_DATE) == night)
+        categories = _rows_of_night(out, CATEGORY_SCORES, night)
     level = levels.get(night, DEFAULT_LEVEL)  # a night no run recorded: the default's
     title = (
         f"leaderboard{f' of {printable(night)}' if night else ''} (score: each task weighs "
         f"the same; by cat.: each category; {level:.0%} intervals):"
     )
     return [title, *render(leaderboard_table(models, categories, level))]
+
+
+def _rows_of_night(out: Output, table: str, night: str) -> pl.DataFrame:
+    return out.scan(table).filter(pl.col(DUMP_DATE) == night).collect()
 
 
 def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:

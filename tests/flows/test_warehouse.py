@@ -521,3 +521,27 @@ def test_regression_alerts_view_is_the_alerts_and_watches(scored_out: Path) -> N
     want = sorted(flagged.select("dump_date", "level", "model", "scope", "change").rows())
     assert sorted(got) == want
     assert table.height > 0  # the second night was compared with the first
+
+
+def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
+    scored_out: Path, tmp_path: Path
+) -> None:
+    """The leaderboard a run prints is of the latest night: read from its partitions, not
+    from months of history. With the other night's model and category files gone, it is
+    the same."""
+    import shutil
+
+    from flows.output import Output, night_levels
+    from flows.summary import leaderboard_lines
+
+    def board(out: Path) -> list[str]:
+        output = Output.at(out)
+        return leaderboard_lines(output, night_levels(output.state()))
+
+    first, latest = sorted(last_run(scored_out)["nights"])  # type: ignore[call-overload]
+    copy = tmp_path / "out"
+    shutil.copytree(scored_out, copy)
+    for table in ("model_scores", "category_scores"):
+        shutil.rmtree(copy / table / f"dump_date={first}")
+    assert board(copy) == board(scored_out)
+    assert board(copy)[0].startswith(f"leaderboard of {latest}")
