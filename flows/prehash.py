@@ -24,6 +24,9 @@ from pathlib import Path
 # Read this much at a time: a hashing thread gives way to the importing one between reads
 # (the GIL), so fewer, larger reads keep it going.
 READ_BYTES = 8 << 20
+# Files smaller than this are left to the run: hashing one costs less than handing its digest
+# over (a dump of 10,000 one-episode files took 5% longer with every file hashed early).
+EARLY_BYTES = 1 << 20
 
 _Key = tuple[int, int, int, int]  # device, inode, size, modification time (ns)
 _hashed: dict[tuple[int, int], Future[tuple[_Key, str] | None]] = {}
@@ -40,9 +43,10 @@ def file_digest(path: Path | str) -> str:
     True
     """
     digest = hashlib.sha256()
-    buffer = bytearray(READ_BYTES)
-    view = memoryview(buffer)
     with open(path, "rb", buffering=0) as handle:
+        # No larger than the file: a dump of 10,000 small files is not 80 GB of buffers.
+        buffer = bytearray(max(1, min(READ_BYTES, os.fstat(handle.fileno()).st_size)))
+        view = memoryview(buffer)
         while read := handle.readinto(buffer):
             digest.update(view[:read])
     return digest.hexdigest()
@@ -75,10 +79,10 @@ def _key(path: Path | str) -> _Key:
 
 
 def start(root: str | Path) -> threading.Thread | None:
-    """Hash the ``*.parquet`` files of the local dump ``root`` (a folder or one file), in
-    the order a run lists them, on a daemon thread (the process does not wait for it); the
-    thread. An object-store URL starts nothing. What an earlier ``start`` of this process
-    left untaken is dropped."""
+    """Hash the ``*.parquet`` files of at least ``EARLY_BYTES`` of the local dump ``root``
+    (a folder or one file), in the order a run lists them, on a daemon thread (the process
+    does not wait for it); the thread. An object-store URL starts nothing. What an earlier
+    ``start`` of this process left untaken is dropped."""
     text = str(root)
     if "://" in text:
         return None
@@ -90,7 +94,7 @@ def start(root: str | Path) -> threading.Thread | None:
 def _hash_below(root: Path) -> None:
     try:
         files = [root] if root.is_file() else parquet_below(root) if root.is_dir() else []
-        keyed = [(path, _key(path)) for path in files]
+        keyed = [(path, key) for path in files if (key := _key(path))[2] >= EARLY_BYTES]
     except OSError:
         return  # the run lists the dump, and says what is wrong with it
     jobs = []
@@ -116,6 +120,8 @@ def take(path: Path | str) -> str | None:
     """The digest hashed early of the file at ``path`` (waiting for it while it is being
     hashed), if the file is as it was then; None where it was not hashed, or has not been
     yet (it is not hashed early any more), or has changed since."""
+    if not _hashed:
+        return None  # nothing hashed early (a small file, a dump of objects): no stat
     try:
         now = _key(path)
     except OSError:

@@ -20,6 +20,12 @@ from tests.tables import last_run
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
 
+@pytest.fixture(autouse=True)
+def every_file_hashed_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example dump's files are small: hashed early all the same, but where said."""
+    monkeypatch.setattr(prehash, "EARLY_BYTES", 0)
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -87,6 +93,21 @@ def test_a_file_whose_turn_has_not_come_is_left_to_the_run(
     release.set()
     assert prehash.take(first) == sha256_of(first)  # being hashed: waited for
     thread.join(timeout=30)
+
+
+def test_files_smaller_than_early_bytes_are_left_to_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small file costs less to hash than to hand over: only the larger are hashed early."""
+    root = dump_copy(tmp_path)
+    files = prehash.parquet_below(root)
+    sizes = sorted(f.stat().st_size for f in files)
+    monkeypatch.setattr(prehash, "EARLY_BYTES", sizes[-1])  # the largest file alone
+    hashed_early(root)
+    given = {f: prehash.take(f) for f in files}
+    largest = [f for f in files if f.stat().st_size == sizes[-1]]
+    assert {f: d for f, d in given.items() if d is not None} == {f: sha256_of(f) for f in largest}
+    assert len(largest) < len(files)
 
 
 def test_an_object_store_dump_is_not_hashed_early() -> None:
