@@ -122,3 +122,21 @@ def test_score_records_each_files_digest_with_the_early_hashing(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     recorded = {f["file"]: f["sha256"] for f in last_run(tmp_path / "out")["files"]}
     assert recorded == {f.relative: sha256_of(f.path) for f in discover(root)}
+
+
+def test_the_early_listing_is_the_runs(tmp_path: Path) -> None:
+    """The early thread lists what the run lists: hidden and ``_`` names aside, a night's
+    folder reached through a link, a link loop walked once."""
+    root = dump_copy(tmp_path)
+    elsewhere = tmp_path / "elsewhere" / "dump_date=2026-12-02"
+    shutil.copytree(root / "dump_date=2026-12-01", elsewhere)
+    (root / "dump_date=2026-12-02").symlink_to(elsewhere, target_is_directory=True)
+    (root / "_staging").mkdir()
+    shutil.copy(root / "dump_date=2026-12-01" / "part-0.parquet", root / "_staging" / "x.parquet")
+    shutil.copy(root / "dump_date=2026-12-01" / "part-0.parquet", root / ".hidden.parquet")
+    (root / "dump_date=2026-12-01" / "loop").symlink_to(root, target_is_directory=True)
+    listed = [str(path) for path in prehash.parquet_below(root)]
+    assert len(listed) == 3 * len(list((root / "dump_date=2026-12-01").glob("*.parquet")))
+    early = prehash._large_below(root, 0)
+    assert [path for path, _ in early] == listed
+    assert [key for _, key in early] == [prehash._key(path) for path in listed]
