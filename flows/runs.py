@@ -79,6 +79,7 @@ from flows.score import (
     batches,
     score_and_stage,
     score_batch,
+    settled,
     vanished,
 )
 from flows.storage.errors import StorageError
@@ -146,19 +147,27 @@ def local_mapper(
     """Every file in this process, two at a time (small files in batches: ``batches``):
     polars runs much of a file's plan on one core, and releases the GIL while it does (1.6 s
     -> 1.4 s for ten files on 2 cores). With a ``target``, this thread stages the files
-    done in chunks (``Stager``) while the others score. Memory holds that many files' rows,
-    a chunk, and the held columns of the chunks staged. Each file done is told to
+    done in chunks (``Stager``) while the others score, each chunk's rows written on the
+    stager's thread (the last chunk's while the night's tables are made: its parts' files
+    are ``settled`` before they are committed). Memory holds that many files' rows, two
+    chunks, and the held columns of the chunks staged. Each file done is told to
     ``progress``."""
     stager = Stager(target) if target is not None else None
     parts: list[FilePart] = []
-    with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
-        futures = [pool.submit(score_batch, batch, formulas, digests) for batch in batches(files)]
-        for future in as_completed(futures):
-            part = future.result()
-            for report in part.reports:
-                (progress or NoProgress()).file_done(report)
-            parts.extend([part] if stager is None else stager.add(part))
-    return parts if stager is None else [*parts, *stager.flush()]
+    try:
+        with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
+            futures = [
+                pool.submit(score_batch, batch, formulas, digests) for batch in batches(files)
+            ]
+            for future in as_completed(futures):
+                part = future.result()
+                for report in part.reports:
+                    (progress or NoProgress()).file_done(report)
+                parts.extend([part] if stager is None else stager.add(part))
+        return parts if stager is None else [*parts, *stager.flush()]
+    finally:
+        if stager is not None:
+            stager.close()
 
 
 def local_mapper_with(progress: Progress) -> Mapper:
@@ -484,7 +493,7 @@ def _score_nights(
             parts = mapper(night_files, versions, known, target)
             gone = [r for p in parts for r in p.reports if r.status == "gone"]
             if gone:  # the night fails, unwritten; the other nights go on
-                writer.discard([p.staged for p in parts if p.staged is not None])
+                writer.discard(settled(p.staged for p in parts))
                 lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
                 rows.append(_failed_night(run, night, lost, failed))
                 progress.night_done(night)
@@ -494,7 +503,7 @@ def _score_nights(
             del parts
             fault_point("scored")
             if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
-                writer.discard(result.staged or [])
+                writer.discard(settled(result.staged or []))
                 rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
                 progress.night_done(night)
                 continue
@@ -515,8 +524,8 @@ def _score_nights(
             t4 = time.perf_counter()
             progress.step(f"night {night or '(undated)'}: staging {len(tables)} tables")
             fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
-            if result.staged is not None:
-                writer.stage_files(EPISODE_SCORES, night, result.staged)
+            if result.staged is not None:  # written while the tables were made: waited for
+                writer.stage_files(EPISODE_SCORES, night, settled(result.staged))
             stage(tables, night)
             writer.night_done()
             progress.night_done(night)

@@ -125,3 +125,83 @@ def test_a_night_of_many_small_files_stages_a_few_data_files(
     monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # each batch staged alone
     runs.score(tmp_path / "dump", tmp_path / "alone")
     assert data_files(tmp_path / "alone", "episode_scores") > 3 * categories
+
+
+def test_the_driver_writes_one_chunk_at_a_time_and_waits_for_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local engine writes each chunk on the stager's thread while it goes on (the last
+    chunk while the night's tables are made): one write at a time, so that memory holds two
+    chunks' rows at most, and the run commits what a run writing as it goes commits."""
+    import threading
+    import time
+
+    from flows.storage import delta
+
+    real, real_staging, lock = delta.write_data_files, score_module.staging, threading.Lock()
+    chunks, written, behind, tables = [0], [0], [], []
+
+    def slow_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)  # long enough for the next chunk to be ready meanwhile
+        try:
+            return real(*args, **kwargs)
+        finally:
+            if args[1] == "episode_scores":
+                tables.append(threading.current_thread().name)
+                with lock:
+                    written[0] += 1
+
+    def staging(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with lock:
+            behind.append(chunks[0] - written[0])  # chunks not yet written
+            chunks[0] += 1
+        return real_staging(*args, **kwargs)
+
+    dump = tmp_path / "dump"  # no id in two files: every write is a chunk's
+    simulate(dump, date="2026-12-04", episodes=60, seed=4, episodes_per_file=1)
+    monkeypatch.setattr(score_module, "BATCH_FILES", 10)
+    monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # a chunk a batch: six
+    monkeypatch.setattr(delta, "write_data_files", slow_write)
+    monkeypatch.setattr(score_module, "staging", staging)
+    runs.score(dump, tmp_path / "chunks")
+    assert len(tables) == 6 and all(name.startswith("cogscore-stage") for name in tables)
+    assert behind == [0] * 6  # each chunk staged once the one before was written
+    monkeypatch.setattr(delta, "write_data_files", real)
+    monkeypatch.setattr(score_module.Stager, "flush", _written_at_once)
+    runs.score(dump, tmp_path / "at-once")
+    expected, got = read_tables(tmp_path / "at-once"), read_tables(tmp_path / "chunks")
+    for name, table in expected.items():
+        assert got[name].equals(table), name
+
+
+def _written_at_once(self: score_module.Stager) -> list[score_module.FilePart]:
+    """``Stager.flush`` writing the chunk before it returns (as ``stage`` does)."""
+    if not self.pending:
+        return []
+    chunk = self.pending[0] if len(self.pending) == 1 else score_module._merged(self.pending)
+    self.pending, self.held = [], 0
+    return [score_module.stage(chunk, self.target)]
+
+
+def test_a_chunk_that_cannot_be_written_fails_the_run_and_commits_nothing(
+    dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write on the stager's thread that fails is the run's error, not lost with the
+    thread: raised when the run waits for it, before any table is committed."""
+    import threading
+
+    from flows.output import Output
+    from flows.storage import delta
+    from flows.storage.errors import StorageError
+
+    real = delta.write_data_files
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name.startswith("cogscore-stage"):
+            raise StorageError("cannot stage: no space left on device")
+        return real(*args, **kwargs)  # the night's other tables, staged by the run itself
+
+    monkeypatch.setattr(delta, "write_data_files", full_disk)
+    with pytest.raises(StorageError, match="no space left"):
+        runs.score(dump, tmp_path / "out")
+    assert Output.at(tmp_path / "out").versions() == {}
