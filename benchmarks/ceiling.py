@@ -79,17 +79,21 @@ def first_rows(dump_file: Any) -> int:
 
 
 def threads(dump: Path, repeat: int) -> dict[str, float]:
-    """The local engine's mapper (its threads, polars' default pool) over every file."""
+    """The local engine's mapper (its threads, polars' default pool) over every file, its
+    last chunk's write waited for (``settled``: a run waits for it before the commit)."""
     from flows.runs import local_mapper
+    from flows.score import settled
     from schemas.formulas import resolve
 
     formulas, files = resolve(()), _files(dump)
     runs = []
     with tempfile.TemporaryDirectory() as out:
-        local_mapper(files[:2], formulas, {}, _target(Path(out) / "warm", files[0]))
+        warm = local_mapper(files[:2], formulas, {}, _target(Path(out) / "warm", files[0]))
+        settled(p.staged for p in warm)
         for n in range(repeat):
             t = time.perf_counter()
-            local_mapper(files, formulas, {}, _target(Path(out) / str(n), files[0]))
+            parts = local_mapper(files, formulas, {}, _target(Path(out) / str(n), files[0]))
+            settled(p.staged for p in parts)
             runs.append(time.perf_counter() - t)
     return {"seconds": statistics.median(runs), "files": len(files)}
 
