@@ -135,8 +135,14 @@ def test_the_early_listing_is_the_runs(tmp_path: Path) -> None:
     shutil.copy(root / "dump_date=2026-12-01" / "part-0.parquet", root / "_staging" / "x.parquet")
     shutil.copy(root / "dump_date=2026-12-01" / "part-0.parquet", root / ".hidden.parquet")
     (root / "dump_date=2026-12-01" / "loop").symlink_to(root, target_is_directory=True)
+    nights = ("dump_date=2026-11-30", "dump_date=2026-12-01", "dump_date=2026-12-02")
+    expected = sorted(
+        f"{night}/{file.name}"
+        for night, source in zip(nights, (*nights[:2], "dump_date=2026-12-01"), strict=True)
+        for file in (EXAMPLE_DUMP / source).glob("*.parquet")
+    )
     listed = [str(path) for path in prehash.parquet_below(root)]
-    assert len(listed) == 3 * len(list((root / "dump_date=2026-12-01").glob("*.parquet")))
+    assert [Path(path).relative_to(root).as_posix() for path in listed] == expected
     early = prehash._large_below(root, 0)
     assert [path for path, _ in early] == listed
     assert [key for _, key in early] == [prehash._key(path) for path in listed]
