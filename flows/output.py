@@ -35,12 +35,12 @@ from flows.storage.lease import Lease, check_conditional_writes
 from flows.storage.location import Location
 from flows.storage.runs_table import RUNS, RunRow
 from schemas.comparisons import DEFAULT_LEVEL
-from schemas.contract import DUMP_DATE
 from schemas.tables import (
     CATEGORY_SCORES_TABLE,
     EPISODE_SCORES_TABLE,
     MODEL_COMPARISONS_TABLE,
     MODEL_SCORES_TABLE,
+    NIGHT_COLUMNS,
     PINNING,
     REGRESSIONS_TABLE,
     REJECTS_TABLE,
@@ -203,9 +203,9 @@ class Output:
         if version is None:
             return empty_table(table).lazy()
         frame = delta.read_table(self.location, table, version)
-        if DUMP_DATE in frame.collect_schema():
-            frame = frame.with_columns(pl.col(DUMP_DATE).cast(pl.String))
-        return conform(table, frame)
+        schema = frame.collect_schema()
+        nights = [pl.col(c).cast(pl.String) for c in NIGHT_COLUMNS if c in schema]
+        return conform(table, frame.with_columns(nights) if nights else frame)
 
     def state(self, as_of: str | None = None) -> dict[str, Any]:
         """What the output holds, from its runs table: the input, the formula set, whether it
@@ -449,9 +449,13 @@ class Writer:
         order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         files = delta.write_data_files(
-            self.output.location, table, ordered, night, partition_by=(DUMP_DATE, *spec.partitions)
+            self.output.location, table, ordered, night, partition_by=spec.partition_by
         )
         self.stage_files(table, night, [files])
+
+    def staged_files(self, table: str, night: str | None) -> list[StagedFiles]:
+        """The files this run staged as night ``night`` of ``table`` (none: it staged none)."""
+        return list(self.staged.get(table, {}).get(night, []))
 
     def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
         """Stage the files the workers wrote (validated there) as night ``night`` of
@@ -484,7 +488,7 @@ class Writer:
                     table,
                     empty_table(table),
                     None,
-                    partition_by=(DUMP_DATE, *spec.partitions),
+                    partition_by=spec.partition_by,
                     commit_metadata={"run_id": self.run_id},
                 )
         fault_point("before-commit")

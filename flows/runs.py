@@ -46,9 +46,11 @@ from flows.output import (
     MODEL_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
+    TASK_SCORES,
     DryRun,
     Output,
     TableWriter,
+    Writer,
     empty_table,
     fault_point,
     night_levels,
@@ -82,6 +84,7 @@ from flows.score import (
     settled,
     vanished,
 )
+from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
 from flows.storage.errors import StorageError
 from flows.storage.runs_table import RunRow
 from flows.version import COGSCORE_VERSION
@@ -89,10 +92,19 @@ from flows.warehouse import (
     run_details,
     with_provenance,
 )
-from schemas.comparisons import ALERT_LEVEL, DEFAULT_LEVEL, LEVEL_ALERT, LEVEL_WATCH
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    CHANGE_KIND,
+    DEFAULT_LEVEL,
+    LEVEL_ALERT,
+    LEVEL_WATCH,
+    OVERALL,
+    SCOPE,
+    ChangeKind,
+)
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import overlay, resolve
-from schemas.tables import COMPARED_COLUMNS, PROVENANCE, RULES, RunStatus
+from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance
@@ -269,6 +281,8 @@ class Outcome:
     not_rescored: int = 0  # a rescore's reported scores alone (no formula input): kept as they are
     # The regressions rows of the nights scored whose level is alert or watch.
     regressions: pl.DataFrame | None = None
+    # The standing_changes rows the run made that it reports (``_noticed``).
+    standing_changes: pl.DataFrame | None = None
     level: float = DEFAULT_LEVEL  # the level of the intervals this run made (``--level``)
     # Each night's interval level in the output after the run (the run that scored it).
     levels: dict[str | None, float] = field(default_factory=dict)
@@ -295,6 +309,16 @@ class Outcome:
 
 
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
+# Standing changes a run reports beside its flagged ones: a model new, gone, or whose tasks
+# covered changed (its score averages other tasks now).
+NOTICED_KINDS = (ChangeKind.NEW_MODEL, ChangeKind.VANISHED, ChangeKind.COVERAGE)
+
+
+def _noticed() -> pl.Expr:
+    """The standing changes a run reports: every flagged one, and each model's overall row
+    where it is new, gone or covers other tasks."""
+    kinds = (pl.col(SCOPE) == OVERALL) & pl.col(CHANGE_KIND).is_in([k.value for k in NOTICED_KINDS])
+    return pl.col(ALERT_LEVEL).is_in(FLAGGED) | kinds
 
 
 def new_run_id() -> str:
@@ -448,6 +472,7 @@ def _score_nights(
     failed: dict[str, str] = {}  # night -> why it could not be scored
     unscored: dict[str, dict[str, str]] = {}  # night -> model -> why none of its was scored
     refreshed: list[str] = []  # nights whose regressions only were made again
+    restood: list[str] = []  # nights not scored whose standing was made again
     run: dict[str, Any] = {
         "run_id": context.run_id,
         "kind": job.kind,
@@ -471,18 +496,58 @@ def _score_nights(
 
     def stage(tables: dict[str, pl.DataFrame], night: str | None) -> None:
         for name, table in tables.items():
-            writer.stage(name, with_provenance(table, COGSCORE_VERSION, fingerprints), night)
+            column = TABLES[name].night
+            writer.stage(
+                name, with_provenance(table, COGSCORE_VERSION, fingerprints, column), night
+            )
+
+    held = sorted(state.get("nights", {})) if dated else []
+    standings = (
+        None
+        if dry_run
+        else Standings(
+            output,
+            bootstrap,
+            context.options.regression,
+            staged=lambda night: (
+                writer.staged_files(EPISODE_SCORES, night) if isinstance(writer, Writer) else []
+            ),
+        )
+    )
+    to_stand = standings.nights_to_make(held, groups) if standings is not None else []
+
+    def stand(night: str | None, tonight: NightInput) -> None:
+        """The standing as of ``night`` staged, its changes kept for the terminal."""
+        assert standings is not None
+        tables = standings.of_night(night, tonight)
+        moved.append(tables[STANDING_CHANGES].filter(_noticed()))
+        stage(tables, night)
+
+    def stand_as_held(night: str | None) -> None:
+        """A night that failed unwritten keeps what ``OUT`` holds of it, if anything: its
+        standing is made from that (an earlier night may have changed)."""
+        if night in to_stand and night in held:
+            assert night is not None
+            fingerprints[night] = state["nights"][night]["input_fingerprint"]
+            stand(night, night_from_output(output, night))
+            restood.append(night)
+
+    moved: list[pl.DataFrame] = []
 
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
     try:
-        for night in sorted({*groups, *job.refresh}, key=lambda n: n or ""):
-            if night not in groups:  # its baseline changed: its regressions again
+        for night in sorted({*groups, *job.refresh, *to_stand}, key=lambda n: n or ""):
+            if night not in groups:  # not scored: its regressions or its standing again
                 assert night is not None
                 fingerprints[night] = state["nights"][night]["input_fingerprint"]
-                table = watch.again(night, night_levels(state)[night])
-                flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
-                stage({REGRESSIONS: table}, night)
-                refreshed.append(night)
+                if night in job.refresh:  # its baseline changed: its regressions again
+                    table = watch.again(night, night_levels(state)[night])
+                    flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
+                    stage({REGRESSIONS: table}, night)
+                    refreshed.append(night)
+                if night in to_stand:  # an earlier night changed: its standing again
+                    stand(night, night_from_output(output, night))
+                    restood.append(night)
                 continue
             night_files = groups[night]
             t1 = time.perf_counter()
@@ -496,6 +561,7 @@ def _score_nights(
                 writer.discard(settled(p.staged for p in parts))
                 lost = "; ".join(f"{r.file}: {r.problems[0]}" for r in gone)
                 rows.append(_failed_night(run, night, lost, failed))
+                stand_as_held(night)
                 progress.night_done(night)
                 continue
             t2 = time.perf_counter()
@@ -505,6 +571,7 @@ def _score_nights(
             if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
                 writer.discard(settled(result.staged or []))
                 rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
+                stand_as_held(night)
                 progress.night_done(night)
                 continue
             seen.add(night, result.scores[Col.EPISODE_ID])
@@ -527,6 +594,10 @@ def _score_nights(
             if result.staged is not None:  # written while the tables were made: waited for
                 writer.stage_files(EPISODE_SCORES, night, settled(result.staged))
             stage(tables, night)
+            t5 = time.perf_counter()
+            if night in to_stand:
+                progress.step(f"night {night or '(undated)'}: the standing as of it")
+                stand(night, NightInput(night, tables[TASK_SCORES], tables, result.scores))
             writer.night_done()
             progress.night_done(night)
             log().info(
@@ -537,7 +608,7 @@ def _score_nights(
             )
             summary.add(result)
             steps = {"files_s": t2 - t1, "assemble_s": t3 - t2, "aggregate_s": t4 - t3}
-            steps["stage_s"] = time.perf_counter() - t4
+            steps["stage_s"], steps["standing_s"] = t5 - t4, time.perf_counter() - t5
             for step, seconds in steps.items():
                 summary.timings[step] = summary.timings.get(step, 0.0) + seconds
             rows.append(
@@ -556,11 +627,14 @@ def _score_nights(
         extra = job.finish(fingerprints) if job.finish else {}
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
         flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
+        moved_rows = pl.concat(
+            [empty_table(STANDING_CHANGES).drop(PROVENANCE), *moved], how="diagonal_relaxed"
+        )
         ended = verdict(
             nights_failed=failed,
             models_unscored=unscored,
             counts=summary.counts,
-            alerts=_alerts(flagged_rows),
+            alerts=_alerts(flagged_rows) + _alerts(moved_rows, AS_OF),
             strict=context.options.strict,
             fail_on_regression=context.options.fail_on_regression,
         )
@@ -579,7 +653,7 @@ def _score_nights(
             "error": ended.error,
         }
         progress.step("committing every table")
-        if not any(r.status is RunStatus.SUCCEEDED for r in rows) and not refreshed:
+        if not any(r.status is RunStatus.SUCCEEDED for r in rows) and not (refreshed or restood):
             # every night failed unwritten: recorded, nothing committed, nothing pinned
             nothing = RunRow(
                 **run, status=RunStatus.FAILED, finished=started, night=None, table_versions={}
@@ -607,6 +681,7 @@ def _score_nights(
     outcome.regressions_refreshed = refreshed
     outcome.verdict = ended
     outcome.regressions = flagged_rows
+    outcome.standing_changes = moved_rows
     outcome.level = bootstrap.level
     outcome.levels = night_levels(after)
     outcome.dry_run = dry_run
@@ -636,10 +711,12 @@ def _failed_night(
     )
 
 
-def _alerts(regressions: pl.DataFrame) -> list[str]:
-    """Each regression alert, named: model (scope, night)."""
-    fired = regressions.filter(pl.col("level") == LEVEL_ALERT)
-    return [f"{m} ({s}, {n})" for n, m, s in fired.select(DUMP_DATE, Col.MODEL, "scope").rows()]
+def _alerts(regressions: pl.DataFrame, night: str = DUMP_DATE) -> list[str]:
+    """Each regression alert (of ``regressions`` or ``standing_changes``: ``night`` its
+    night column), named: model (scope, night)."""
+    fired = regressions.filter(pl.col(ALERT_LEVEL) == LEVEL_ALERT)
+    where = " standing as of " if night == AS_OF else " "
+    return [f"{m} ({s},{where}{n})" for n, m, s in fired.select(night, Col.MODEL, SCOPE).rows()]
 
 
 def _crashed(error: BaseException) -> dict[str, Any]:

@@ -366,7 +366,7 @@ def staging(
             EPISODE_SCORES_TABLE.name,
             table,
             target.night,
-            partition_by=(DUMP_DATE, *EPISODE_SCORES_TABLE.partitions),
+            partition_by=EPISODE_SCORES_TABLE.partition_by,
         )
 
     sums = compact(component_sums(scores.lazy()).collect())

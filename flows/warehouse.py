@@ -45,12 +45,20 @@ def aggregate(
     tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
     # Per task and up: few rows, as text (the episodes' keys may be compact).
     task_frame = plain(tasks.collect())
-    categories = category_scores(task_frame.lazy())
-    models = model_scores(task_frame.lazy(), categories)
+    return {TASK_SCORES: task_frame, **above_tasks(task_frame, scores, bootstrap)}
+
+
+def above_tasks(
+    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+) -> dict[str, pl.DataFrame]:
+    """The category and model scores of task scores ``tasks`` (text keys), with their
+    intervals, ranks and tiers, and the pairwise comparisons, from the episode scores
+    ``scores`` behind them (a night's, or a standing's)."""
+    categories = category_scores(tasks.lazy())
+    models = model_scores(tasks.lazy(), categories)
     category_frame, model_frame = pl.collect_all([categories, models])
     night = night_comparisons(model_frame, category_frame, scores, bootstrap)
     return {
-        TASK_SCORES: task_frame,
         CATEGORY_SCORES: night.categories,
         MODEL_SCORES: night.models,
         MODEL_COMPARISONS: night.comparisons,
@@ -58,9 +66,14 @@ def aggregate(
 
 
 def with_provenance(
-    table: pl.DataFrame, scorer_version: str, fingerprints: Mapping[str | None, str]
+    table: pl.DataFrame,
+    scorer_version: str,
+    fingerprints: Mapping[str | None, str],
+    night: str = DUMP_DATE,
 ) -> pl.DataFrame:
-    nights = pl.col(DUMP_DATE).replace_strict(
+    """``table`` with ``scorer_version`` and the input fingerprint of each row's night (its
+    ``night`` column: ``dump_date``, or a standing's ``as_of``)."""
+    nights = pl.col(night).replace_strict(
         {k: v for k, v in fingerprints.items() if k is not None},
         default=fingerprints.get(None, ""),
         return_dtype=pl.String,

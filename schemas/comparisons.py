@@ -98,6 +98,27 @@ CATEGORIES_COVERED: Final = "categories_covered"
 HARNESS_ERRORS: Final = "harness_errors"
 HARNESS_ERROR_SHARE: Final = "harness_error_share"
 
+# standing_changes columns: a model's standing against the previous night's standing, what
+# moved it (``transforms.standings``), with the regressions' columns of the change.
+PREVIOUS_AS_OF: Final = "previous_as_of"
+CHANGE_KIND: Final = "kind"
+TASKS_RERUN: Final = "tasks_rerun"  # tasks whose result comes from a newer night now
+TASKS_ADDED: Final = "tasks_added"  # tasks the model has a result for now, not before
+TASKS_DROPPED: Final = "tasks_dropped"  # tasks it had a result for, not now (a night emptied)
+TASKS_RESCORED: Final = "tasks_rescored"  # the same night's result, scored anew (a rescore)
+MOVED_BY: Final = "moved_by"  # the tasks that moved the score, each with its share of the change
+
+
+class ChangeKind(StrEnum):
+    """Why a model's standing changed since the previous night's standing."""
+
+    RERUN = "rerun"  # tasks re-run, the same tasks covered: a comparable change
+    COVERAGE = "coverage"  # tasks added or dropped: the score averages other tasks now
+    RESCORED = "rescored"  # results scored anew (a rescore), no task re-run
+    NEW_MODEL = "new_model"  # no standing before
+    VANISHED = "vanished"  # a standing before, none now
+
+
 # rescore_diff columns: a row is a model's overall score (DIFF_LEVEL_MODEL, category OVERALL)
 # or one of its category scores (DIFF_LEVEL_CATEGORY).
 DIFF_LEVEL: Final = "level"

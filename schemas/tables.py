@@ -24,6 +24,7 @@ from schemas.comparisons import (
     BASELINE_SCORE,
     CATEGORIES_COVERED,
     CHANGE,
+    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -43,6 +44,7 @@ from schemas.comparisons import (
     MDE,
     MODEL_A,
     MODEL_B,
+    MOVED_BY,
     N_BASELINE_NIGHTS,
     N_EPISODES_A,
     N_EPISODES_B,
@@ -66,6 +68,7 @@ from schemas.comparisons import (
     PAIRED_FULL,
     PAIRED_NONE,
     PAIRED_PARTIAL,
+    PREVIOUS_AS_OF,
     Q_BH,
     RANK_BY_CATEGORY,
     RANK_CHANGE_SIGNIFICANT,
@@ -80,14 +83,28 @@ from schemas.comparisons import (
     SE,
     SE_TASKS,
     SE_WITHIN,
+    TASKS_ADDED,
+    TASKS_DROPPED,
+    TASKS_RERUN,
+    TASKS_RESCORED,
     TIER,
     UNRESOLVED,
     VERDICT,
+    ChangeKind,
     Design,
 )
 from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
 SCORE: Final = "score"
+# The standings' night: a standing as of night N holds, for each model and task, the result
+# of the latest night <= N on which the model ran the task (``transforms.standings``).
+AS_OF: Final = "as_of"
+# The columns a table's writes replace one value of (``Table.night``): the night of the
+# episodes, or the night a standing is as of.
+NIGHT_COLUMNS: Final = (DUMP_DATE, AS_OF)
+# standings: the oldest and the newest night its model's results come from.
+OLDEST_NIGHT: Final = "oldest_night"
+NEWEST_NIGHT: Final = "newest_night"
 RANK: Final = "rank"  # model_scores: the model's rank among those of its coverage group
 N_EPISODES: Final = "n_episodes"
 STD: Final = "std"
@@ -236,14 +253,16 @@ class Column:
 @dataclass(frozen=True)
 class Table:
     """One output table: its columns in order (``patterns``: columns named by a regular
-    expression, such as ``mean_.+``), its partition columns after ``dump_date``, its sort
-    order, and its whole-table rules (``strict``: no other column; ``ordered``: in this
-    order; ``unique``: no two rows share these; ``frame_checks``: named checks of several
-    columns, defined in ``schemas.models``)."""
+    expression, such as ``mean_.+``), its night column (``night``: ``dump_date``, or a
+    standing's ``as_of``; a run replaces one value of it at a time, its first partition),
+    its partition columns after it, its sort order, and its whole-table rules (``strict``:
+    no other column; ``ordered``: in this order; ``unique``: no two rows share these;
+    ``frame_checks``: named checks of several columns, defined in ``schemas.models``)."""
 
     name: str
     columns: Mapping[str, Column]
     partitions: tuple[str, ...] = ()
+    night: str = DUMP_DATE
     sort: tuple[str, ...] = ()
     patterns: Mapping[str, Column] = field(default_factory=dict)
     strict: bool = False
@@ -255,6 +274,11 @@ class Table:
     def dtypes(self) -> dict[str, pl.DataType]:
         """The literal columns' dtypes, in order (what an empty table of it holds)."""
         return {name: column.dtype for name, column in self.columns.items()}
+
+    @property
+    def partition_by(self) -> tuple[str, ...]:
+        """Every partition column, the night column first."""
+        return (self.night, *self.partitions)
 
 
 def _text(nullable: bool = False, isin: tuple[str, ...] | None = None) -> Column:
@@ -388,6 +412,7 @@ MODEL_SCORES_TABLE: Final = Table(
         RANK_BY_CATEGORY: _count(1),
         CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
         RANKED_AMONG: _text(),  # the categories covered, comma-joined: ranked among these
+        N_TASKS: _count(1),
         N_EPISODES: _count(1),
         N_RANKED: _count(1),
         RANK: _count(1),
@@ -497,6 +522,94 @@ REGRESSIONS_TABLE: Final = Table(
     ordered=True,
     unique=(DUMP_DATE, Col.MODEL, SCOPE),
 )
+
+
+# --- the standings: the benchmark as it stands as of each night --------------------------
+
+
+def _as_of(table: Table, name: str, extra: Mapping[str, Column] | None = None) -> Table:
+    """``table`` as a standing's table ``name``: its ``dump_date`` replaced by ``as_of`` (the
+    night the standing is as of: its partition), ``extra`` columns after the others."""
+    columns = {
+        AS_OF if column == DUMP_DATE else column: rule for column, rule in table.columns.items()
+    }
+    provenance = {column: columns.pop(column) for column in PROVENANCE}
+    unique = tuple(AS_OF if c == DUMP_DATE else c for c in table.unique or ()) or None
+    return Table(
+        name,
+        {**columns, **(extra or {}), **provenance},
+        night=AS_OF,
+        sort=table.sort,
+        patterns=table.patterns,
+        strict=table.strict,
+        ordered=table.ordered,
+        unique=unique,
+        frame_checks=table.frame_checks,
+    )
+
+
+# One row per as_of, model and task: the task's row of task_scores of the night it comes
+# from (``dump_date``: the latest night <= as_of on which the model ran the task).
+TASK_STANDINGS_TABLE: Final = Table(
+    "task_standings",
+    {AS_OF: _text(nullable=True), **TASK_SCORES_TABLE.columns},
+    night=AS_OF,
+    sort=TASK_SCORES_TABLE.sort,
+    patterns=TASK_SCORES_TABLE.patterns,
+    frame_checks=TASK_SCORES_TABLE.frame_checks,
+)
+CATEGORY_STANDINGS_TABLE: Final = _as_of(CATEGORY_SCORES_TABLE, "category_standings")
+STANDINGS_TABLE: Final = _as_of(
+    MODEL_SCORES_TABLE,
+    "standings",
+    {OLDEST_NIGHT: _text(nullable=True), NEWEST_NIGHT: _text(nullable=True)},
+)
+STANDING_COMPARISONS_TABLE: Final = _as_of(MODEL_COMPARISONS_TABLE, "standing_comparisons")
+STANDING_CHANGES_TABLE: Final = Table(
+    "standing_changes",
+    {
+        AS_OF: _text(),
+        PREVIOUS_AS_OF: _text(),
+        Col.MODEL: _text(),
+        SCOPE: _text(isin=SCOPES),
+        CHANGE_KIND: _text(isin=tuple(k.value for k in ChangeKind)),
+        TASKS_RERUN: _count(),
+        TASKS_ADDED: _count(),
+        TASKS_DROPPED: _count(),
+        TASKS_RESCORED: _count(),
+        MOVED_BY: _text(nullable=True),
+        BASELINE_SCORE: _real(nullable=True),  # the previous standing's (null: a new model)
+        SCORE: _real(nullable=True),  # null: the model vanished
+        CHANGE: _real(nullable=True),
+        SE: _real(nullable=True, ge=0.0),
+        DF: _real(nullable=True, ge=0.0),
+        DESIGN: _text(nullable=True, isin=DESIGN_VALUES),
+        CI_LOW: _real(nullable=True),
+        CI_HIGH: _real(nullable=True),
+        P_VALUE: _real(nullable=True, unit=True),
+        Q_BH: _real(nullable=True, unit=True),
+        MDE: _real(nullable=True, ge=0.0),
+        MARGIN: _real(nullable=True, ge=0.0),
+        N_PAIRS: _count(nullable=True),
+        PAIRED: _text(nullable=True, isin=PAIRINGS),
+        ALERT_LEVEL: _text(isin=LEVELS),
+        REASON: _text(nullable=True),
+        **_PROVENANCE,
+    },
+    night=AS_OF,
+    sort=(Col.MODEL, SCOPE),
+    strict=True,
+    ordered=True,
+    unique=(AS_OF, Col.MODEL, SCOPE),
+)
+STANDING_TABLES: Final = (
+    TASK_STANDINGS_TABLE,
+    CATEGORY_STANDINGS_TABLE,
+    STANDINGS_TABLE,
+    STANDING_COMPARISONS_TABLE,
+    STANDING_CHANGES_TABLE,
+)
+
 # Every table a run writes but the runs table (``flows.storage.runs_table``), by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
@@ -509,6 +622,7 @@ TABLES: Final[dict[str, Table]] = {
         RESCORE_DIFF_TABLE,
         MODEL_COMPARISONS_TABLE,
         REGRESSIONS_TABLE,
+        *STANDING_TABLES,
     )
 }
 

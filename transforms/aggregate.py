@@ -254,7 +254,7 @@ def category_scores(tasks: pl.LazyFrame) -> pl.LazyFrame:
 def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     """Per model (per night): ``score``, the mean of its task scores (each task weighs the
     same: the benchmark's own overall score), and ``score_by_category``, the mean of its
-    category scores (each category weighs the same); categories covered (of six), the
+    category scores (each category weighs the same); its tasks, categories covered (of six), the
     models it is ranked among (``ranked_among``: those covering the same categories, named
     comma-joined; ``n_ranked`` of them), its rank there by ``score`` (1 = best, ties share
     the better rank) and by ``score_by_category``. A model is never ranked beside models of
@@ -266,6 +266,7 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
         mean_in_order(pl.col(SCORE), Col.CATEGORY).alias(SCORE_BY_CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
         pl.col(Col.CATEGORY).sort().str.join(",").alias(RANKED_AMONG),
+        pl.col(N_TASKS).sum().cast(pl.Int64),
         pl.col(N_EPISODES).sum().cast(pl.Int64),
         versions.sort().str.join(",").alias(FORMULA_VERSIONS),
     )

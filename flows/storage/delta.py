@@ -63,8 +63,10 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from flows.storage import objects
 from flows.storage.errors import LegacyLayout, StorageError, translate
 from flows.storage.location import Location, polars_options, storage_options
+from schemas.contract import DUMP_DATE
+from schemas.tables import NIGHT_COLUMNS
 
-NIGHT_COLUMN: Final = "dump_date"
+NIGHT_COLUMN: Final = DUMP_DATE
 NULL_PARTITION: Final = "__HIVE_DEFAULT_PARTITION__"
 _NIGHT: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TABLE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -88,14 +90,18 @@ def check_night(night: str | None) -> str | None:
     return night
 
 
-def night_predicate(night: str | None) -> str:
-    """The overwrite predicate of one night (validated, so nothing can be injected).
+def night_predicate(night: str | None, column: str = NIGHT_COLUMN) -> str:
+    """The overwrite predicate of one night (validated, so nothing can be injected) in the
+    table's night column (its first partition column: ``dump_date``, or a standing's
+    ``as_of``).
 
-    >>> night_predicate("2026-12-01"), night_predicate(None)
-    ("dump_date = '2026-12-01'", 'dump_date IS NULL')
+    >>> night_predicate("2026-12-01"), night_predicate(None, "as_of")
+    ("dump_date = '2026-12-01'", 'as_of IS NULL')
     """
     checked = check_night(night)
-    return f"{NIGHT_COLUMN} IS NULL" if checked is None else f"{NIGHT_COLUMN} = '{checked}'"
+    if column not in NIGHT_COLUMNS:
+        raise ValueError(f"a night column is one of {', '.join(NIGHT_COLUMNS)}, not {column!r}")
+    return f"{column} IS NULL" if checked is None else f"{column} = '{checked}'"
 
 
 def _table(location: Location, table: str) -> Location:
@@ -154,16 +160,18 @@ def delta_ready(frame: pl.DataFrame) -> pl.DataFrame:
     columns = []
     for name, dtype in frame.schema.items():
         # A cast to UTC reads naive timestamps as UTC and converts zoned ones.
-        wanted = pl.String() if name == NIGHT_COLUMN else _delta_dtype(dtype)
+        wanted = pl.String() if name in NIGHT_COLUMNS else _delta_dtype(dtype)
         columns.append(pl.col(name).cast(wanted) if wanted != dtype else pl.col(name))
     return frame.select(columns)
 
 
-def _night_frame(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
-    if NIGHT_COLUMN not in frame.columns:
-        raise ValueError(f"the frame has no {NIGHT_COLUMN} column (night {night})")
+def _night_frame(
+    frame: pl.DataFrame, night: str | None, column: str = NIGHT_COLUMN
+) -> pl.DataFrame:
+    if column not in frame.columns:
+        raise ValueError(f"the frame has no {column} column (night {night})")
     ready = delta_ready(frame)
-    values = ready.get_column(NIGHT_COLUMN)
+    values = ready.get_column(column)
     stray = values.is_not_null() if night is None else (values != night) | values.is_null()
     if stray.any():
         raise ValueError(f"rows of other nights than {night} in a write of night {night}")
@@ -201,8 +209,9 @@ def write_night(
 ) -> int:
     """Replace night `night` of `OUT/table` by `frame` in one commit; the new table version.
 
-    Every row of `frame` must belong to `night` (`ValueError` otherwise, before any write).
-    An empty frame deletes the night. `partition_by` applies when the table is created.
+    Every row of `frame` must belong to `night` (`ValueError` otherwise, before any write)
+    in its night column, the first of `partition_by` (`dump_date`, or a standing's
+    `as_of`). An empty frame deletes the night.
     `commit_metadata` (JSON values: run id, formula versions...) goes into the commit, beside
     `night`, and so into `history()`.
     """
@@ -212,8 +221,9 @@ def write_night(
     # Arrow dataset) compares its literals with the files' types, and has no kernel for views.
     # Converted a slice at a time and streamed to delta-rs: a night's episode scores are
     # never held twice (a whole-frame copy cost 450 MB at 1.5 M episodes).
-    ready = _arrow_stream(_night_frame(frame, night))
-    predicate = night_predicate(night)
+    column = partition_by[0]
+    ready = _arrow_stream(_night_frame(frame, night, column))
+    predicate = night_predicate(night, column)
     properties = _commit(commit_metadata, night)
     with _errors(f"write night {night} of table", where):
         existing = _open(where)
@@ -458,12 +468,13 @@ def write_data_files(
     """Write `frame` (one night) as Parquet files into `OUT/table/`, uncommitted.
 
     One file per partition, named with a fresh UUID (`part-<uuid>.parquet`, so two workers
-    never collide), partition columns left out of the files as Delta does. Readers do not
-    see them until `commit_files`; a killed run leaves them to `vacuum`.
+    never collide), partition columns left out of the files as Delta does; `night` is the
+    value of the first (the night column). Readers do not see them until `commit_files`; a
+    killed run leaves them to `vacuum`.
     """
     check_night(night)
     where = _table(location, table)
-    ready = _night_frame(frame, night)
+    ready = _night_frame(frame, night, partition_by[0])
     columns = list(partition_by)
     groups = ready.partition_by(columns, as_dict=True, maintain_order=True) if ready.height else {}
 
@@ -505,15 +516,18 @@ def commit_files(
     return commit_nights(location, table, [night], staged, commit_metadata)
 
 
-def _night_filter(nights: Sequence[str | None]) -> list[tuple[str, str, Any]]:
-    """The partition filter of ``nights`` (validated): every night of a dated run, or the
-    undated night of an undated one (its partition value is null, matched as "")."""
+def _night_filter(
+    nights: Sequence[str | None], column: str = NIGHT_COLUMN
+) -> list[tuple[str, str, Any]]:
+    """The partition filter of ``nights`` (validated) in the night column ``column``: every
+    night of a dated run, or the undated night of an undated one (its partition value is
+    null, matched as "")."""
     checked = [check_night(n) for n in nights]
     if None in checked:
         if len(checked) > 1:
             raise ValueError("an undated night is replaced alone")
-        return [(NIGHT_COLUMN, "=", "")]
-    return [(NIGHT_COLUMN, "in", sorted(set(checked)))]
+        return [(column, "=", "")]
+    return [(column, "in", sorted(set(checked)))]
 
 
 def commit_nights(
@@ -529,9 +543,9 @@ def commit_nights(
     ``staged`` holds at least one `StagedFiles` (for the columns), possibly of no file: a
     night staged with no file is emptied. Every file must be of one of ``nights``."""
     where = _table(location, table)
-    filters = _night_filter(nights)
     if not staged:
         raise ValueError(f"nothing staged for {table}: not even its columns")
+    filters = _night_filter(nights, staged[0].partition_by[0])
     if any(s.night not in nights for s in staged):
         raise ValueError(f"files staged for another night than {', '.join(map(str, nights))}")
     first = staged[0]
@@ -585,6 +599,27 @@ def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataF
                 frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())
             )
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def scan_staged(
+    location: Location, table: str, staged: Sequence[StagedFiles], columns: Sequence[str]
+) -> pl.LazyFrame | None:
+    """``columns`` of staged (uncommitted) files' rows, partition columns among them, read
+    lazily (only those columns' pages); None where no file is staged."""
+    where = _table(location, table)
+    options = polars_options(storage_options(where))
+    frames = []
+    for files in staged:
+        for add in files.adds:
+            stored = [c for c in columns if c not in files.partition_by]
+            frame = pl.scan_parquet(
+                where.child(add.path).uri, storage_options=options, glob=False
+            ).select(stored)
+            values = {c: add.partition_values.get(c) for c in files.partition_by if c in columns}
+            frames.append(
+                frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())
+            )
+    return pl.concat(frames, how="diagonal_relaxed").select(columns) if frames else None
 
 
 def discard(location: Location, table: str, staged: Sequence[StagedFiles]) -> None:
