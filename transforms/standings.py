@@ -164,7 +164,7 @@ def _moved_by() -> pl.Expr:
     )
     ordered = label.sort_by(move.abs(), Col.TASK, descending=[True, False])
     named = ordered.head(MOVED_NAMED).str.join(", ")
-    more = pl.len() - MOVED_NAMED
+    more = pl.len().cast(pl.Int64) - MOVED_NAMED
     return (pl.when(more > 0).then(pl.format("{}, … {} more", named, more)).otherwise(named)).alias(
         MOVED_BY
     )
