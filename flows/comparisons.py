@@ -209,6 +209,8 @@ class NightWatch:
             level=self.level if level is None else level,
         )
         tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
+        absent = _absent_models([h[1] for h in history], current[1])
+        dark |= {model: ABSENT for model in absent}
         return pl.concat([tonight, self._unscored_rows(night, baseline, dark)], how="vertical")
 
     def _unscored_rows(self, night: str, baseline: list[str], dark: dict[str, str]) -> pl.DataFrame:
@@ -254,6 +256,22 @@ class NightWatch:
     def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         scores, rejects = self._rows(nights)
         return compared(scores), harness_shares(scores, rejects)
+
+
+# Why a model of the baseline nights has no regression tonight: it ran nothing tonight.
+ABSENT = "no episode on this night (it ran on the baseline night): its standing keeps its results"
+
+
+def _absent_models(baseline: list[pl.DataFrame], tonight: pl.DataFrame) -> list[str]:
+    """The models with episodes on a baseline night (their ``harness_shares`` rows: scored
+    or not) and none tonight, in name order.
+
+    >>> shares = lambda *models: pl.DataFrame({"model": list(models)})
+    >>> _absent_models([shares("a", "b"), shares("c")], shares("b"))
+    ['a', 'c']
+    """
+    before = {str(m) for frame in baseline for m in frame[Col.MODEL].to_list()}
+    return sorted(before - {str(m) for m in tonight[Col.MODEL].to_list()})
 
 
 def _no_regressions() -> pl.DataFrame:

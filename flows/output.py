@@ -45,6 +45,7 @@ from schemas.tables import (
     REGRESSIONS_TABLE,
     REJECTS_TABLE,
     RESCORE_DIFF_TABLE,
+    STANDING_TABLES,
     TABLES,
     TASK_SCORES_TABLE,
     RunStatus,
@@ -67,6 +68,7 @@ CORE_TABLES: Final = (
     MODEL_SCORES,
     MODEL_COMPARISONS,
     REGRESSIONS,
+    *(table.name for table in STANDING_TABLES),
 )
 ALL_TABLES: Final = (*TABLES, RUNS)
 

@@ -152,6 +152,7 @@ RECORD_KEYS: Final = (
     "nights_input_gone",  # nights the output holds whose input is no longer in the dump
     "nights_failed",
     "models_unscored",  # {night: {model: why}}: models with episodes but none scored
+    "models_absent",  # {night: [model]}: models of its baseline night that ran nothing on it
     "counts",
     "rejected_files",  # [{file, problems}]
     "formula_set",
@@ -159,6 +160,10 @@ RECORD_KEYS: Final = (
     "cogscore_version",
     "table_versions",
     "regressions",  # [{dump_date, model, scope, level, change, ci_low, ci_high, q_bh}]
+    # The standings' changes the run reports: alerts and watches, and models new, gone or
+    # covering other tasks: [{as_of, model, scope, kind, level, change, ci_low, ci_high,
+    # q_bh, moved_by, reason}]
+    "standing_changes",
     # Contract 1.2: the first 20 episodes whose score differs from the reported one
     # (all are counted in counts.episodes_score_mismatch): [{dump_date, episode_id, model,
     # task, score, reported_score}]
@@ -195,12 +200,14 @@ def run_record(
         "nights_input_gone": [],
         "nights_failed": {},
         "models_unscored": {},
+        "models_absent": {},
         "counts": {},
         "rejected_files": [],
         "formula_set": {},
         "nights_off_set": {},
         "table_versions": {},
         "regressions": [],
+        "standing_changes": [],
         "score_mismatches": [],
     }
     if outcome is None:
@@ -217,6 +224,7 @@ def run_record(
         "nights_input_gone": outcome.nights_input_gone,
         "nights_failed": outcome.nights_failed,
         "models_unscored": outcome.models_unscored,
+        "models_absent": outcome.models_absent,
         "counts": dict(outcome.result.counts) if outcome.result else {},
         "rejected_files": [
             {"file": f["file"], "problems": f["problems"]}
@@ -227,9 +235,32 @@ def run_record(
         "nights_off_set": outcome.nights_off_set,
         "table_versions": json.loads(mine["table_versions"][-1]) if not mine.is_empty() else {},
         "regressions": _flagged(outcome.regressions),
+        "standing_changes": _moved(outcome.standing_changes),
         "score_mismatches": list(outcome.result.mismatched) if outcome.result else [],
     }
     return record
+
+
+def _moved(changes: Any) -> list[dict[str, Any]]:
+    """The standing changes a run reports (``flows.runs._noticed``), for the record."""
+    if changes is None or changes.is_empty():
+        return []
+    from schemas.comparisons import (
+        ALERT_LEVEL,
+        CHANGE,
+        CHANGE_KIND,
+        CI_HIGH,
+        CI_LOW,
+        MOVED_BY,
+        Q_BH,
+        REASON,
+        SCOPE,
+    )
+    from schemas.contract import Col
+    from schemas.tables import AS_OF
+
+    keys = [AS_OF, Col.MODEL, SCOPE, CHANGE_KIND, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
+    return list(changes.select(*keys, MOVED_BY, REASON).to_dicts())
 
 
 def _flagged(regressions: Any) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from flows.comparisons import (
+    ABSENT,
     NightWatch,
     compared,
     models_without_scores,
@@ -99,6 +100,7 @@ from schemas.comparisons import (
     LEVEL_ALERT,
     LEVEL_WATCH,
     OVERALL,
+    REASON,
     SCOPE,
     ChangeKind,
 )
@@ -271,6 +273,8 @@ class Outcome:
     nights_failed: dict[str, str] = field(default_factory=dict)  # night -> why
     # night -> model -> why: models with episodes on a night but none scored
     models_unscored: dict[str, dict[str, str]] = field(default_factory=dict)
+    # night -> the models of its baseline night that ran nothing on it
+    models_absent: dict[str, list[str]] = field(default_factory=dict)
     verdict: Verdict = field(default_factory=Verdict)
     # Nights not scored whose regressions were made again (their baseline was rescored).
     regressions_refreshed: list[str] = field(default_factory=list)
@@ -471,6 +475,7 @@ def _score_nights(
     fingerprints: dict[str | None, str] = {}
     failed: dict[str, str] = {}  # night -> why it could not be scored
     unscored: dict[str, dict[str, str]] = {}  # night -> model -> why none of its was scored
+    absent: dict[str, list[str]] = {}  # night -> models of its baseline that ran nothing
     refreshed: list[str] = []  # nights whose regressions only were made again
     restood: list[str] = []  # nights not scored whose standing was made again
     run: dict[str, Any] = {
@@ -586,6 +591,9 @@ def _score_nights(
             progress.step(f"night {night or '(undated)'}: aggregating (bootstrap), regressions")
             tables = tables_of_night(night, result, bootstrap, watch, job.per_night)
             flagged.append(tables[REGRESSIONS].filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
+            gone_models = tables[REGRESSIONS].filter(pl.col(REASON) == ABSENT)[Col.MODEL]
+            if gone_models.len():
+                absent[night or "(undated)"] = sorted(gone_models.to_list())
             if clear_diff:  # a night scored again: its old rescore diff no longer holds
                 tables[RESCORE_DIFF] = _no_diff()
             t4 = time.perf_counter()
@@ -647,6 +655,7 @@ def _score_nights(
             "timings": dict(summary.timings),
             "nights_failed": failed,
             "models_unscored": unscored,
+            "models_absent": absent,
             "regressions_refreshed": refreshed,
             "status": run_status(ended.code, scored=bool(rows)),
             "exit_code": int(ended.code),
@@ -678,6 +687,7 @@ def _score_nights(
     outcome = Outcome(job.kind, output, summary if rows else None, scored)
     outcome.nights_failed = failed
     outcome.models_unscored = unscored
+    outcome.models_absent = absent
     outcome.regressions_refreshed = refreshed
     outcome.verdict = ended
     outcome.regressions = flagged_rows

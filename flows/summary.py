@@ -15,20 +15,30 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from flows.output import CATEGORY_SCORES, CORE_TABLES, MODEL_SCORES, Output
+from flows.output import CORE_TABLES, MODEL_SCORES, Output
 from flows.records import ExitCode, unscored_line
 from schemas.comparisons import (
     ALERT_LEVEL,
+    CHANGE,
+    CHANGE_KIND,
+    CI_HIGH,
+    CI_LOW,
     DEFAULT_LEVEL,
     DIFF_LEVEL,
     DIFF_LEVEL_MODEL,
     LEVEL_ALERT,
+    LEVEL_NOT_COMPARABLE,
+    MOVED_BY,
+    N_TASKS,
     NEW_RANK,
+    Q_BH,
+    REASON,
     SCOPE,
     SCORE_BY_CATEGORY,
 )
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
-from schemas.tables import SCORE
+from schemas.tables import AS_OF, SCORE, VIEWS, View
+from schemas.tables import Table as TableSpec
 
 if TYPE_CHECKING:
     from flows.runs import Outcome, RunSummary
@@ -57,12 +67,18 @@ COLUMN = {
     Category.PROCEDURAL_LEARNING: "proced.",
 }
 WIDTH = 100
+MODEL_WIDTH = 12  # the least a model's name is given before it folds
+
+
+def line_width(width: int | None = None) -> int:
+    """The width tables are drawn at: at least 100 columns, or the terminal's where wider."""
+    return max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
 def render(table: Table, width: int | None = None) -> list[str]:
     """``table`` as plain text lines (no colour codes) at ``width`` columns (at least 100,
     or the terminal's width where it is wider): cells wrap, they are never cut."""
-    width = max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
+    width = line_width(width)
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)
     return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
@@ -73,54 +89,107 @@ def table_of_columns() -> Table:
     return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
 
 
-def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame, level: float) -> Table:
-    """Rank, model (in full: long names wrap; under it the rank's interval where it spans
-    more than one place), the overall score (each task weighs the same: the benchmark's own)
-    with its interval, the significance tier, the score with each category weighing the
-    same (``by cat.``), then each category's score. Models are ranked among those covering the
-    same categories: the widest coverage first, each coverage group ranked on its own. An
-    interval that cannot be measured (no spread) shows ``-``."""
+def leaderboard_table(
+    models: pl.DataFrame, categories: pl.DataFrame, level: float, width: int | None = None
+) -> list[str]:
+    """Rank, model (in full; under it the rank's interval where it spans more than one
+    place), the overall score (each task weighs the same: the benchmark's own) with its
+    interval, the significance tier, the score with each category weighing the same (``by
+    cat.``), the tasks it averages, then each category's score, as text lines. Models are
+    ranked among those covering the same categories: the widest coverage first, each
+    coverage group ranked on its own and, where there are several, introduced by a line
+    saying which categories its models cover (two "rank 1" rows are never unexplained),
+    its columns aligned with the others'. An interval that cannot be measured (no spread)
+    shows ``-``. ``width``: as ``render``'s."""
     present = [c for c in Category if c in set(categories[Col.CATEGORY])]
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
     }
-    table = table_of_columns()
-    # One space between columns (the box's), no padding: the names of six categories' scores
-    # and a model of 14 characters fit in 100 columns (a pipe's width) without folding it.
-    table.padding = (0, 0, 0, 0)
-    table.add_column("rank", justify="right", no_wrap=True)
-    table.add_column("model", overflow="fold", min_width=12)
-    table.add_column("score", justify="right", no_wrap=True)
-    table.add_column(f"{level:.0%} interval", no_wrap=True)
-    table.add_column("tier", justify="right", no_wrap=True)
-    table.add_column("by cat.", justify="right", no_wrap=True)
-    for category in present:
-        table.add_column(COLUMN[category], justify="right", no_wrap=True)
     order = models.sort(
         ["categories_covered", "ranked_among", "rank", Col.MODEL],
         descending=[True, False, False, False],
     )
-    for row in order.iter_rows(named=True):  # one line per model
-        cells = [
-            f"{by_model[(row[Col.MODEL], c)]:.3f}" if (row[Col.MODEL], c) in by_model else "-"
-            for c in present
-        ]
-        # The rank's interval goes under the name (the model column wraps; 100 columns hold
-        # no wider rank column).
-        low, high = row.get("rank_low"), row.get("rank_high")
-        spans = low is not None and (low, high) != (row["rank"],) * 2
-        under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
-        tier = row.get("tier")
-        table.add_row(
-            str(row["rank"]),
-            escape(printable(row[Col.MODEL])) + under,
-            f"{row[SCORE]:.3f}",
-            interval(row.get("ci_low"), row.get("ci_high")),
-            "-" if tier is None else str(tier),
-            f"{row[SCORE_BY_CATEGORY]:.3f}" if row.get(SCORE_BY_CATEGORY) is not None else "-",
-            *cells,
-        )
-    return table
+    # The tasks each model's score averages, where they are not the same for all (a model
+    # that ran half the tasks says so on its line; else the title says how many).
+    tasks = N_TASKS in order.columns and order[N_TASKS].n_unique() > 1
+    rows = [
+        _leaderboard_cells(row, present, by_model, tasks) for row in order.iter_rows(named=True)
+    ]
+    headers = ["rank", "model", "score", f"{level:.0%} interval", "tier", "by cat."]
+    headers += ["tasks"] * tasks + [COLUMN[c] for c in present]
+    # Every group's table gets the same column widths: they read as one table. The model's
+    # column takes what the others leave (its names fold there where they must).
+    widths = [max(len(_plain(cells[i])) for cells in [headers, *rows]) for i in range(len(headers))]
+    room = line_width(width) - (sum(widths) - widths[1]) - (len(widths) - 1)
+    widths[1] = max(min(widths[1], room), MODEL_WIDTH)
+    groups = order["ranked_among"].to_list()
+    lines: list[str] = []
+    for group in dict.fromkeys(groups):
+        if len(set(groups)) > 1:
+            lines.append(group_line(group, groups.count(group)))
+        table = table_of_columns()
+        table.show_header = not lines or len(lines) == 1
+        table.padding = (0, 0, 0, 0)  # one space between columns (the box's), no padding
+        for i, header in enumerate(headers):
+            table.add_column(
+                header,
+                justify="left" if i in (1, 3) else "right",
+                no_wrap=i != 1,
+                overflow="fold",
+                width=widths[i],
+            )
+        for cells, member in zip(rows, groups, strict=True):
+            if member == group:
+                table.add_row(*cells)
+        lines += render(table, width)
+    return lines
+
+
+def _plain(cell: str) -> str:
+    """A cell's widest line as shown (its markup and escapes removed)."""
+    from rich.text import Text
+
+    return max(Text.from_markup(cell).plain.split("\n"), key=len)
+
+
+def group_line(group: str, models: int) -> str:
+    """The line that introduces a coverage group of the leaderboard.
+
+    >>> group_line("concept_formation,runtime_rl", 3)
+    'ranked among the 3 model(s) covering concept, RL:'
+    """
+    names = ", ".join(COLUMN.get(Category(c), c) for c in group.split(",") if c in CATEGORIES)
+    return f"ranked among the {models} model(s) covering {names}:"
+
+
+CATEGORIES = frozenset(str(c) for c in Category)
+
+
+def _leaderboard_cells(
+    row: Mapping[str, object],
+    present: list[Category],
+    by_model: Mapping[tuple[str, str], float],
+    tasks: bool,
+) -> list[str]:
+    model = str(row[Col.MODEL])
+    cells = [f"{by_model[(model, c)]:.3f}" if (model, c) in by_model else "-" for c in present]
+    # The rank's interval goes under the name (the model column wraps; 100 columns hold no
+    # wider rank column).
+    low, high = row.get("rank_low"), row.get("rank_high")
+    spans = low is not None and (low, high) != (row["rank"],) * 2
+    under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
+    tier = row.get("tier")
+    by_category = row.get(SCORE_BY_CATEGORY)
+    return [
+        str(row["rank"]),
+        escape(printable(model)) + under,
+        f"{row[SCORE]:.3f}",
+        interval(row.get("ci_low"), row.get("ci_high")),  # type: ignore[arg-type]
+        "-" if tier is None else str(tier),
+        "-" if by_category is None else f"{by_category:.3f}",
+        *([str(row[N_TASKS])] if tasks else []),
+        *cells,
+    ]
 
 
 def interval(low: float | None, high: float | None) -> str:
@@ -132,32 +201,49 @@ def interval(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
-def leaderboard_lines(out: Output, levels: Mapping[str | None, float]) -> list[str]:
-    """The leaderboard of the latest night in ``out``, its intervals labelled with the
-    night's level (``levels``: ``flows.output.night_levels``). The latest night recorded is
-    read alone (its partitions, not months of history) where it has scores."""
+def leaderboard_lines(
+    out: Output, levels: Mapping[str | None, float], view: View = View.STANDING
+) -> list[str]:
+    """The leaderboard of ``out``'s latest night: the standing as of it (each model's latest
+    result on every task, whenever it ran), or with ``view`` night the night's own episodes
+    alone; its intervals labelled with the night's level (``levels``:
+    ``flows.output.night_levels``). Only the latest night's partitions are read (not months
+    of history). An output with no standing yet (written by an earlier cogscore) shows its
+    night, and says so."""
+    tables = VIEWS[view]
     latest = max((night for night in levels if night is not None), default=None)
-    models = _rows_of_night(out, MODEL_SCORES, latest) if latest else pl.DataFrame()
-    if models.is_empty():  # undated, or the latest night scored nothing: every night's
-        models = out.read(MODEL_SCORES)
+    models = _rows_of_night(out, tables.models, latest)
+    if models.is_empty() and view is View.STANDING:
+        shown = leaderboard_lines(out, levels, View.NIGHT)
+        return ["(no standing in this output yet: the night's own tables)", *shown]
+    if models.is_empty() and latest is not None:  # the latest night scored nothing
+        models = out.read(tables.models.name)
+        latest = models[tables.night].max()  # type: ignore[assignment]
+        models = models.filter(pl.col(tables.night) == latest)
     if models.is_empty():
         return ["no episode was scored"]
-    night: str | None = models[DUMP_DATE].max()  # type: ignore[assignment]
-    if night is None:
-        categories = out.read(CATEGORY_SCORES)
-    else:
-        models = models.filter(pl.col(DUMP_DATE) == night)
-        categories = _rows_of_night(out, CATEGORY_SCORES, night)
-    level = levels.get(night, DEFAULT_LEVEL)  # a night no run recorded: the default's
-    title = (
-        f"leaderboard{f' of {printable(night)}' if night else ''} (score: each task weighs "
-        f"the same; by cat.: each category; {level:.0%} intervals):"
+    categories = _rows_of_night(out, tables.categories, latest)
+    level = levels.get(latest, DEFAULT_LEVEL)  # a night no run recorded: the default's
+    of = f" {printable(latest)}" if latest else ""
+    what = (
+        f"standing as of{of} (each model's latest result on every task"
+        if view is View.STANDING
+        else f"leaderboard of the night{of} (its episodes alone"
     )
-    return [title, *render(leaderboard_table(models, categories, level))]
+    counts = models[N_TASKS].unique().to_list() if N_TASKS in models.columns else []
+    each = f"{counts[0]} task(s) each; " if len(counts) == 1 else ""
+    title = (
+        f"{what}; {each}score: each task weighs the same; by cat.: each category; "
+        f"{level:.0%} intervals):"
+    )
+    return [title, *leaderboard_table(models, categories, level)]
 
 
-def _rows_of_night(out: Output, table: str, night: str) -> pl.DataFrame:
-    return out.scan(table).filter(pl.col(DUMP_DATE) == night).collect()
+def _rows_of_night(out: Output, table: TableSpec, night: str | None) -> pl.DataFrame:
+    """The rows of ``table`` of ``night`` (its night column; None: the undated one)."""
+    column = pl.col(table.night)
+    chosen = column.is_null() if night is None else column == night
+    return out.scan(table.name).filter(chosen).collect()
 
 
 def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
@@ -292,6 +378,29 @@ def regression_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
+def standing_lines(outcome: Outcome) -> list[str]:
+    """What moved the standings the run made, and how far: each alert and watch (a re-run
+    that moved a model's standing beyond noise, its interval scaled to the standing), and
+    each model new, gone, or whose tasks covered changed (not comparable: said why)."""
+    moved = outcome.standing_changes
+    if moved is None or moved.is_empty():
+        return []
+    lines = ["standing changes (against the night's previous standing; the tasks that moved it):"]
+    order = moved.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE)
+    for row in order.iter_rows(named=True):
+        change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
+        if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
+            change += f" [{row[CI_LOW]:+.3f}, {row[CI_HIGH]:+.3f}]"
+        q = "" if row[Q_BH] is None else f" q={row[Q_BH]:.3g}"
+        why = f" ({printable(row[MOVED_BY])})" if row[MOVED_BY] else ""
+        reason = f"; {printable(row[REASON])}" if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE else ""
+        lines.append(
+            f"  {row[ALERT_LEVEL]:<5} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
+            f"{row[SCOPE]} {row[CHANGE_KIND]}:{change}{q}{why}{reason}"
+        )
+    return lines
+
+
 def formula_lines(outcome: Outcome) -> list[str]:
     """The nights waiting for their marker, and those scored with other formula versions
     than the output's set (every run names them)."""
@@ -304,6 +413,12 @@ def formula_lines(outcome: Outcome) -> list[str]:
         "ranked; a not_comparable row in regressions where the night has a baseline)"
         for night, models in outcome.models_unscored.items()
         for model, why in models.items()
+    ]
+    lines += [
+        f"model {printable(model)} ran nothing on {printable(night)} (it ran on the night "
+        "before): not compared that night; its standing keeps its results"
+        for night, models in outcome.models_absent.items()
+        for model in models
     ]
     if outcome.regressions_refreshed:
         lines.append(
@@ -371,6 +486,7 @@ def outcome_lines(outcome: Outcome) -> list[str]:
                 "kept as it is"
             )
     lines += regression_lines(outcome)
+    lines += standing_lines(outcome)
     lines += formula_lines(outcome)
     if (status := unscored_input(outcome)) is not None:
         lines.append(status)

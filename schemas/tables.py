@@ -602,6 +602,31 @@ STANDING_CHANGES_TABLE: Final = Table(
     ordered=True,
     unique=(AS_OF, Col.MODEL, SCOPE),
 )
+
+
+class View(StrEnum):
+    """What a leaderboard shows: the ``standing`` as of a night (each model's latest result
+    on every task: the benchmark as it stands, the default), or the ``night``'s own
+    episodes alone."""
+
+    STANDING = "standing"
+    NIGHT = "night"
+
+
+@dataclass(frozen=True)
+class ViewTables:
+    """The tables a view reads: model rows, category rows, pairwise comparisons."""
+
+    models: Table
+    categories: Table
+    comparisons: Table
+
+    @property
+    def night(self) -> str:
+        """The column naming the night shown (``as_of`` or ``dump_date``)."""
+        return self.models.night
+
+
 STANDING_TABLES: Final = (
     TASK_STANDINGS_TABLE,
     CATEGORY_STANDINGS_TABLE,
@@ -609,6 +634,11 @@ STANDING_TABLES: Final = (
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
 )
+
+VIEWS: Final = {
+    View.STANDING: ViewTables(STANDINGS_TABLE, CATEGORY_STANDINGS_TABLE, STANDING_COMPARISONS_TABLE),
+    View.NIGHT: ViewTables(MODEL_SCORES_TABLE, CATEGORY_SCORES_TABLE, MODEL_COMPARISONS_TABLE),
+}
 
 # Every table a run writes but the runs table (``flows.storage.runs_table``), by name.
 TABLES: Final[dict[str, Table]] = {

@@ -29,5 +29,20 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/model_comparisons');
 CREATE OR REPLACE VIEW regressions AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/regressions');
 
+CREATE OR REPLACE VIEW task_standings AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_standings');
+
+CREATE OR REPLACE VIEW category_standings AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/category_standings');
+
+CREATE OR REPLACE VIEW standings AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standings');
+
+CREATE OR REPLACE VIEW standing_comparisons AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_comparisons');
+
+CREATE OR REPLACE VIEW standing_changes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_changes');
+
 CREATE OR REPLACE VIEW runs AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/runs');

@@ -1,6 +1,8 @@
 -- Views over cogscore's tables, for DuckDB (any version).
 -- They need the tables as relations named episode_scores, rejects, task_scores,
--- category_scores, model_scores, model_comparisons, regressions, rescore_diff and runs. Two ways to have them:
+-- category_scores, model_scores, model_comparisons, regressions, rescore_diff, the standings
+-- (task_standings, category_standings, standings, standing_comparisons, standing_changes)
+-- and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;
@@ -10,31 +12,71 @@
 --     .read sql/views.sql
 -- dump_date is a string YYYY-MM-DD in every table.
 
--- The latest night's leaderboard: one row per model, the widest coverage first, best first
--- within each coverage (models are ranked among those covering the same categories:
--- ranked_among). score: the mean of the model's task scores, each task weighing the same
--- (the benchmark's own overall score); score_by_category: each category weighing the same.
--- ci_low..ci_high and rank_low..rank_high: intervals of the score and the rank at the level
--- of the run that scored the night (cogscore --level; the runs table's details record it as
--- bootstrap.level); tier: the Holm-corrected significance tier (null: alone in its coverage).
+-- The leaderboard: the benchmark as it stands as of the latest night, each model's latest
+-- result on every task (whenever it ran). One row per model, the widest coverage first,
+-- best first within each coverage (models are ranked among those covering the same
+-- categories: ranked_among). score: the mean of the model's task scores, each task weighing
+-- the same (the benchmark's own overall score); score_by_category: each category weighing
+-- the same. ci_low..ci_high and rank_low..rank_high: intervals of the score and the rank at
+-- the level of the run that made the standing (cogscore --level; the runs table's details
+-- record it as bootstrap.level); tier: the Holm-corrected significance tier (null: alone in
+-- its coverage). n_tasks: the tasks its score averages; oldest_night..newest_night: the
+-- nights its results come from (task_standings: which, task by task).
 CREATE OR REPLACE VIEW leaderboard AS
+SELECT as_of, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+       score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
+       categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, oldest_night,
+       newest_night, formula_versions, input_fingerprint
+FROM standings
+WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
+ORDER BY categories_covered DESC, ranked_among, rank, model;
+
+-- The latest night's own leaderboard: its episodes alone (a model that did not run that
+-- night is not on it; a model that re-ran some tasks is scored on those alone).
+CREATE OR REPLACE VIEW night_leaderboard AS
 SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
-       categories_covered, ranked_among, n_ranked, n_episodes, formula_versions,
+       categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, formula_versions,
        input_fingerprint
 FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
 
--- The latest night's verdicts between models, overall: one row per ordered pair (the
--- table model_comparisons holds every night and every category too).
+-- The verdicts between models as the benchmark stands as of the latest night, overall: one
+-- row per ordered pair (standing_comparisons holds every night and every category too).
 CREATE OR REPLACE VIEW pairwise AS
+SELECT as_of, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde,
+       design, p_wilcoxon
+FROM standing_comparisons
+WHERE scope = 'overall'
+  AND as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standing_comparisons)
+ORDER BY model_a, model_b;
+
+-- The same of the latest night's own episodes (model_comparisons).
+CREATE OR REPLACE VIEW night_pairwise AS
 SELECT dump_date, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde,
        design, p_wilcoxon
 FROM model_comparisons
 WHERE scope = 'overall'
   AND dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_comparisons)
 ORDER BY model_a, model_b;
+
+-- Each model's standing night by night: its score as the benchmark stood then (a night it
+-- did not run keeps its results), its rank and how many tasks it averages.
+CREATE OR REPLACE VIEW standing_trend AS
+SELECT model, as_of, score, ci_low, ci_high, rank, rank_low, rank_high, n_tasks,
+       ranked_among, newest_night
+FROM standings
+ORDER BY model, as_of;
+
+-- What moved the standings, night by night: alerts and watches (a re-run that moved a
+-- model's standing beyond noise), then models new, gone or covering other tasks.
+CREATE OR REPLACE VIEW standing_alerts AS
+SELECT as_of, level, kind, model, scope, baseline_score, score, change, ci_low, ci_high,
+       p_value, q_bh, moved_by, reason
+FROM standing_changes
+WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind <> 'rerun')
+ORDER BY as_of DESC, level, model, scope;
 
 -- Regressions that need a look, every night: alerts first, then watches.
 CREATE OR REPLACE VIEW regression_alerts AS

@@ -35,7 +35,7 @@ def failing(*args: str | Path) -> str:
 
 def test_score_writes_the_tables_and_prints_the_leaderboard(tmp_path: Path) -> None:
     output = cogscore("score", EXAMPLE_DUMP, "--out", tmp_path, "--engine", "local")
-    assert "leaderboard of 2026-12-01" in output and "oracle-large" in output
+    assert "standing as of 2026-12-01" in output and "oracle-large" in output
     built = example_dump_counts()  # what the example dump's builder wrote and spoiled
     assert (
         f"{built['rows_read']} rows read = {built['rows_scored']} scored"

@@ -53,7 +53,7 @@ def test_help_shows_defaults_in_words_not_swallowed_as_markup() -> None:
 def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     import polars as pl
 
-    from flows.summary import leaderboard_table, render
+    from flows.summary import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
 
     names = [
@@ -81,7 +81,7 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
             "score": [0.5] * (len(names) * len(Category)),
         }
     )
-    lines = render(leaderboard_table(models, categories, DEFAULT_LEVEL), width=100)
+    lines = leaderboard_table(models, categories, DEFAULT_LEVEL, width=100)
     assert max(len(line) for line in lines) <= 100
     start, end = lines[0].index("model"), lines[0].index("score") - 1
     text = "".join(line[start:end].strip() for line in lines[2:])  # the model column, joined

@@ -6,6 +6,7 @@ of each model and task), never read back from what cogscore wrote."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -223,3 +224,44 @@ def test_the_published_table_as_it_is_stands_as_published(tmp_path: Path) -> Non
     assert (joined["score"] - joined["mean_score"]).abs().max() < 1e-12  # type: ignore[operator]
     assert joined["rank"].to_list() == joined["rank_right"].to_list()
     assert set(last["n_tasks"]) == {135}
+
+
+def test_the_terminal_the_record_and_the_views_show_the_standing(tmp_path: Path) -> None:
+    """A nightly that adds a night where a model re-ran a task, a model is new and another
+    ran nothing: the leaderboard printed is the standing (every model, the absent one
+    included), each change and the absent model have a line and a key in the run record,
+    and the SQL views read the standings."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.output import Output
+    from flows.sql import connect
+
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    _import(tmp_path, dump, _night(N1, FIRST), "first")
+    runs.nightly(dump, out)
+    _import(tmp_path, dump, _night(N2, SECOND), "second")  # m2 runs nothing on N2
+    result = CliRunner().invoke(app, ["nightly", str(dump), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    text, record = result.stdout.rsplit("\n{", 1)
+    assert f"standing as of {N2}" in text
+    board = text[text.index("standing as of") : text.index("category ")]
+    assert all(model in board for model in ("m1", "m2", "m3"))
+    assert f"model m2 ran nothing on {N2}" in text
+    assert "m3 overall new_model" in text
+    parsed = json.loads("{" + record)
+    assert parsed["models_absent"] == {N2: ["m2"]}
+    assert {(r["model"], r["kind"]) for r in parsed["standing_changes"]} == {("m3", "new_model")}
+    regressions = read_table(out, "regressions").filter(model="m2", dump_date=N2)
+    assert regressions["level"].to_list() == ["not_comparable"]
+    con = connect(Output.at(out))
+    standings = read_table(out, "standings").filter(as_of=N2).sort("rank", "model")
+    assert con.execute("SELECT model FROM leaderboard ORDER BY rank, model").fetchall() == [
+        (m,) for m in standings["model"]
+    ]
+    night = con.execute("SELECT model FROM night_leaderboard ORDER BY model").fetchall()
+    assert night == [("m1",), ("m3",)]  # the night alone: m2 did not run
+    alerts = con.execute("SELECT model, kind FROM standing_alerts").fetchall()
+    assert alerts == [("m3", "new_model")]
+    pairs = read_table(out, "standing_comparisons").filter(as_of=N2, scope="overall")
+    assert con.execute("SELECT count(*) FROM pairwise").fetchall() == [(pairs.height,)]

@@ -254,9 +254,11 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
         frame = read(scored_out, table)
         assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
         for i, (night, info) in enumerate(sorted(manifest["nights"].items())):
-            rows = frame.filter(pl.col("dump_date").cast(pl.String) == night)
-            # The first night has no baseline night: no regression to check.
-            expected = [] if table == "regressions" and i == 0 else [info["input_fingerprint"]]
+            # (a standing's rows carry the fingerprint of the night it is as of)
+            rows = frame.filter(pl.col(TABLES[table].night).cast(pl.String) == night)
+            # The first night has no baseline night: no regression, no change to check.
+            first = table in ("regressions", "standing_changes") and i == 0
+            expected = [] if first else [info["input_fingerprint"]]
             assert rows["input_fingerprint"].unique().to_list() == expected
 
 
@@ -307,7 +309,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
-        night = pl.col("dump_date").cast(pl.String) == "2026-11-30"
+        night = pl.col(TABLES[table].night).cast(pl.String) == "2026-11-30"
         assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
         assert after.height == both[table].height  # replaced, not duplicated
     versions = read(out, "episode_scores").filter(category="procedural_learning")
@@ -410,13 +412,15 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path, reader: str) -
     for table in CORE_TABLES:
         count = con.execute(f"SELECT count(*) FROM {table}").fetchone()
         assert count == (read(scored_out, table).height,)
-    leaderboard = con.execute("SELECT model, rank FROM leaderboard ORDER BY rank").fetchall()
-    models = read(scored_out, "model_scores").filter(
-        pl.col("dump_date").cast(pl.String) == "2026-12-01"
-    )
-    assert leaderboard == sorted(
-        zip(models["model"], models["rank"], strict=True), key=lambda r: r[1]
-    )
+    for view, table, night in (
+        ("leaderboard", "standings", "as_of"),
+        ("night_leaderboard", "model_scores", "dump_date"),
+    ):
+        board = con.execute(f"SELECT model, rank FROM {view} ORDER BY rank, model").fetchall()
+        models = read(scored_out, table).filter(pl.col(night).cast(pl.String) == "2026-12-01")
+        assert board == sorted(
+            zip(models["model"], models["rank"], strict=True), key=lambda r: (r[1], r[0])
+        )
 
 
 def _night(frame: pl.DataFrame) -> pl.DataFrame:
@@ -526,22 +530,27 @@ def test_regression_alerts_view_is_the_alerts_and_watches(scored_out: Path) -> N
 def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
     scored_out: Path, tmp_path: Path
 ) -> None:
-    """The leaderboard a run prints is of the latest night: read from its partitions, not
-    from months of history. With the other night's model and category files gone, it is
-    the same."""
+    """The leaderboard a run prints is the standing as of the latest night (or, one option
+    away, the night's own): read from its partitions, not from months of history. With the
+    other night's model and category files gone, it is the same."""
     import shutil
 
     from flows.output import Output, night_levels
     from flows.summary import leaderboard_lines
+    from schemas.tables import View
 
-    def board(out: Path) -> list[str]:
+    def board(out: Path, view: View) -> list[str]:
         output = Output.at(out)
-        return leaderboard_lines(output, night_levels(output.state()))
+        return leaderboard_lines(output, night_levels(output.state()), view)
 
     first, latest = sorted(last_run(scored_out)["nights"])  # type: ignore[call-overload]
     copy = tmp_path / "out"
     shutil.copytree(scored_out, copy)
     for table in ("model_scores", "category_scores"):
         shutil.rmtree(copy / table / f"dump_date={first}")
-    assert board(copy) == board(scored_out)
-    assert board(copy)[0].startswith(f"leaderboard of {latest}")
+    for table in ("standings", "category_standings"):
+        shutil.rmtree(copy / table / f"as_of={first}")
+    for view in View:
+        assert board(copy, view) == board(scored_out, view)
+    assert board(copy, View.STANDING)[0].startswith(f"standing as of {latest}")
+    assert board(copy, View.NIGHT)[0].startswith(f"leaderboard of the night {latest}")
