@@ -15,7 +15,7 @@ from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
 from flows.summary import printable, render, table_of_columns
-from schemas.tables import RunStatus
+from schemas.tables import VIEWS, RunStatus, View
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -224,23 +224,28 @@ def comparisons(
     scope: str = "overall",
     models: list[str] | None = None,
     as_of: str | None = None,
+    view: View = View.STANDING,
 ) -> pl.DataFrame:
-    """The pairwise comparisons of the models of a night (default: the latest) in a scope
-    (a category, ``overall``: each task weighs the same, or ``overall_by_category``): the
-    ``model_comparisons`` table as the latest finished run
-    (or run ``as_of``) left it. Holm's correction is over every pair of the night and scope,
-    whichever ``models`` are shown. A night scored before that table existed is compared
-    from its episode scores (``transforms.compare.model_comparisons``, the same function)."""
+    """The pairwise comparisons of the models in a scope (a category, ``overall``: each task
+    weighs the same, or ``overall_by_category``) as the benchmark stood as of a night
+    (default: the latest; ``standing_comparisons``), or with ``view`` night of the night's
+    own episodes (``model_comparisons``): the table as the latest finished run (or run
+    ``as_of``) left it. Holm's correction is over every pair of the night and scope,
+    whichever ``models`` are shown. A night scored before ``model_comparisons`` existed is
+    compared from its episode scores (``transforms.compare.model_comparisons``, the same
+    function)."""
     from schemas.comparisons import MODEL_A, MODEL_B, SCOPE
     from schemas.tables import PROVENANCE
     from transforms.compare import model_comparisons
 
-    published = output.scan("model_comparisons", as_of)
+    tables = VIEWS[view]
+    column = pl.col(tables.night)
+    published = output.scan(tables.comparisons.name, as_of)
     if night is None:
-        nights = output.scan("model_scores", as_of).select(pl.col("dump_date").max()).collect()
+        nights = output.scan(tables.models.name, as_of).select(column.max()).collect()
         night = nights.item() if nights.height else None
-    table = published.filter(pl.col("dump_date") == night).collect()
-    if table.is_empty():
+    table = published.filter(column == night).collect()
+    if table.is_empty() and view is View.NIGHT:
         episodes = output.scan("episode_scores", as_of).filter(pl.col("dump_date") == night)
         table = model_comparisons(episodes.collect(), level=night_level(output, night, as_of))
     table = table.filter(pl.col(SCOPE) == scope).drop(*PROVENANCE, strict=False)

@@ -445,8 +445,9 @@ def formula_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def outcome_lines(outcome: Outcome) -> list[str]:
-    """The terminal summary of a run."""
+def outcome_lines(outcome: Outcome, view: View = View.STANDING) -> list[str]:
+    """The terminal summary of a run, its leaderboard the standing (or with ``view`` night,
+    the latest night's own)."""
     lines = []
     if outcome.dry_run:
         lines.append(f"dry run: nothing in {outcome.out} was changed")
@@ -461,13 +462,13 @@ def outcome_lines(outcome: Outcome) -> list[str]:
         lines += run_lines(outcome.result, outcome.out, outcome.run_id)[:-1]
     elif outcome.result is not None:
         lines += [
-            *leaderboard_lines(outcome.out, outcome.levels),
+            *leaderboard_lines(outcome.out, outcome.levels, view),
             "",
             *run_lines(outcome.result, outcome.out, outcome.run_id),
         ]
     elif not outcome.out.read(MODEL_SCORES).is_empty():  # nothing new: what the tables hold
         lines += [
-            *leaderboard_lines(outcome.out, outcome.levels),
+            *leaderboard_lines(outcome.out, outcome.levels, view),
             "",
             f"tables unchanged in {outcome.out}",
         ]

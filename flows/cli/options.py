@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from flows.options import RegressionOptions, RunOptions
+from schemas.tables import View
 
 DEFAULT = RegressionOptions()  # the regression options' defaults, declared there once
 RUN_DEFAULT = RunOptions()  # the run options' defaults (the level), declared there once
@@ -90,6 +91,16 @@ AsOfOpt = Annotated[
         metavar="RUN_ID",
         envvar="COGSCORE_AS_OF",
         help="The tables as run RUN_ID left them (default: the latest finished run).",
+    ),
+]
+
+ViewOpt = Annotated[
+    View,
+    typer.Option(
+        "--view",
+        envvar="COGSCORE_VIEW",
+        help="standing: the benchmark as it stands as of the night (each model's latest "
+        "result on every task, whenever it ran); night: the night's own episodes alone.",
     ),
 ]
 

@@ -16,9 +16,11 @@ from flows.cli.options import (
     JsonOpt,
     OutArg,
     StorageOpt,
+    ViewOpt,
     refused,
     use_storage_options,
 )
+from schemas.tables import VIEWS, View
 
 
 @app.command()
@@ -44,6 +46,7 @@ def report(
             help="The night to show, YYYY-MM-DD (default: the latest night).",
         ),
     ] = None,
+    view: ViewOpt = View.STANDING,
     as_of: AsOfOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
@@ -57,7 +60,7 @@ def report(
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        path = write_report(output, html_file, night=night, as_of=as_of)
+        path = write_report(output, html_file, night=night, as_of=as_of, view=view)
     except (ReportError, StorageError) as error:
         raise refused(error) from None
     typer.echo(str(path))
@@ -209,7 +212,8 @@ def compare(
         typer.Option(
             "--date",
             envvar="COGSCORE_NIGHT",
-            help="The night, YYYY-MM-DD (default: the latest night).",
+            help="The night, YYYY-MM-DD (default: the latest night): the standing as of it, or "
+            "with --view night its own episodes.",
         ),
     ] = None,
     scope: Annotated[
@@ -224,13 +228,15 @@ def compare(
         list[str] | None,
         typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
     ] = None,
+    view: ViewOpt = View.STANDING,
     as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Every pair of models of a night in a scope: the difference a - b, its interval (at
-    the level of the run that scored the night),
-    the Holm-corrected p-value, the verdict and the minimum detectable effect."""
+    """Every pair of models in a scope as the benchmark stands as of a night (--view night:
+    the night's own episodes): the difference a - b, its interval (at the level of the run
+    that scored the night), the Holm-corrected p-value, the verdict and the minimum
+    detectable effect."""
     from flows.output import Output
     from flows.status import as_json, comparison_lines, comparisons, night_level
     from flows.storage.errors import StorageError
@@ -239,13 +245,16 @@ def compare(
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        table = comparisons(output, night, scope, models, as_of)
+        table = comparisons(output, night, scope, models, as_of, view)
     except StorageError as error:
         raise refused(error) from None
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
-        shown = table["dump_date"][0] if table.height else None
+        shown = table[VIEWS[view].night][0] if table.height else None
+        if shown is not None:
+            what = "as the benchmark stands as of" if view is View.STANDING else "the night"
+            typer.echo(f"{what} {shown}, {scope}:")
         for line in comparison_lines(table, night_level(output, shown, as_of)):
             typer.echo(line)
 

@@ -38,10 +38,12 @@ from flows.cli.options import (
     QuietOpt,
     StorageOpt,
     StrictOpt,
+    ViewOpt,
     engine_of,
     use_storage_options,
 )
 from flows.options import RegressionOptions, RunOptions
+from schemas.tables import View
 
 
 def _check(
@@ -155,6 +157,7 @@ def _run(
     json_output: bool = False,
     check: Callable[[], None] | None = None,
     quiet: bool = False,
+    view: View = View.STANDING,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -220,7 +223,7 @@ def _run(
         code = ExitCode.INTERNAL
         error = f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
     if outcome is not None:
-        for line in outcome_lines(outcome):
+        for line in outcome_lines(outcome, view):
             typer.echo(line)
     if error is not None and TYPED:  # the command: said last (``run``)
         LAST_WORDS.append(error)
@@ -256,6 +259,7 @@ def score(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    view: ViewOpt = View.STANDING,
     baseline: BaselineOpt = DEFAULT.baseline,
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
@@ -286,6 +290,7 @@ def score(
         check=lambda: _check(input_root, out, formula, input_root_changed),
         json_output=json_output,
         quiet=quiet,
+        view=view,
         input_root=input_root,
         out=out,
         formulas=formula or [],
@@ -312,6 +317,7 @@ def nightly(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    view: ViewOpt = View.STANDING,
     baseline: BaselineOpt = DEFAULT.baseline,
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
@@ -340,6 +346,7 @@ def nightly(
         check=lambda: _check(dump_root, out, formula, input_root_changed),
         json_output=json_output,
         quiet=quiet,
+        view=view,
         dump_root=dump_root,
         out=out,
         formulas=formula or [],
@@ -391,6 +398,7 @@ def rescore(
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
+    view: ViewOpt = View.STANDING,
     baseline: BaselineOpt = DEFAULT.baseline,
     baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
     regression_margin: MarginOpt = DEFAULT.margin,
@@ -423,6 +431,7 @@ def rescore(
         check=lambda: _check(dump_root, out, formula, input_root_changed, pinned=False),
         json_output=json_output,
         quiet=quiet,
+        view=view,
         dump_root=dump_root,
         out=out,
         formulas=formula,

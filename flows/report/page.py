@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Final
 
 import plotly
+import polars as pl
 from plotly.offline import get_plotlyjs
 
 from flows.output import Output, night_levels
@@ -19,6 +20,7 @@ from flows.plan import nights_off_set
 from flows.report.figures import Section, palette
 from flows.report.read import ReportError, Warehouse, read_warehouse, round_rows
 from flows.report.sections import (
+    changes_section,
     comparisons_section,
     diff_section,
     examples_section,
@@ -36,6 +38,7 @@ from flows.report.shape import (
     category_profile,
     diff_rows,
     episode_values,
+    flagged_changes,
     flagged_regressions,
     harness_errors,
     leaderboard,
@@ -53,12 +56,24 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
+    AS_OF,
     INPUT_FINGERPRINT,
+    STANDING_CHANGES_TABLE,
+    STANDINGS_TABLE,
     STATUS,
+    VIEWS,
+    View,
 )
 
 
-def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]]:
+def build_sections(
+    wh: Warehouse, night: str | None, view: View = View.STANDING
+) -> tuple[str, list[Section]]:
+    """The sections of the page of ``night`` (default: the latest): its leaderboard,
+    comparisons and category profile as the benchmark stands as of it (``view`` night: the
+    night's own), then the night's own regressions and episodes, each model's standing and
+    score across nights, data quality, a rescore's diff. An output with no standing yet
+    (written by an earlier cogscore) shows the night's own tables."""
     models = wh["model_scores"]
     all_nights = nights(models)
     if night is None:
@@ -68,48 +83,37 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
             f"no night {night!r} in {wh.out} (nights: {', '.join(map(str, all_nights))})"
         )
     shown = night or "undated"
-    board = leaderboard(of_night(models, night))
+    if view is View.STANDING and wh.night(STANDINGS_TABLE.name, night, AS_OF).is_empty():
+        view = View.NIGHT  # an output written before standings
+    tables = VIEWS[view]
+    standing = view is View.STANDING
+    board = leaderboard(wh.night(tables.models.name, night, tables.night))
     colours = palette(board[Col.MODEL].to_list())
-    # Models of other nights get colours too (for the chart across nights).
+    # Models of other nights get colours too (for the charts across nights).
     for m in sorted(set(models[Col.MODEL].to_list()) - set(colours)):
         colours[m] = palette([*colours, m])[m]
     episodes = wh.night("episode_scores", night)
     rounds, where = round_rows(wh.manifest, night)
     levels = night_levels(wh.manifest)
     level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
-    comparisons = pairwise(wh.night("model_comparisons", night))
-    profile = category_profile(wh.night("category_scores", night))
+    comparisons = pairwise(wh.night(tables.comparisons.name, night, tables.night))
+    profile = category_profile(wh.night(tables.categories.name, night, tables.night))
+    off_set = nights_off_set(wh.manifest)
     sections = [
-        leaderboard_section(board, colours, shown, level),
+        leaderboard_section(board, colours, shown, level, standing),
         comparisons_section(comparisons, board, shown, level),
-        regressions_section(flagged_regressions(wh.night("regressions", night)), shown, level),
+        *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
+        regressions_section(
+            flagged_regressions(wh.night("regressions", night)), shown, level, standing
+        ),
         profile_section(profile, colours, shown, level),
-        procedural_section(
-            None if rounds is None else learning_curve(rounds, episodes, level),
-            where,
-            procedural_components(episodes, level),
-            episode_values(episodes, Category.PROCEDURAL_LEARNING, "transfer"),
-            colours,
-            shown,
-            level,
+        *_episode_sections(episodes, rounds, where, colours, shown, level),
+        *(
+            [over_time_section(over_time(wh["standings"], AS_OF), colours, levels, off_set, True)]
+            if standing
+            else []
         ),
-        runtime_rl_section(
-            solve_rates(episodes, level),
-            episode_values(episodes, Category.RUNTIME_RL, "steps"),
-            colours,
-            shown,
-            level,
-        ),
-        examples_section(
-            {
-                c: accuracy_by_examples(episodes, c, level)
-                for c in (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
-            },
-            colours,
-            shown,
-            level,
-        ),
-        over_time_section(over_time(models), colours, levels, nights_off_set(wh.manifest)),
+        over_time_section(over_time(models), colours, levels, off_set),
     ]
     # Harness errors of every night (a trend), the other reasons of the night shown.
     errors = harness_errors(wh.scan("rejects").select(Col.MODEL, DUMP_DATE, STATUS)).collect()
@@ -124,6 +128,85 @@ def build_sections(wh: Warehouse, night: str | None) -> tuple[str, list[Section]
     if not wh["rescore_diff"].is_empty():
         sections.append(diff_section(diff_rows(wh["rescore_diff"]), colours))
     return shown, sections
+
+
+def _changes(wh: Warehouse, night: str | None) -> pl.DataFrame:
+    return wh.night(STANDING_CHANGES_TABLE.name, night, AS_OF)
+
+
+def _episode_sections(
+    episodes: pl.DataFrame,
+    rounds: pl.DataFrame | None,
+    where: str,
+    colours: dict[str, str],
+    shown: str,
+    level: float,
+) -> list[Section]:
+    """The sections of the night's own episodes, each category's; a category with no
+    episode that night, or none with what its charts draw (a reported score has no
+    components), says so: no empty chart."""
+    drawn = {
+        Category.PROCEDURAL_LEARNING: "transfer",
+        Category.RUNTIME_RL: "success",
+        Category.CONCEPT_FORMATION: "accuracy",
+        Category.LANGUAGE_LEARNING: "accuracy",
+    }
+    present = {
+        category
+        for category, value in drawn.items()
+        if not episodes.filter(
+            (pl.col(Col.CATEGORY) == category) & pl.col(value).is_not_null()
+        ).is_empty()
+    }
+
+    def no_data(key: str, title: str, *categories: Category) -> Section:
+        names = " or ".join(c.replace("_", " ") for c in categories)
+        return Section(
+            key,
+            title,
+            f"No data: no {names} episode with its components was scored on {shown} (an "
+            "imported reported score has none).",
+        )
+
+    sections = []
+    if Category.PROCEDURAL_LEARNING in present:
+        sections.append(
+            procedural_section(
+                None if rounds is None else learning_curve(rounds, episodes, level),
+                where,
+                procedural_components(episodes, level),
+                episode_values(episodes, Category.PROCEDURAL_LEARNING, "transfer"),
+                colours,
+                shown,
+                level,
+            )
+        )
+    else:
+        sections.append(no_data("procedural", "Procedural learning", Category.PROCEDURAL_LEARNING))
+    if Category.RUNTIME_RL in present:
+        sections.append(
+            runtime_rl_section(
+                solve_rates(episodes, level),
+                episode_values(episodes, Category.RUNTIME_RL, "steps"),
+                colours,
+                shown,
+                level,
+            )
+        )
+    else:
+        sections.append(no_data("runtime-rl", "Runtime RL", Category.RUNTIME_RL))
+    learned = [c for c in (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING) if c in present]
+    title = "Concept formation and language learning"
+    if learned:
+        curves: dict[Category, pl.DataFrame] = {
+            c: accuracy_by_examples(episodes, c, level) for c in learned
+        }
+        sections.append(examples_section(curves, colours, shown, level))
+    else:
+        sections.append(
+            no_data("examples", title, Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING)
+        )
+    return sections
 
 
 def script_json(text: str) -> str:
@@ -216,9 +299,9 @@ DRAW: Final = """
 """
 
 
-def render(wh: Warehouse, night: str | None = None) -> str:
+def render(wh: Warehouse, night: str | None = None, view: View = View.STANDING) -> str:
     """The page, as one string of HTML."""
-    shown, sections = build_sections(wh, night)
+    shown, sections = build_sections(wh, night, view)
     figures: dict[str, str] = {}
     body = []
     for section in sections:
@@ -252,11 +335,15 @@ def render(wh: Warehouse, night: str | None = None) -> str:
 
 
 def write_report(
-    out: Output | Path | str, path: Path, night: str | None = None, as_of: str | None = None
+    out: Output | Path | str,
+    path: Path,
+    night: str | None = None,
+    as_of: str | None = None,
+    view: View = View.STANDING,
 ) -> Path:
     """Write the report of ``out`` (as run ``as_of`` left it: by default the latest
     finished run) to ``path`` (atomically: a reader never sees half)."""
-    page = render(read_warehouse(Output.at(out), as_of), night)
+    page = render(read_warehouse(Output.at(out), as_of), night, view)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     partial.write_text(page, encoding="utf-8")

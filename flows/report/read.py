@@ -13,7 +13,7 @@ import polars as pl
 from flows.io import DumpFile, scan
 from flows.output import Output
 from flows.report.shape import of_night
-from schemas.contract import Col, Kind
+from schemas.contract import DUMP_DATE, Col, Kind
 
 
 class ReportError(Exception):
@@ -40,9 +40,10 @@ class Warehouse:
     def scan(self, name: str) -> pl.LazyFrame:
         return self.out.scan(name, self.as_of)
 
-    def night(self, name: str, night: str | None) -> pl.DataFrame:
-        """Table ``name``'s rows of ``night`` (``None``: the undated night)."""
-        return of_night(self.scan(name), night).collect()
+    def night(self, name: str, night: str | None, column: str = DUMP_DATE) -> pl.DataFrame:
+        """Table ``name``'s rows of ``night`` in its night column ``column`` (a standing's:
+        ``as_of``; ``None``: the undated night)."""
+        return of_night(self.scan(name), night, column).collect()
 
 
 def read_warehouse(out: Output | Path | str, as_of: str | None = None) -> Warehouse:

@@ -27,6 +27,8 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import (
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
     SCORE,
     SCORE_MISMATCH,
     VERDICT_MISMATCHES,
@@ -38,9 +40,12 @@ SHORT: Final = {
 
 
 def leaderboard_section(
-    board: pl.DataFrame, colours: dict[str, str], night: str, level: float
+    board: pl.DataFrame, colours: dict[str, str], night: str, level: float, standing: bool = True
 ) -> Section:
+    """The leaderboard: the standing as of ``night`` (each model's latest result on every
+    task), or (``standing`` False) the night's own episodes alone."""
     share = f"{level:.0%}"
+    of = f"as of {night}" if standing else f"of the night {night} alone"
     fig = go.Figure(
         go.Bar(
             x=board[SCORE].to_list(),
@@ -56,7 +61,7 @@ def leaderboard_section(
     )
     layout(
         fig,
-        f"Overall score per model, {night} ({share} interval)",
+        f"Overall score per model, {of} ({share} interval)",
         "overall score (0-1, mean of task scores: each task weighs the same)",
         "model",
         showlegend=False,
@@ -73,6 +78,13 @@ def leaderboard_section(
     def interval(low: float | None, high: float | None) -> str:
         return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
+    def nights_of(r: dict[str, Any]) -> str:
+        if not standing:
+            return ""
+        oldest, newest = r.get(OLDEST_NIGHT), r.get(NEWEST_NIGHT)
+        span = oldest if oldest == newest else f"{oldest} – {newest}"
+        return f"<td>{html.escape(str(span))}</td>"
+
     rows = "".join(
         f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
         f"<td>{r['tier'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
@@ -80,20 +92,29 @@ def leaderboard_section(
         f"<td>{fmt(r['score_by_category'])}</td>"
         f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
         f"<td>{r['rank_by_category'] or '-'}</td>"
-        f"<td>{among(r)}</td><td>{r['n_episodes']}</td></tr>"
+        f"<td>{among(r)}</td><td>{r['n_tasks']}</td><td>{r['n_episodes']}</td>{nights_of(r)}</tr>"
         for r in board.iter_rows(named=True)
     )
     table = (
         f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>tier</th>"
         f"<th>model</th><th>score</th><th>{share} interval</th><th>score by category</th>"
         f"<th>{share} interval</th><th>rank by category</th>"
-        "<th>ranked among models covering</th>"
-        f"<th>episodes scored</th></tr></thead><tbody>{rows}</tbody></table>"
+        "<th>ranked among models covering</th><th>tasks</th>"
+        f"<th>episodes scored</th>{'<th>results from</th>' * standing}</tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+    what = (
+        f"The benchmark as it stands as of {html.escape(night)}: each model's latest result on "
+        "every task, whenever it ran (table <code>standings</code>; <i>results from</i>: the "
+        "nights they come from, task by task in <code>task_standings</code>). "
+        if standing
+        else f"The night {html.escape(night)}'s own episodes alone (table "
+        "<code>model_scores</code>): a model that did not run that night is not on it. "
     )
     return Section(
         "leaderboard",
         "Leaderboard",
-        "Each model's overall score is the mean of its task scores, each task weighing the "
+        what + "Each model's overall score is the mean of its task scores, each task weighing the "
         "same (the benchmark's own overall score; its published leaderboard ranks by it); "
         "the score by category weighs each category the same. Intervals follow the "
         "two-level sampling design: the tasks a sample of the ability, the episodes a sample "
@@ -180,9 +201,16 @@ def comparisons_section(
     )
 
 
-def regressions_section(flagged: pl.DataFrame, night: str, level: float) -> Section:
-    """The night's alerts, watches and changes that are not comparable."""
-
+def regressions_section(
+    flagged: pl.DataFrame, night: str, level: float, standing: bool = False
+) -> Section:
+    """The night's alerts, watches and changes that are not comparable (beside a standing,
+    the latter only counted: a harness that re-runs some tasks a night makes most nights
+    not comparable with the one before, and the standing's changes say what moved)."""
+    hidden = 0
+    if standing:
+        comparable = flagged.filter(pl.col("level") != "not_comparable")
+        hidden, flagged = flagged.height - comparable.height, comparable
     rows = "".join(
         f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r[Col.MODEL])}</td>"
         f"<td>{html.escape(SHORT.get(r['scope'], r['scope']))}</td>"
@@ -207,7 +235,14 @@ def regressions_section(flagged: pl.DataFrame, night: str, level: float) -> Sect
         "0.05 and larger than the margin (default: the minimum detectable effect); "
         "<b>watch</b>: a drop with a raw p-value under 0.05; <b>not_comparable</b>: the "
         "formula versions, the coverage or the harness errors changed, so the change is not "
-        "the model's. " + ("Nothing to report." if flagged.is_empty() else ""),
+        "the model's. "
+        + (
+            f"{hidden} row(s) not comparable (their tasks or formulas differ from the night "
+            "before: the standing's changes above say what moved), not listed here. "
+            if hidden
+            else ""
+        )
+        + ("Nothing to report." if flagged.is_empty() else ""),
         [],
         table if not flagged.is_empty() else "",
     )
@@ -395,22 +430,25 @@ def over_time_section(
     colours: dict[str, str],
     levels: Mapping[str | None, float],
     off_set: dict[str, str] | None = None,
+    standing: bool = False,
 ) -> Section:
-    """Each model's overall score per night; a line never joins nights scored with other
-    formula versions (each set of versions is a line of its own), and the nights scored
-    with versions other than the output's set are marked (x) and named. ``levels``: each
-    night's interval level (``flows.output.night_levels``)."""
+    """Each model's overall score per night (``standing``: as the benchmark stood as of each
+    night, table ``standings``; else the night's own episodes, ``model_scores``), nights in
+    date order; a line never joins nights scored with other formula versions (each set of
+    versions is a line of its own), and the nights scored with versions other than the
+    output's set are marked (x) and named. ``levels``: each night's interval level
+    (``flows.output.night_levels``)."""
+    key, title = (
+        ("standings", "Standings across nights") if standing else ("nights", "Across nights")
+    )
     n = history[DUMP_DATE].n_unique()
     if n < 2:
-        return Section(
-            "nights",
-            "Across nights",
-            f"The tables hold {n} night: nothing to show over time yet.",
-        )
+        return Section(key, title, f"The tables hold {n} night: nothing to show over time yet.")
     off_set = off_set or {}
     fig = go.Figure()
     lines = history.partition_by(Col.MODEL, FORMULA_VERSIONS, maintain_order=True)
     for rows in sorted(lines, key=lambda r: (r[Col.MODEL][0], r[DUMP_DATE].min())):
+        rows = rows.sort(DUMP_DATE)
         model, versions = rows[Col.MODEL][0], rows[FORMULA_VERSIONS][0]
         marked = [night in off_set for night in rows[DUMP_DATE].to_list()]
         name = label(model) if not any(marked) else f"{label(model)} ({label(versions)})"
@@ -431,26 +469,65 @@ def over_time_section(
             )
         )
     shares = sorted({f"{levels.get(n, DEFAULT_LEVEL):.0%}" for n in history[DUMP_DATE].unique()})
+    what = "standing as of each night" if standing else "score on each night's episodes"
     layout(
         fig,
-        f"Overall score per model over nights ({', '.join(shares)} intervals, two-level design)",
-        "night (dump_date)",
+        f"Overall {what} per model ({', '.join(shares)} intervals, two-level design)",
+        "as of night" if standing else "night (dump_date)",
         "overall score (0-1)",
     )
-    fig.update_xaxes(type="category")
-    return Section(
-        "nights",
-        "Across nights",
-        f"Each model's overall score in each of the {n} nights of <code>model_scores</code>."
-        + (
+    # The nights in date order, whichever model's line came first.
+    order = sorted({label(v) for v in history[DUMP_DATE].to_list()})
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
+    text = (
+        f"Each model's overall standing as of each of the {n} nights of <code>standings</code>: "
+        "its latest result on every task by then (a night it did not run keeps its results)."
+        if standing
+        else f"Each model's overall score in each of the {n} nights of <code>model_scores</code>"
+        " (that night's episodes alone)."
+    )
+    if off_set:
+        text += (
             " Nights scored with formula versions other than the output's set (marked x, "
             "each version set a line of its own): "
             + "; ".join(f"{html.escape(n)}: {html.escape(v)}" for n, v in off_set.items())
             + "."
-            if off_set
-            else ""
-        ),
-        [fig],
+        )
+    return Section(key, title, text, [fig])
+
+
+def changes_section(flagged: pl.DataFrame, night: str) -> Section:
+    """What moved the standing as of ``night`` (``shape.flagged_changes``)."""
+    if flagged.is_empty():
+        return Section(
+            "changes",
+            "Standing changes",
+            f"Nothing moved the standing as of {html.escape(night)} beyond noise, and no model "
+            "is new, gone or covers other tasks than the night before.",
+        )
+
+    def number(value: float | None, spec: str = "+.3f") -> str:
+        return "-" if value is None else format(value, spec)
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r['kind'])}</td>"
+        f"<td>{html.escape(r[Col.MODEL])}</td><td>{html.escape(r['scope'])}</td>"
+        f"<td>{number(r['baseline_score'], '.3f')}</td><td>{number(r[SCORE], '.3f')}</td>"
+        f"<td>{number(r['change'])}</td><td>[{number(r['ci_low'])}, {number(r['ci_high'])}]</td>"
+        f"<td>{number(r['q_bh'], '.3g')}</td><td>{html.escape(r['moved_by'] or '')}</td>"
+        f"<td>{html.escape(r['reason'] or '')}</td></tr>"
+        for r in flagged.iter_rows(named=True)
+    )
+    return Section(
+        "changes",
+        "Standing changes",
+        f"What moved the standing as of {html.escape(night)} since the night before (table "
+        "<code>standing_changes</code>): a re-run whose change is beyond noise (alert: "
+        "Benjamini-Hochberg q under 0.05 and a drop beyond the margin; watch: a drop with p "
+        "under 0.05), and each model new, gone or covering other tasks (not comparable).",
+        after="<table><thead><tr><th>level</th><th>kind</th><th>model</th><th>scope</th>"
+        "<th>before</th><th>now</th><th>change</th><th>interval</th><th>q (BH)</th>"
+        f"<th>moved by</th><th>why not comparable</th></tr></thead><tbody>{rows}</tbody></table>",
     )
 
 

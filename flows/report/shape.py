@@ -11,6 +11,7 @@ import polars as pl
 from schemas.comparisons import (
     ALERT_LEVEL,
     CATEGORIES_COVERED,
+    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -27,6 +28,7 @@ from schemas.comparisons import (
     MODEL_A,
     MODEL_B,
     N_RANKED,
+    N_TASKS,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
     NEW_FORMULA,
@@ -47,10 +49,13 @@ from schemas.comparisons import (
     SCORE_BY_CATEGORY,
     TIER,
     VERDICT,
+    ChangeKind,
 )
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
     N_EPISODES,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
     RANK,
     RULES,
     SCORE,
@@ -61,25 +66,27 @@ from schemas.tables import (
 UNKNOWN: Final = "(unknown)"
 
 
-def nights(models: pl.DataFrame) -> list[str | None]:
-    return sorted(models[DUMP_DATE].unique().to_list(), key=lambda n: (n is not None, n or ""))
+def nights(models: pl.DataFrame, column: str = DUMP_DATE) -> list[str | None]:
+    """The nights of ``column`` in date order (the undated one first)."""
+    return sorted(models[column].unique().to_list(), key=lambda n: (n is not None, n or ""))
 
 
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
-def of_night(frame: Frame, night: str | None) -> Frame:
-    """``frame``'s rows of ``night`` (``None``: the undated night); a scan of a Delta table
-    so filtered reads only that night's partition."""
-    if DUMP_DATE not in frame.collect_schema().names():
+def of_night(frame: Frame, night: str | None, column: str = DUMP_DATE) -> Frame:
+    """``frame``'s rows of ``night`` in its night column ``column`` (``dump_date``, or a
+    standing's ``as_of``; ``None``: the undated night); a scan of a Delta table so
+    filtered reads only that night's partition."""
+    if column not in frame.collect_schema().names():
         return frame
-    return frame.filter(
-        pl.col(DUMP_DATE).is_null() if night is None else pl.col(DUMP_DATE) == night
-    )
+    return frame.filter(pl.col(column).is_null() if night is None else pl.col(column) == night)
 
 
 def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
-    """The night's models, widest coverage first, each coverage group in rank order."""
+    """The night's models (or a standing's), widest coverage first, each coverage group in
+    rank order; a standing's with the nights its results come from."""
+    nights = [c for c in (OLDEST_NIGHT, NEWEST_NIGHT) if c in models.columns]
     return models.select(
         RANK,
         RANK_LOW,
@@ -96,7 +103,9 @@ def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
         CI_HIGH_BY_CATEGORY,
         RANK_BY_CATEGORY,
         CATEGORIES_COVERED,
+        N_TASKS,
         N_EPISODES,
+        *nights,
     ).sort(
         [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
         descending=[True, False, False, False],
@@ -228,11 +237,36 @@ def accuracy_by_examples(episodes: pl.DataFrame, category: Category, level: floa
     )
 
 
-def over_time(models: pl.DataFrame) -> pl.DataFrame:
+def over_time(models: pl.DataFrame, column: str = DUMP_DATE) -> pl.DataFrame:
+    """Each model's overall score night by night (``column``: the night column of
+    ``models``, a night's ``model_scores`` or the ``standings``), as ``dump_date``."""
     return (
-        models.filter(pl.col(DUMP_DATE).is_not_null())
-        .select(DUMP_DATE, Col.MODEL, SCORE, CI_LOW, CI_HIGH, RANK, FORMULA_VERSIONS)
+        models.filter(pl.col(column).is_not_null())
+        .select(
+            pl.col(column).alias(DUMP_DATE),
+            Col.MODEL,
+            SCORE,
+            CI_LOW,
+            CI_HIGH,
+            RANK,
+            FORMULA_VERSIONS,
+        )
         .sort(DUMP_DATE, Col.MODEL)
+    )
+
+
+def flagged_changes(changes: pl.DataFrame) -> pl.DataFrame:
+    """The standing changes worth a look: alerts and watches, then each model's overall
+    row where it is new, gone or covers other tasks."""
+    order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
+    noticed = pl.col(ALERT_LEVEL).is_in([LEVEL_ALERT, LEVEL_WATCH]) | (
+        (pl.col(SCOPE) == OVERALL) & (pl.col(CHANGE_KIND) != ChangeKind.RERUN)
+    )
+    return (
+        changes.filter(noticed)
+        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, default=3).alias("_o"))
+        .sort("_o", Col.MODEL, SCOPE)
+        .drop("_o")
     )
 
 
