@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -511,7 +511,9 @@ def _judge(runs: Location, planned: _Planned, date: str | None) -> _Planned:
         return planned
     report.task, report.model = record.task, record.model
     report.reported_score = record.reported_score
-    planned.record = record
+    # what placing needs; the calls and the JSON are read again when the run is imported
+    # (all of a large import's at once would not fit in memory)
+    planned.record = replace(record, requests=(), raw={})
     planned.key = dump_key(run_id_of(listed.relative), record, date)
     return planned
 
