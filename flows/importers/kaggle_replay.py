@@ -420,18 +420,25 @@ def _exited(pid: int) -> bool:
     return found is not None and found.si_pid == pid
 
 
-def _take(fd: int, buffer: bytearray, wait: bool) -> bool:
-    """Read what the pipe holds into ``buffer``; False at its end."""
-    if not wait:
-        os.set_blocking(fd, False)
-    try:
-        chunk = os.read(fd, 1 << 20)
-    except BlockingIOError:
-        return True
-    finally:
-        os.set_blocking(fd, True)
+def _take(fd: int, buffer: bytearray) -> bool:
+    """Read what the pipe holds (it has something, or its end) into ``buffer``; False at its
+    end."""
+    chunk = os.read(fd, 1 << 20)
     buffer.extend(chunk)
     return bool(chunk)
+
+
+def _drain(fd: int, buffer: bytearray) -> None:
+    """Read all the pipe holds now into ``buffer``, without waiting for more (a task's own
+    child may hold it open, writing nothing)."""
+    os.set_blocking(fd, False)
+    try:
+        while _take(fd, buffer):  # BlockingIOError: nothing more for now
+            pass
+    except BlockingIOError:
+        pass
+    finally:
+        os.set_blocking(fd, True)
 
 
 def _whole(buffer: bytearray) -> bytes | None:
@@ -457,15 +464,15 @@ def _await(pid: int, read_fd: int, timeout: float) -> tuple[bytes | None, str | 
                 return None, f"timed out after {timeout:g} s"
             waits = [read_fd] if watch is None else [read_fd, watch]
             ready = select.select(waits, [], [], left if watch is not None else min(left, 0.1))[0]
-            if read_fd in ready and not _take(read_fd, buffer, True):
-                return _whole(buffer), "ended"  # nobody holds the pipe: the task has ended
+            if read_fd in ready and not _take(read_fd, buffer):
+                break  # nobody holds the pipe: the task has ended
             if (payload := _whole(buffer)) is not None:
                 return payload, None
             if (watch is not None and watch in ready) or _exited(pid):
-                while _take(read_fd, buffer, False) and _whole(buffer) is None:
-                    pass
-                payload = _whole(buffer)
-                return payload, None if payload is not None else "ended"
+                _drain(read_fd, buffer)
+                break
+        payload = _whole(buffer)
+        return payload, None if payload is not None else "ended"
     finally:
         if watch is not None:
             os.close(watch)

@@ -10,6 +10,7 @@ that behaves replays it exactly."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,27 @@ def _running(pid: int) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def test_a_task_that_ends_mid_result_while_its_child_holds_the_pipe_ends_at_once() -> None:
+    """The worker's wait (no harness): a child that wrote part of its result and ended, its own
+    child holding the pipe open, is seen to have ended, not waited for until the timeout."""
+    from flows.importers.kaggle_replay import _await
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task: half a result, a child that keeps the pipe, the end
+        os.setpgid(0, 0)
+        os.write(write_fd, (1000).to_bytes(8, "big") + b"{")
+        if os.fork() == 0:
+            time.sleep(60)
+        os._exit(0)
+    os.close(write_fd)
+    started = time.monotonic()
+    try:
+        assert _await(pid, read_fd, 30.0) == (None, "ended")
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(read_fd)
+        os.killpg(pid, 9)
+        os.waitpid(pid, 0)
