@@ -35,19 +35,43 @@ class Reason(StrEnum):
     # rejected: no rows written
     NO_TASK_FILE = "no_task_file"  # no task file in TASKS registers the run's task name
     PROMPT_MISMATCH = "prompt_mismatch"  # the task sends other prompts than the run recorded
-    UNREADABLE_RUN = "unreadable_run"  # the .run.json is not a harness run record
-    REPLAY_FAILED = "replay_failed"  # the task file crashed, hung or could not be loaded
+    UNREADABLE_RUN = "unreadable_run"  # the .run.json is not a harness run record (not UTF-8
+    # JSON, nested too deeply, a field missing or of the wrong type, an unreadable file)
+    BROKEN_LINK = "broken_link"  # a ``*.run.json`` symbolic link that leads nowhere (dangling,
+    # or a loop)
+    UNREADABLE_FOLDER = "unreadable_folder"  # a folder below RUNS that could not be listed:
+    # the runs in it, if any, are missing from the import
+    DUPLICATE_RUN = "duplicate_run"  # the same run (the same content) as another run file of
+    # the import, or as one already imported into the night: imported once
+    REPLAY_FAILED = "replay_failed"  # the task file crashed, hung, could not be loaded, went
+    # over its memory or output limit, or killed its replay worker
     INPUTS_NOT_CAPTURED = "inputs_not_captured"  # the formula's inputs did not reproduce the
     # task's own score (a task that grades in a way the importer does not capture)
+    IMPORT_FAILED = "import_failed"  # an unexpected error while importing this run (a bug in
+    # cogscore: the detail names it); the other runs are imported
     # imported, with a note
     ERRORED = "errored"  # the harness recorded the run ERRORED: episode_end status error
     UNREADABLE_REPLY = "unreadable_reply"  # the model's reply did not fit the schema the task
     # asked for and the task had no guard: the model's failure, scored 0
     REPLY_MISSING = "reply_missing"  # a call has no reply in the file: replayed as a failed
     # call (the task counts that turn as a parse failure)
+    MODEL_MISMATCH = "model_mismatch"  # the run's folder or file name names another model
+    # than its slug: imported as the slug's (the harness wrote it from the model that answered)
+    REPLACED = "replaced"  # the night held the rows of another version of this run (the same
+    # file name and start time, other content), imported earlier: replaced by this one's
 
 
 # The reasons that still write rows.
 IMPORTED_WITH_NOTE: Final = frozenset(
-    {Reason.ERRORED, Reason.UNREADABLE_REPLY, Reason.REPLY_MISSING}
+    {
+        Reason.ERRORED,
+        Reason.UNREADABLE_REPLY,
+        Reason.REPLY_MISSING,
+        Reason.MODEL_MISMATCH,
+        Reason.REPLACED,
+    }
 )
+
+# The key-value metadata of an imported run's Parquet file that names the run by content: the
+# sha256 of its JSON, canonical (sorted keys, no spaces), what tells a copy from another run.
+RUN_DIGEST_KEY: Final = "cogscore.kaggle.run_sha256"

@@ -63,7 +63,7 @@ class RecordedCall(Protocol):
     def reply(self) -> str | None: ...
 
 
-def _parse_time(text: str | None) -> datetime | None:
+def parse_time(text: str | None) -> datetime | None:
     """An RFC 3339 time as the harness writes it (``…Z``, up to nanoseconds)."""
     if not text:
         return None
@@ -167,7 +167,7 @@ def episode_rows(
         Role.ENVIRONMENT,
         **{str(Col.STATUS): str(status), REPORTED_SCORE: reported_score, "end": True},
     )
-    started, ended = _parse_time(start_time), _parse_time(end_time)
+    started, ended = parse_time(start_time), parse_time(end_time)
     for turn, row in enumerate(rows):
         row[str(Col.TURN)] = turn
         row[str(Col.TS)] = started if row.pop("start", False) else None

@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT, TASK_OUTPUT_LIMIT
+
 RunsArg = Annotated[
     str,
     typer.Argument(
@@ -52,7 +54,18 @@ def import_kaggle(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds a run's replay may take.")
-    ] = 300.0,
+    ] = DEFAULT_TIMEOUT,
+    task_memory: Annotated[
+        int,
+        typer.Option(
+            "--task-memory",
+            metavar="MIB",
+            min=64,
+            help="Memory (MiB of address space) a task may take beyond the replay worker's "
+            f"own; a task over it fails its run. A task's prints are capped at "
+            f"{TASK_OUTPUT_LIMIT >> 20} MiB.",
+        ),
+    ] = DEFAULT_TASK_MEMORY,
     storage_option: Annotated[
         list[str] | None,
         typer.Option(
@@ -68,9 +81,11 @@ def import_kaggle(
     Each run is replayed through its task file (found in --tasks by the task's registered
     name) under the real harness (needs the extra: uv sync --extra kaggle), with a
     scripted model that gives the recorded replies: the task files are code and this
-    command RUNS them (each in a forked process of its own); nothing in a run file is run.
-    Rows go to DUMP_ROOT/dump_date=<night>/, one Parquet file per run; importing the same
-    runs again writes nothing. Every run not imported is reported with its reason."""
+    command RUNS them (each in a forked process group of its own, with a time, memory and
+    output limit); nothing in a run file is run. Rows go to DUMP_ROOT/dump_date=<night>/,
+    one Parquet file per run, and each night that received runs is marked complete
+    (_SUCCESS) when the import ends; importing the same runs again writes nothing. Every run
+    not imported is reported with its reason, and one bad run never stops the others."""
     from flows.importers.kaggle import import_runs
     from flows.importers.kaggle_terminal import ImportProgress, print_report
     from flows.io import is_night
@@ -102,6 +117,7 @@ def import_kaggle(
                 target,
                 date=date,
                 timeout=timeout,
+                task_memory=task_memory,
                 on_start=progress.begin,
                 on_run=progress.done,
             )

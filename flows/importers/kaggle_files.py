@@ -12,13 +12,17 @@ replies (a schema other than ``str``) are stored JSON-encoded twice.
 from __future__ import annotations
 
 import ast
+import errno
+import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from schemas.contract import Category
-from schemas.kaggle import UPSTREAM_CATEGORIES
+from schemas.kaggle import UPSTREAM_CATEGORIES, Reason
+from transforms.kaggle_rows import parse_time
 
 RUN_SUFFIX: Final = ".run.json"
 COMPLETED: Final = "BENCHMARK_TASK_RUN_STATE_COMPLETED"
@@ -62,16 +66,68 @@ class RunRecord:
     reported_score: float | None  # ``results``: ``{}`` is 0.0; None when nothing recorded
     task_version: int
     error_message: str | None = None
+    digest: str = ""  # ``run_digest``: the run's content
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def errored(self) -> bool:
         return self.state == ERRORED
 
+    @property
+    def night(self) -> str:
+        """The night of the run's start (UTC), ``YYYY-MM-DD``."""
+        started = parse_time(self.start_time)
+        assert started is not None
+        return started.date().isoformat()
 
-def _text(content: dict[str, Any]) -> str:
-    parts = content.get("parts") or []
-    return "".join(str(p.get("text", "")) for p in parts)
+
+_KINDS: Final = {
+    str: "text",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    dict: "an object",
+    list: "a list",
+}
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    for kind, said in _KINDS.items():
+        if type(value) is kind:
+            return said
+    return type(value).__name__
+
+
+def _get(obj: dict[str, Any], key: str, kind: type, where: str, required: bool = False) -> Any:
+    """``obj[key]`` checked to be of ``kind`` (None when absent or null and not required);
+    ``RunFileError`` naming the field otherwise."""
+    value = obj.get(key)
+    name = f"{where}.{key}" if where else key
+    if value is None:
+        if required:
+            raise RunFileError(f"field {name} is missing")
+        return None
+    # JSON numbers: an integer is a number too; true and false are not numbers
+    fits = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        fits = True
+    if not fits:
+        raise RunFileError(f"field {name} is {_kind_of(value)}, not {_KINDS[kind]}")
+    return value
+
+
+def _objects(value: list[Any], where: str) -> list[dict[str, Any]]:
+    for number, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise RunFileError(f"field {where}[{number}] is {_kind_of(item)}, not an object")
+    return value
+
+
+def _text(content: dict[str, Any], where: str) -> str:
+    parts = _objects(_get(content, "parts", list, where) or [], f"{where}.parts")
+    return "".join(_get(p, "text", str, f"{where}.parts[{n}]") or "" for n, p in enumerate(parts))
 
 
 def chat_name(conversation_id: str) -> str:
@@ -87,16 +143,24 @@ def chat_name(conversation_id: str) -> str:
 
 
 def requests_of(conversations: list[dict[str, Any]]) -> tuple[Request, ...]:
-    """Every model call of a run, in the file's order (chat by chat)."""
+    """Every model call of a run, in the file's order (chat by chat); ``RunFileError`` for a
+    field of the wrong type."""
     out: list[Request] = []
-    for conversation in conversations:
-        chat = chat_name(str(conversation.get("id", "")))
-        for request in conversation.get("requests") or []:
-            contents = list(request.get("contents") or [])
+    for c, conversation in enumerate(_objects(conversations, "conversations")):
+        where = f"conversations[{c}]"
+        chat = chat_name(_get(conversation, "id", str, where) or "")
+        requests = _objects(_get(conversation, "requests", list, where) or [], f"{where}.requests")
+        for r, request in enumerate(requests):
+            at = f"{where}.requests[{r}]"
+            contents = list(_objects(_get(request, "contents", list, at) or [], f"{at}.contents"))
+            roles = [_get(c, "role", str, f"{at}.contents[{n}]") for n, c in enumerate(contents)]
             reply = None
-            if contents and contents[-1].get("role") == ASSISTANT:
-                reply = _text(contents.pop())
-            sent = tuple((ROLES.get(str(c.get("role")), "user"), _text(c)) for c in contents)
+            if contents and roles[-1] == ASSISTANT:
+                reply = _text(contents.pop(), f"{at}.contents[{len(contents)}]")
+            sent = tuple(
+                (ROLES.get(str(role), "user"), _text(c, f"{at}.contents[{n}]"))
+                for n, (role, c) in enumerate(zip(roles, contents, strict=False))
+            )
             out.append(Request(chat, sent, reply))
     return tuple(out)
 
@@ -110,37 +174,90 @@ def reported_score(results: Any) -> float | None:
     >>> reported_score([]) is None, reported_score([{"booleanResult": True}])
     (True, 1.0)
     """
-    for result in results or []:
+    for n, result in enumerate(_objects(results or [], "results")):
         if "numericResult" in result:
-            return float(result["numericResult"].get("value", 0.0))
+            numeric = _get(result, "numericResult", dict, f"results[{n}]") or {}
+            return float(_get(numeric, "value", float, f"results[{n}].numericResult") or 0.0)
         if "booleanResult" in result:
-            return 1.0 if result["booleanResult"] else 0.0
+            return 1.0 if _get(result, "booleanResult", bool, f"results[{n}]") else 0.0
     return None
 
 
-def parse_run(data: bytes) -> RunRecord:
-    """A ``.run.json``'s bytes as a ``RunRecord`` (``RunFileError`` when it is not one)."""
+def _time(raw: dict[str, Any], key: str, required: bool) -> str | None:
+    """An RFC 3339 time field, checked (the night and the rows' times come from it)."""
+    value = _get(raw, key, str, "", required)
+    if value is not None:
+        try:
+            parse_time(value)
+        except ValueError:
+            raise RunFileError(
+                f"field {key} is {value[:40]!r}, not a time as the harness writes it "
+                "(RFC 3339 in UTC: 2026-04-12T01:25:49.772005Z)"
+            ) from None
+    return value
+
+
+def run_text(data: bytes) -> str:
+    """A run file's bytes as text: UTF-8 (a byte-order mark allowed), as the harness writes
+    it; ``RunFileError`` otherwise (UTF-16, say, which ``json`` would read but nothing
+    else in a dump expects)."""
     try:
-        raw = json.loads(data)
-        version = raw["taskVersion"]
-        return RunRecord(
-            task=str(version["name"]),
-            model=str((raw.get("modelVersion") or {}).get("slug") or ""),
-            state=str(raw.get("state", "")),
-            start_time=str(raw["startTime"]),
-            end_time=raw.get("endTime"),
-            py_run_id=str(raw.get("pyRunId", "")),
-            requests=requests_of(list(raw.get("conversations") or [])),
-            # an ERRORED run records a pass/fail of False, not a score
-            reported_score=None
-            if raw.get("state") == ERRORED
-            else reported_score(raw.get("results")),
-            task_version=int(version.get("versionNumber", 1)),
-            error_message=raw.get("errorMessage"),
-            raw=raw,
-        )
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise RunFileError(f"not a kaggle-benchmarks run record: {error}") from None
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        utf16 = data[:2] in (b"\xff\xfe", b"\xfe\xff")
+        said = "UTF-16 (a byte-order mark)" if utf16 else f"byte {error.start} is not UTF-8"
+        raise RunFileError(f"not UTF-8 text: {said}") from None
+
+
+def parse_run(data: bytes) -> RunRecord:
+    """A ``.run.json``'s bytes as a ``RunRecord`` (``RunFileError`` naming what is wrong when
+    it is not one: every field the importer uses is checked for its type)."""
+    text = run_text(data)
+    try:
+        raw = json.loads(text)
+    except RecursionError:
+        raise RunFileError("not a harness run record: JSON nested too deeply") from None
+    except ValueError as error:
+        raise RunFileError(f"not JSON: {error}") from None
+    if not isinstance(raw, dict):
+        raise RunFileError(f"not a harness run record: the JSON is {_kind_of(raw)}, not an object")
+    version = _get(raw, "taskVersion", dict, "", required=True)
+    task = _get(version, "name", str, "taskVersion", required=True)
+    model = _get(raw, "modelVersion", dict, "") or {}
+    state = _get(raw, "state", str, "") or ""
+    number = _get(version, "versionNumber", int, "taskVersion")
+    return RunRecord(
+        digest=run_digest(raw),
+        task=task,
+        model=_get(model, "slug", str, "modelVersion") or "",
+        state=state,
+        start_time=str(_time(raw, "startTime", required=True)),
+        end_time=_time(raw, "endTime", required=False),
+        py_run_id=_get(raw, "pyRunId", str, "") or "",
+        requests=requests_of(_get(raw, "conversations", list, "") or []),
+        # an ERRORED run records a pass/fail of False, not a score
+        reported_score=None if state == ERRORED else reported_score(_get(raw, "results", list, "")),
+        task_version=1 if number is None else number,
+        error_message=_get(raw, "errorMessage", str, ""),
+        raw=raw,
+    )
+
+
+def run_digest(raw: Any) -> str:
+    """What names a run by its content: the sha256 of its JSON made canonical (sorted keys,
+    no spaces), so a copy is the same run whatever its file's name, folder or layout
+    (``RunFileError`` for a string that is no text: a lone surrogate, ``"\\udc80"``).
+
+    >>> run_digest({"b": 1, "a": "x"}) == run_digest(json.loads('{"a":"x", "b":1}'))
+    True
+    """
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError as error:
+        raise RunFileError(
+            f"a string holds {canonical[error.start : error.end]!r}, which is no text"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -188,3 +305,84 @@ def index_tasks(root: Path) -> dict[str, TaskFile]:
         for name in names:
             found.setdefault(name, TaskFile(path, UPSTREAM_CATEGORIES.get(folder), folder))
     return found
+
+
+@dataclass(frozen=True)
+class ListedRun:
+    """A ``*.run.json`` found below RUNS: its path below RUNS as text (``relative``, what the
+    report and the rows say; a byte of the name that is not UTF-8 is written ``\\xNN``), where
+    to read it (``path``), or why it cannot be (``problem``: a reason and a detail)."""
+
+    relative: str
+    path: str
+    problem: tuple[Reason, str] | None = None
+
+
+def as_text(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (which Python keeps as surrogates) as
+    ``\\xNN``, so every name can be printed, written to JSON and to Parquet.
+
+    >>> as_text("run[1]"), as_text(os.fsdecode(b"caf\\xe9"))
+    ('run[1]', 'caf\\\\xe9')
+    """
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def runs_below(root: Path) -> list[ListedRun]:
+    """Every ``*.run.json`` below the local folder ``root`` at any depth, sorted by path.
+    Names starting with ``.`` or ``_`` are passed over (hidden, as everywhere in cogscore).
+    Symbolic links are followed, to files and to folders, each folder walked once (the first
+    path to it in sorted order: a second link to it, or a loop, adds nothing). What cannot
+    be read is listed with its problem, never passed over in silence: a ``*.run.json`` link
+    that leads nowhere (dangling, or a loop), a folder that cannot be listed."""
+    found: list[ListedRun] = []
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: str, relative: str) -> None:
+        try:
+            stat = os.stat(folder)
+            if (stat.st_dev, stat.st_ino) in seen:
+                return
+            seen.add((stat.st_dev, stat.st_ino))
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as error:
+            found.append(
+                ListedRun(
+                    as_text(relative or "."),
+                    folder,
+                    (Reason.UNREADABLE_FOLDER, f"cannot list the folder: {error.strerror}"),
+                )
+            )
+            return
+        for entry in entries:
+            if entry.name.startswith((".", "_")):
+                continue
+            below = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                is_folder = entry.is_dir()  # follows a link
+            except OSError:
+                is_folder = False
+            if is_folder:
+                walk(entry.path, below)
+            elif entry.name.endswith(RUN_SUFFIX):
+                found.append(ListedRun(as_text(below), entry.path, _link_problem(entry)))
+
+    walk(str(root), "")
+    return sorted(found, key=lambda run: run.relative)
+
+
+def _link_problem(entry: os.DirEntry[str]) -> tuple[Reason, str] | None:
+    """Why a listed file cannot be read because of a link (None: it can be read, or is no
+    link; other errors come when it is read)."""
+    if not entry.is_symlink():
+        return None
+    try:
+        os.stat(entry.path)
+    except OSError as error:
+        try:
+            target = os.readlink(entry.path)
+        except OSError:
+            target = "?"
+        how = "a loop" if error.errno == errno.ELOOP else "nothing (a dangling link)"
+        return Reason.BROKEN_LINK, f"a symbolic link to {as_text(target)!r}, which leads to {how}"
+    return None

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import Self
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -70,25 +71,41 @@ class ImportProgress:
             self.bar.stop()
 
 
+def report_console() -> Console:
+    """Where the report goes: stdout. On a terminal, rich's width (a long value folds onto
+    the next line, whole); elsewhere (a pipe, a file, a cron log, ``TERM=dumb``) no width at
+    all: each line as long as its values, none cut or wrapped (``print_report``)."""
+    if sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb":
+        return Console(highlight=False)
+    return Console(highlight=False, width=_UNLIMITED, color_system=None, soft_wrap=True)
+
+
+# "No width": wider than any line the report prints (rich needs a number).
+_UNLIMITED = 1 << 20
+
+
 def print_report(report: ImportReport, console: Console | None = None) -> None:
-    """The import's report on stdout."""
-    console = console or Console(highlight=False)
+    """The import's report on stdout: every value whole (``report_console``)."""
+    console = console or report_console()
     written = sum(1 for r in report.runs if r.written)
     console.print(
         f"{len(report.runs)} runs: {report.imported} imported ({written} files written, "
         f"{report.imported - written} already there), {report.rejected} not imported; "
-        f"{report.seconds:.1f} s"
+        f"{len(report.marked)} nights marked complete; {report.seconds:.1f} s"
     )
     noted = [r for r in report.runs if r.reasons]
-    if not noted:
-        return
-    table = Table("run", "outcome", "reason", "detail", show_lines=False)
-    for run in noted:
-        table.add_row(
-            run.run,
-            str(run.outcome),
-            ", ".join(run.reasons),
-            run.detail or "",
-            style="red" if run.outcome is Outcome.REJECTED else None,
-        )
-    console.print(table)
+    if noted:
+        table = Table(show_lines=False)
+        for name in ("run", "outcome", "reason", "detail"):
+            table.add_column(name, overflow="fold")
+        for run in noted:
+            table.add_row(
+                escape(run.run),
+                str(run.outcome),
+                ", ".join(run.reasons),
+                escape(run.detail or ""),
+                style="red" if run.outcome is Outcome.REJECTED else None,
+            )
+        console.print(table)
+    for warning in report.warnings:
+        console.print(f"warning: {escape(warning)}")

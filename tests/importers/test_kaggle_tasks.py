@@ -1,0 +1,174 @@
+"""``import-kaggle`` against task files that misbehave (reliability review): a task that kills
+its replay worker, forks a child that outlives it, prints far more than anyone reads, takes
+too much memory, or hangs. Each fails its own run only (the run after them imports), leaves
+no process running and no scratch folder behind.
+
+Each hostile task is the real task of one fast run (one call) with the misbehaviour added
+at the top of its module and its name changed; its run is that real run renamed, so a task
+that behaves replays it exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flows.importers.kaggle import ImportReport, RunReport, import_runs
+from flows.importers.kaggle_limits import TASK_OUTPUT_LIMIT
+from flows.storage.location import Location
+from schemas.kaggle import Outcome, Reason
+
+BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"
+NAME = "feistel_cipher_round_obs_learning"
+MODEL = "deepseek-ai_deepseek-v3.2"
+RUN = BENCH / "kaggle_runs" / MODEL / f"{NAME}-run_id_Run_1_{MODEL}.run.json"
+TASK = BENCH / "tasks" / "observational_learning" / "feistel-cipher-round-obs-learning.py"
+TIMEOUT = 8.0  # the hanging task's run costs this much
+MEMORY = 256  # MiB a task may take here (--task-memory)
+
+
+def hostile(pid_file: Path) -> dict[str, str]:
+    """Module-level code each hostile task runs when loaded, by the name of its task."""
+    return {
+        "kill": "import os\nos.kill(os.getppid(), 9)\n",
+        "fork": (
+            "import os, time\n"
+            "_pid = os.fork()\n"
+            "if _pid == 0:\n"
+            "    time.sleep(300)\n"
+            "    os._exit(0)\n"
+            f"open({str(pid_file)!r}, 'w').write(str(_pid))\n"
+        ),
+        "print": (
+            "import sys\n"
+            "for _ in range(256):\n"
+            "    sys.stdout.write('x' * (1 << 20))\n"
+            "sys.stdout.flush()\n"
+            "import time\n"
+            "time.sleep(300)\n"
+        ),
+        "memory": f"_hog = bytearray({2 * MEMORY} << 20)\n",
+        "hang": (
+            "import tempfile, time\n"
+            "tempfile.NamedTemporaryFile(delete=False).write(b'x' * 1000)\n"
+            "time.sleep(300)\n"
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def imported(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[ImportReport, Path, Path]:
+    root = tmp_path_factory.mktemp("tasks")
+    runs, tasks, scratch = root / "runs", root / "tasks" / "observational_learning", root / "tmp"
+    tasks.mkdir(parents=True)
+    scratch.mkdir()
+    pid_file = root / "grandchild.pid"
+    source = TASK.read_text()
+    for name, code in hostile(pid_file).items():
+        (tasks / f"{name}.py").write_text(code + source.replace(f'"{NAME}"', f'"hostile_{name}"'))
+        raw = json.loads(RUN.read_bytes())
+        raw["taskVersion"]["name"] = f"hostile_{name}"
+        (runs / name).mkdir(parents=True)
+        (runs / name / f"hostile_{name}.run.json").write_bytes(json.dumps(raw).encode())
+    (tasks / "feistel.py").write_text(source)
+    (runs / "zz").mkdir()  # last: after every hostile task
+    (runs / "zz" / RUN.name).write_bytes(RUN.read_bytes())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(scratch))  # the replay's scratch folders go here
+        report = import_runs(
+            Location.parse(str(runs)),
+            root / "tasks",
+            Location.parse(str(root / "dump")),
+            timeout=TIMEOUT,
+            task_memory=MEMORY,
+        )
+    return report, scratch, pid_file
+
+
+def _runs(report: ImportReport) -> dict[str, RunReport]:
+    return {r.run.split("/", 1)[0]: r for r in report.runs}
+
+
+def _failed(run: RunReport) -> str:
+    assert run.outcome is Outcome.REJECTED and run.reasons == [Reason.REPLAY_FAILED], run
+    return str(run.detail)
+
+
+def test_the_run_after_every_hostile_task_imports(imported: tuple[Any, Path, Path]) -> None:
+    runs = _runs(imported[0])
+    assert runs["zz"].outcome is Outcome.IMPORTED and runs["zz"].written
+
+
+def test_a_task_that_kills_its_worker_fails_its_run_only(imported: tuple[Any, Path, Path]) -> None:
+    assert "replay worker ended (killed by signal 9)" in _failed(_runs(imported[0])["kill"])
+
+
+def test_a_task_that_forks_is_imported_and_its_child_ended(
+    imported: tuple[Any, Path, Path],
+) -> None:
+    report, _, pid_file = imported
+    run = _runs(report)["fork"]
+    assert run.outcome is Outcome.IMPORTED, run.detail  # not a timeout: the child held the pipe
+    assert not _running(int(pid_file.read_text()))
+
+
+def test_a_task_that_prints_too_much_is_stopped(imported: tuple[Any, Path, Path]) -> None:
+    detail = _failed(_runs(imported[0])["print"])
+    assert f"more than {TASK_OUTPUT_LIMIT >> 20} MiB" in detail
+
+
+def test_a_task_over_its_memory_fails_its_run(imported: tuple[Any, Path, Path]) -> None:
+    detail = _failed(_runs(imported[0])["memory"])
+    assert "MemoryError" in detail and "--task-memory" in detail
+
+
+def test_a_task_that_hangs_times_out(imported: tuple[Any, Path, Path]) -> None:
+    assert _failed(_runs(imported[0])["hang"]) == f"timed out after {TIMEOUT:g} s"
+
+
+def test_no_scratch_folder_is_left(imported: tuple[Any, Path, Path]) -> None:
+    assert list(imported[1].iterdir()) == []
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, which a container's init may never reap,
+    is not)."""
+    for _ in range(50):  # SIGKILL is delivered at once, but give the kernel a moment
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return False
+        if "\nState:\tZ" in status:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_a_task_that_ends_mid_result_while_its_child_holds_the_pipe_ends_at_once() -> None:
+    """The worker's wait (no harness): a child that wrote part of its result and ended, its own
+    child holding the pipe open, is seen to have ended, not waited for until the timeout."""
+    from flows.importers.kaggle_replay import _await
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task: half a result, a child that keeps the pipe, the end
+        os.setpgid(0, 0)
+        os.write(write_fd, (1000).to_bytes(8, "big") + b"{")
+        if os.fork() == 0:
+            time.sleep(60)
+        os._exit(0)
+    os.close(write_fd)
+    started = time.monotonic()
+    try:
+        assert _await(pid, read_fd, 30.0) == (None, "ended")
+        assert time.monotonic() - started < 5
+    finally:
+        os.close(read_fd)
+        os.killpg(pid, 9)
+        os.waitpid(pid, 0)
