@@ -54,8 +54,9 @@ demo: setup
 	@echo "status: $(BIN)/cogscore status demo-out demo-dump; history: $(BIN)/cogscore history demo-out"
 
 # The 13 real LearningBench runs of ../shared/learningbench: replayed through their task
-# files under the real harness (`import-kaggle` runs the task files), scored nightly, shown
-# on the terminal and in the report. The run with no task file is reported, not imported.
+# files under the real harness (`import-kaggle` runs the task files), scored nightly, the
+# twelve models shown as they stand (each ran one task, on five different days) on the
+# terminal and in the report. The run with no task file is reported, not imported.
 LEARNINGBENCH ?= ../shared/learningbench
 demo-real: setup
 	rm -rf demo-real-out demo-real-dump
@@ -65,14 +66,15 @@ demo-real: setup
 	$(BIN)/cogscore report demo-real-out --html demo-real-out/report.html
 	@echo "rows: demo-real-dump/; tables: demo-real-out/; report: demo-real-out/report.html"
 
-# LearningBench's published leaderboard (its 1,890 scores, one run per model and task) as
-# reported scores of one night: `import-scores` (the three tasks it calls `unknown` get
-# their category from the task files' folders), a run, the published ranking reproduced on
-# the terminal with intervals, rank intervals and tiers, two pairwise comparisons, and the
-# report (the pairwise matrix of every verdict).
+# LearningBench's published leaderboard (its 1,890 scores, one run per model and task) as it
+# is: each score on the day it was run (`eval_date`: ten nights), through `import-scores`
+# (the three tasks it calls `unknown` get their category from the task files' folders), a
+# run, the published ranking reproduced on the terminal as the standing as of the last day
+# (each model's latest result on every task) with intervals, rank intervals and tiers, two
+# pairwise comparisons, and the report (the pairwise matrix of every verdict).
 demo-leaderboard: setup
 	rm -rf demo-leaderboard
-	$(BIN)/cogscore import-scores $(LEARNINGBENCH)/leaderboard/leaderboard_flat.csv --tasks $(LEARNINGBENCH)/tasks --date 2026-04-16 --out demo-leaderboard/dump
+	$(BIN)/cogscore import-scores $(LEARNINGBENCH)/leaderboard/leaderboard_flat.csv --tasks $(LEARNINGBENCH)/tasks --out demo-leaderboard/dump
 	$(BIN)/cogscore score demo-leaderboard/dump --out demo-leaderboard/out
 	$(BIN)/cogscore compare demo-leaderboard/out --models "Gemini 3.1 Pro Preview" --models "GLM-5" --models "GPT-5.4 nano"
 	$(BIN)/cogscore compare demo-leaderboard/out --scope concept_formation --models "Qwen 3 Next 80B Thinking" --models "Qwen 3 Next 80B Instruct"
