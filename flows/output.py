@@ -391,6 +391,10 @@ class TableWriter(Protocol):
         """Staged episode rows of a night that failed: never to be committed."""
         ...
 
+    def append(self, table: str, frame: pl.DataFrame) -> None:
+        """Rows to append to the log table ``table`` at the commit (checked now)."""
+        ...
+
     def night_done(self) -> None: ...
 
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
@@ -417,6 +421,11 @@ class DryRun:
     def discard(self, staged: Sequence[StagedFiles]) -> None:
         pass
 
+    def append(self, table: str, frame: pl.DataFrame) -> None:
+        from schemas.validation import validate
+
+        validate(table, frame)
+
     def night_done(self) -> None:
         pass
 
@@ -435,6 +444,7 @@ class Writer:
     lease: Lease
     run_id: str
     staged: dict[str, dict[str | None, list[StagedFiles]]] = field(default_factory=dict)
+    appended: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
         from flows.score import StageTarget
@@ -470,6 +480,13 @@ class Writer:
     def discard(self, staged: Sequence[StagedFiles]) -> None:
         delta.discard(self.output.location, EPISODE_SCORES, staged)
 
+    def append(self, table: str, frame: pl.DataFrame) -> None:
+        """Validate ``frame`` and keep it to append to the log table ``table`` at the
+        commit (a log's rows are few: a run's)."""
+        from schemas.validation import validate
+
+        self.appended.setdefault(table, []).append(validate(table, frame))
+
     def night_done(self) -> None:
         """A night is staged: push the lease's expiry (a long rescore keeps it)."""
         self.lease.renew()
@@ -480,7 +497,15 @@ class Writer:
         versions: dict[str, int] = {}
         for table, spec in TABLES.items():
             nights = self.staged.get(table)
-            if nights:
+            if added := self.appended.get(table):
+                versions[table] = delta.append_rows(
+                    self.output.location,
+                    table,
+                    pl.concat(added),
+                    partition_by=spec.partition_by,
+                    commit_metadata={"run_id": self.run_id},
+                )
+            elif nights:
                 versions[table] = self._commit_nights(table, nights)
             elif (version := delta.table_version(self.output.location, table)) is not None:
                 versions[table] = version

@@ -84,19 +84,26 @@ class FormulaChoiceError(ValueError):
 
 
 def preflight(
-    input_root: str, out: str, asked: Sequence[str], input_changed: bool, pinned: bool = True
+    input_root: str,
+    out: str,
+    asked: Sequence[str],
+    input_changed: bool,
+    pinned: bool = True,
+    imported: bool = False,
 ) -> None:
     """Fail fast, before any flow starts, on what the user can fix: a formula choice this
     release does not have (``FormulaChoiceError``), a dump or an output that cannot be used
     (``InputError``, ``StorageError``: a bad URL, a dump of two layouts, places that overlap,
     another dump root, an output that is not writable) and, where ``pinned`` (score,
-    nightly), formula versions other than the output's own."""
+    nightly), formula versions other than the output's own. ``imported``: the dump is made
+    by an import that comes first (``nightly --runs``): it may not exist yet."""
     try:
         resolve(asked)
     except ValueError as error:
         raise FormulaChoiceError(str(error)) from None
     root, output = root_of(input_root), Output.at(out)
-    one_layout(root, discover(root))
+    if not imported:
+        one_layout(root, discover(root))
     check_places(root, output, output.state(), input_changed)
     if output.location.is_local:
         check_writable(Path(output.location.uri))

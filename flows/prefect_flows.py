@@ -36,8 +36,11 @@ from prefect.futures import PrefectFuture
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from flows import runs
+from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
+from flows.importers.kaggle_nightly import Harvest
 from flows.io import DumpFile, content_digest, modified_ns
 from flows.options import run_options
+from flows.report import write_report
 from flows.score import (
     SCORER_CODE,
     FilePart,
@@ -313,9 +316,17 @@ def nightly_flow(
     level: float | None = None,
     fail_on_regression: bool | None = None,
     input_root_changed: bool | None = None,
+    runs_to_import: str | None = None,
+    tasks: str | None = None,
+    task_timeout: float | None = None,
+    task_memory: int | None = None,
+    report: str | None = None,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
-    scheduled deployment of ``prefect.yaml`` passes the paths as strings). ``strict``: the
+    scheduled deployment of ``prefect.yaml`` passes the paths as strings). A harness
+    benchmark's nightly (the deployment ``harness-nightly``): ``runs_to_import`` and
+    ``tasks`` import the harness runs that arrived first (``cogscore nightly --runs``),
+    ``report`` writes the report after the run. ``strict``: the
     flow ends Failed when any input was not scored; ``require_marker``: a night is scored
     only once its folder holds ``_SUCCESS`` (else it is reported as waiting). Both default
     to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER.
@@ -336,8 +347,32 @@ def nightly_flow(
         harness_error_tolerance=harness_error_tolerance,
         level=level,
     )
-    outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context)
+    harvest = None
+    if runs_to_import is not None or tasks is not None:
+        if runs_to_import is None or tasks is None:
+            raise ValueError("runs_to_import and tasks go together (cogscore nightly --runs)")
+        harvest = Harvest(
+            runs_to_import,
+            Path(tasks).resolve(),
+            DEFAULT_TIMEOUT if task_timeout is None else task_timeout,
+            DEFAULT_TASK_MEMORY if task_memory is None else task_memory,
+        )
+    outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context, harvest)
+    if report is not None:
+        get_run_logger().info("report: %s", write_report(outcome.out, Path(report)))
     return enforce_strict(_publish(outcome))
+
+
+def harvest_parameters(harvest: Harvest | None) -> dict[str, Any]:
+    """``nightly_flow``'s parameters of the harness runs to import first."""
+    if harvest is None:
+        return {}
+    return {
+        "runs_to_import": harvest.runs,
+        "tasks": str(harvest.tasks),
+        "task_timeout": harvest.timeout,
+        "task_memory": harvest.task_memory,
+    }
 
 
 @flow(name="cogscore-rescore", validate_parameters=False, task_runner=_files_at_once())

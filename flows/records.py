@@ -164,6 +164,9 @@ RECORD_KEYS: Final = (
     # covering other tasks: [{as_of, model, scope, kind, level, change, ci_low, ci_high,
     # q_bh, moved_by, reason}]
     "standing_changes",
+    # A nightly with --runs: the import's counts and each run not imported:
+    # {runs, imported, rejected, not_imported: [{run, reasons, detail}]} (null: no import)
+    "imports",
     # Contract 1.2: the first 20 episodes whose score differs from the reported one
     # (all are counted in counts.episodes_score_mismatch): [{dump_date, episode_id, model,
     # task, score, reported_score}]
@@ -208,6 +211,7 @@ def run_record(
         "table_versions": {},
         "regressions": [],
         "standing_changes": [],
+        "imports": None,
         "score_mismatches": [],
     }
     if outcome is None:
@@ -236,9 +240,23 @@ def run_record(
         "table_versions": json.loads(mine["table_versions"][-1]) if not mine.is_empty() else {},
         "regressions": _flagged(outcome.regressions),
         "standing_changes": _moved(outcome.standing_changes),
+        "imports": _imports(outcome.imports),
         "score_mismatches": list(outcome.result.mismatched) if outcome.result else [],
     }
     return record
+
+
+def _imports(report: Any) -> dict[str, Any] | None:
+    """A nightly's import (``flows.importers.kaggle.ImportReport``), for the record."""
+    if report is None:
+        return None
+    missed = [r for r in report.runs if str(r.outcome) != "imported"]
+    return {
+        "runs": len(report.runs),
+        "imported": report.imported,
+        "rejected": report.rejected,
+        "not_imported": [{"run": r.run, "reasons": r.reasons, "detail": r.detail} for r in missed],
+    }
 
 
 def _moved(changes: Any) -> list[dict[str, Any]]:

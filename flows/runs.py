@@ -28,6 +28,8 @@ from flows.comparisons import (
     compared,
     models_without_scores,
 )
+from flows.importers.kaggle import ImportReport
+from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
 from flows.io import (
     DumpFile,
     InputError,
@@ -287,6 +289,8 @@ class Outcome:
     regressions: pl.DataFrame | None = None
     # The standing_changes rows the run made that it reports (``_noticed``).
     standing_changes: pl.DataFrame | None = None
+    # The harness runs a nightly imported first (``--runs``), each run's outcome.
+    imports: ImportReport | None = None
     level: float = DEFAULT_LEVEL  # the level of the intervals this run made (``--level``)
     # Each night's interval level in the output after the run (the run that scored it).
     levels: dict[str | None, float] = field(default_factory=dict)
@@ -856,14 +860,22 @@ def nightly(
     mapper: Mapper = local_mapper,
     verify: bool = False,
     context: RunContext | None = None,
+    harvest: Harvest | None = None,
 ) -> Outcome:
     """Score the nights that are new or changed since the last run into ``out`` with the
     output's formula set; leave the others untouched (not rewritten). With nothing to do,
-    the run is recorded and nothing else is written."""
+    the run is recorded and nothing else is written. ``harvest``: first import the harness
+    runs that arrived into the dump (``import-kaggle``), what became of each run appended to
+    OUT's ``imports`` table with the run's commit."""
     t0 = time.perf_counter()
     context = context or RunContext()
     dump_root, output = root_of(dump_root), Output.at(out)
-    listed = discover(dump_root)
+    imported = None
+    if harvest is not None:
+        context.progress.step(f"importing the harness runs of {harvest.source}")
+        imported = harvest.into(dump_root)
+        log().info("%d run(s) imported, %d not", imported.imported, imported.rejected)
+    listed = discover(dump_root) if imported is None or imported.imported else []
     plans: list[NightlyPlan] = []
 
     def prepare(state: dict[str, Any]) -> Work:
@@ -880,6 +892,23 @@ def nightly(
                 "waiting": plan.waiting,
             }
         }
+        if imported is None:
+            return scoring(plan, versions, details, state)
+        assert harvest is not None
+        # The import's counts with the run; each run's outcome in the imports table.
+        details["imports"] = imported.as_json() | {"details": None}
+        rows = import_rows(imported, harvest.source, context.run_id, datetime.now(UTC))
+        score_them = scoring(plan, versions, details, state)
+
+        def work(writer: TableWriter) -> Outcome:
+            writer.append(IMPORTS, rows)
+            return score_them(writer)
+
+        return work
+
+    def scoring(
+        plan: NightlyPlan, versions: dict[str, str], details: dict[str, Any], state: Any
+    ) -> Work:
         if not plan.to_score:
             return lambda w: _nothing_to_do(
                 "nightly", dump_root, output, w, state, context, details
@@ -897,6 +926,7 @@ def nightly(
         return lambda writer: _score_nights(job, writer, state, mapper, context)
 
     outcome = _held(output, context, prepare)
+    outcome.imports = imported
     plan = plans[-1]
     outcome.nights_unchanged = plan.unchanged
     outcome.nights_waiting = plan.waiting

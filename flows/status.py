@@ -15,7 +15,7 @@ from flows.plan import nights_off_set, plan_nightly
 from flows.storage import objects
 from flows.storage.lease import LEASE_KEY, Holder
 from flows.summary import printable, render, table_of_columns
-from schemas.tables import VIEWS, RunStatus, View
+from schemas.tables import IMPORTS_TABLE, VIEWS, RunStatus, View
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -149,6 +149,7 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             for run in history(output).head(3).iter_rows(named=True)
         ],
         "lease": lease_holder(output),
+        "runs_not_imported": runs_not_imported(output),
     }
     if dump_root is not None:
         plan = plan_nightly(dump_root, output)
@@ -161,6 +162,18 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             "input_gone": plan.gone,
         }
     return report
+
+
+def runs_not_imported(output: Output) -> list[dict[str, Any]]:
+    """The harness runs the latest import (``nightly --runs``) did not import, each with
+    every reason (table ``imports``; none where nothing was imported that way)."""
+    imports = output.scan(IMPORTS_TABLE.name)
+    latest = imports.select(pl.col("imported").max()).collect().item()
+    if latest is None:
+        return []
+    missed = imports.filter((pl.col("imported") == latest) & (pl.col("outcome") == "rejected"))
+    chosen = missed.select("run_file", "reasons", "detail", "run_id").sort("run_file")
+    return list(chosen.collect().to_dicts())
 
 
 UNSCORED_WORDS = {
@@ -207,6 +220,9 @@ def status_lines(report: dict[str, Any]) -> list[str]:
             f"  run {run['run_id']}: {run['kind']} {run['status']}{code}, "
             f"finished {run['finished']}"
         )
+    for run in report["runs_not_imported"]:
+        why = ", ".join(run["reasons"]) + (f": {run['detail']}" if run["detail"] else "")
+        lines.append(f"  harness run not imported (run {run['run_id']}): {run['run_file']}: {why}")
     lines.append(f"  lease: {report['lease'] or 'free'}")
     if "dump" in report:
         for kind, listed in report["dump"].items():

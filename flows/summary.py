@@ -35,6 +35,7 @@ from schemas.comparisons import (
     REASON,
     SCOPE,
     SCORE_BY_CATEGORY,
+    ChangeKind,
 )
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import AS_OF, SCORE, VIEWS, View
@@ -378,16 +379,40 @@ def regression_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
+def import_lines(outcome: Outcome) -> list[str]:
+    """A nightly that imported harness runs first: how many, and each run not imported with
+    every reason (OUT's ``imports`` table keeps them all)."""
+    report = outcome.imports
+    if report is None:
+        return []
+    written = sum(1 for r in report.runs if r.written)
+    lines = [
+        f"imported {report.imported} of {len(report.runs)} harness run(s) ({written} new or "
+        f"changed), {report.rejected} not imported (table imports)"
+    ]
+    for run in report.runs:
+        if str(run.outcome) != "imported":
+            why = ", ".join(run.reasons) + (f": {run.detail}" if run.detail else "")
+            lines.append(f"  not imported: {printable(run.run)}: {printable(why)}")
+    lines += [f"  {printable(warning)}" for warning in report.warnings]
+    return lines
+
+
 def standing_lines(outcome: Outcome) -> list[str]:
     """What moved the standings the run made, and how far: each alert and watch (a re-run
-    that moved a model's standing beyond noise, its interval scaled to the standing), and
-    each model new, gone, or whose tasks covered changed (not comparable: said why)."""
+    that moved a model's standing beyond noise, its interval scaled to the standing), each
+    model gone or whose tasks covered changed (not comparable: said why), and per night the
+    models new in its standing, on one line."""
     moved = outcome.standing_changes
     if moved is None or moved.is_empty():
         return []
     lines = ["standing changes (against the night's previous standing; the tasks that moved it):"]
-    order = moved.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE)
-    for row in order.iter_rows(named=True):
+    new = moved.filter(pl.col(CHANGE_KIND) == ChangeKind.NEW_MODEL)
+    for (night,), rows in new.group_by(AS_OF, maintain_order=True):
+        names = ", ".join(printable(m) for m in sorted(rows[Col.MODEL].to_list()))
+        lines.append(f"  new in the standing as of {printable(night)}: {names}")
+    order = moved.filter(pl.col(CHANGE_KIND) != ChangeKind.NEW_MODEL)
+    for row in order.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
         change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
         if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
             change += f" [{row[CI_LOW]:+.3f}, {row[CI_HIGH]:+.3f}]"
@@ -395,7 +420,7 @@ def standing_lines(outcome: Outcome) -> list[str]:
         why = f" ({printable(row[MOVED_BY])})" if row[MOVED_BY] else ""
         reason = f"; {printable(row[REASON])}" if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE else ""
         lines.append(
-            f"  {row[ALERT_LEVEL]:<5} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
+            f"  {row[ALERT_LEVEL]} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
             f"{row[SCOPE]} {row[CHANGE_KIND]}:{change}{q}{why}{reason}"
         )
     return lines
@@ -415,10 +440,9 @@ def formula_lines(outcome: Outcome) -> list[str]:
         for model, why in models.items()
     ]
     lines += [
-        f"model {printable(model)} ran nothing on {printable(night)} (it ran on the night "
-        "before): not compared that night; its standing keeps its results"
+        f"ran nothing on {printable(night)} (but on the night before; not compared that night, "
+        f"their standings keep their results): {', '.join(printable(m) for m in models)}"
         for night, models in outcome.models_absent.items()
-        for model in models
     ]
     if outcome.regressions_refreshed:
         lines.append(
@@ -448,7 +472,7 @@ def formula_lines(outcome: Outcome) -> list[str]:
 def outcome_lines(outcome: Outcome, view: View = View.STANDING) -> list[str]:
     """The terminal summary of a run, its leaderboard the standing (or with ``view`` night,
     the latest night's own)."""
-    lines = []
+    lines = import_lines(outcome)
     if outcome.dry_run:
         lines.append(f"dry run: nothing in {outcome.out} was changed")
     if outcome.kind == "nightly":

@@ -254,15 +254,19 @@ class Column:
 class Table:
     """One output table: its columns in order (``patterns``: columns named by a regular
     expression, such as ``mean_.+``), its night column (``night``: ``dump_date``, or a
-    standing's ``as_of``; a run replaces one value of it at a time, its first partition),
-    its partition columns after it, its sort order, and its whole-table rules (``strict``:
-    no other column; ``ordered``: in this order; ``unique``: no two rows share these;
-    ``frame_checks``: named checks of several columns, defined in ``schemas.models``)."""
+    standing's ``as_of``; a run replaces one value of it at a time, its first partition,
+    unless the table is ``appended`` to), its partition columns after it, its sort order,
+    and its whole-table rules (``strict``: no other column; ``ordered``: in this order;
+    ``unique``: no two rows share these; ``frame_checks``: named checks of several columns,
+    defined in ``schemas.models``)."""
 
     name: str
     columns: Mapping[str, Column]
     partitions: tuple[str, ...] = ()
     night: str = DUMP_DATE
+    # A log: each run appends its rows (no night is replaced); the runs table pins its
+    # version as every table's.
+    appended: bool = False
     sort: tuple[str, ...] = ()
     patterns: Mapping[str, Column] = field(default_factory=dict)
     strict: bool = False
@@ -635,6 +639,31 @@ STANDING_TABLES: Final = (
     STANDING_CHANGES_TABLE,
 )
 
+# One row per harness run file a nightly with runs to import read (``cogscore nightly --runs``):
+# what became of it. A run not imported is never only a line in a log.
+IMPORTS_TABLE: Final = Table(
+    "imports",
+    {
+        "run_id": _text(),  # the cogscore run that imported it
+        "imported": Column(pl.Datetime("us", "UTC")),
+        "source": _text(),  # RUNS: a folder or a URL (no credentials)
+        "run_file": _text(),  # the run file, relative to RUNS
+        "run_sha256": _text(nullable=True),  # its content's digest (null: unreadable)
+        "outcome": _text(isin=("imported", "rejected")),
+        "reasons": Column(pl.List(pl.String())),  # schemas.kaggle.Reason codes
+        "detail": _text(nullable=True),
+        DUMP_DATE: _text(nullable=True),  # the night its rows went to (null: none)
+        FILE: _text(nullable=True),  # its rows' file, relative to DUMP_ROOT
+        Col.MODEL: _text(nullable=True),
+        Col.TASK: _text(nullable=True),
+        SCORER_VERSION: _text(),  # (a run file has no input fingerprint of a night)
+    },
+    sort=("run_file",),
+    strict=True,
+    ordered=True,
+    appended=True,
+)
+
 VIEWS: Final = {
     View.STANDING: ViewTables(
         STANDINGS_TABLE, CATEGORY_STANDINGS_TABLE, STANDING_COMPARISONS_TABLE
@@ -655,6 +684,7 @@ TABLES: Final[dict[str, Table]] = {
         MODEL_COMPARISONS_TABLE,
         REGRESSIONS_TABLE,
         *STANDING_TABLES,
+        IMPORTS_TABLE,
     )
 }
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -42,8 +42,12 @@ from flows.cli.options import (
     engine_of,
     use_storage_options,
 )
+from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RegressionOptions, RunOptions
 from schemas.tables import View
+
+if TYPE_CHECKING:
+    from flows.importers.kaggle_nightly import Harvest
 
 
 def _check(
@@ -52,13 +56,14 @@ def _check(
     formula: list[str] | None,
     input_changed: bool,
     pinned: bool = True,
+    imported: bool = False,
 ) -> None:
     """``flows.plan.preflight``: a formula choice it refuses is a usage error of
     ``--formula``."""
     from flows.plan import FormulaChoiceError, preflight
 
     try:
-        preflight(input_root, out, formula or [], input_changed, pinned)
+        preflight(input_root, out, formula or [], input_changed, pinned, imported)
     except FormulaChoiceError as error:
         raise typer.BadParameter(str(error), param_hint="--formula") from None
 
@@ -158,6 +163,7 @@ def _run(
     check: Callable[[], None] | None = None,
     quiet: bool = False,
     view: View = View.STANDING,
+    report: Path | None = None,
     **kwargs: Any,
 ) -> None:
     """Run ``kind`` with ``flows.runs`` or as its flow of ``flows.prefect_flows`` (imported
@@ -185,6 +191,8 @@ def _run(
             from flows import prefect_flows
 
             flow = getattr(prefect_flows, f"{kind}_flow")
+            if "harvest" in kwargs:  # a flow's parameters are plain values
+                kwargs |= prefect_flows.harvest_parameters(kwargs.pop("harvest"))
             if dask_address:
                 from prefect_dask import DaskTaskRunner
 
@@ -225,6 +233,13 @@ def _run(
     if outcome is not None:
         for line in outcome_lines(outcome, view):
             typer.echo(line)
+        if report is not None and error is None:
+            from flows.report import ReportError, write_report
+
+            try:
+                typer.echo(f"report: {write_report(outcome.out, report, view=view)}")
+            except (ReportError, OSError) as failed:
+                code, error = ExitCode.USAGE, f"the report could not be written: {failed}"
     if error is not None and TYPED:  # the command: said last (``run``)
         LAST_WORDS.append(error)
     elif error is not None:
@@ -324,9 +339,53 @@ def nightly(
     harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
     level: LevelOpt = RUN_DEFAULT.level,
     fail_on_regression: FailOnRegressionOpt = False,
+    runs: Annotated[
+        str | None,
+        typer.Option(
+            "--runs",
+            metavar="RUNS",
+            envvar="COGSCORE_RUNS",
+            help="First import the harness runs (.run.json, at any depth) of this folder or "
+            "s3:// URL into DUMP_ROOT, as import-kaggle does; each run's outcome goes to OUT's "
+            "imports table. Needs --tasks.",
+        ),
+    ] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(
+            "--tasks",
+            envvar="COGSCORE_TASKS",
+            help="With --runs: the task files to replay them through (THEY ARE CODE AND ARE "
+            "RUN, as import-kaggle runs them).",
+        ),
+    ] = None,
+    task_timeout: Annotated[
+        float,
+        typer.Option(
+            "--task-timeout", min=1.0, help="With --runs: seconds a run's replay may take."
+        ),
+    ] = DEFAULT_TIMEOUT,
+    task_memory: Annotated[
+        int,
+        typer.Option(
+            "--task-memory",
+            metavar="MIB",
+            min=64,
+            help="With --runs: memory (MiB) a task may take beyond the replay worker's own.",
+        ),
+    ] = DEFAULT_TASK_MEMORY,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            metavar="FILE",
+            envvar="COGSCORE_REPORT",
+            help="Also write the report (cogscore report) of OUT to FILE after the run.",
+        ),
+    ] = None,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
-    with OUT's formula set."""
+    with OUT's formula set (with --runs: the harness runs that arrived imported first)."""
     options = _options(
         json_output,
         engine,
@@ -343,7 +402,7 @@ def nightly(
         dask_address,
         "nightly",
         options,
-        check=lambda: _check(dump_root, out, formula, input_root_changed),
+        check=lambda: _check(dump_root, out, formula, input_root_changed, imported=bool(runs)),
         json_output=json_output,
         quiet=quiet,
         view=view,
@@ -351,7 +410,31 @@ def nightly(
         out=out,
         formulas=formula or [],
         verify=verify,
+        report=report,
+        harvest=_harvest(runs, tasks, task_timeout, task_memory, json_output, engine),
     )
+
+
+def _harvest(
+    runs: str | None,
+    tasks: Path | None,
+    timeout: float,
+    memory: int,
+    json_output: bool,
+    engine: Engine,
+) -> Harvest | None:
+    """The harness runs a nightly imports first (``--runs``, ``--tasks``): both or none."""
+    from flows.importers.kaggle_nightly import Harvest
+
+    with _usage_recorded(json_output, engine):
+        if runs is None and tasks is None:
+            return None
+        if runs is None or tasks is None:
+            given, missing = ("--runs", "--tasks") if tasks is None else ("--tasks", "--runs")
+            raise typer.BadParameter(f"{given} needs {missing} too", param_hint=missing)
+        if not tasks.is_dir():
+            raise typer.BadParameter(f"{tasks}: no such folder", param_hint="--tasks")
+        return Harvest(runs, tasks.resolve(), timeout, memory)
 
 
 def _day(text: str | None) -> date | None:

@@ -89,6 +89,7 @@ class RunReport:
     written: bool = False  # False: the same bytes were already there
     reported_score: float | None = None
     task_score: float | None = None  # what the task returned on replay
+    digest: str | None = None  # the run's content digest (``RunRecord.digest``)
 
     def note(self, reason: Reason, detail: str) -> None:
         self.reasons.append(str(reason))
@@ -510,7 +511,7 @@ def _judge(runs: Location, planned: _Planned, date: str | None) -> _Planned:
         report.note(Reason.UNREADABLE_RUN, str(error))
         return planned
     report.task, report.model = record.task, record.model
-    report.reported_score = record.reported_score
+    report.reported_score, report.digest = record.reported_score, record.digest
     # what placing needs; the calls and the JSON are read again when the run is imported
     # (all of a large import's at once would not fit in memory)
     planned.record = replace(record, requests=(), raw={})

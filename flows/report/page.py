@@ -51,6 +51,7 @@ from flows.report.shape import (
     reject_reasons,
     solve_rates,
 )
+from flows.status import runs_not_imported
 from schemas.comparisons import (
     DEFAULT_LEVEL,
 )
@@ -119,15 +120,40 @@ def build_sections(
     errors = harness_errors(wh.scan("rejects").select(Col.MODEL, DUMP_DATE, STATUS)).collect()
     rejects = wh.night("rejects", night)
     if errors.is_empty() and rejects.is_empty():
-        sections.append(Section("quality", "Data quality", "Every episode was scored."))
+        quality = Section("quality", "Data quality", "Every episode was scored.")
     else:
-        sections.append(quality_section(reject_reasons(rejects), errors, colours, shown))
+        quality = quality_section(reject_reasons(rejects), errors, colours, shown)
+
+    sections.append(_with_runs_not_imported(quality, runs_not_imported(wh.out)))
     reported = reported_section(episodes)
     if reported is not None:
         sections.append(reported)
     if not wh["rescore_diff"].is_empty():
         sections.append(diff_section(diff_rows(wh["rescore_diff"]), colours))
     return shown, sections
+
+
+def _with_runs_not_imported(quality: Section, missed: list[dict[str, object]]) -> Section:
+    """The data quality section, with the harness runs the latest import (``nightly
+    --runs``) did not import, each with every reason: never only a line in a log."""
+    if not missed:
+        return quality
+    rows = "".join(
+        f"<tr><td>{html.escape(str(run['run_file']))}</td>"
+        f"<td>{html.escape(', '.join(run['reasons']))}</td>"  # type: ignore[arg-type]
+        f"<td>{html.escape(str(run['detail'] or ''))}</td></tr>"
+        for run in missed
+    )
+    text = (
+        ("Every episode was scored, but" if quality.text.startswith("Every") else quality.text)
+        + f" {len(missed)} harness run(s) were not imported by the latest import (table "
+        "<code>imports</code>): they are in no table but that one."
+    )
+    table = (
+        "<table><thead><tr><th>run file</th><th>reasons</th><th>detail</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+    return Section(quality.key, quality.title, text, quality.figures, quality.after + table)
 
 
 def _changes(wh: Warehouse, night: str | None) -> pl.DataFrame:

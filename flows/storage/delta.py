@@ -249,6 +249,41 @@ def write_night(
         return existing.version()
 
 
+def append_rows(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Append ``frame`` to the log table `OUT/table` in one commit (creating it with
+    ``partition_by``); the new version. Nothing is replaced."""
+    where = _table(location, table)
+    ready = _arrow_stream(delta_ready(frame))
+    properties = CommitProperties(custom_metadata=dict(commit_metadata or {}))
+    with _errors("append to table", where):
+        existing = _open(where)
+        if existing is None:
+            write_deltalake(
+                where.uri,
+                ready,
+                mode="append",
+                partition_by=list(partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return 0
+        write_deltalake(
+            existing,
+            ready,
+            mode="append",
+            commit_properties=properties,
+            schema_mode=_schema_mode(existing, ready.schema),
+        )
+        return existing.version()
+
+
 def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | None:
     """ "merge" where `schema` adds columns to the table (a newer cogscore writing into an
     output that an earlier one wrote): the table gains them, its other nights read them as

@@ -20,14 +20,22 @@ from schemas.formulas import resolve
 ROOT = Path(__file__).parents[2]
 
 
-def test_the_nightly_deployment_runs_nightly_flow_at_two_utc() -> None:
+@pytest.mark.parametrize(
+    ("name", "hour"), [("nightly", 2), ("harness-nightly", 3)], ids=["nightly", "harness"]
+)
+def test_the_nightly_deployments_run_nightly_flow(name: str, hour: int) -> None:
+    """The nightly (at 02:00 UTC) and the harness benchmark's nightly, which imports the
+    runs that arrived first (at 03:00 UTC): both the nightly flow, every parameter one of
+    its own."""
     config = yaml.safe_load((ROOT / "prefect.yaml").read_text())
-    (deployment,) = config["deployments"]
-    path, name = deployment["entrypoint"].split(":")
-    flow = getattr(import_module(path.removesuffix(".py").replace("/", ".")), name)
+    (deployment,) = [d for d in config["deployments"] if d["name"] == name]
+    path, entry = deployment["entrypoint"].split(":")
+    flow = getattr(import_module(path.removesuffix(".py").replace("/", ".")), entry)
     assert isinstance(flow, Flow) and flow.name == "cogscore-nightly"
     assert set(deployment["parameters"]) <= set(inspect.signature(flow.fn).parameters)
-    assert deployment["schedules"] == [{"cron": "0 2 * * *", "timezone": "UTC"}]
+    assert deployment["schedules"] == [{"cron": f"0 {hour} * * *", "timezone": "UTC"}]
+    if name == "harness-nightly":
+        assert {"runs_to_import", "tasks", "report"} <= set(deployment["parameters"])
 
 
 def key_of(batch: list[DumpFile], digests: dict[str, str], formulas: object = None) -> str:

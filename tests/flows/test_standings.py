@@ -247,8 +247,8 @@ def test_the_terminal_the_record_and_the_views_show_the_standing(tmp_path: Path)
     assert f"standing as of {N2}" in text
     board = text[text.index("standing as of") : text.index("category ")]
     assert all(model in board for model in ("m1", "m2", "m3"))
-    assert f"model m2 ran nothing on {N2}" in text
-    assert "m3 overall new_model" in text
+    assert f"ran nothing on {N2} (but on the night before" in text and ": m2" in text
+    assert f"new in the standing as of {N2}: m3" in text
     parsed = json.loads("{" + record)
     assert parsed["models_absent"] == {N2: ["m2"]}
     assert {(r["model"], r["kind"]) for r in parsed["standing_changes"]} == {("m3", "new_model")}
