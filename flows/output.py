@@ -465,10 +465,6 @@ class Writer:
         )
         self.stage_files(table, night, [files])
 
-    def staged_files(self, table: str, night: str | None) -> list[StagedFiles]:
-        """The files this run staged as night ``night`` of ``table`` (none: it staged none)."""
-        return list(self.staged.get(table, {}).get(night, []))
-
     def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
         """Stage the files the workers wrote (validated there) as night ``night`` of
         ``table``; none: the night holds no rows."""

@@ -53,7 +53,6 @@ from flows.output import (
     DryRun,
     Output,
     TableWriter,
-    Writer,
     empty_table,
     fault_point,
     night_levels,
@@ -511,18 +510,7 @@ def _score_nights(
             )
 
     held = sorted(state.get("nights", {})) if dated else []
-    standings = (
-        None
-        if dry_run
-        else Standings(
-            output,
-            bootstrap,
-            context.options.regression,
-            staged=lambda night: (
-                writer.staged_files(EPISODE_SCORES, night) if isinstance(writer, Writer) else []
-            ),
-        )
-    )
+    standings = None if dry_run else Standings(output, bootstrap, context.options.regression)
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
     def stand(night: str | None, tonight: NightInput) -> None:

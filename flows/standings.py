@@ -8,16 +8,17 @@ the night before, read once; the others from the standing it made just before. A
 that adds one night makes one standing; an output that never had standings (written by an
 earlier cogscore) gets them all, once.
 
-A standing's episodes are those of its tasks' nights: tonight's from memory, those of
-nights this run staged from their staged files, the others from ``OUT`` (one query, only
-those nights' partitions and the compared columns). Where a standing is the night itself
-(every model's results are tonight's: a harness that runs everything every night) its
-tables are the night's, renamed, and nothing more is computed.
+A standing's episodes (the compared columns) are carried from one standing to the next:
+the previous standing's less the tasks re-run tonight, with tonight's. ``OUT`` is read for
+the output's standing before the run's first (its nights' partitions, once, and only where
+the next standing needs them) and for the nights the run did not score. Where a standing is
+the night itself (every model's results are tonight's: a harness that runs everything every
+night) its tables are the night's, renamed, and nothing more is computed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -32,8 +33,6 @@ from flows.output import (
     TASK_SCORES,
     Output,
 )
-from flows.storage import delta
-from flows.storage.delta import StagedFiles
 from flows.warehouse import above_tasks
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import (
@@ -49,13 +48,11 @@ from schemas.tables import (
     TASK_STANDINGS_TABLE,
 )
 from transforms.aggregate import Bootstrap
-from transforms.compact import plain
+from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
 from transforms.standings import (
     CELL,
     CELL_CHANGE,
-    NEW_NIGHT,
-    OLD_NIGHT,
     cell_changes,
     standing_changes,
     task_standing,
@@ -105,26 +102,29 @@ def standing_nights(
 
 @dataclass
 class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models."""
+    """One standing's rows (no provenance): its tasks, categories and models, and the
+    compared columns of its episodes (None: not read yet; each keeps the night it comes
+    from as its ``dump_date``)."""
 
     as_of: str | None
     tasks: pl.DataFrame
     categories: pl.DataFrame
     models: pl.DataFrame
+    episodes: pl.DataFrame | None = None
 
 
 @dataclass
 class Standings:
-    """Standings of the nights a run touches, made in date order (``of_night``).
-
-    ``staged``: the episode files a night was staged as in this run (``Writer.staged``), or
-    none: that night's episodes are in ``OUT`` (the nights this run did not score or failed
-    to write keep what ``OUT`` holds)."""
+    """Standings of the nights a run touches, made in date order (``of_night``), each from
+    the one before: its task rows and its episodes are the previous standing's, less the
+    tasks re-run tonight, with tonight's. Memory holds one standing's episodes (the
+    compared columns: a few dozen bytes each), never history's; ``OUT`` is read only for
+    the standing before the run's first (its episodes, once, when they are needed) and for
+    the nights the run did not score."""
 
     output: Output
     bootstrap: Bootstrap
     options: RegressionOptions
-    staged: Callable[[str | None], Sequence[StagedFiles]]
     before: Standing | None = None
     _read_before: bool = field(default=False, repr=False)
     _present: list[str | None] | None = field(default=None, repr=False)
@@ -140,35 +140,33 @@ class Standings:
         """The nights whose standing the run makes (``standing_nights``)."""
         return standing_nights(held, scored, self.present())
 
-    def of_night(
-        self,
-        night: str | None,
-        tonight: NightInput,
-    ) -> dict[str, pl.DataFrame]:
+    def of_night(self, night: str | None, tonight: NightInput) -> dict[str, pl.DataFrame]:
         """Every standing table as of ``night``, by name (no provenance)."""
         previous = self._previous(night)
         tasks = task_standing(
             None if previous is None else previous.tasks.lazy(), tonight.tasks.lazy(), night
         ).collect()
+        ran = self._tonight(tonight)
         if tonight.tables is not None and _is_the_night(previous, tonight.tasks):
+            episodes = ran  # the night's, as they are: the standing is the night
             above = {_OF_NIGHT[name]: _as_of(tonight.tables[name]) for name in _OF_NIGHT}
         else:
-            episodes = self._episodes(_sources(tasks), tonight)
-            above = {
-                _OF_NIGHT[name]: _as_of(frame)
-                for name, frame in above_tasks(
-                    _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap
-                ).items()
-            }
+            assert previous is not None or tonight.tables is None
+            kept = None if previous is None else self._episodes_of(previous)
+            if kept is not None:
+                kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
+            episodes = ran if kept is None else _together(kept, ran)
+            made = above_tasks(_at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap)
+            above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
-        current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS])
-        changes = self._changes(previous, current, tonight)
+        current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        changes = self._changes(previous, current, ran)
         self.before = current
         return {TASK_STANDINGS: tasks, **above, STANDING_CHANGES: changes}
 
     def _previous(self, night: str | None) -> Standing | None:
         """The standing before ``night``: the one made last, or the output's latest before
-        it (read once, for the run's first standing)."""
+        it (its rows read once, for the run's first standing; its episodes when needed)."""
         if self.before is not None or self._read_before or night is None:
             return self.before
         self._read_before = True
@@ -186,51 +184,48 @@ class Standings:
         self.before = Standing(as_of, *frames)
         return self.before
 
-    def _episodes(self, cells: pl.DataFrame, tonight: NightInput) -> pl.DataFrame:
-        """The compared columns of the episodes of ``cells`` (model, category, task and the
-        night of each), text keys: from memory, this run's staged files, or ``OUT``."""
-        frames: list[pl.LazyFrame] = []
-        from_out: list[str | None] = []
-        for (night,), wanted in cells.group_by(DUMP_DATE, maintain_order=True):
-            if tonight.episodes is not None and night == tonight.night:
-                rows = plain(tonight.episodes.select(COMPARED_COLUMNS)).lazy()
-            elif staged := self.staged(night):  # type: ignore[arg-type]
-                scanned = delta.scan_staged(
-                    self.output.location, EPISODE_SCORES, staged, COMPARED_COLUMNS
-                )
-                assert scanned is not None
-                rows = scanned
-            else:
-                from_out.append(night)  # type: ignore[arg-type]
-                continue
-            frames.append(rows.join(wanted.lazy(), on=[DUMP_DATE, *CELL], how="semi"))
-        if from_out:
-            nights = [n for n in from_out if n is not None]
-            chosen = pl.col(DUMP_DATE).is_in(nights)
-            if None in from_out:
-                chosen = chosen | pl.col(DUMP_DATE).is_null()
-            rows = self.output.scan(EPISODE_SCORES).filter(chosen).select(COMPARED_COLUMNS)
-            wanted = cells.filter(pl.col(DUMP_DATE).is_in(nights) | pl.col(DUMP_DATE).is_null())
-            frames.append(rows.join(wanted.lazy(), on=[DUMP_DATE, *CELL], how="semi"))
-        if not frames:
-            return compared(_empty(EPISODE_SCORES))
-        collected = pl.collect_all(frames)
-        return compared(pl.concat([plain(f) for f in collected], how="vertical_relaxed"))
+    def _tonight(self, tonight: NightInput) -> pl.DataFrame:
+        """The compared columns of the night's episodes: the run's, or ``OUT``'s."""
+        if tonight.episodes is not None:
+            return tonight.episodes.select(COMPARED_COLUMNS)  # no copy
+        return self._read({tonight.night})
+
+    def _episodes_of(self, standing: Standing) -> pl.DataFrame:
+        """A standing's episodes, read from ``OUT`` where not held (the output's own
+        standing before the run's first: its nights' partitions, once)."""
+        if standing.episodes is None:
+            nights = set(standing.tasks[DUMP_DATE].unique().to_list())
+            rows = self._read(nights)
+            cells = standing.tasks.select(DUMP_DATE, *CELL)
+            standing.episodes = compared(
+                plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
+            )
+        return standing.episodes
+
+    def _read(self, nights: set[str | None]) -> pl.DataFrame:
+        """The compared columns of ``nights``' episodes in ``OUT`` (their partitions only)."""
+        dated = [n for n in nights if n is not None]
+        chosen = pl.col(DUMP_DATE).is_in(dated)
+        if None in nights:
+            chosen = chosen | pl.col(DUMP_DATE).is_null()
+        rows = self.output.scan(EPISODE_SCORES).filter(chosen).select(COMPARED_COLUMNS)
+        return compared(rows.collect())
 
     def _changes(
-        self, previous: Standing | None, current: Standing, tonight: NightInput
+        self, previous: Standing | None, current: Standing, ran: pl.DataFrame
     ) -> pl.DataFrame:
-        """``standing_changes`` of ``current`` against ``previous`` (none for the first)."""
+        """``standing_changes`` of ``current`` against ``previous`` (none for the first):
+        the re-run tasks tested, tonight's episodes of them against those they replaced."""
         if previous is None or previous.as_of is None or current.as_of is None:
             return _empty(STANDING_CHANGES)
         changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
         if changes.is_empty():
             return _empty(STANDING_CHANGES)
-        rerun = changes.filter(pl.col(CELL_CHANGE) == "rerun")
-        old = self._episodes(_cells_of(rerun, OLD_NIGHT), tonight)
-        new = self._episodes(_cells_of(rerun, NEW_NIGHT), tonight)
+        rerun = compact(changes.filter(pl.col(CELL_CHANGE) == "rerun").select(CELL))
+        old = self._episodes_of(previous).join(rerun, on=CELL, how="semi")
+        new = ran.join(rerun, on=CELL, how="semi")
         tested = regressions(
-            pl.concat([_at(plain(old), previous.as_of), _at(plain(new), current.as_of)]),
+            _together(_at(old, previous.as_of), _at(new, current.as_of)),
             baseline="previous",
             k=1,
             design=check_design(self.bootstrap.design),
@@ -272,13 +267,9 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
     return kept.select(pl.len()).collect().item() == 0
 
 
-def _sources(tasks: pl.DataFrame) -> pl.DataFrame:
-    """Each cell of a standing and the night its result comes from."""
-    return tasks.select(DUMP_DATE, *CELL)
-
-
-def _cells_of(changes: pl.DataFrame, night: str) -> pl.DataFrame:
-    return changes.select(pl.col(night).alias(DUMP_DATE), *CELL)
+def _together(*frames: pl.DataFrame) -> pl.DataFrame:
+    """Compared episodes of several sources as one frame (text keys meet, then compact)."""
+    return compared(pl.concat([plain(f) for f in frames], how="vertical_relaxed"))
 
 
 def _at(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:

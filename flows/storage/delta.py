@@ -636,27 +636,6 @@ def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataF
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
 
-def scan_staged(
-    location: Location, table: str, staged: Sequence[StagedFiles], columns: Sequence[str]
-) -> pl.LazyFrame | None:
-    """``columns`` of staged (uncommitted) files' rows, partition columns among them, read
-    lazily (only those columns' pages); None where no file is staged."""
-    where = _table(location, table)
-    options = polars_options(storage_options(where))
-    frames = []
-    for files in staged:
-        for add in files.adds:
-            stored = [c for c in columns if c not in files.partition_by]
-            frame = pl.scan_parquet(
-                where.child(add.path).uri, storage_options=options, glob=False
-            ).select(stored)
-            values = {c: add.partition_values.get(c) for c in files.partition_by if c in columns}
-            frames.append(
-                frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())
-            )
-    return pl.concat(frames, how="diagonal_relaxed").select(columns) if frames else None
-
-
 def discard(location: Location, table: str, staged: Sequence[StagedFiles]) -> None:
     """Delete staged files that will never be committed (their night failed, or they were
     written again): nothing else refers to them."""

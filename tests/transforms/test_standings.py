@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import polars as pl
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.comparisons import ChangeKind
@@ -45,6 +45,7 @@ cell_keys = st.sampled_from([(m, c, t) for m in MODELS for c, t in TASKS])
 night_cells = st.dictionaries(cell_keys, st.floats(0, 1, allow_nan=False), max_size=12)
 
 
+@settings(max_examples=60, deadline=None)
 @given(st.lists(night_cells, min_size=1, max_size=len(NIGHTS)))
 def test_a_standing_holds_each_models_latest_result_on_every_task(
     nights: list[dict[tuple[str, str, str], float]],
