@@ -30,14 +30,12 @@ def last_answers(answers: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: ``correct_count``, ``n_items``, ``verdict_mismatches`` (items whose
-    declarative verdict differs from the harness's recorded one; null where none was
-    compared) and (observational learning) the mean positional score of its items (summed
-    left to right in item order).
-
-    ``rows`` are in ``in_episode_order``.
-    """
+def item_verdicts(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per graded item of each episode: its ``item_id`` and ``turn``, the ``expected``
+    value, the ``answer`` that counts, the match mode, whether it is right (``correct``),
+    the positional score (observational learning) and the harness's recorded verdict
+    (``verdict``, contract 1.2; null where none). What the episode's counts are made of,
+    and what ``cogscore explain`` shows. ``rows`` are in ``in_episode_order``."""
     answers = of_kind(rows, Kind.ANSWER, Col.ITEM_ID, Col.TURN, Col.CONTENT, VERDICT)
     default_mode = pl.col(Col.CATEGORY).replace_strict(
         {c.value: m.value for c, m in DEFAULT_MATCH.items()}, default=None, return_dtype=pl.String
@@ -51,7 +49,19 @@ def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
     # The positional diagnostic is observational learning's only: spare the others' items.
     observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
-    graded = grade(pairs, [SEGMENT, Col.ITEM_ID, Col.TURN], positional_where=observational).cache()
+    return grade(pairs, [SEGMENT, Col.ITEM_ID, Col.TURN], positional_where=observational)
+
+
+def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per episode: ``correct_count``, ``n_items``, ``verdict_mismatches`` (items whose
+    declarative verdict differs from the harness's recorded one; null where none was
+    compared) and (observational learning) the mean positional score of its items (summed
+    left to right in item order).
+
+    ``rows`` are in ``in_episode_order``.
+    """
+    observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
+    graded = item_verdicts(rows).cache()
     # A declarative kind's verdict against the harness's own, where it recorded one.
     verdict = pl.col(VERDICT)
     compared = (pl.col(MODE) != Match.RECORDED) & verdict.is_not_null()

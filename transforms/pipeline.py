@@ -126,7 +126,9 @@ def _branches(formulas: Mapping[str, str], category: Category) -> dict[str, pl.E
     own = task_versions(formulas, category)
     default = version_of(formulas, category)
     task = pl.col(Col.TASK)
-    branches = {default: ~task.is_in(list(own))}
+    # A task whose own version is the category's is in the category's branch: every task is
+    # in exactly one branch (else its episodes would be neither scored nor rejected).
+    branches = {default: ~task.is_in([t for t, v in own.items() if v != default])}
     for version in sorted(set(own.values()) - {default}):
         branches[version] = task.is_in([t for t, v in own.items() if v == version])
     return branches

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE, Category, Col
-from schemas.formulas import VERSIONS
+from schemas.formulas import VERSIONS, resolve, version_of
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES_DTYPES,
@@ -40,7 +40,7 @@ from schemas.tables import (
     STATUS,
     EpisodeStatus,
 )
-from tests.dumps import Row, write_dump
+from tests.dumps import Row, rule_dump, write_dump
 from tests.reference import SCORE_FIELDS, ReferenceResult, reference_score
 from tests.run import run_pipeline
 from tests.strategies import dumps, formulas
@@ -253,3 +253,16 @@ def test_procedural_formula_version_agrees_with_reference(version: str, rows: li
     procedural = got.scores.filter(pl.col(Col.CATEGORY) == Category.PROCEDURAL_LEARNING)
     assert set(procedural[FORMULA_VERSION]) <= {version}  # (a perturbation may relabel one)
     assert_agree(rows, chosen, got)
+
+
+def test_a_task_named_with_its_categorys_own_version_is_scored() -> None:
+    """``--formula CATEGORY/TASK=VERSION`` naming the version the category has anyway: the
+    task's episodes are scored as without it, not lost (they were neither scored nor
+    rejected)."""
+    rows, _ = rule_dump()
+    scores, rejects = run_pipeline(rows, resolve([]))
+    for category, task in scores.select(Col.CATEGORY, Col.TASK).unique().rows():
+        same = resolve([f"{category}/{task}={version_of(resolve([]), Category(category))}"])
+        named_scores, named_rejects = run_pipeline(rows, same)
+        assert named_scores.sort(Col.EPISODE_ID).equals(scores.sort(Col.EPISODE_ID)), task
+        assert named_rejects.height == rejects.height
