@@ -63,6 +63,7 @@ demo-real: setup
 	$(BIN)/cogscore import-kaggle $(LEARNINGBENCH)/kaggle_runs --tasks $(LEARNINGBENCH)/tasks --out demo-real-dump
 	$(BIN)/cogscore nightly demo-real-dump --out demo-real-out --engine local
 	$(BIN)/cogscore sql demo-real-out "SELECT task, model, score, reported_score FROM episode_scores ORDER BY task"
+	$(BIN)/cogscore explain demo-real-out --model openai/gpt-5.4-2026-03-05 --task codon_table_translation_obs_learning
 	$(BIN)/cogscore report demo-real-out --html demo-real-out/report.html
 	@echo "rows: demo-real-dump/; tables: demo-real-out/; report: demo-real-out/report.html"
 

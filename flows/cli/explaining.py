@@ -1,0 +1,63 @@
+"""``cogscore explain``: from a score down to the turns that earned it (``flows.explain``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from flows.cli import app
+from flows.cli.options import AsOfOpt, OutArg, StorageOpt, refused, use_storage_options
+
+
+@app.command()
+def explain(
+    out: OutArg,
+    episode: Annotated[
+        str | None,
+        typer.Option("--episode", metavar="EPISODE_ID", help="The episode to explain."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="With --task: the model's episode of that task (see --night)."),
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="With --model: the task.")] = None,
+    night: Annotated[
+        str | None,
+        typer.Option(
+            metavar="YYYY-MM-DD",
+            help="The night's own episode (default, with --model and --task: the night the "
+            "model's standing on the task comes from, as of the latest night).",
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="One JSON object instead of text.")
+    ] = False,
+    as_of: AsOfOpt = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Why an episode scored what it did: its turns in order, each graded item (expected,
+    answer, match kind, right or wrong, the harness's verdict), the formula and its
+    components, the score found again from the transcript and the harness's reported score.
+    The transcript is read from the dump the output was scored from (refused if that file
+    changed since)."""
+    from flows.explain import ExplainError, Which, explanation_lines
+    from flows.explain import explain as explain_episode
+    from flows.output import Output
+    from flows.storage.errors import StorageError
+
+    use_storage_options(storage_option)
+    if episode is None and (model is None or task is None):
+        raise typer.BadParameter("name --episode, or --model and --task", param_hint="--episode")
+    try:
+        output = Output.at(out).require()
+        output.check_as_of(as_of)
+        found = explain_episode(output, Which(episode, model, task, night), as_of)
+    except (ExplainError, StorageError) as error:
+        raise refused(error) from None
+    if json_output:
+        typer.echo(json.dumps(found, default=str))
+    else:
+        for line in explanation_lines(found):
+            typer.echo(line)

@@ -1,0 +1,266 @@
+"""``cogscore explain``: from a score down to the turns that earned it.
+
+An episode is found in ``episode_scores`` (by its id, or as the result a model's task
+stands on: the standing as of the latest night, or a night's own), its transcript read from
+the dump file the output scored it from (refused where that file changed since: its sha256
+was recorded in the runs table), scored again from those rows alone, and laid out: its
+turns in order, each graded item (expected, answer, match kind, right or wrong, the
+harness's recorded verdict and whether they differ), the formula (version, weights,
+description) and its components, the score written and the score found again, and the
+harness's reported score.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from flows.io import DumpFile, InputError, content_digest, read_schema, scan
+from flows.output import EPISODE_SCORES, Output
+from flows.standings import TASK_STANDINGS
+from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
+from schemas.formulas import REGISTRY, REPORTED, resolve
+from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
+from transforms.episodes import SEGMENT, in_episode_order
+from transforms.ingest import normalise
+from transforms.items import item_verdicts
+from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE
+from transforms.pipeline import score_rows
+
+# Text longer than this is folded on the terminal (``--json`` has it whole).
+FOLD: Final = 400
+
+
+class ExplainError(InputError):
+    """The episode cannot be explained: not found, several found, or its transcript changed
+    or is gone (exit 2, a message saying which)."""
+
+
+@dataclass(frozen=True)
+class Which:
+    """The episode asked for: its id, or a model's task (on ``night``: that night's own
+    episodes; else the night the model's standing on the task comes from)."""
+
+    episode_id: str | None = None
+    model: str | None = None
+    task: str | None = None
+    night: str | None = None
+
+
+def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str, Any]:
+    """The explanation of one episode (see the module), as one JSON-ready object."""
+    row = _episode_row(output, which, as_of)
+    night = row[DUMP_DATE]
+    dump_file = _scored_file(output, night, row[FILE], as_of)
+    rows = _transcript(dump_file, row[Col.EPISODE_ID])
+    ordered = in_episode_order(rows)
+    items = item_verdicts(ordered).sort(Col.TURN, Col.ITEM_ID).collect()
+    version = row[FORMULA_VERSION]
+    chosen = [] if version == REPORTED else [f"{row[Col.CATEGORY]}/{row[Col.TASK]}={version}"]
+    again, _ = score_rows(rows, resolve(chosen))
+    found = again.collect()
+    recomputed = found[SCORE][0] if found.height else None
+    spec = REGISTRY.get((row[Col.CATEGORY], row[FORMULA_VERSION]))
+    components = {str(c): row[c] for c in COMPONENT_DTYPES if c in row and row[c] is not None}
+    return {
+        "episode_id": row[Col.EPISODE_ID],
+        "model": row[Col.MODEL],
+        "task": row[Col.TASK],
+        "category": row[Col.CATEGORY],
+        "dump_date": night,
+        "file": row[FILE],
+        "score": row[SCORE],
+        "formula_version": row[FORMULA_VERSION],
+        "formula": None if spec is None else spec.description,
+        "weights": None if spec is None else dict(spec.weights),
+        "components": components,
+        "recomputed_score": recomputed,
+        "recomputed_equal": recomputed is not None and _same(recomputed, row[SCORE]),
+        "reported_score": row.get(REPORTED_SCORE),
+        "score_mismatch": row.get("score_mismatch"),
+        "verdict_mismatches": row.get(VERDICT_MISMATCHES),
+        "turns": _turns(ordered),
+        "items": [
+            {
+                "item_id": item[Col.ITEM_ID],
+                "turn": item[Col.TURN],
+                "expected": item[EXPECTED],
+                "answer": item[ANSWER],
+                "match": item[MODE],
+                "right": bool(item[CORRECT]),
+                "harness_verdict": item[VERDICT],
+                "differs": item[VERDICT] is not None and bool(item[VERDICT]) != bool(item[CORRECT]),
+            }
+            for item in items.iter_rows(named=True)
+        ],
+    }
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def _episode_row(output: Output, which: Which, as_of: str | None) -> dict[str, Any]:
+    """The ``episode_scores`` row asked for."""
+    scores = output.scan(EPISODE_SCORES, as_of)
+    if which.episode_id is not None:
+        chosen = pl.col(Col.EPISODE_ID) == which.episode_id
+        if which.night is not None:
+            chosen &= pl.col(DUMP_DATE) == which.night
+        what = f"episode {which.episode_id!r}"
+    else:
+        if which.model is None or which.task is None:
+            raise ExplainError("name an episode (--episode ID) or a model's task (--model, --task)")
+        night = which.night or _standing_night(output, which.model, which.task, as_of)
+        chosen = (
+            (pl.col(Col.MODEL) == which.model)
+            & (pl.col(Col.TASK) == which.task)
+            & (pl.col(DUMP_DATE) == night)
+        )
+        what = f"model {which.model!r} on task {which.task!r} on {night}"
+    found = scores.filter(chosen).collect()
+    if found.is_empty():
+        raise ExplainError(f"no scored episode of {what} in {output} (episode_scores)")
+    if found.height > 1:
+        ids = ", ".join(f"{r[Col.EPISODE_ID]} ({r[DUMP_DATE]})" for r in found.head(10).to_dicts())
+        more = f" and {found.height - 10} more" if found.height > 10 else ""
+        raise ExplainError(
+            f"{found.height} scored episodes of {what}: name one with --episode (and --night): "
+            f"{ids}{more}"
+        )
+    return found.row(0, named=True)
+
+
+def _standing_night(output: Output, model: str, task: str, as_of: str | None) -> str:
+    """The night a model's result on a task comes from, as the benchmark stands as of the
+    latest night."""
+    standing = output.scan(TASK_STANDINGS, as_of)
+    latest = standing.select(pl.col(AS_OF).max()).collect().item()
+    cell = standing.filter(
+        (pl.col(AS_OF) == latest) & (pl.col(Col.MODEL) == model) & (pl.col(Col.TASK) == task)
+    ).collect()
+    if cell.is_empty():
+        raise ExplainError(
+            f"model {model!r} has no result on task {task!r} in the standing as of {latest} "
+            f"of {output} (give --night for a night's own episodes)"
+        )
+    return str(cell[DUMP_DATE][0])
+
+
+def _scored_file(output: Output, night: str | None, file: str, as_of: str | None) -> DumpFile:
+    """The dump file the output scored the night's episodes from, as it was then: refused
+    where it is gone or its content changed since (its sha256 is in the runs table)."""
+    state = output.state(as_of)
+    entry = state.get("nights", {}).get(night) if night is not None else state.get("undated")
+    recorded = next((f for f in (entry or {}).get("files", []) if f.get("file") == file), None)
+    if entry is None or recorded is None:
+        raise ExplainError(f"the runs table of {output} records no input file {file!r} of {night}")
+    root = str(entry.get("input") or state.get("input") or "")
+    dump_file = (
+        DumpFile(f"{root.rstrip('/')}/{file}", file)
+        if "://" in root
+        else DumpFile(Path(root) / file, file)
+    )
+    try:
+        now = content_digest(dump_file)
+    except Exception as error:  # gone, unreadable
+        raise ExplainError(
+            f"the transcript's file {dump_file.path} cannot be read ({error}): explain reads "
+            "the dump the output was scored from"
+        ) from None
+    if now != recorded.get("sha256"):
+        raise ExplainError(
+            f"the transcript's file {dump_file.path} changed since it was scored (sha256 "
+            f"{recorded.get('sha256')} then, {now} now): its turns are not the ones scored; "
+            "score the night again to explain it"
+        )
+    return dump_file
+
+
+def _transcript(dump_file: DumpFile, episode_id: str) -> pl.LazyFrame:
+    """The episode's rows in the dump file, canonical (``transforms.ingest.normalise``)."""
+    rows = normalise(
+        scan(dump_file),
+        read_schema(dump_file),
+        file=dump_file.relative,
+        partitions=dict(dump_file.partitions),
+    )
+    return rows.filter(pl.col(Col.EPISODE_ID) == episode_id).collect().lazy()
+
+
+def _turns(ordered: pl.LazyFrame) -> list[dict[str, Any]]:
+    """Every row of the episode in order: turn, role, kind, content and what else it says."""
+    frame = ordered.drop(SEGMENT, strict=False).collect()
+    keep = [
+        c
+        for c in (
+            Col.TURN,
+            Col.ROLE,
+            Col.KIND,
+            Col.CONTENT,
+            Col.ITEM_ID,
+            Col.EXPECTED,
+            Col.VALUE,
+            Col.SOLVED,
+            Col.ROUND,
+        )
+        if c in frame.columns
+    ]
+    return [{str(k): v for k, v in row.items()} for row in frame.select(keep).to_dicts()]
+
+
+def explanation_lines(found: dict[str, Any]) -> list[str]:
+    """The explanation as text: long contents folded (``FOLD`` characters)."""
+    from flows.summary import printable
+
+    def fold(value: object) -> str:
+        text = printable("" if value is None else value)
+        return text if len(text) <= FOLD else f"{text[:FOLD]}… ({len(text)} characters)"
+
+    lines = [
+        f"episode {printable(found['episode_id'])}: {printable(found['model'])} on "
+        f"{printable(found['task'])} ({found['category']}), night {found['dump_date']}, "
+        f"file {printable(found['file'])}",
+        f"score {found['score']!r} (formula {found['category']}={found['formula_version']}: "
+        f"{found['formula'] or 'a reported score'}); scored again from these turns: "
+        f"{found['recomputed_score']!r} ({'equal' if found['recomputed_equal'] else 'DIFFERENT'})",
+    ]
+    if found["components"]:
+        parts = ", ".join(f"{k} {v!r}" for k, v in found["components"].items())
+        lines.append(f"components: {parts}")
+    if found["weights"]:
+        lines.append("weights: " + ", ".join(f"{k} {v!r}" for k, v in found["weights"].items()))
+    if found["reported_score"] is not None:
+        same = "equal" if not found["score_mismatch"] else "DIFFERENT"
+        lines.append(f"the harness reported {found['reported_score']!r} ({same})")
+    if found["items"]:
+        right = sum(item["right"] for item in found["items"])
+        lines.append(f"items: {right} of {len(found['items'])} right")
+        for item in found["items"]:
+            mark = "right" if item["right"] else "WRONG"
+            harness = ""
+            if item["harness_verdict"] is not None:
+                said = "right" if item["harness_verdict"] else "wrong"
+                harness = f"; the harness said {said}" + (" (DIFFERS)" if item["differs"] else "")
+            lines.append(
+                f"  item {printable(item['item_id'])} (turn {item['turn']}, {item['match']}): "
+                f"{mark}: expected {fold(item['expected'])!s}, answered {fold(item['answer'])}"
+                f"{harness}"
+            )
+    lines.append(f"turns ({len(found['turns'])}):")
+    for turn in found["turns"]:
+        extra = [
+            f"{k} {fold(v)}"
+            for k, v in turn.items()
+            if k not in (Col.TURN, Col.ROLE, Col.KIND, Col.CONTENT) and v is not None
+        ]
+        lines.append(
+            f"  [{turn.get(Col.TURN)}] {turn.get(Col.ROLE)} {turn.get(Col.KIND)}"
+            + (f" ({', '.join(extra)})" if extra else "")
+            + (f": {fold(turn.get(Col.CONTENT))}" if turn.get(Col.CONTENT) else "")
+        )
+    return lines
