@@ -37,16 +37,21 @@ from flows.warehouse import above_tasks
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import (
     AS_OF,
+    CATEGORY_HEALTH_TABLE,
     CATEGORY_STANDINGS_TABLE,
     COMPARED_COLUMNS,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
     PROVENANCE,
+    SIGNALS_TABLE,
+    STABILITY_TABLE,
     STANDING_CHANGES_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDINGS_TABLE,
+    TASK_HEALTH_TABLE,
     TASK_STANDINGS_TABLE,
 )
+from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
@@ -162,7 +167,12 @@ class Standings:
         current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
         changes = self._changes(previous, current, ran)
         self.before = current
-        return {TASK_STANDINGS: tasks, **above, STANDING_CHANGES: changes}
+        return {
+            TASK_STANDINGS: tasks,
+            **above,
+            STANDING_CHANGES: changes,
+            **health_of(tasks, above[CATEGORY_STANDINGS]),
+        }
 
     def _previous(self, night: str | None) -> Standing | None:
         """The standing before ``night``: the one made last, or the output's latest before
@@ -257,6 +267,23 @@ def night_from_output(output: Output, night: str) -> NightInput:
     """A night this run does not score, as ``OUT`` holds it (its task rows alone)."""
     rows = output.scan(TASK_SCORES).filter(pl.col(DUMP_DATE) == night).drop(PROVENANCE)
     return NightInput(night, rows.collect())
+
+
+def health_of(tasks: pl.DataFrame, categories: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The benchmark's health as it stands (``transforms.health``): its tables by name."""
+    stable, per_task, per_category = pl.collect_all(
+        [
+            health.stability(tasks.lazy()),
+            health.task_health(tasks.lazy()),
+            health.category_health(categories.lazy()),
+        ]
+    )
+    return {
+        STABILITY_TABLE.name: stable,
+        TASK_HEALTH_TABLE.name: per_task,
+        CATEGORY_HEALTH_TABLE.name: per_category,
+        SIGNALS_TABLE.name: health.signals(tasks.lazy()),
+    }
 
 
 def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:

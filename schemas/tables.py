@@ -15,6 +15,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas import health
 from schemas.comparisons import (
     A_BETTER,
     ALERT_LEVEL,
@@ -631,12 +632,78 @@ class ViewTables:
         return self.models.night
 
 
+# --- the benchmark's health, per standing (``transforms.health``) --------------------------
+
+STABILITY_TABLE: Final = Table(
+    "stability",
+    {
+        AS_OF: _text(nullable=True),
+        health.N_MODELS: _count(1),
+        N_TASKS: _count(1),
+        health.LOO_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        health.LOO_SPEARMAN_MIN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        health.LOO_MAX_RANK_CHANGE: _count(nullable=True),
+        **_PROVENANCE,
+    },
+    night=AS_OF,
+    sort=(health.N_MODELS, N_TASKS),
+)
+TASK_HEALTH_TABLE: Final = Table(
+    "task_health",
+    {
+        AS_OF: _text(nullable=True),
+        Col.CATEGORY: _text(isin=CATEGORIES),
+        Col.TASK: _text(),
+        health.N_MODELS: _count(1),
+        health.MEAN: _real(),
+        health.SPREAD: _real(nullable=True, ge=0.0),
+        health.LOWEST: _real(),
+        health.HIGHEST: _real(),
+        health.AT_CEILING: Column(pl.Boolean()),
+        health.AT_FLOOR: Column(pl.Boolean()),
+        health.DISCRIMINATION: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        **_PROVENANCE,
+    },
+    night=AS_OF,
+    sort=(Col.CATEGORY, Col.TASK),
+)
+CATEGORY_HEALTH_TABLE: Final = Table(
+    "category_health",
+    {
+        AS_OF: _text(nullable=True),
+        Col.CATEGORY: _text(isin=CATEGORIES),
+        health.N_MODELS: _count(1),
+        health.BEST_MODEL: _text(),
+        health.BEST_SCORE: _real(),
+        health.WORST_MODEL: _text(),
+        health.WORST_SCORE: _real(),
+        **_PROVENANCE,
+    },
+    night=AS_OF,
+    sort=(Col.CATEGORY,),
+)
+SIGNALS_TABLE: Final = Table(
+    "signals",
+    {
+        AS_OF: _text(nullable=True),
+        health.SIGNAL: _text(isin=tuple(s.value for s in health.Signal)),
+        health.N_RESULTS: _count(),
+        health.SPEARMAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        health.P_VALUE: _real(nullable=True, unit=True),
+        **_PROVENANCE,
+    },
+    night=AS_OF,
+    sort=(health.SIGNAL,),
+)
+HEALTH_TABLES: Final = (STABILITY_TABLE, TASK_HEALTH_TABLE, CATEGORY_HEALTH_TABLE, SIGNALS_TABLE)
+
 STANDING_TABLES: Final = (
     TASK_STANDINGS_TABLE,
     CATEGORY_STANDINGS_TABLE,
     STANDINGS_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
+    *HEALTH_TABLES,
 )
 
 # One row per harness run file a nightly with runs to import read (``cogscore nightly --runs``):

@@ -24,6 +24,7 @@ from flows.report.sections import (
     comparisons_section,
     diff_section,
     examples_section,
+    health_section,
     leaderboard_section,
     over_time_section,
     procedural_section,
@@ -58,6 +59,7 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.tables import (
     AS_OF,
+    HEALTH_TABLES,
     INPUT_FINGERPRINT,
     STANDING_CHANGES_TABLE,
     STANDINGS_TABLE,
@@ -104,6 +106,7 @@ def build_sections(
         leaderboard_section(board, colours, shown, level, standing),
         comparisons_section(comparisons, board, shown, level),
         *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
+        *([_health(wh, night, shown)] if standing else []),
         regressions_section(
             flagged_regressions(wh.night("regressions", night)), shown, level, standing
         ),
@@ -154,6 +157,13 @@ def _with_runs_not_imported(quality: Section, missed: list[dict[str, object]]) -
         f"<tbody>{rows}</tbody></table>"
     )
     return Section(quality.key, quality.title, text, quality.figures, quality.after + table)
+
+
+def _health(wh: Warehouse, night: str | None, shown: str) -> Section:
+    stable, tasks, categories, signals = (
+        wh.night(table.name, night, AS_OF) for table in HEALTH_TABLES
+    )
+    return health_section(stable, tasks, categories, signals, shown)
 
 
 def _changes(wh: Warehouse, night: str | None) -> pl.DataFrame:

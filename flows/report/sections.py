@@ -679,3 +679,86 @@ def reported_section(episodes: pl.DataFrame) -> Section | None:
         else ""
     )
     return Section("reported", "Reported scores", text, after=table)
+
+
+def health_section(
+    stable: pl.DataFrame,
+    tasks: pl.DataFrame,
+    categories: pl.DataFrame,
+    signals: pl.DataFrame,
+    night: str,
+) -> Section:
+    """The benchmark's health as it stands (``transforms.health``), each figure with a
+    sentence on what it means."""
+    notes: list[str] = []
+    widest = stable.sort("n_models", "n_tasks", descending=True).head(1)
+    if widest.height and widest["loo_spearman_mean"][0] is not None:
+        r = widest.row(0, named=True)
+        notes.append(
+            f"<b>Stability.</b> Leaving any one of the {r['n_tasks']} tasks out, the ranking of "
+            f"the {r['n_models']} models that ran them all keeps a Spearman correlation of "
+            f"{r['loo_spearman_mean']:.4f} on average with the full ranking (at least "
+            f"{r['loo_spearman_min']:.4f}), and no model moves more than "
+            f"{r['loo_max_rank_change']} place(s): no single task decides the leaderboard."
+        )
+    else:
+        notes.append(
+            "<b>Stability.</b> No three models ran the same tasks yet: leaving one task out "
+            "says nothing."
+        )
+    stuck = tasks.filter(pl.col("at_ceiling") | pl.col("at_floor"))
+    named = ", ".join(
+        f"{html.escape(t)} ({'every model 1' if c else 'every model 0'})"
+        for t, c in stuck.select(Col.TASK, "at_ceiling").rows()
+    )
+    notes.append(
+        f"<b>Tasks at ceiling or floor</b> (they cannot tell models apart): {named or 'none'}."
+    )
+    weakest = tasks.filter(pl.col("discrimination").is_not_null()).sort("discrimination").head(5)
+    if weakest.height:
+        notes.append(
+            "<b>Least discriminating tasks</b> (Spearman correlation, over the models, of the "
+            "task's score with their score on the other tasks; near 0 or below, the task ranks "
+            "models unlike the rest of the benchmark): "
+            + ", ".join(
+                f"{html.escape(t)} ({d:+.2f})"
+                for t, d in weakest.select(Col.TASK, "discrimination").rows()
+            )
+            + "."
+        )
+    meaning = {
+        "examples_requested_vs_score": "do the models that ask for fewer examples score "
+        "higher? (LearningBench's H1: the best learners need the least evidence)",
+        "tokens_spent_vs_score": "do the runs that spend more tokens score lower? "
+        "(LearningBench's H2: token spend is a failure signal)",
+    }
+    for row in signals.iter_rows(named=True):
+        rho = "-" if row["spearman"] is None else f"{row['spearman']:+.3f}"
+        p = "-" if row["p_value"] is None else f"{row['p_value']:.3g}"
+        notes.append(
+            f"<b>{html.escape(row['signal'])}</b>: Spearman {rho} (p {p}, {row['n_results']} "
+            f"results): {meaning.get(row['signal'], '')}."
+        )
+    if signals.is_empty():
+        notes.append(
+            "<b>Behavioural signals</b>: no data (no result records the examples it requested "
+            "or the tokens it spent)."
+        )
+    rows = "".join(
+        f"<tr><td>{html.escape(SHORT.get(r[Col.CATEGORY], r[Col.CATEGORY]))}</td>"
+        f"<td>{html.escape(r['best_model'])}</td><td>{r['best_score']:.3f}</td>"
+        f"<td>{html.escape(r['worst_model'])}</td><td>{r['worst_score']:.3f}</td></tr>"
+        for r in categories.iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>category</th><th>best model</th><th>score</th>"
+        f"<th>worst model</th><th>score</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return Section(
+        "health",
+        "Benchmark health",
+        f"The benchmark as it stands as of {html.escape(night)} (tables <code>stability</code>, "
+        "<code>task_health</code>, <code>category_health</code>, <code>signals</code>).<br>"
+        + "<br>".join(notes),
+        after=table,
+    )

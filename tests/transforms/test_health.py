@@ -1,0 +1,129 @@
+"""``transforms.health``: the benchmark's health as it stands, against scipy and against the
+figures LearningBench's authors published for their own leaderboard (read from its README,
+not typed in)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from tests.learningbench import LEADERBOARD, LEARNINGBENCH
+from transforms.health import category_health, signals, stability, task_health
+
+
+def _published_cells() -> pl.DataFrame:
+    flat = pl.read_csv(LEADERBOARD / "leaderboard_flat.csv")
+    return flat.select(
+        pl.lit("2026-04-16").alias("as_of"),
+        pl.col("model_name").alias("model"),
+        pl.col("category"),
+        pl.col("task_slug").cast(pl.String).alias("task"),
+        pl.col("score").cast(pl.Float64),
+    )
+
+
+def test_leave_one_task_out_on_the_published_table_is_its_authors() -> None:
+    """UPSTREAM_README section 6.2: mean Spearman rho, its minimum, the largest rank change."""
+    text = (LEARNINGBENCH / "UPSTREAM_README.md").read_text()
+    found = re.search(
+        r"mean Spearman ρ with full ranking = \*\*([0-9.]+)\*\*, minimum = ([0-9.]+)\. "
+        r"Maximum rank change from removing any single task: \*\*(\d+) position",
+        text,
+    )
+    assert found is not None
+    mean, low, change = float(found[1]), float(found[2]), int(found[3])
+    row = stability(_published_cells().lazy()).collect().row(0, named=True)
+    assert (row["n_models"], row["n_tasks"]) == (14, 135)
+    assert round(row["loo_spearman_mean"], 4) == mean
+    assert round(row["loo_spearman_min"], 4) == low
+    assert row["loo_max_rank_change"] == change
+
+
+def _matrix(draw: st.DrawFn) -> np.ndarray:
+    models = draw(st.integers(3, 7))
+    tasks = draw(st.integers(2, 8))
+    values = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
+    return np.array([[draw(values) for _ in range(models)] for _ in range(tasks)])
+
+
+@pytest.mark.filterwarnings("ignore::scipy.stats.ConstantInputWarning")
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_stability_and_discrimination_are_scipys(data: st.DataObject) -> None:
+    """Each left-out task's rho is ``scipy.stats.spearmanr`` of the scores (ties averaged);
+    each task's discrimination is its rho against the models' other tasks."""
+    x = data.draw(st.composite(_matrix)())
+    tasks, models = x.shape
+    cells = pl.DataFrame(
+        [
+            {"as_of": "n", "model": f"m{m}", "category": "runtime_rl", "task": f"t{t}",
+             "score": x[t, m]}
+            for t in range(tasks)
+            for m in range(models)
+        ]
+    )  # fmt: skip
+    full = x.mean(axis=0)
+    rhos, moves = [], []
+    for t in range(tasks):
+        loo = np.delete(x, t, axis=0).mean(axis=0)
+        rho = stats.spearmanr(full, loo).statistic
+        rhos.append(rho)
+        moves.append(np.abs(stats.rankdata(-full, "min") - stats.rankdata(-loo, "min")).max())
+    row = stability(cells.lazy()).collect().row(0, named=True)
+    if any(math.isnan(r) for r in rhos):  # the scores all equal with or without a task
+        assert row["loo_spearman_mean"] is None and row["loo_spearman_min"] is None
+    else:
+        assert row["loo_spearman_mean"] == pytest.approx(np.mean(rhos))
+        assert row["loo_spearman_min"] == pytest.approx(np.min(rhos))
+    assert row["loo_max_rank_change"] == max(moves)
+    health = task_health(cells.lazy()).collect().sort("task")
+    for t in range(tasks):
+        rest = np.delete(x, t, axis=0).mean(axis=0)
+        expected = stats.spearmanr(x[t], rest).statistic
+        got = health.filter(pl.col("task") == f"t{t}")["discrimination"][0]
+        if math.isnan(expected):
+            assert got is None
+        else:
+            assert got == pytest.approx(expected)
+        assert health.filter(pl.col("task") == f"t{t}")["at_ceiling"][0] == bool((x[t] == 1).all())
+        assert health.filter(pl.col("task") == f"t{t}")["at_floor"][0] == bool((x[t] == 0).all())
+
+
+def test_a_signal_is_spearmans_rho_with_scipys_p_value() -> None:
+    rng = np.random.default_rng(3)
+    examples = rng.integers(1, 12, 40).astype(float)
+    score = np.clip(1 - examples / 12 + rng.normal(0, 0.2, 40), 0, 1)
+    cells = pl.DataFrame(
+        {
+            "as_of": ["n"] * 40,
+            "model": [f"m{i % 5}" for i in range(40)],
+            "category": ["concept_formation"] * 20 + ["language_learning"] * 20,
+            "task": [f"t{i}" for i in range(40)],
+            "score": score,
+            "mean_examples_used": examples,
+        }
+    )
+    row = signals(cells.lazy()).filter(pl.col("signal") == "examples_requested_vs_score")
+    expected = stats.spearmanr(examples, score)
+    assert row["n_results"][0] == 40
+    assert row["spearman"][0] == pytest.approx(expected.statistic)
+    assert row["p_value"][0] == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_each_categorys_best_and_worst_model() -> None:
+    categories = (
+        _published_cells().group_by("as_of", "model", "category").agg(pl.col("score").mean())
+    )
+    found = category_health(categories.lazy()).collect()
+    for row in found.iter_rows(named=True):
+        these = categories.filter(pl.col("category") == row["category"])
+        assert row["best_score"] == these["score"].max()
+        assert row["worst_score"] == these["score"].min()
+        assert these.filter(pl.col("model") == row["best_model"])["score"][0] == row["best_score"]
