@@ -362,7 +362,10 @@ def nightly(
     task_timeout: Annotated[
         float,
         typer.Option(
-            "--task-timeout", min=1.0, help="With --runs: seconds a run's replay may take."
+            "--task-timeout",
+            min=1.0,
+            envvar="COGSCORE_TASK_TIMEOUT",
+            help="With --runs: seconds a run's replay may take.",
         ),
     ] = DEFAULT_TIMEOUT,
     task_memory: Annotated[
@@ -371,6 +374,7 @@ def nightly(
             "--task-memory",
             metavar="MIB",
             min=64,
+            envvar="COGSCORE_TASK_MEMORY",
             help="With --runs: memory (MiB) a task may take beyond the replay worker's own.",
         ),
     ] = DEFAULT_TASK_MEMORY,
