@@ -44,5 +44,20 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_comparisons')
 CREATE OR REPLACE VIEW standing_changes AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_changes');
 
+CREATE OR REPLACE VIEW stability AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/stability');
+
+CREATE OR REPLACE VIEW task_health AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_health');
+
+CREATE OR REPLACE VIEW category_health AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/category_health');
+
+CREATE OR REPLACE VIEW signals AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/signals');
+
+CREATE OR REPLACE VIEW imports AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/imports');
+
 CREATE OR REPLACE VIEW runs AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/runs');

@@ -54,7 +54,7 @@ from schemas.health import (
     Signal,
 )
 from schemas.tables import AS_OF, SCORE, Component
-from transforms.aggregate import MEAN_PREFIX
+from transforms.aggregate import MEAN_PREFIX, mean_in_order
 
 # Working columns (never written).
 _TASKS: Final = "__tasks"  # a model's task set, joined
@@ -69,10 +69,28 @@ _REST: Final = "__rest"
 MIN_MODELS: Final = 3  # a ranking of fewer models says nothing about its stability
 
 
-def _spearman(a: str, b: str) -> pl.Expr:
+def _spearman(a: str, b: str, order: str = Col.MODEL) -> pl.Expr:
     """Spearman's rho of two columns in a group: Pearson's of their average ranks (null
-    where either does not vary)."""
-    return pl.corr(pl.col(a).rank("average"), pl.col(b).rank("average"))
+    where either does not vary), summed in ``order`` (the same bits whatever the row order)."""
+    return pl.corr(
+        pl.col(a).sort_by(order).rank("average"), pl.col(b).sort_by(order).rank("average")
+    )
+
+
+def _std_in_order(value: pl.Expr, order: str) -> pl.Expr:
+    """The sample standard deviation of ``value`` in a group (null for one value), its sums
+    left to right in ``order``: the same bits whatever the rows' order or memory layout
+    (polars' own ``std`` changed in the last bit between two layouts of the same rows)."""
+    deviation = value - mean_in_order(value, order)
+    squares = (deviation * deviation).sort_by(order).cum_sum().last()
+    n = pl.len().cast(pl.Float64)
+    return pl.when(n > 1).then((squares / (n - 1.0)).sqrt())
+
+
+def _sum(value: str, order: str) -> pl.Expr:
+    """The sum of ``value`` in a group, left to right in ``order``: the same bits whatever
+    the row order (polars' own sum adds in any order)."""
+    return pl.col(value).sort_by(order).cum_sum().last()
 
 
 def _rank(column: str) -> pl.Expr:
@@ -88,7 +106,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
     cells = tasks.select(AS_OF, Col.MODEL, Col.TASK, SCORE)
     per_model = cells.group_by(AS_OF, Col.MODEL).agg(
         pl.col(Col.TASK).sort().str.join("\x1f").alias(_TASKS),
-        pl.col(SCORE).sum().alias(_SUM),
+        _sum(SCORE, Col.TASK).alias(_SUM),
         pl.len().cast(pl.Int64).alias(_N),
     )
     group = [AS_OF, _TASKS]
@@ -123,7 +141,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
             pl.len().cast(pl.Int64).alias(N_TASKS),
             # (a left-out task whose rho is undefined, the scores all equal, makes it so)
             pl.when(enough & pl.col(_RHO).is_not_null().all())
-            .then(pl.col(_RHO).mean())
+            .then(mean_in_order(pl.col(_RHO), _REMOVED))
             .alias(LOO_SPEARMAN_MEAN),
             pl.when(enough & pl.col(_RHO).is_not_null().all())
             .then(pl.col(_RHO).min())
@@ -140,7 +158,7 @@ def task_health(tasks: pl.LazyFrame) -> pl.LazyFrame:
     ``at_ceiling``, ``at_floor`` and ``discrimination`` (see the module)."""
     cells = tasks.select(AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK, SCORE)
     totals = cells.group_by(AS_OF, Col.MODEL).agg(
-        pl.col(SCORE).sum().alias(_SUM), pl.len().cast(pl.Int64).alias(_N)
+        _sum(SCORE, Col.TASK).alias(_SUM), pl.len().cast(pl.Int64).alias(_N)
     )
     rest = pl.when(pl.col(_N) > 1).then((pl.col(_SUM) - pl.col(SCORE)) / (pl.col(_N) - 1))
     score = pl.col(SCORE)
@@ -151,8 +169,8 @@ def task_health(tasks: pl.LazyFrame) -> pl.LazyFrame:
         .group_by(AS_OF, Col.CATEGORY, Col.TASK)
         .agg(
             n_models.alias(N_MODELS),
-            score.mean().alias(MEAN),
-            score.std(ddof=1).alias(SPREAD),
+            mean_in_order(score, Col.MODEL).alias(MEAN),
+            _std_in_order(score, Col.MODEL).alias(SPREAD),
             score.min().alias(LOWEST),
             score.max().alias(HIGHEST),
             (score == 1.0).all().alias(AT_CEILING),
@@ -204,14 +222,21 @@ def signals(tasks: pl.LazyFrame) -> pl.DataFrame:
         behaviour = pl.col(column) if column in have else pl.lit(None, pl.Float64)
         held = (
             tasks.filter(pl.col(Col.CATEGORY).is_in([str(c) for c in categories]))
-            .select(AS_OF, behaviour.cast(pl.Float64).alias(_REST), SCORE)
+            .select(
+                AS_OF,
+                pl.concat_str(Col.MODEL, Col.TASK, separator="\x1f").alias(_REMOVED),
+                behaviour.cast(pl.Float64).alias(_REST),
+                SCORE,
+            )
             .filter(pl.col(_REST).is_not_null() & pl.col(SCORE).is_not_null())
         )
         rows.append(
             held.group_by(AS_OF).agg(
                 pl.lit(str(signal)).alias(SIGNAL),
                 pl.len().cast(pl.Int64).alias(N_RESULTS),
-                pl.when(pl.len() >= MIN_MODELS).then(_spearman(_REST, SCORE)).alias(SPEARMAN),
+                pl.when(pl.len() >= MIN_MODELS)
+                .then(_spearman(_REST, SCORE, _REMOVED))
+                .alias(SPEARMAN),
             )
         )
     found = pl.concat(pl.collect_all(rows)).with_columns(pl.col(SPEARMAN).fill_nan(None))

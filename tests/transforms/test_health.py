@@ -92,6 +92,9 @@ def test_stability_and_discrimination_are_scipys(data: st.DataObject) -> None:
             assert got is None
         else:
             assert got == pytest.approx(expected)
+        row = health.filter(pl.col("task") == f"t{t}").row(0, named=True)
+        assert row["mean"] == pytest.approx(x[t].mean())
+        assert row["std"] == pytest.approx(x[t].std(ddof=1))
         assert health.filter(pl.col("task") == f"t{t}")["at_ceiling"][0] == bool((x[t] == 1).all())
         assert health.filter(pl.col("task") == f"t{t}")["at_floor"][0] == bool((x[t] == 0).all())
 
