@@ -158,6 +158,15 @@ class Work(StrEnum):
     VAR_TASKS = "__var_tasks"  # tasks a sample
     CLUSTERS = "__clusters"  # distinct clusters in a contrast's stratum
     STRATUM_TASKS = "__stratum_tasks"  # tasks of a contrast's stratum
+    PART = "__part"  # a unit's part of a contrast in a task: coef · w · task score
+    PATTERN = "__pattern"  # the units of a contrast that ran a task (their codes, joined)
+    MEMBERS = "__members"  # those units, as a list
+    PATTERNS = "__patterns"  # coverage patterns in a contrast's stratum
+    SOURCE = "__source"  # what a piece of a variance is estimated from
+    USES = "__uses"  # how many pieces of a variance one source stands in for
+    SQUARES = "__squares"  # Σ ψ² of a coverage pattern, ψ centred on the units' scores
+    CENTRED = "__centred"  # Σ (ψ − ψ̄)² of a coverage pattern, centred on its own mean
+    TASK_DF = "__task_df"  # degrees of freedom of a stratum's task-sample variance
     FALLBACK = "__fallback"  # a stratum of one task: its within-task variance stands in
     ALL_FALLBACK = "__all_fallback"  # every stratum of the contract fell back
     ANY_FALLBACK = "__any_fallback"  # some did

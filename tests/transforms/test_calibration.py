@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 import pytest
 from numpy.polynomial.hermite_e import hermegauss
+from scipy import stats as scipy_stats
 
 from schemas.comparisons import A_BETTER, OVERALL, OVERALL_BY_CATEGORY, UNRESOLVED
 from transforms.compare import model_comparisons, regressions, score_intervals
@@ -177,3 +178,92 @@ def test_unchanged_models_on_the_same_tasks_raise_no_more_regressions_than_nomin
     print("regressions: two-sided", two_sided, "alerts", alerts, "watches", watches)
     assert two_sided == pytest.approx(0.05, abs=0.025), two_sided
     assert alerts <= 0.05 and watches <= 0.05, (alerts, watches)
+
+
+def two_models_on_their_own_tasks(seed: int, tasks: int, shared: int) -> pl.DataFrame:
+    """``NIGHTS`` nights of two models of the same ability, ``tasks`` tasks each, ``shared``
+    of them the same: per night ``2 · tasks - shared`` new tasks of LearningBench's
+    population (a category drawn in its proportions, its difficulty around the category's),
+    one episode per model and task (the published leaderboard's shape); model a runs the
+    first ``tasks``, b the last. One category holds them all, so that the two models are
+    compared in every scope."""
+    rng = np.random.default_rng(seed)
+    n_tasks = 2 * tasks - shared
+    population = np.repeat(np.arange(len(CATEGORY_TASKS)), CATEGORY_TASKS)
+    category = rng.choice(population, (NIGHTS, n_tasks))
+    difficulty = np.asarray(CATEGORY_DIFFICULTY)[category] + rng.normal(
+        0, TASK_SD, (NIGHTS, n_tasks)
+    )
+    logit = -difficulty[:, None, :] + rng.normal(0, INTERACTION_SD, (NIGHTS, 2, n_tasks))
+    right = rng.binomial(ITEMS, 1.0 / (1.0 + np.exp(-logit)))
+    ran = np.zeros((2, n_tasks), dtype=bool)
+    ran[0, :tasks] = True
+    ran[1, tasks - shared :] = True
+    night, model, task = np.nonzero(np.broadcast_to(ran, right.shape))
+    frame = pl.DataFrame(
+        {
+            "night": night,
+            "model": np.array(["a", "b"])[model],
+            "task": task,
+            "score": right[night, model, task] / ITEMS,
+        }
+    )
+    return frame.select(
+        pl.format("n{}", pl.col("night").cast(pl.String).str.zfill(4)).alias("dump_date"),
+        "model",
+        pl.lit("c0").alias("category"),
+        pl.format("t{}", pl.col("task").cast(pl.String).str.zfill(3)).alias("task"),
+        pl.format("{}-{}-{}", "night", "model", "task").alias("episode_id"),
+        "score",
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Precision loss:RuntimeWarning")  # scipy, on ties
+@pytest.mark.parametrize(
+    ("tasks", "shared"),
+    [(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (10, 0), (10, 5)],
+    ids=lambda v: str(v),
+)
+def test_models_on_partly_or_wholly_different_tasks_reject_at_most_nominally(
+    tasks: int, shared: int
+) -> None:
+    """A/A comparisons of two models with ``tasks`` tasks each, disjoint (``shared`` 0) or
+    half-overlapping (half of each model's tasks shared, rounded down and up for three).
+
+    - one task each: nothing estimates how a model's task scores vary: every row null and
+      unresolved (design ``none``), 0% verdicts;
+    - disjoint tasks: Welch's test (``scipy.stats.ttest_ind``, ``equal_var=False``) of the
+      two models' task scores, night by night: the same verdicts;
+    - three tasks each or more: 5% ± 1.5% rejected;
+    - two tasks each: no more than 5% + 1.5%. Welch's test itself rejects 2.2% here (2.4% of
+      normal samples of two): with two tasks a model's variance has one degree of freedom,
+      and the t reference of Satterthwaite's degrees of freedom is wide; a single shared
+      task cannot measure the pairing and counts as unpaired (1.6%).
+
+    Before, the stratum's task count stood in for each model's: 89% rejected with one task
+    each, 12.6% with two, 8.4% with three (disjoint)."""
+    frame = two_models_on_their_own_tasks(100 * tasks + shared, tasks, shared)
+    rows = model_comparisons(frame).filter(scope=OVERALL, model_a="a", model_b="b")
+    assert rows.height == NIGHTS
+    rejected = (rows["verdict"] != UNRESOLVED).mean()
+    print(tasks, shared, "A/A rejected", rejected, "designs", set(rows["design"].to_list()))
+    if tasks == 1:
+        assert set(rows["design"].to_list()) == {"none"}
+        nulls = rows.select("se", "p_value", "ci_low", "ci_high", "mde").null_count()
+        assert nulls.row(0) == (NIGHTS,) * 5
+        assert rejected == 0.0
+        return
+    assert set(rows["design"].to_list()) == {"two_level"}
+    if shared == 0:
+        task_scores = frame.sort("dump_date", "task")
+        a, b = (
+            task_scores.filter(model=m)["score"].to_numpy().reshape(NIGHTS, tasks)
+            for m in ("a", "b")
+        )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            welch = scipy_stats.ttest_ind(a, b, axis=1, equal_var=False).pvalue
+        assert rows["p_value"].to_numpy() == pytest.approx(np.nan_to_num(welch, nan=1.0), abs=1e-12)
+    if tasks >= 3:
+        assert rejected == pytest.approx(0.05, abs=0.015), rejected
+    else:
+        assert rejected <= 0.065, rejected

@@ -273,34 +273,154 @@ def _wls_task_clustered(part: pl.DataFrame, a: str) -> tuple[float, float]:
     return float(fit.params[1]), float(fit.bse[1] ** 2 * g / (g - 1))
 
 
+def _coverage_patterns(x: dict[str, float], y: dict[str, float]) -> list[tuple[float, float]]:
+    """The two-level variance of ``mean(x) - mean(y)`` over one stratum (task scores by
+    task), as docs/comparisons.md states it, in pieces (variance, degrees of freedom): the
+    tasks both ran, those only x ran and those only y ran are each a sample of their own
+    (ψ = x/n_x - y/n_y, x/n_x or -y/n_y: k · its sample variance, k - 1 df); a pattern of
+    one task borrows its models' own variance over their tasks (both models: each one's,
+    the covariance left out)."""
+    wx, wy = 1.0 / len(x), 1.0 / len(y)
+    own = {
+        "x": (np.var([wx * v for v in x.values()], ddof=1), len(x) - 1),
+        "y": (np.var([wy * v for v in y.values()], ddof=1), len(y) - 1),
+    }
+    pieces: list[tuple[float, float]] = []
+    borrowed = {"x": 0, "y": 0}
+    for tasks, psi, members in (
+        (sorted(x.keys() & y.keys()), lambda t: wx * x[t] - wy * y[t], "xy"),
+        (sorted(x.keys() - y.keys()), lambda t: wx * x[t], "x"),
+        (sorted(y.keys() - x.keys()), lambda t: -wy * y[t], "y"),
+    ):
+        if len(tasks) > 1:
+            pieces.append((len(tasks) * np.var([psi(t) for t in tasks], ddof=1), len(tasks) - 1))
+        elif tasks:
+            for member in members:
+                borrowed[member] += 1
+    pieces += [(uses * own[m][0], own[m][1]) for m, uses in borrowed.items() if uses]
+    return pieces
+
+
+def _satterthwaite(pieces: list[tuple[float, float]]) -> tuple[float, float]:
+    variance = sum(v for v, _ in pieces)
+    return variance, variance**2 / sum(v**2 / df for v, df in pieces)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_se_tasks_equals_statsmodels_wls_clustered_by_task(seed: int) -> None:
     """Tasks a sample (the two-level design, ``se_tasks``): within a category, and for the
-    task-weighted ``overall`` over every task (one pool), the WLS fit of the scores on
-    (1, model a) with weights 1/(tasks x episodes of the cell) and task clusters, CR0 times
-    G/(G-1); ``overall_by_category``, the sum over categories (strata) of (1/C)² times each
-    category's."""
+    task-weighted ``overall`` over every task (one pool), where both models ran the same
+    tasks, the WLS fit of the scores on (1, model a) with weights 1/(tasks x episodes of the
+    cell) and task clusters, CR0 times G/(G-1); ``overall_by_category``, the sum over
+    categories (strata) of (1/C)² times each category's. Where they did not (model c lacks
+    t5), the coverage patterns of the documented decomposition (``_coverage_patterns``),
+    with Satterthwaite's degrees of freedom."""
     frame = mixed_design(seed)
     table = model_comparisons(frame)
     data = _cells(frame)
+    means = data.group_by("model", "category", "task").agg(pl.col("cell_mean").first())
+
+    def scores(model: str, categories: tuple[str, ...]) -> dict[str, float]:
+        chosen = means.filter(pl.col("category").is_in(categories), model=model)
+        return dict(zip(chosen["task"].to_list(), chosen["cell_mean"].to_list(), strict=True))
+
+    patterned = 0
     for a, b in [("a", "b"), ("a", "c"), ("b", "c")]:
-        strata = 0.0
+        strata: list[tuple[float, float]] = []
         for category in ("c1", "c2"):
-            part = data.filter(pl.col("model").is_in([a, b]), category=category)
-            diff, variance = _wls_task_clustered(part, a)
             row = one_row(table, scope=category, model_a=a, model_b=b)
+            x, y = scores(a, (category,)), scores(b, (category,))
+            if x.keys() == y.keys():
+                part = data.filter(pl.col("model").is_in([a, b]), category=category)
+                diff, variance = _wls_task_clustered(part, a)
+                assert diff == pytest.approx(row["diff"], abs=1e-12)
+                df = len(x) - 1.0
+            else:
+                variance, df = _satterthwaite(_coverage_patterns(x, y))
+                patterned += 1
             assert row["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
-            assert diff == pytest.approx(row["diff"], abs=1e-12)
-            strata += variance / 4
+            assert row["df"] == pytest.approx(df, rel=1e-10)
+            strata.append((variance / 4, df))
         overall = one_row(table, scope=OVERALL_BY_CATEGORY, model_a=a, model_b=b)
-        assert overall["se_tasks"] == pytest.approx(math.sqrt(strata), rel=1e-10)
-        diff, pooled = _wls_task_clustered(data.filter(pl.col("model").is_in([a, b])), a)
+        variance, df = _satterthwaite(strata)
+        assert overall["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
+        assert overall["df"] == pytest.approx(df, rel=1e-10)
+        x, y = scores(a, ("c1", "c2")), scores(b, ("c1", "c2"))
         overall = one_row(table, scope=OVERALL, model_a=a, model_b=b)
+        if x.keys() == y.keys():
+            diff, pooled = _wls_task_clustered(data.filter(pl.col("model").is_in([a, b])), a)
+            assert diff == pytest.approx(overall["diff"], abs=1e-12)
+        else:
+            pooled, df = _satterthwaite(_coverage_patterns(x, y))
+            assert overall["df"] == pytest.approx(df, rel=1e-10)
+            patterned += 1
         assert overall["se_tasks"] == pytest.approx(math.sqrt(pooled), rel=1e-10)
-        assert diff == pytest.approx(overall["diff"], abs=1e-12)
+    assert patterned == 4  # (a, c) and (b, c): in c2 and overall
     # Every category has two tasks or more: the default design's se is the two-level one.
     assert table["design"].unique().to_list() == ["two_level"]
     assert_frame_equal(table.select(pl.col("se").alias("se_tasks")), table.select("se_tasks"))
+
+
+@pytest.mark.parametrize(("tasks", "episodes"), [(2, 1), (3, 1), (5, 1), (4, 3)])
+def test_models_on_disjoint_tasks_are_welchs_two_sample_test(tasks: int, episodes: int) -> None:
+    """Two models that ran no task in common: their task scores are two independent
+    samples, and the comparison is Welch's t-test of them (``scipy.stats.ttest_ind``,
+    ``equal_var=False``): its standard error, degrees of freedom and p-value, in every
+    scope (a single category here). Before, the stratum's task count stood in for each
+    model's own: a smaller standard error and more degrees of freedom."""
+    rng = np.random.default_rng(tasks * 10 + episodes)
+    rows = [
+        ("d", model, "c", f"{model}{t}", f"{model}{t}-{e}", float(rng.uniform(0, 1)), None)
+        for model in ("a", "b")
+        for t in range(tasks)
+        for e in range(episodes)
+    ]
+    frame = rows_frame(rows)
+    task_means = frame.group_by("model", "task").agg(pl.col("score").mean()).sort("task")
+    a, b = (task_means.filter(model=m)["score"].to_numpy() for m in ("a", "b"))
+    welch = scipy_stats.ttest_ind(a, b, equal_var=False)
+    table = model_comparisons(frame)
+    for scope in ("c", OVERALL, OVERALL_BY_CATEGORY):
+        row = one_row(table, scope=scope, model_a="a")
+        assert (row["n_tasks"], row["design"]) == (0, "two_level")
+        assert row["diff"] / row["se"] == pytest.approx(welch.statistic, rel=1e-12)
+        assert row["df"] == pytest.approx(welch.df, rel=1e-12)
+        assert row["p_value"] == pytest.approx(welch.pvalue, rel=1e-12)
+
+
+def test_a_comparison_nothing_can_estimate_is_null_and_unresolved() -> None:
+    """Two models with one task each, on different tasks: nothing says how either model's
+    task scores vary (the README's promise: ``se``, p and the interval null, the verdict
+    ``unresolved``; never a zero-width interval, an MDE of 0 or a verdict), in every scope
+    and whatever the episodes within the tasks. The same for a night against a baseline
+    night on another task, and for a formula change that swaps two such models."""
+    rows = [("d", "a", "c", "t1", f"a{i}", 0.9 - 0.01 * i, None) for i in range(4)]
+    rows += [("d", "b", "c", "t2", f"b{i}", 0.2 + 0.01 * i, None) for i in range(4)]
+    frame = rows_frame(rows)
+    table = model_comparisons(frame)
+    assert table.height == 6  # both orders of c, overall, overall_by_category
+    for row in table.iter_rows(named=True):
+        assert row["design"] == "none", row
+        for column in ("se", "se_tasks", "df", "ci_low", "ci_high", "p_value", "p_holm", "mde"):
+            assert row[column] is None, (column, row)
+        assert row["verdict"] == UNRESOLVED
+    tiers = significance_tiers(table)
+    assert tiers["tier"].to_list() == [1, 1]  # not set apart
+    night = pl.concat([frame, frame.with_columns(pl.lit("e").alias("dump_date"))])
+    night = night.with_columns(
+        pl.when(pl.col("dump_date") == "e").then(pl.lit("t3")).otherwise("task").alias("task"),
+        pl.format("{}{}", "dump_date", "episode_id").alias("episode_id"),
+    )
+    for row in regressions(night).iter_rows(named=True):
+        assert (row["se"], row["p_value"], row["ci_low"], row["mde"]) == (None,) * 4, row
+        assert (row["design"], row["level"]) == ("none", LEVEL_NOT_COMPARABLE)
+    swapped = frame.with_columns(
+        pl.when(pl.col("model") == "a").then(0.1).otherwise(0.95).alias("score")
+    )
+    changes = rescore_rank_changes(frame, swapped)
+    assert changes.height == 1
+    change = changes.row(0, named=True)
+    assert (change["se"], change["p_value"], change["significant"]) == (None, None, False)
 
 
 def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
