@@ -179,4 +179,6 @@ class Work(StrEnum):
     EPISODES = "__episodes"
     ROWS = "__rows"
     LOW = "__low"
+    LOWEST = "__lowest"  # the lowest episode score of a unit in a task (or scope)
+    HIGHEST = "__highest"  # the highest
     P_FAMILY = "__p_family"

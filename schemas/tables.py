@@ -88,6 +88,11 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
 
 SCORE: Final = "score"
+# The range of every formula's score at the contract's parameter defaults, and of the
+# benchmark's reported scores; the intervals of category and model scores stay in it. A
+# runtime RL `floor` above 1 (or below 0), or an imported score outside it, leaves it: where
+# an episode of a scope scored past a bound, the interval is not held to that bound.
+SCORE_RANGE: Final = (0.0, 1.0)
 RANK: Final = "rank"  # model_scores: the model's rank among those of its coverage group
 N_EPISODES: Final = "n_episodes"
 STD: Final = "std"
@@ -276,10 +281,10 @@ VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
 PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
 LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
 _PROVENANCE: Final = {name: _text() for name in PROVENANCE}
-# Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
-# Null where there is no spread to measure (a task's episodes that do not vary; a category or
-# model of one task and one episode, or of scores all the same): never an interval of zero
-# width for want of an estimator.
+# Within SCORE_RANGE unless an episode behind the score lies outside it (a runtime RL
+# `floor` above 1 can lift a score past 1). Null where there is no spread to measure (a
+# task's episodes that do not vary; a category or model of one task and one episode, or of
+# scores all the same): never an interval of zero width for want of an estimator.
 _INTERVAL: Final = {CI_LOW: _real(nullable=True), CI_HIGH: _real(nullable=True)}
 _COMPONENT_RULES: Final[dict[str, Column]] = {
     Component.CORRECT_COUNT: _count(nullable=True),

@@ -267,3 +267,52 @@ def test_models_on_partly_or_wholly_different_tasks_reject_at_most_nominally(
         assert rejected == pytest.approx(0.05, abs=0.015), rejected
     else:
         assert rejected <= 0.065, rejected
+
+
+def sparse_nights(seed: int, tasks: int, theta: float) -> pl.DataFrame:
+    """``NIGHTS`` nights of one model of ability ``theta`` with ``tasks`` new tasks in each
+    of the six categories, one episode each (LearningBench's population)."""
+    rng = np.random.default_rng(seed)
+    shape = (NIGHTS, len(CATEGORY_TASKS), tasks)
+    difficulty = np.asarray(CATEGORY_DIFFICULTY)[None, :, None] + rng.normal(0, TASK_SD, shape)
+    logit = theta - difficulty + rng.normal(0, INTERACTION_SD, shape)
+    right = rng.binomial(ITEMS, 1.0 / (1.0 + np.exp(-logit)))
+    night, category, task = (a.ravel() for a in np.indices(shape))
+    frame = pl.DataFrame({"night": night, "c": category, "t": task, "score": right.ravel() / ITEMS})
+    return frame.select(
+        pl.format("n{}", pl.col("night").cast(pl.String).str.zfill(4)).alias("dump_date"),
+        pl.lit("a").alias("model"),
+        pl.format("c{}", "c").alias("category"),
+        pl.format("c{}t{}", "c", "t").alias("task"),
+        pl.format("{}-{}-{}", "night", "c", "t").alias("episode_id"),
+        "score",
+    )
+
+
+def test_score_intervals_of_sparse_nights_stay_in_the_score_range_and_cover() -> None:
+    """Three tasks per category (2 degrees of freedom: t = 4.30): the t interval of a
+    category's score leaves [0, 1] in most nights (and the by-category overall score's in
+    some); held to [0, 1] it never does, and it covers the true category mean exactly as
+    often as the t interval did (a mean of scores in [0, 1] is in [0, 1]): 95% ± 2%."""
+    theta = 0.3
+    intervals = score_intervals(sparse_nights(5, 3, theta)).filter(pl.col("se") > 0)
+    truth_of = dict(
+        zip((f"c{i}" for i in range(6)), category_means(theta, ONE_EPISODE), strict=True)
+    )
+    truth_of[OVERALL] = true_overall(theta, ONE_EPISODE, OVERALL)
+    truth_of[OVERALL_BY_CATEGORY] = true_overall(theta, ONE_EPISODE, OVERALL_BY_CATEGORY)
+    rows = intervals.with_columns(pl.col("scope").replace_strict(truth_of).alias("truth"))
+    half = pl.Series(scipy_stats.t.ppf(0.975, rows["df"].to_numpy()))
+    t_low, t_high = rows["score"] - half * rows["se"], rows["score"] + half * rows["se"]
+    categories = ~rows["scope"].is_in([OVERALL, OVERALL_BY_CATEGORY])
+    left = ((t_low < 0) | (t_high > 1)).filter(categories).mean()
+    assert rows.filter(categories).height > 0.95 * NIGHTS * 6
+    assert left > 0.5, left  # (the t interval's)
+    assert ((rows["ci_low"] >= 0) & (rows["ci_high"] <= 1)).all()
+    assert (rows["ci_low"] < rows["ci_high"]).all()
+    covered = (rows["ci_low"] <= rows["truth"]) & (rows["truth"] <= rows["ci_high"])
+    assert covered.to_list() == ((t_low <= rows["truth"]) & (rows["truth"] <= t_high)).to_list()
+    for scope in ("c0", "c5", OVERALL, OVERALL_BY_CATEGORY):
+        rate = covered.filter(rows["scope"] == scope).mean()
+        print("sparse", scope, "covered", rate, "left [0, 1] before", left)
+        assert rate == pytest.approx(0.95, abs=0.02), (scope, rate)

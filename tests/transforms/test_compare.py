@@ -674,6 +674,26 @@ def test_tasks_won_count_strict_wins_of_either_side_and_no_ties() -> None:
     assert row["p_wilcoxon"] is None
 
 
+def test_score_intervals_stay_in_the_score_range_unless_a_score_left_it() -> None:
+    """Three tasks (2 df, t = 4.30): the t interval ``score ± t · se`` reaches past 0 and 1;
+    it is held to [0, 1] (``SCORE_RANGE``), except on a side an episode of the scope scored
+    past (a runtime RL ``floor`` above 1 can give 1.3): there it stays the t interval."""
+    rows = [
+        ("d", model, "c", f"t{i}", f"{model}{i}", score, None)
+        for model, scores in (("inside", (0.05, 0.9, 1.0)), ("past", (0.05, 0.9, 1.3)))
+        for i, score in enumerate(scores)
+    ]
+    table = score_intervals(rows_frame(rows))
+    for scope in ("c", OVERALL, OVERALL_BY_CATEGORY):
+        for model in ("inside", "past"):
+            row = one_row(table, model=model, scope=scope)
+            half = scipy_stats.t.ppf(0.975, 2) * row["se"]
+            assert row["score"] - half < 0 and row["score"] + half > 1  # the t interval
+            assert row["ci_low"] == 0.0
+            expected_high = 1.0 if model == "inside" else row["score"] + half
+            assert row["ci_high"] == pytest.approx(expected_high, rel=1e-12)
+
+
 def test_a_category_of_one_task_lends_its_within_task_variance() -> None:
     """c1 has one task (how tasks vary cannot be measured there), c2 two: the two-level
     variance of the overall difference is c1's within-task part plus c2's task part, said
