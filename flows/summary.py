@@ -76,10 +76,11 @@ def table_of_columns() -> Table:
 def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame, level: float) -> Table:
     """Rank, model (in full: long names wrap; under it the rank's interval where it spans
     more than one place), the overall score (each task weighs the same: the benchmark's own)
-    with its interval, the significance tier, the score with each category weighing the
-    same (``by cat.``), then each category's score. Models are ranked among those covering the
-    same categories: the widest coverage first, each coverage group ranked on its own. An
-    interval that cannot be measured (no spread) shows ``-``."""
+    with its interval, the best rank the Holm verdicts leave it (``UB``: 1 + the models
+    significantly better), the score with each category weighing the same (``by cat.``),
+    then each category's score. Models are ranked among those covering the same categories:
+    the widest coverage first, each coverage group ranked on its own. An interval that
+    cannot be measured (no spread) shows ``-``."""
     present = [c for c in Category if c in set(categories[Col.CATEGORY])]
     by_model = {
         (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
@@ -92,7 +93,7 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame, level: flo
     table.add_column("model", overflow="fold", min_width=12)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column(f"{level:.0%} interval", no_wrap=True)
-    table.add_column("tier", justify="right", no_wrap=True)
+    table.add_column("UB", justify="right", no_wrap=True)
     table.add_column("by cat.", justify="right", no_wrap=True)
     for category in present:
         table.add_column(COLUMN[category], justify="right", no_wrap=True)
@@ -110,13 +111,13 @@ def leaderboard_table(models: pl.DataFrame, categories: pl.DataFrame, level: flo
         low, high = row.get("rank_low"), row.get("rank_high")
         spans = low is not None and (low, high) != (row["rank"],) * 2
         under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
-        tier = row.get("tier")
+        bound = row.get("rank_ub")  # (null: a night scored before the column existed)
         table.add_row(
             str(row["rank"]),
             escape(printable(row[Col.MODEL])) + under,
             f"{row[SCORE]:.3f}",
             interval(row.get("ci_low"), row.get("ci_high")),
-            "-" if tier is None else str(tier),
+            "-" if bound is None else str(bound),
             f"{row[SCORE_BY_CATEGORY]:.3f}" if row.get(SCORE_BY_CATEGORY) is not None else "-",
             *cells,
         )

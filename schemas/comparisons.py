@@ -73,6 +73,9 @@ N_RANKED: Final = "n_ranked"
 GROUP_RANK: Final = "group_rank"
 RANK_LOW: Final = "rank_low"
 RANK_HIGH: Final = "rank_high"
+# 1 + the models the verdicts (Holm) call better: the best rank they leave a model
+# (LMArena's "rank (UB)").
+RANK_UB: Final = "rank_ub"
 TIER: Final = "tier"
 
 # regressions columns.
@@ -182,3 +185,7 @@ class Work(StrEnum):
     LOWEST = "__lowest"  # the lowest episode score of a unit in a task (or scope)
     HIGHEST = "__highest"  # the highest
     P_FAMILY = "__p_family"
+    ABOVE = "__above"  # models significantly better than a model (at the run's level)
+    BELOW = "__below"  # models significantly worse
+    BETTER = "__better"  # models the verdicts call better
+    HOLM_LEVEL = "__holm_level"  # the level Holm's step-down tests a pair's p-value at

@@ -71,6 +71,7 @@ from schemas.comparisons import (
     RANK_CHANGE_SIGNIFICANT,
     RANK_HIGH,
     RANK_LOW,
+    RANK_UB,
     RANKED_AMONG,
     REASON,
     SCOPE,
@@ -396,8 +397,11 @@ MODEL_SCORES_TABLE: Final = Table(
         N_EPISODES: _count(1),
         N_RANKED: _count(1),
         RANK: _count(1),
-        RANK_LOW: _count(1),
+        RANK_LOW: _count(1),  # the rank interval: it holds for every model at once
         RANK_HIGH: _count(1),
+        RANK_UB: _count(1),  # 1 + the models significantly better (Holm): LMArena's rank (UB)
+        # the greedy grouping of the Holm verdicts, kept for its readers: a model of a worse
+        # tier is not always significantly worse (RANK_UB is the statement)
         TIER: _count(1, nullable=True),  # null: alone in its coverage group
         FORMULA_VERSIONS: _text(),
         **_PROVENANCE,

@@ -16,9 +16,11 @@
 -- (the benchmark's own overall score); score_by_category: each category weighing the same.
 -- ci_low..ci_high and rank_low..rank_high: intervals of the score and the rank at the level
 -- of the run that scored the night (cogscore --level; the runs table's details record it as
--- bootstrap.level); tier: the Holm-corrected significance tier (null: alone in its coverage).
+-- bootstrap.level; the rank interval holds for every model at once); rank_ub: 1 + the models
+-- significantly better (the Holm verdicts); tier: the greedy grouping of those verdicts, not
+-- a claim (null: alone in its coverage).
 CREATE OR REPLACE VIEW leaderboard AS
-SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+SELECT dump_date, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_episodes, formula_versions,
        input_fingerprint

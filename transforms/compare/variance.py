@@ -516,3 +516,19 @@ def inference(
         pl.Series(P_VALUE, p, pl.Float64).fill_nan(None),
         (pl.Series(detect) * se).alias(MDE),
     )
+
+
+def detectable(frame: pl.DataFrame, alpha: str, power: float = 0.8) -> pl.Series:
+    """``MDE`` at each row's own test level (column ``alpha``: Holm's step, say): the true
+    difference a two-sided test at that level detects with probability ``power``,
+    ``(t_{1−α/2} + t_{power}) · SE`` with the row's ``DF`` (the normal where it is null)."""
+    df = frame[DF].to_numpy().astype(np.float64)
+    level = frame[alpha].to_numpy().astype(np.float64)  # null -> NaN
+    normal = np.isnan(df)
+    t_df = np.where(normal, 1.0, df)
+
+    def quantile(q: np.ndarray) -> np.ndarray:
+        return np.where(normal, special.ndtri(q), special.stdtrit(t_df, q))
+
+    factor = quantile(1.0 - level / 2.0) + quantile(np.full(len(level), power))
+    return (pl.Series(factor) * frame[SE]).fill_nan(None).alias(MDE)
