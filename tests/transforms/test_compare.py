@@ -387,6 +387,30 @@ def test_models_on_disjoint_tasks_are_welchs_two_sample_test(tasks: int, episode
         assert row["p_value"] == pytest.approx(welch.pvalue, rel=1e-12)
 
 
+def test_partial_coverage_gives_the_same_bits_in_any_row_order() -> None:
+    """Models missing different tasks (coverage patterns of one task and of several, and a
+    night missing a task against its baseline): the variance is summed pattern by pattern in
+    a fixed order, so any order of the rows gives the same bits."""
+    frame = mixed_design(7).filter(
+        ~((pl.col("model") == "a") & (pl.col("task") == "t1")),
+        ~((pl.col("model") == "b") & (pl.col("task") == "t3")),
+    )
+    nights = simulate(np.random.default_rng(2), 3, models=("a", "b", "c")).filter(
+        ~((pl.col("dump_date") == "2026-0002") & (pl.col("task") == "t1"))
+    )
+    assert model_comparisons(frame).filter(pl.col("n_tasks") < 5).height > 0
+    for function, scores in (
+        (model_comparisons, frame),
+        (score_intervals, frame),
+        (rank_intervals, frame),
+        (regressions, nights),
+    ):
+        once = function(scores)
+        for seed in range(3):
+            shuffled = scores.sample(fraction=1.0, shuffle=True, seed=seed)
+            assert_frame_equal(function(shuffled), once, check_exact=True)
+
+
 def test_a_comparison_nothing_can_estimate_is_null_and_unresolved() -> None:
     """Two models with one task each, on different tasks: nothing says how either model's
     task scores vary (the README's promise: ``se``, p and the interval null, the verdict
