@@ -36,6 +36,7 @@ from schemas.comparisons import (
     PAIRED_NONE,
     RANK_HIGH,
     RANK_LOW,
+    RANK_UB,
     REASON,
     SCOPE,
     Design,
@@ -72,15 +73,12 @@ def night_comparisons(
     models: pl.DataFrame, categories: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
 ) -> NightTables:
     """A night's model and category scores with their intervals (the two-level design at
-    the bootstrap's level), each model's rank interval (a bootstrap of the tasks, the same
-    draw for every model) and significance tier, and its ``model_comparisons`` rows."""
+    the bootstrap's level), each model's rank interval (holding for all models at once) and
+    rank bound (from the Holm verdicts), its significance tier, and its
+    ``model_comparisons`` rows."""
     episodes = compared(scores)
     night = comparisons_and_rank_intervals(
-        episodes,
-        resamples=bootstrap.resamples,
-        seed=bootstrap.seed,
-        level=bootstrap.level,
-        design=check_design(bootstrap.design),
+        episodes, level=bootstrap.level, design=check_design(bootstrap.design)
     )
     tiers = plain(significance_tiers(night.comparisons))
     key = [DUMP_DATE, Col.MODEL]
@@ -90,7 +88,7 @@ def night_comparisons(
         chosen = intervals.filter(pl.col(SCOPE) == scope)
         return chosen.select(*key, pl.col(CI_LOW).alias(low), pl.col(CI_HIGH).alias(high))
 
-    ranks = plain(night.ranks.select(*key, RANK_LOW, RANK_HIGH))
+    ranks = plain(night.ranks.select(*key, RANK_LOW, RANK_HIGH, RANK_UB))
     ranked = (
         plain(models)
         .join(interval(OVERALL, CI_LOW, CI_HIGH), on=key, how="left", nulls_equal=True)

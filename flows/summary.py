@@ -95,8 +95,9 @@ def leaderboard_table(
 ) -> list[str]:
     """Rank, model (in full; under it the rank's interval where it spans more than one
     place), the overall score (each task weighs the same: the benchmark's own) with its
-    interval, the significance tier, the score with each category weighing the same (``by
-    cat.``), the tasks it averages, then each category's score, as text lines. Models are
+    interval, the best rank the Holm verdicts leave it (``UB``: 1 + the models significantly
+    better), the score with each category weighing the same (``by cat.``), the tasks it
+    averages, then each category's score, as text lines. Models are
     ranked among those covering the same categories: the widest coverage first, each
     coverage group ranked on its own and, where there are several, introduced by a line
     saying which categories its models cover (two "rank 1" rows are never unexplained),
@@ -116,7 +117,7 @@ def leaderboard_table(
     rows = [
         _leaderboard_cells(row, present, by_model, tasks) for row in order.iter_rows(named=True)
     ]
-    headers = ["rank", "model", "score", f"{level:.0%} interval", "tier", "by cat."]
+    headers = ["rank", "model", "score", f"{level:.0%} interval", "UB", "by cat."]
     headers += ["tasks"] * tasks + [COLUMN[c] for c in present]
     # Every group's table gets the same column widths: they read as one table. The model's
     # column takes what the others leave (its names fold there where they must).
@@ -179,14 +180,14 @@ def _leaderboard_cells(
     low, high = row.get("rank_low"), row.get("rank_high")
     spans = low is not None and (low, high) != (row["rank"],) * 2
     under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
-    tier = row.get("tier")
+    bound = row.get("rank_ub")  # (null: a night scored before the column existed)
     by_category = row.get(SCORE_BY_CATEGORY)
     return [
         str(row["rank"]),
         escape(printable(model)) + under,
         f"{row[SCORE]:.3f}",
         interval(row.get("ci_low"), row.get("ci_high")),  # type: ignore[arg-type]
-        "-" if tier is None else str(tier),
+        "-" if bound is None else str(bound),
         "-" if by_category is None else f"{by_category:.3f}",
         *([str(row[N_TASKS])] if tasks else []),
         *cells,

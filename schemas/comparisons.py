@@ -73,6 +73,9 @@ N_RANKED: Final = "n_ranked"
 GROUP_RANK: Final = "group_rank"
 RANK_LOW: Final = "rank_low"
 RANK_HIGH: Final = "rank_high"
+# 1 + the models the verdicts (Holm) call better: the best rank they leave a model
+# (LMArena's "rank (UB)").
+RANK_UB: Final = "rank_ub"
 TIER: Final = "tier"
 
 # regressions columns.
@@ -179,6 +182,15 @@ class Work(StrEnum):
     VAR_TASKS = "__var_tasks"  # tasks a sample
     CLUSTERS = "__clusters"  # distinct clusters in a contrast's stratum
     STRATUM_TASKS = "__stratum_tasks"  # tasks of a contrast's stratum
+    PART = "__part"  # a unit's part of a contrast in a task: coef · w · task score
+    PATTERN = "__pattern"  # the units of a contrast that ran a task (their codes, joined)
+    MEMBERS = "__members"  # those units, as a list
+    PATTERNS = "__patterns"  # coverage patterns in a contrast's stratum
+    SOURCE = "__source"  # what a piece of a variance is estimated from
+    USES = "__uses"  # how many pieces of a variance one source stands in for
+    SQUARES = "__squares"  # Σ ψ² of a coverage pattern, ψ centred on the units' scores
+    CENTRED = "__centred"  # Σ (ψ − ψ̄)² of a coverage pattern, centred on its own mean
+    TASK_DF = "__task_df"  # degrees of freedom of a stratum's task-sample variance
     FALLBACK = "__fallback"  # a stratum of one task: its within-task variance stands in
     ALL_FALLBACK = "__all_fallback"  # every stratum of the contract fell back
     ANY_FALLBACK = "__any_fallback"  # some did
@@ -191,4 +203,10 @@ class Work(StrEnum):
     EPISODES = "__episodes"
     ROWS = "__rows"
     LOW = "__low"
+    LOWEST = "__lowest"  # the lowest episode score of a unit in a task (or scope)
+    HIGHEST = "__highest"  # the highest
     P_FAMILY = "__p_family"
+    ABOVE = "__above"  # models significantly better than a model (at the run's level)
+    BELOW = "__below"  # models significantly worse
+    BETTER = "__better"  # models the verdicts call better
+    HOLM_LEVEL = "__holm_level"  # the level Holm's step-down tests a pair's p-value at

@@ -75,6 +75,7 @@ from schemas.comparisons import (
     RANK_CHANGE_SIGNIFICANT,
     RANK_HIGH,
     RANK_LOW,
+    RANK_UB,
     RANKED_AMONG,
     REASON,
     SCOPE,
@@ -106,6 +107,11 @@ NIGHT_COLUMNS: Final = (DUMP_DATE, AS_OF)
 # standings: the oldest and the newest night its model's results come from.
 OLDEST_NIGHT: Final = "oldest_night"
 NEWEST_NIGHT: Final = "newest_night"
+# The range of every formula's score at the contract's parameter defaults, and of the
+# benchmark's reported scores; the intervals of category and model scores stay in it. A
+# runtime RL `floor` above 1 (or below 0), or an imported score outside it, leaves it: where
+# an episode of a scope scored past a bound, the interval is not held to that bound.
+SCORE_RANGE: Final = (0.0, 1.0)
 RANK: Final = "rank"  # model_scores: the model's rank among those of its coverage group
 N_EPISODES: Final = "n_episodes"
 STD: Final = "std"
@@ -305,10 +311,10 @@ VERDICTS: Final = (A_BETTER, B_BETTER, UNRESOLVED)
 PAIRINGS: Final = (PAIRED_FULL, PAIRED_PARTIAL, PAIRED_NONE)
 LEVELS: Final = (LEVEL_NONE, LEVEL_WATCH, LEVEL_ALERT, LEVEL_NOT_COMPARABLE)
 _PROVENANCE: Final = {name: _text() for name in PROVENANCE}
-# Not bounded to [0, 1]: a runtime RL `floor` parameter above 1 can lift a score past 1.
-# Null where there is no spread to measure (a task's episodes that do not vary; a category or
-# model of one task and one episode, or of scores all the same): never an interval of zero
-# width for want of an estimator.
+# Within SCORE_RANGE unless an episode behind the score lies outside it (a runtime RL
+# `floor` above 1 can lift a score past 1). Null where there is no spread to measure (a
+# task's episodes that do not vary; a category or model of one task and one episode, or of
+# scores all the same): never an interval of zero width for want of an estimator.
 _INTERVAL: Final = {CI_LOW: _real(nullable=True), CI_HIGH: _real(nullable=True)}
 _COMPONENT_RULES: Final[dict[str, Column]] = {
     Component.CORRECT_COUNT: _count(nullable=True),
@@ -421,8 +427,11 @@ MODEL_SCORES_TABLE: Final = Table(
         N_EPISODES: _count(1),
         N_RANKED: _count(1),
         RANK: _count(1),
-        RANK_LOW: _count(1),
+        RANK_LOW: _count(1),  # the rank interval: it holds for every model at once
         RANK_HIGH: _count(1),
+        RANK_UB: _count(1),  # 1 + the models significantly better (Holm): LMArena's rank (UB)
+        # the greedy grouping of the Holm verdicts, kept for its readers: a model of a worse
+        # tier is not always significantly worse (RANK_UB is the statement)
         TIER: _count(1, nullable=True),  # null: alone in its coverage group
         FORMULA_VERSIONS: _text(),
         **_PROVENANCE,

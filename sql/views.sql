@@ -19,11 +19,12 @@
 -- the same (the benchmark's own overall score); score_by_category: each category weighing
 -- the same. ci_low..ci_high and rank_low..rank_high: intervals of the score and the rank at
 -- the level of the run that made the standing (cogscore --level; the runs table's details
--- record it as bootstrap.level); tier: the Holm-corrected significance tier (null: alone in
--- its coverage). n_tasks: the tasks its score averages; oldest_night..newest_night: the
+-- record it as bootstrap.level; the rank interval holds for every model at once); rank_ub:
+-- 1 + the models significantly better (the Holm verdicts); tier: the greedy grouping of those
+-- verdicts, not a claim (null: alone in its coverage). n_tasks: the tasks its score averages; oldest_night..newest_night: the
 -- nights its results come from (task_standings: which, task by task).
 CREATE OR REPLACE VIEW leaderboard AS
-SELECT as_of, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, oldest_night,
        newest_night, formula_versions, input_fingerprint
@@ -34,7 +35,7 @@ ORDER BY categories_covered DESC, ranked_among, rank, model;
 -- The latest night's own leaderboard: its episodes alone (a model that did not run that
 -- night is not on it; a model that re-ran some tasks is scored on those alone).
 CREATE OR REPLACE VIEW night_leaderboard AS
-SELECT dump_date, rank, rank_low, rank_high, tier, model, score, ci_low, ci_high,
+SELECT dump_date, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, formula_versions,
        input_fingerprint

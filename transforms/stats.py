@@ -178,6 +178,41 @@ def adjust_over(
     )
 
 
+def holm_levels(
+    frame: pl.DataFrame, p: str, adjusted: str, by: list[str], alpha: float, alias: str
+) -> pl.DataFrame:
+    """``frame`` with column ``alias``: the level at which Holm's step-down procedure tests
+    each row's ``p`` within its group of ``by``, given the group's Holm-adjusted p-values
+    ``adjusted`` (``adjust_over``): ``alpha / (m - k)``, ``k`` the hypotheses rejected
+    before its step (a rejected row: those before it in p order; a row not rejected: every
+    rejected one, the step it would be tested at). Null where ``p`` is null. A verdict of
+    ``adjusted < alpha`` is the test of ``p`` at this level.
+
+    >>> df = pl.DataFrame({"g": [1, 1, 1, 1], "p": [0.001, 0.5, 0.02, 0.01]})
+    >>> q = adjust_over(df, "p", ["g"], "holm", "q")
+    >>> holm_levels(q, "p", "q", ["g"], 0.05, "level")["level"].to_list()
+    [0.0125, 0.05, 0.025, 0.016666666666666666]
+    """
+    row, rank, m, rejected = "__row", "__rank", "__m", "__rejected"
+    before = pl.min_horizontal(pl.col(rank) - 1, pl.col(rejected))
+    return (
+        frame.with_row_index(row)
+        .sort([*by, p], nulls_last=True, maintain_order=True)
+        .with_columns(
+            pl.col(p).cum_count().over(by).alias(rank),
+            pl.col(p).count().over(by).alias(m),
+            (pl.col(adjusted) < alpha).sum().over(by).alias(rejected),
+        )
+        .with_columns(
+            pl.when(pl.col(p).is_not_null())
+            .then(alpha / (pl.col(m) - before).cast(pl.Float64))
+            .alias(alias)
+        )
+        .sort(row)
+        .select(*frame.columns, alias)
+    )
+
+
 def cluster_robust_variance(
     contributions: np.ndarray, clusters: np.ndarray, correction: bool = False
 ) -> float:

@@ -87,7 +87,7 @@ def leaderboard_section(
 
     rows = "".join(
         f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
-        f"<td>{r['tier'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
+        f"<td>{r['rank_ub'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
         f"<td>{r[SCORE]:.3f}</td><td>{interval(r['ci_low'], r['ci_high'])}</td>"
         f"<td>{fmt(r['score_by_category'])}</td>"
         f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
@@ -96,7 +96,7 @@ def leaderboard_section(
         for r in board.iter_rows(named=True)
     )
     table = (
-        f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>tier</th>"
+        f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>rank (UB)</th>"
         f"<th>model</th><th>score</th><th>{share} interval</th><th>score by category</th>"
         f"<th>{share} interval</th><th>rank by category</th>"
         "<th>ranked among models covering</th><th>tasks</th>"
@@ -121,10 +121,10 @@ def leaderboard_section(
         'within each task (README "Comparisons and statistics"; "-" where no spread can be '
         "measured). "
         "Models are ranked among those covering the same categories, never beside models of "
-        "another coverage. The rank interval comes from a bootstrap that draws the same "
-        "tasks for every model; a tier holds the best remaining model and every model not "
-        "significantly worse than it (Holm-corrected paired comparisons, table "
-        "<code>model_comparisons</code>).",
+        "another coverage. Rank (UB) is 1 + the models significantly better (the "
+        "Holm-corrected paired comparisons, table <code>model_comparisons</code>); the rank "
+        "interval runs from there to the last place the same tests leave the model, and "
+        "holds for every model at once.",
         [fig],
         table,
     )

@@ -107,8 +107,17 @@ def test_diff_is_the_difference_of_the_published_scores(scored: Path) -> None:
     assert (joined["diff"] - (joined["published_a"] - joined["published_b"])).abs().max() < 1e-12  # type: ignore[operator]
 
 
-def test_model_scores_carry_rank_intervals_and_tiers(scored: Path) -> None:
+def test_model_scores_carry_rank_intervals_bounds_and_tiers(scored: Path) -> None:
     models = read_table(scored, "model_scores")
+    # The rank bound is the night's Holm verdicts: 1 + the models called better.
+    verdicts = read_table(scored, "model_comparisons").filter(scope="overall")
+    better = verdicts.group_by("dump_date", "model_b").agg(
+        (pl.col("verdict") == "a_better").sum().alias("better")
+    )
+    bounds = models.join(
+        better, left_on=["dump_date", "model"], right_on=["dump_date", "model_b"], how="left"
+    )
+    assert (bounds["rank_ub"] == 1 + bounds["better"].fill_null(0)).all()
     assert models["n_ranked"].unique().to_list() == [len(DEFAULT_MODELS)]
     assert (models["rank_low"] <= models["rank"]).all() and (
         models["rank"] <= models["rank_high"]
@@ -117,6 +126,7 @@ def test_model_scores_carry_rank_intervals_and_tiers(scored: Path) -> None:
     night = models.filter(pl.col("dump_date") == NIGHTS[-1]).sort("rank")
     assert night["model"].to_list() == [m.name for m in DEFAULT_MODELS]
     assert night["tier"].to_list() == night["rank"].to_list() == [1, 2, 3, 4]
+    assert night["rank_ub"].to_list() == night["rank_low"].to_list() == [1, 2, 3, 4]
 
 
 def test_a_model_covering_fewer_categories_is_ranked_apart(tmp_path: Path) -> None:
@@ -139,12 +149,13 @@ def test_a_model_covering_fewer_categories_is_ranked_apart(tmp_path: Path) -> No
     models = read_table(out, "model_scores")
     narrow = models.filter(pl.col("model") == "narrow-s").row(0, named=True)
     assert narrow["ranked_among"] == "associative_learning"
-    assert (narrow["n_ranked"], narrow["rank"], narrow["rank_low"], narrow["rank_high"]) == (
-        1,
-        1,
-        1,
-        1,
-    )
+    assert (
+        narrow["n_ranked"],
+        narrow["rank"],
+        narrow["rank_low"],
+        narrow["rank_high"],
+        narrow["rank_ub"],
+    ) == (1, 1, 1, 1, 1)
     assert narrow["tier"] is None  # nothing to be compared with overall
     full = models.filter(pl.col("model") != "narrow-s")
     assert sorted(full["rank"]) == [1, 2, 3, 4] and set(full["n_ranked"]) == {4}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.importers.scores import import_scores
@@ -68,6 +69,36 @@ def test_the_best_model_is_better_than_the_weakest_overall(scored: Path) -> None
     assert (row["n_tasks"], row["paired"]) == (135, "full")  # paired over every task
     models = read_table(scored / "out", "model_scores").sort("rank")
     assert models["tier"][0] == 1 and models["tier"][-1] > models["tier"][0]
+
+
+def test_the_leaderboards_claims_are_the_holm_verdicts(scored: Path) -> None:
+    """Every model's rank bound is 1 + the models the overall verdicts call better, and its
+    rank interval runs from there (the default level: the verdicts' own) to the group's size
+    minus the models called worse: no claim beyond the verdicts (the greedy tiers made 8).
+    The MDE shown is the verdict's: at the level Holm tested the pair at, never below the
+    unadjusted test's."""
+    models = read_table(scored / "out", "model_scores")
+    overall = read_table(scored / "out", "model_comparisons").filter(scope="overall")
+    counts = overall.group_by("model_a").agg(
+        (pl.col("verdict") == "b_better").sum().alias("above"),
+        (pl.col("verdict") == "a_better").sum().alias("below"),
+    )
+    joined = models.join(counts, left_on="model", right_on="model_a")
+    assert joined.height == 14
+    assert (joined["rank_ub"] == 1 + joined["above"]).all()
+    assert (joined["rank_low"] == joined["rank_ub"]).all()
+    assert (joined["rank_high"] == 14 - joined["below"]).all()
+    tier = dict(zip(models["model"], models["tier"], strict=True))
+    worse_tier = overall.filter(
+        pl.col("model_a").replace_strict(tier) < pl.col("model_b").replace_strict(tier)
+    )
+    assert (worse_tier["verdict"] != "a_better").sum() == 8  # the tiers' unsupported orders
+    unadjusted = (
+        scipy_stats.t.ppf(0.975, overall["df"].to_numpy())
+        + scipy_stats.t.ppf(0.8, overall["df"].to_numpy())
+    ) * overall["se"].to_numpy()
+    assert (overall["mde"].to_numpy() >= unadjusted - 1e-12).all()
+    assert (overall["mde"].to_numpy() > unadjusted).any()
 
 
 def test_the_benchmarks_own_concept_formation_test(scored: Path) -> None:

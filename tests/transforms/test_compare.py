@@ -13,7 +13,6 @@ serves; its calibration tests run with ``within_tasks``."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -273,34 +272,178 @@ def _wls_task_clustered(part: pl.DataFrame, a: str) -> tuple[float, float]:
     return float(fit.params[1]), float(fit.bse[1] ** 2 * g / (g - 1))
 
 
+def _coverage_patterns(x: dict[str, float], y: dict[str, float]) -> list[tuple[float, float]]:
+    """The two-level variance of ``mean(x) - mean(y)`` over one stratum (task scores by
+    task), as docs/comparisons.md states it, in pieces (variance, degrees of freedom): the
+    tasks both ran, those only x ran and those only y ran are each a sample of their own
+    (ψ = x/n_x - y/n_y, x/n_x or -y/n_y: k · its sample variance, k - 1 df); a pattern of
+    one task borrows its models' own variance over their tasks (both models: each one's,
+    the covariance left out)."""
+    wx, wy = 1.0 / len(x), 1.0 / len(y)
+    own = {
+        "x": (np.var([wx * v for v in x.values()], ddof=1), len(x) - 1),
+        "y": (np.var([wy * v for v in y.values()], ddof=1), len(y) - 1),
+    }
+    pieces: list[tuple[float, float]] = []
+    borrowed = {"x": 0, "y": 0}
+    for tasks, psi, members in (
+        (sorted(x.keys() & y.keys()), lambda t: wx * x[t] - wy * y[t], "xy"),
+        (sorted(x.keys() - y.keys()), lambda t: wx * x[t], "x"),
+        (sorted(y.keys() - x.keys()), lambda t: -wy * y[t], "y"),
+    ):
+        if len(tasks) > 1:
+            pieces.append((len(tasks) * np.var([psi(t) for t in tasks], ddof=1), len(tasks) - 1))
+        elif tasks:
+            for member in members:
+                borrowed[member] += 1
+    pieces += [(uses * own[m][0], own[m][1]) for m, uses in borrowed.items() if uses]
+    return pieces
+
+
+def _satterthwaite(pieces: list[tuple[float, float]]) -> tuple[float, float]:
+    variance = sum(v for v, _ in pieces)
+    return variance, variance**2 / sum(v**2 / df for v, df in pieces)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_se_tasks_equals_statsmodels_wls_clustered_by_task(seed: int) -> None:
     """Tasks a sample (the two-level design, ``se_tasks``): within a category, and for the
-    task-weighted ``overall`` over every task (one pool), the WLS fit of the scores on
-    (1, model a) with weights 1/(tasks x episodes of the cell) and task clusters, CR0 times
-    G/(G-1); ``overall_by_category``, the sum over categories (strata) of (1/C)² times each
-    category's."""
+    task-weighted ``overall`` over every task (one pool), where both models ran the same
+    tasks, the WLS fit of the scores on (1, model a) with weights 1/(tasks x episodes of the
+    cell) and task clusters, CR0 times G/(G-1); ``overall_by_category``, the sum over
+    categories (strata) of (1/C)² times each category's. Where they did not (model c lacks
+    t5), the coverage patterns of the documented decomposition (``_coverage_patterns``),
+    with Satterthwaite's degrees of freedom."""
     frame = mixed_design(seed)
     table = model_comparisons(frame)
     data = _cells(frame)
+    means = data.group_by("model", "category", "task").agg(pl.col("cell_mean").first())
+
+    def scores(model: str, categories: tuple[str, ...]) -> dict[str, float]:
+        chosen = means.filter(pl.col("category").is_in(categories), model=model)
+        return dict(zip(chosen["task"].to_list(), chosen["cell_mean"].to_list(), strict=True))
+
+    patterned = 0
     for a, b in [("a", "b"), ("a", "c"), ("b", "c")]:
-        strata = 0.0
+        strata: list[tuple[float, float]] = []
         for category in ("c1", "c2"):
-            part = data.filter(pl.col("model").is_in([a, b]), category=category)
-            diff, variance = _wls_task_clustered(part, a)
             row = one_row(table, scope=category, model_a=a, model_b=b)
+            x, y = scores(a, (category,)), scores(b, (category,))
+            if x.keys() == y.keys():
+                part = data.filter(pl.col("model").is_in([a, b]), category=category)
+                diff, variance = _wls_task_clustered(part, a)
+                assert diff == pytest.approx(row["diff"], abs=1e-12)
+                df = len(x) - 1.0
+            else:
+                variance, df = _satterthwaite(_coverage_patterns(x, y))
+                patterned += 1
             assert row["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
-            assert diff == pytest.approx(row["diff"], abs=1e-12)
-            strata += variance / 4
+            assert row["df"] == pytest.approx(df, rel=1e-10)
+            strata.append((variance / 4, df))
         overall = one_row(table, scope=OVERALL_BY_CATEGORY, model_a=a, model_b=b)
-        assert overall["se_tasks"] == pytest.approx(math.sqrt(strata), rel=1e-10)
-        diff, pooled = _wls_task_clustered(data.filter(pl.col("model").is_in([a, b])), a)
+        variance, df = _satterthwaite(strata)
+        assert overall["se_tasks"] == pytest.approx(math.sqrt(variance), rel=1e-10)
+        assert overall["df"] == pytest.approx(df, rel=1e-10)
+        x, y = scores(a, ("c1", "c2")), scores(b, ("c1", "c2"))
         overall = one_row(table, scope=OVERALL, model_a=a, model_b=b)
+        if x.keys() == y.keys():
+            diff, pooled = _wls_task_clustered(data.filter(pl.col("model").is_in([a, b])), a)
+            assert diff == pytest.approx(overall["diff"], abs=1e-12)
+        else:
+            pooled, df = _satterthwaite(_coverage_patterns(x, y))
+            assert overall["df"] == pytest.approx(df, rel=1e-10)
+            patterned += 1
         assert overall["se_tasks"] == pytest.approx(math.sqrt(pooled), rel=1e-10)
-        assert diff == pytest.approx(overall["diff"], abs=1e-12)
+    assert patterned == 4  # (a, c) and (b, c): in c2 and overall
     # Every category has two tasks or more: the default design's se is the two-level one.
     assert table["design"].unique().to_list() == ["two_level"]
     assert_frame_equal(table.select(pl.col("se").alias("se_tasks")), table.select("se_tasks"))
+
+
+@pytest.mark.parametrize(("tasks", "episodes"), [(2, 1), (3, 1), (5, 1), (4, 3)])
+def test_models_on_disjoint_tasks_are_welchs_two_sample_test(tasks: int, episodes: int) -> None:
+    """Two models that ran no task in common: their task scores are two independent
+    samples, and the comparison is Welch's t-test of them (``scipy.stats.ttest_ind``,
+    ``equal_var=False``): its standard error, degrees of freedom and p-value, in every
+    scope (a single category here). Before, the stratum's task count stood in for each
+    model's own: a smaller standard error and more degrees of freedom."""
+    rng = np.random.default_rng(tasks * 10 + episodes)
+    rows = [
+        ("d", model, "c", f"{model}{t}", f"{model}{t}-{e}", float(rng.uniform(0, 1)), None)
+        for model in ("a", "b")
+        for t in range(tasks)
+        for e in range(episodes)
+    ]
+    frame = rows_frame(rows)
+    task_means = frame.group_by("model", "task").agg(pl.col("score").mean()).sort("task")
+    a, b = (task_means.filter(model=m)["score"].to_numpy() for m in ("a", "b"))
+    welch = scipy_stats.ttest_ind(a, b, equal_var=False)
+    table = model_comparisons(frame)
+    for scope in ("c", OVERALL, OVERALL_BY_CATEGORY):
+        row = one_row(table, scope=scope, model_a="a")
+        assert (row["n_tasks"], row["design"]) == (0, "two_level")
+        assert row["diff"] / row["se"] == pytest.approx(welch.statistic, rel=1e-12)
+        assert row["df"] == pytest.approx(welch.df, rel=1e-12)
+        assert row["p_value"] == pytest.approx(welch.pvalue, rel=1e-12)
+
+
+def test_partial_coverage_gives_the_same_bits_in_any_row_order() -> None:
+    """Models missing different tasks (coverage patterns of one task and of several, and a
+    night missing a task against its baseline): the variance is summed pattern by pattern in
+    a fixed order, so any order of the rows gives the same bits."""
+    frame = mixed_design(7).filter(
+        ~((pl.col("model") == "a") & (pl.col("task") == "t1")),
+        ~((pl.col("model") == "b") & (pl.col("task") == "t3")),
+    )
+    nights = simulate(np.random.default_rng(2), 3, models=("a", "b", "c")).filter(
+        ~((pl.col("dump_date") == "2026-0002") & (pl.col("task") == "t1"))
+    )
+    assert model_comparisons(frame).filter(pl.col("n_tasks") < 5).height > 0
+    for function, scores in (
+        (model_comparisons, frame),
+        (score_intervals, frame),
+        (rank_intervals, frame),
+        (regressions, nights),
+    ):
+        once = function(scores)
+        for seed in range(3):
+            shuffled = scores.sample(fraction=1.0, shuffle=True, seed=seed)
+            assert_frame_equal(function(shuffled), once, check_exact=True)
+
+
+def test_a_comparison_nothing_can_estimate_is_null_and_unresolved() -> None:
+    """Two models with one task each, on different tasks: nothing says how either model's
+    task scores vary (the README's promise: ``se``, p and the interval null, the verdict
+    ``unresolved``; never a zero-width interval, an MDE of 0 or a verdict), in every scope
+    and whatever the episodes within the tasks. The same for a night against a baseline
+    night on another task, and for a formula change that swaps two such models."""
+    rows = [("d", "a", "c", "t1", f"a{i}", 0.9 - 0.01 * i, None) for i in range(4)]
+    rows += [("d", "b", "c", "t2", f"b{i}", 0.2 + 0.01 * i, None) for i in range(4)]
+    frame = rows_frame(rows)
+    table = model_comparisons(frame)
+    assert table.height == 6  # both orders of c, overall, overall_by_category
+    for row in table.iter_rows(named=True):
+        assert row["design"] == "none", row
+        for column in ("se", "se_tasks", "df", "ci_low", "ci_high", "p_value", "p_holm", "mde"):
+            assert row[column] is None, (column, row)
+        assert row["verdict"] == UNRESOLVED
+    tiers = significance_tiers(table)
+    assert tiers["tier"].to_list() == [1, 1]  # not set apart
+    night = pl.concat([frame, frame.with_columns(pl.lit("e").alias("dump_date"))])
+    night = night.with_columns(
+        pl.when(pl.col("dump_date") == "e").then(pl.lit("t3")).otherwise("task").alias("task"),
+        pl.format("{}{}", "dump_date", "episode_id").alias("episode_id"),
+    )
+    for row in regressions(night).iter_rows(named=True):
+        assert (row["se"], row["p_value"], row["ci_low"], row["mde"]) == (None,) * 4, row
+        assert (row["design"], row["level"]) == ("none", LEVEL_NOT_COMPARABLE)
+    swapped = frame.with_columns(
+        pl.when(pl.col("model") == "a").then(0.1).otherwise(0.95).alias("score")
+    )
+    changes = rescore_rank_changes(frame, swapped)
+    assert changes.height == 1
+    change = changes.row(0, named=True)
+    assert (change["se"], change["p_value"], change["significant"]) == (None, None, False)
 
 
 def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
@@ -327,8 +470,32 @@ def test_se_is_the_paired_t_and_the_welch_standard_error() -> None:
     assert (row["paired"], row["n_pairs"]) == (PAIRED_NONE, 0)
 
 
+def holm_steps(table: pl.DataFrame, alpha: float = 0.05) -> np.ndarray:
+    """Per row of ``model_comparisons``, the level Holm's step-down procedure tests its
+    p-value at, from statsmodels' ``multipletests`` over the night and scope's unordered
+    pairs: ``alpha / (m - k)``, ``k`` the pairs rejected before its step."""
+    level = np.full(table.height, np.nan)
+    keyed = table.with_row_index("row").with_columns(
+        pl.min_horizontal("model_a", "model_b").alias("first"),
+        pl.max_horizontal("model_a", "model_b").alias("second"),
+    )
+    for _, family in keyed.group_by("dump_date", "scope"):
+        pairs = family.unique(["first", "second"]).sort("first", "second")
+        p = pairs["p_value"].to_numpy()
+        reject = multipletests(p, alpha=alpha, method="holm")[0]
+        order = np.argsort(p, kind="stable")
+        before = {}
+        for place, i in enumerate(order):
+            before[i] = place if reject[i] else int(reject.sum())
+        for i, (first, second) in enumerate(pairs.select("first", "second").iter_rows()):
+            rows = family.filter(first=first, second=second)["row"].to_list()
+            level[rows] = alpha / (len(p) - before[i])
+    return level
+
+
 def test_p_value_interval_and_mde_equal_scipy_t_with_the_design_df() -> None:
-    """Two-level: Student's t with Satterthwaite's degrees of freedom over the strata."""
+    """Two-level: Student's t with Satterthwaite's degrees of freedom over the strata; the
+    MDE at the level Holm tests the pair at (``holm_steps``): the verdict's."""
     table = model_comparisons(mixed_design(5), design="two_level")
     diff, se, df = (table[c].to_numpy() for c in ("diff", "se", "df"))
     np.testing.assert_allclose(
@@ -337,7 +504,8 @@ def test_p_value_interval_and_mde_equal_scipy_t_with_the_design_df() -> None:
     low, high = scipy_stats.t.interval(0.95, df, loc=diff, scale=se)
     np.testing.assert_allclose(table["ci_low"].to_numpy(), low, rtol=0, atol=1e-12)
     np.testing.assert_allclose(table["ci_high"].to_numpy(), high, rtol=0, atol=1e-12)
-    mde = (scipy_stats.t.ppf(0.975, df) + scipy_stats.t.ppf(0.8, df)) * se
+    level = holm_steps(table)
+    mde = (scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(0.8, df)) * se
     np.testing.assert_allclose(table["mde"].to_numpy(), mde, rtol=1e-12)
     ninety = model_comparisons(mixed_design(5), level=0.9)  # the interval's level, not the test's
     low, high = scipy_stats.t.interval(0.9, df, loc=diff, scale=se)
@@ -355,14 +523,15 @@ def test_p_value_interval_and_mde_equal_scipy() -> None:
     table = model_comparisons(mixed_design(5), design=WITHIN)
     assert table["df"].null_count() == table.height
     diff, se = table["diff"].to_numpy(), table["se"].to_numpy()
-    z975, z80 = scipy_stats.norm.ppf(0.975), scipy_stats.norm.ppf(0.8)
+    z80 = scipy_stats.norm.ppf(0.8)
     np.testing.assert_allclose(
         table["p_value"].to_numpy(), 2 * scipy_stats.norm.sf(np.abs(diff / se)), rtol=0, atol=1e-12
     )
     low, high = scipy_stats.norm.interval(0.95, loc=diff, scale=se)
     np.testing.assert_allclose(table["ci_low"].to_numpy(), low, rtol=0, atol=1e-12)
     np.testing.assert_allclose(table["ci_high"].to_numpy(), high, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(table["mde"].to_numpy(), (z975 + z80) * se, rtol=1e-12)
+    z = scipy_stats.norm.ppf(1 - holm_steps(table) / 2)
+    np.testing.assert_allclose(table["mde"].to_numpy(), (z + z80) * se, rtol=1e-12)
     assert set(table["paired"].to_list()) == {PAIRED_PARTIAL}
 
 
@@ -427,7 +596,7 @@ def test_an_undated_dump_is_compared_like_a_dated_night_and_sorted_last() -> Non
         pl.when(undated).then(None).otherwise("dump_date").alias("dump_date")
     )
     ranked = (
-        (rank_intervals(moved, resamples=100), rank_intervals(frame, resamples=100)),
+        (rank_intervals(moved), rank_intervals(frame)),
         (significance_tiers(table), significance_tiers(dated)),
     )
     for got, want in ranked:
@@ -475,9 +644,15 @@ def test_overall_compares_only_models_covering_the_same_categories() -> None:
     ]
     assert table.filter(scope="c1").height == 6
     assert table.filter(scope="c2").height == 2
-    ranks = rank_intervals(frame, resamples=50)
+    ranks = rank_intervals(frame)
     c = one_row(ranks, model="c")
-    assert (c["ranked_among"], c["n_ranked"], c["rank_low"], c["rank_high"]) == ("c1", 1, 1, 1)
+    assert (c["ranked_among"], c["n_ranked"], c["rank_low"], c["rank_high"], c["rank_ub"]) == (
+        "c1",
+        1,
+        1,
+        1,
+        1,
+    )
     assert set(ranks.filter(pl.col("model") != "c")["ranked_among"].to_list()) == {"c1,c2"}
     tiers = significance_tiers(table)
     assert sorted(tiers["model"].to_list()) == ["a", "b"]  # c has nobody to be compared with
@@ -552,6 +727,26 @@ def test_tasks_won_count_strict_wins_of_either_side_and_no_ties() -> None:
     row = one_row(model_comparisons(apart), scope="c1", model_a="a", model_b="b")
     assert (row["n_tasks"], row["n_tasks_a_better"], row["n_tasks_b_better"]) == (0, 0, 0)
     assert row["p_wilcoxon"] is None
+
+
+def test_score_intervals_stay_in_the_score_range_unless_a_score_left_it() -> None:
+    """Three tasks (2 df, t = 4.30): the t interval ``score ± t · se`` reaches past 0 and 1;
+    it is held to [0, 1] (``SCORE_RANGE``), except on a side an episode of the scope scored
+    past (a runtime RL ``floor`` above 1 can give 1.3): there it stays the t interval."""
+    rows = [
+        ("d", model, "c", f"t{i}", f"{model}{i}", score, None)
+        for model, scores in (("inside", (0.05, 0.9, 1.0)), ("past", (0.05, 0.9, 1.3)))
+        for i, score in enumerate(scores)
+    ]
+    table = score_intervals(rows_frame(rows))
+    for scope in ("c", OVERALL, OVERALL_BY_CATEGORY):
+        for model in ("inside", "past"):
+            row = one_row(table, model=model, scope=scope)
+            half = scipy_stats.t.ppf(0.975, 2) * row["se"]
+            assert row["score"] - half < 0 and row["score"] + half > 1  # the t interval
+            assert row["ci_low"] == 0.0
+            expected_high = 1.0 if model == "inside" else row["score"] + half
+            assert row["ci_high"] == pytest.approx(expected_high, rel=1e-12)
 
 
 def test_a_category_of_one_task_lends_its_within_task_variance() -> None:
@@ -1274,246 +1469,99 @@ def test_a_changed_order_without_a_standard_error_is_not_significant() -> None:
 # Rank intervals and tiers
 
 
-def test_rank_intervals_resample_instances_jointly() -> None:
-    """b is a minus 0.01 on every instance, with instances that differ a lot: resampled
-    jointly (pairing kept) a is first in every replicate; resampled per model it would not
-    be. Without instance ids the episodes are resampled per model: the ranks overlap."""
+def test_rank_intervals_pair_instances_and_tasks() -> None:
+    """b is a minus 0.01 on every instance, with instances that differ a lot: paired (one
+    task, its instances) a is certainly ahead, and the ranks are certain; without instance
+    ids the episodes are two independent samples and the ranks overlap. The same with one
+    episode on each of 60 tasks of very different difficulty: paired over the tasks."""
     rng = np.random.default_rng(14)
     base = rng.uniform(0, 1, 30)
     rows = [("d", "a", "c", "t", f"a{i}", float(base[i]), f"i{i}") for i in range(30)]
     rows += [("d", "b", "c", "t", f"b{i}", float(base[i] - 0.01), f"i{i}") for i in range(30)]
-    paired = rank_intervals(rows_frame(rows), resamples=500)
-    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in paired.iter_rows(named=True)] == [
-        ("a", 1, 1),
-        ("b", 2, 2),
-    ]
-    unpaired = rank_intervals(rows_frame([(*r[:6], None) for r in rows]), resamples=500)
-    assert [
-        (r["model"], r["rank_low"], r["rank_high"]) for r in unpaired.iter_rows(named=True)
-    ] == [
-        ("a", 1, 2),
-        ("b", 1, 2),
-    ]
-    assert rank_intervals(rows_frame(rows), resamples=500, seed=1).equals(paired)  # seeded
-    again = rank_intervals(rows_frame(rows), resamples=500)
-    assert again.equals(paired)
 
+    def ranks_of(frame: pl.DataFrame) -> list[tuple[str, int, int, int]]:
+        table = rank_intervals(frame)
+        return [
+            (r["model"], r["rank_low"], r["rank_high"], r["rank_ub"])
+            for r in table.iter_rows(named=True)
+        ]
 
-def test_rank_intervals_draw_the_same_tasks_for_every_model() -> None:
-    """One episode per task, 60 tasks of very different difficulty, b = a - 0.01 on every
-    one: the same tasks drawn for both models, a is first in every replicate; drawn for each
-    model apart, the difficulty of the tasks drawn would decide and the ranks would
-    overlap."""
+    assert ranks_of(rows_frame(rows)) == [("a", 1, 1, 1), ("b", 2, 2, 2)]
+    unpaired = rows_frame([(*r[:6], None) for r in rows])
+    assert ranks_of(unpaired) == [("a", 1, 2, 1), ("b", 1, 2, 1)]
     base = np.random.default_rng(17).uniform(0, 1, 60)
     rows = [("d", "a", f"c{i % 3}", f"t{i}", f"a{i}", float(base[i]), None) for i in range(60)]
     rows += [
         ("d", "b", f"c{i % 3}", f"t{i}", f"b{i}", float(base[i]) - 0.01, None) for i in range(60)
     ]
-    ranks = rank_intervals(rows_frame(rows), resamples=500)
-    assert [(r["model"], r["rank_low"], r["rank_high"]) for r in ranks.iter_rows(named=True)] == [
-        ("a", 1, 1),
-        ("b", 2, 2),
-    ]
+    assert ranks_of(rows_frame(rows)) == [("a", 1, 1, 1), ("b", 2, 2, 2)]
     # ... and the overall scores' own intervals overlap: the pairing is what separates them
     intervals = score_intervals(rows_frame(rows)).filter(scope=OVERALL)
     assert intervals["ci_low"].max() < intervals["ci_high"].min()  # type: ignore[operator]
 
 
-def close_models_and_a_constant_one() -> pl.DataFrame:
-    """Models a, b, c of close ability (c without task t4) and z, whose every episode
-    scores 0.55: one episode on the first of the three instances of tasks t1 and t3 (both
-    categories: the same coverage group)."""
-    frame = simulate(np.random.default_rng(16), 1, models=("a", "b", "c"), shared=3, alone=2)
-    frame = frame.filter(~((pl.col("model") == "c") & (pl.col("task") == "t4")))
-    first = pl.col(INSTANCE_ID).is_in(["t1-0", "t3-0"])
-    z = frame.filter(first & (pl.col("model") == "a"))
-    assert z.height == 2
-    z = z.with_columns(
-        pl.lit("z").alias("model"),
-        pl.lit(0.55).alias("score"),
-        pl.format("z-{}", "episode_id").alias("episode_id"),
-    )
-    return pl.concat([frame, z.select(frame.columns)], how="vertical_relaxed")
-
-
-def _capture_replicates(monkeypatch: pytest.MonkeyPatch) -> list[np.ndarray]:
-    """The replicate scores (resamples x models, models sorted) of each coverage group,
-    captured where ``rank_intervals`` ranks them."""
-    from transforms.compare import ranks as ranks_module
-
-    captured: list[np.ndarray] = []
-    rank_desc = ranks_module._rank_desc
-
-    def capture(values: np.ndarray) -> np.ndarray:
-        if values.ndim == 2:
-            captured.append(values.copy())
-        return rank_desc(values)
-
-    monkeypatch.setattr(ranks_module, "_rank_desc", capture)
-    return captured
+def close_models(seed: int) -> pl.DataFrame:
+    """Six models of close ability (two pairs of equals), four tasks, 30 episodes each,
+    partly on shared instances; model f lacks task t4 (the same categories all the same)."""
+    shift = {"a": 0.12, "b": 0.1, "c": 0.05, "d": 0.05, "e": 0.0, "f": -0.1}
+    frame = simulate(np.random.default_rng(seed), 1, models=tuple(shift), shift=shift)
+    return frame.filter(~((pl.col("model") == "f") & (pl.col("task") == "t4")))
 
 
 @pytest.mark.parametrize("design", ["two_level", WITHIN])
-def test_rank_intervals_are_the_levels_quantiles_of_the_replicate_ranks(
-    design: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The replicate scores (captured where they are ranked) ranked 1 = best with ties
-    sharing the better rank (scipy's ``rankdata(method="min")``); ``rank_low`` and
-    ``rank_high`` their lower and upper ``(1 - level) / 2`` quantiles (numpy ``lower`` and
-    ``higher``). A model whose every episode scores the same keeps that score in every
-    replicate, in replicates that draw none of its tasks too."""
-    captured = _capture_replicates(monkeypatch)
-    frame = close_models_and_a_constant_one()
-    for level in (0.95, 0.6):
-        captured.clear()
-        table = rank_intervals(frame, resamples=400, level=level, design=design)
-        (replicates,) = captured
-        models = table.sort("model")["model"].to_list()
-        assert models == ["a", "b", "c", "z"] and replicates.shape == (400, 4)
-        np.testing.assert_allclose(replicates[:, models.index("z")], 0.55, rtol=0, atol=1e-12)
-        # The bootstrap of a mean is centred on it: each model's replicates average to its
-        # overall score (each task weighing the same) within their own standard error.
-        points = (
-            frame.group_by("model", "task")
-            .agg(pl.col("score").mean())
-            .group_by("model")
-            .agg(pl.col("score").mean())
-            .sort("model")["score"]
-            .to_numpy()
+@pytest.mark.parametrize("level", [0.95, 0.8])
+def test_rank_intervals_are_the_rank_sets_of_the_holm_verdicts(design: str, level: float) -> None:
+    """From the night's overall comparisons, Holm's adjustment redone by statsmodels
+    (``multipletests``) over the unordered pairs: ``rank_low`` = 1 + the models
+    significantly better at ``1 - level``, ``rank_high`` = the models ranked - those
+    significantly worse; ``rank_ub`` = 1 + the models the verdicts (Holm at 0.05) call
+    better, whatever the level. Every interval holds the point rank."""
+    frame = close_models(21)
+    comparisons = model_comparisons(frame, design=design, level=level).filter(scope=OVERALL)
+    ranks = rank_intervals(frame, design=design, level=level)  # type: ignore[arg-type]
+    pairs = comparisons.filter(pl.col("model_a") < pl.col("model_b"))
+    p_holm = multipletests(pairs["p_value"].to_numpy(), method="holm")[1]
+    ahead: dict[tuple[str, str], float] = {}  # (better, worse): Holm's p of the pair
+    for (a, b, diff), q in zip(
+        pairs.select("model_a", "model_b", "diff").iter_rows(), p_holm, strict=True
+    ):
+        ahead[(a, b) if diff > 0 else (b, a)] = q
+    n = ranks.height
+    assert n == 6 and set(ranks["n_ranked"].to_list()) == {6}
+    for row in ranks.iter_rows(named=True):
+        model = row["model"]
+        above = sum(q < 1 - level for (_, worse), q in ahead.items() if worse == model)
+        below = sum(q < 1 - level for (better, _), q in ahead.items() if better == model)
+        verdicts = sum(q < 0.05 for (_, worse), q in ahead.items() if worse == model)
+        assert (row["rank_low"], row["rank_high"], row["rank_ub"]) == (
+            1 + above,
+            n - below,
+            1 + verdicts,
         )
-        spread = replicates.std(axis=0) / math.sqrt(len(replicates))
-        centred = np.abs(replicates.mean(axis=0) - points)
-        assert (centred <= 4 * spread + 1e-12).all(), (centred, spread)
-        ranks = scipy_stats.rankdata(-replicates, axis=1, method="min")
-        tail = (1 - level) / 2
-        for i, model in enumerate(models):
-            row = one_row(table, model=model)
-            assert row["rank_low"] == np.quantile(ranks[:, i], tail, method="lower")
-            assert row["rank_high"] == np.quantile(ranks[:, i], 1 - tail, method="higher")
-        if design == "two_level":  # (tasks fixed, these four overlap from 1 to 4)
-            assert len({(r["rank_low"], r["rank_high"]) for r in table.iter_rows(named=True)}) > 1
+        assert row["rank_low"] <= row["group_rank"] <= row["rank_high"]
+    spans = (ranks["rank_high"] - ranks["rank_low"]).to_list()
+    assert min(spans) < n - 1 and max(spans) > 0, spans  # some statements, not all
+    if level == 0.95:
+        assert_frame_equal(
+            ranks.select(pl.col("rank_low").alias("rank_ub")), ranks.select("rank_ub")
+        )
 
 
-def test_rank_interval_replicates_are_the_instance_bootstraps_outcomes(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """One task of three instances, the tasks fixed: a replicate draws three instances with
-    replacement, the same draw for both models; a model's replicate is the mean of its
-    episodes on the instances drawn, or its point score where none of its instances was
-    drawn. a scores 0, 0.25 and 1 on the three instances (each multiset of three instances
-    has its own sum), b only 0 and 1 on the first two. The exact bootstrap is the 27
-    ordered draws enumerated here: every replicate is one of its outcomes, and the
-    replicates of one seed, and the first replicate of each of 200 seeds, follow its
-    probabilities (chi-square)."""
-    a_scores, b_scores = (0.0, 0.25, 1.0), (0.0, 1.0)
-    rows = [("d", "a", "c", "t", f"a{i}", s, f"i{i}") for i, s in enumerate(a_scores)]
-    rows += [("d", "b", "c", "t", f"b{i}", s, f"i{i}") for i, s in enumerate(b_scores)]
-    exact: dict[tuple[float, float], float] = {}
-    for draw in itertools.product(range(3), repeat=3):
-        a = sum(a_scores[i] for i in draw) / 3
-        b_drawn = [b_scores[i] for i in draw if i < len(b_scores)]
-        b = sum(b_drawn) / len(b_drawn) if b_drawn else sum(b_scores) / len(b_scores)
-        key = (round(a, 9), round(b, 9))
-        exact[key] = exact.get(key, 0.0) + 1 / 27
-    outcomes = sorted(exact)
-
-    def follows_the_exact_bootstrap(replicates: np.ndarray) -> None:
-        seen = [(round(float(a), 9), round(float(b), 9)) for a, b in replicates]
-        assert set(seen) <= set(exact), set(seen) - set(exact)
-        observed = [seen.count(o) for o in outcomes]
-        expected = [exact[o] * len(seen) for o in outcomes]
-        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
-
-    captured = _capture_replicates(monkeypatch)
-    rank_intervals(rows_frame(rows), resamples=2000, design=WITHIN)
-    follows_the_exact_bootstrap(captured.pop())
-    for seed in range(200):
-        rank_intervals(rows_frame(rows), resamples=1, seed=seed, design=WITHIN)
-    follows_the_exact_bootstrap(np.vstack(captured))
-
-
-def test_rank_interval_replicates_draw_every_task_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two-level, 50 tasks of one episode per model: a scores 1 on the last task (in the
-    tasks' order) and 0 elsewhere, b 1 on the first: a replicate draws 50 tasks with
-    replacement, each with probability 1/50, so 50 x a's replicate (how often the last task
-    was drawn) and 50 x b's are binomial(50, 1/50) (chi-square on 0, 1, 2, 3, 4+)."""
-    g = 50
-    rows = [
-        ("d", m, "c", f"t{t:02d}", f"{m}{t}", float(t == hot), None)
-        for m, hot in (("a", g - 1), ("b", 0))
-        for t in range(g)
-    ]
-    captured = _capture_replicates(monkeypatch)
-    rank_intervals(rows_frame(rows), resamples=2000, design="two_level")
-    (replicates,) = captured
-    binomial = scipy_stats.binom(g, 1 / g)
-    expected = np.append(binomial.pmf(range(4)), binomial.sf(3)) * len(replicates)
-    for column in replicates.T:
-        times = np.rint(column * g).astype(int)
-        np.testing.assert_allclose(times, column * g, atol=1e-9)
-        observed = [int((times == k).sum()) for k in range(4)] + [int((times >= 4).sum())]
-        assert scipy_stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
-
-
-@pytest.mark.parametrize("resamples", [999, 1003])
-def test_rank_intervals_quantiles_fall_on_the_documented_replicates(
-    resamples: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Replicate scores set by hand (the draw replaced) so that the documented quantiles
-    fall next to a change of rank: numpy's ``lower`` quantile at ``tail = (1 - level) / 2``
-    of R replicate ranks is the sorted rank at ``floor(tail (R - 1))``, ``higher`` at ``1 -
-    tail`` the one at ``ceil((1 - tail) (R - 1))``. Pairs of models swap places (ranks 1-2,
-    3-4, 5-6, 7-8) so that each interval end changes if its index moves by one either way.
-    At level 0.95, tail (R - 1) is 24.95 for R = 999 and 25.05 for R = 1003: a tail 0.5% off
-    moves one of the two indices."""
-    from transforms.compare import ranks as ranks_module
-
-    level = 0.95
-    tail = (1 - level) / 2
-    low_at = math.floor(tail * (resamples - 1))
-    high_at = math.ceil((1 - tail) * (resamples - 1))
-    # How many replicates the first of each pair is the better one in: the lower index is
-    # the last such replicate (a: rank_low 1) or the first of the others (c: rank_low 4);
-    # the higher index is the first of the others (e: rank_high 6) or the last such (g: 7).
-    better_in = {"a": low_at + 1, "c": low_at, "e": high_at, "g": high_at + 1}
-    models = list("abcdefgh")
-    sums = np.zeros((len(models), resamples))
-    for pair, first in enumerate(better_in):
-        second = models.index(first) + 1
-        wins = np.zeros(resamples, dtype=bool)
-        wins[: better_in[first]] = True
-        wins = np.random.default_rng(pair).permutation(wins)
-        base = 10.0 * (len(better_in) - pair)
-        sums[models.index(first)] = np.where(wins, base + 1, base)
-        sums[second] = np.where(wins, base, base + 1)
-    monkeypatch.setattr(
-        ranks_module, "_replicate_sums", lambda *_: (sums.copy(), np.ones_like(sums))
-    )
-    rows = [("d", m, "c", "t", f"{m}0", 0.5, None) for m in models]
-    table = rank_intervals(rows_frame(rows), resamples=resamples, level=level)
-    assert one_row(table, model="a")["rank_low"] == 1
-    assert one_row(table, model="c")["rank_low"] == 4
-    assert one_row(table, model="e")["rank_high"] == 6
-    assert one_row(table, model="g")["rank_high"] == 7
-
-
-def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
-    """One episode per model and task: with the tasks fixed there is nothing to draw (every
-    replicate is the night itself: each interval the point rank); two-level, the tasks are
-    drawn and close models' intervals overlap."""
+def test_rank_intervals_say_nothing_where_no_comparison_can() -> None:
+    """One episode per task: with the tasks fixed no variance can be estimated and no
+    model is significantly ahead: every rank interval is the whole group (the bootstrap of
+    before drew nothing and reported every point rank as certain). The two-level design
+    measures the tasks' spread: far-apart models are ranked."""
     rng = np.random.default_rng(18)
     rows = [
-        ("d", m, f"c{t % 2}", f"t{t}", f"{m}{t}", float(rng.uniform(0, 1)), None)
-        for m in ("a", "b", "c")
+        ("d", m, f"c{t % 2}", f"t{t}", f"{m}{t}", float(rng.uniform(0, 1)) + shift, None)
+        for m, shift in (("a", 0.6), ("b", 0.0), ("c", -0.6))
         for t in range(12)
     ]
-    fixed = rank_intervals(rows_frame(rows), resamples=200, design=WITHIN)
-    assert (fixed["rank_low"] == fixed["group_rank"]).all()
-    assert (fixed["rank_high"] == fixed["group_rank"]).all()
-    sampled = rank_intervals(rows_frame(rows), resamples=200, design="two_level")
-    assert (sampled["rank_high"] > sampled["rank_low"]).any()
-    two = [r for r in rows if r[3] in ("t0", "t1")]  # two tasks are a sample of two
-    assert (rank_intervals(rows_frame(two), resamples=200)["rank_high"] > 1).all()
+    fixed = rank_intervals(rows_frame(rows), design=WITHIN)
+    assert set(fixed.select("rank_low", "rank_high", "rank_ub").iter_rows()) == {(1, 3, 1)}
+    sampled = rank_intervals(rows_frame(rows), design="two_level")
+    assert sampled["rank_low"].to_list() == sampled["rank_high"].to_list() == [1, 2, 3]
     assert_frame_equal(
         sampled.select("model", "group_rank", "n_ranked"),
         fixed.select("model", "group_rank", "n_ranked"),
@@ -1522,10 +1570,9 @@ def test_rank_intervals_draw_tasks_only_where_the_tasks_are_a_sample() -> None:
 
 def test_rank_intervals_of_two_nights_are_each_nights() -> None:
     frame = simulate(np.random.default_rng(17), 2, models=("a", "b", "c"), shared=3, alone=2)
-    both = rank_intervals(frame, resamples=200)
+    both = rank_intervals(frame)
     apart = pl.concat(
-        rank_intervals(frame.filter(dump_date=night), resamples=200)
-        for night in ("2026-0000", "2026-0001")
+        rank_intervals(frame.filter(dump_date=night)) for night in ("2026-0000", "2026-0001")
     )
     assert_frame_equal(both, apart)
 
@@ -1534,7 +1581,7 @@ def test_rank_intervals_follow_the_score_weighting() -> None:
     frame = simulate(
         np.random.default_rng(15), 1, models=("a", "b", "c"), shift={"a": 0.3, "c": -0.3}
     )
-    ranks = rank_intervals(frame, resamples=200)
+    ranks = rank_intervals(frame)
     assert [
         (r["model"], r["group_rank"], r["rank_low"], r["rank_high"])
         for r in ranks.iter_rows(named=True)
@@ -1607,10 +1654,10 @@ def test_comparisons_and_rank_intervals_prepared_once_equal_each_alone() -> None
     from transforms.compare import comparisons_and_rank_intervals, rank_intervals, score_intervals
 
     frame = mixed_design(3)
-    both = comparisons_and_rank_intervals(frame, resamples=50, seed=7)
-    assert_frame_equal(both.comparisons, model_comparisons(frame, level=0.95))
-    assert_frame_equal(both.ranks, rank_intervals(frame, resamples=50, seed=7))
-    assert_frame_equal(both.intervals, score_intervals(frame))
+    both = comparisons_and_rank_intervals(frame, level=0.9)
+    assert_frame_equal(both.comparisons, model_comparisons(frame, level=0.9))
+    assert_frame_equal(both.ranks, rank_intervals(frame, level=0.9))
+    assert_frame_equal(both.intervals, score_intervals(frame, level=0.9))
 
 
 def _large_night_cases() -> dict[str, object]:
@@ -1628,9 +1675,7 @@ def _large_night_cases() -> dict[str, object]:
         (pl.col("score") + 0.01 * pl.col("score").sin() + lift).alias("score")
     )
     return {
-        "comparisons_and_rank_intervals": lambda: comparisons_and_rank_intervals(
-            mixed_design(5), resamples=40, seed=3
-        ),
+        "comparisons_and_rank_intervals": lambda: comparisons_and_rank_intervals(mixed_design(5)),
         "regressions": lambda: regressions(nights, baseline="mean", k=2),
         "rescore_significance": lambda: rescore_significance(last, moved),
         "rescore_rank_changes": lambda: rescore_rank_changes(last, moved),
@@ -1641,14 +1686,13 @@ def _large_night_cases() -> dict[str, object]:
 def test_a_large_night_digested_a_task_at_a_time_equals_one_pass(
     entry: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A large night is prepared, its clusters paired and its rank bootstrap drawn a task
-    (or a block of draws) at a time; a small one at once. The same bits either way."""
-    from transforms.compare import preparation, ranks, variance
+    """A large night is prepared and its clusters paired a task at a time; a small one at
+    once. The same bits either way."""
+    from transforms.compare import preparation, variance
 
     at_once = _large_night_cases()[entry]()  # type: ignore[operator]
     monkeypatch.setattr(preparation, "ATOMS_AT_ONCE", 0)
     monkeypatch.setattr(variance, "ATOMS_AT_ONCE", 0)
-    monkeypatch.setattr(ranks, "DRAWS_AT_ONCE", 7)
     piecewise = _large_night_cases()[entry]()  # type: ignore[operator]
     tables = at_once if isinstance(at_once, tuple) else (at_once,)
     pieces = piecewise if isinstance(piecewise, tuple) else (piecewise,)

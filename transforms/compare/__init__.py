@@ -16,14 +16,13 @@ before, the tasks fixed.
 - ``preparation``: the episodes digested once (units, task scores, cluster terms, weights);
 - ``variance``: the designs' variances and the inference from them;
 - ``pairs``: ``model_comparisons``; ``scores``: ``score_intervals``;
-- ``ranks``: ``rank_intervals``, ``significance_tiers``;
+- ``ranks``: ``rank_intervals`` (joint, and the verdicts' rank bound), ``significance_tiers``;
 - ``regressions``: ``regressions``; ``rescore``: ``rescore_significance``,
   ``rescore_rank_changes``.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import NamedTuple
 
 import polars as pl
@@ -97,8 +96,6 @@ def comparisons_and_rank_intervals(
     scores: pl.DataFrame | pl.LazyFrame,
     alpha: float = 0.05,
     power: float = 0.8,
-    resamples: int = 1000,
-    seed: int = 20261202,
     level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
 ) -> NightStatistics:
@@ -108,8 +105,5 @@ def comparisons_and_rank_intervals(
     prep = prepare(scores, [DUMP_DATE, Col.MODEL])
     comparisons = comparisons_of(prep, alpha, power, design, level)
     intervals = score_intervals_of(prep, level, design)
-    # The rank bootstrap reads the task scores, not the per-cluster terms (about one per
-    # episode): freed before it.
-    prep = replace(prep, atoms=prep.atoms.clear())
-    ranks = rank_intervals_of(prep, scores, resamples, seed, level, design)
+    ranks = rank_intervals_of(prep, comparisons, level)
     return NightStatistics(comparisons, ranks, intervals)

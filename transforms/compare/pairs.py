@@ -44,8 +44,14 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import SCORE
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
-from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, inference, variances
-from transforms.stats import adjust_over, wilcoxon_signed_rank
+from transforms.compare.variance import (
+    DEFAULT_DESIGN,
+    DesignChoice,
+    detectable,
+    inference,
+    variances,
+)
+from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
 COMPARISON_COLUMNS: Final = [
     DUMP_DATE,
@@ -144,6 +150,10 @@ def comparisons_of(
     )
     half = inference(half, DIFF, alpha, power, level)
     half = adjust_over(half, P_VALUE, [DUMP_DATE, SCOPE], "holm", P_HOLM)
+    # The MDE of the verdict as shown: at the level Holm tests the pair at on the night.
+    family = [DUMP_DATE, SCOPE]
+    half = holm_levels(half, P_VALUE, P_HOLM, family, alpha, Work.HOLM_LEVEL)
+    half = half.with_columns(detectable(half, Work.HOLM_LEVEL, power))
     half = half.join(task_signed_ranks(prep, pairs), on=Work.CID, how="left")
     verdict = (
         pl.when(pl.col(P_HOLM).is_null() | (pl.col(P_HOLM) >= alpha))

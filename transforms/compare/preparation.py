@@ -32,7 +32,8 @@ class Prepared:
     """Episode scores digested per unit (a model on a night, or under a formula)."""
 
     units: pl.DataFrame  # UNIT and the unit's key columns
-    # per unit and task: MEAN (task score), N episodes, G clusters, K (√ of G/(G-1))
+    # per unit and task: MEAN (task score), N episodes, G clusters, K (√ of G/(G-1)), the
+    # lowest and highest episode scores (LOWEST, HIGHEST)
     cells: pl.DataFrame
     atoms: pl.DataFrame  # per unit, task (TASK) and cluster: DEV = Σ (score - mean) / n, N
     # per unit and scope: SCORE, N episodes, N_TASKS, COVERAGE (what the score averages),
@@ -97,7 +98,9 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
         coded_atoms.append(atoms_part)
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
     cells = pl.concat(coded_cells).join(tasks, on=Work.TASK)
-    cells = cells.select(Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K)
+    cells = cells.select(
+        Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K, Work.LOWEST, Work.HIGHEST
+    )
     cells = cells.sort(Work.UNIT, *TASK_KEY)
     # Atoms stay coded (about one per episode: text keys would double them). In (unit, task,
     # cluster) order, or task by task where split: either way each (unit, task) is contiguous,
@@ -264,6 +267,8 @@ def _episode_terms(
             groups.cast(pl.Int64).alias(Work.G),
             # The small-sample factor of the unit's influence values in this task.
             pl.when(groups > 1).then((groups / (groups - 1.0)).sqrt()).alias(Work.K),
+            pl.col(SCORE).min().alias(Work.LOWEST),
+            pl.col(SCORE).max().alias(Work.HIGHEST),
         )
         .sort(Work.UNIT, Work.TASK)
     )
