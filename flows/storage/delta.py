@@ -579,7 +579,8 @@ def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataF
     frames = []
     with _errors("read staged files of table", where):
         for add in staged.adds:
-            frame = pl.read_parquet(where.child(add.path).uri, storage_options=options)
+            uri = where.child(add.path).uri  # OUT may be named like a pattern: literal
+            frame = pl.read_parquet(uri, glob=False, storage_options=options)
             values = {c: add.partition_values.get(c) for c in staged.partition_by}
             frames.append(
                 frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())

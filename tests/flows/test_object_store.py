@@ -388,3 +388,24 @@ def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
     cached = list((prefect_home / "storage").glob("cogscore-file-*"))
     # Each night's small files scored once, as one batch (``flows.score.batches``).
     assert len(cached) == len(nights)
+
+
+def test_an_object_s_name_is_read_as_it_is_never_as_a_pattern(
+    s3_env: S3Server, tmp_path: Path
+) -> None:
+    """``a*.parquet`` beside ``a.parquet`` and ``ab.parquet`` in a bucket (and names with
+    ``[``, ``?``, ``{``): each object is read once, by its own key, as the same files
+    under plain names are on disk."""
+    from flows import runs
+    from flows.score import score_dump
+    from tests.dumps import PATTERN_NAMES, copies_named
+
+    source = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
+    night = "dump_date=2026-12-01"
+    copies_named(source, tmp_path / "patterns" / night, PATTERN_NAMES)
+    copies_named(source, tmp_path / "plain" / night, [f"p{i}" for i in range(len(PATTERN_NAMES))])
+    want = score_dump(tmp_path / "plain").counts
+    root = upload(s3_env, tmp_path / "patterns")
+    assert score_dump(root).counts == want  # file by file
+    outcome = runs.score(root, tmp_path / "out")  # small files in batches
+    assert outcome.result is not None and outcome.result.counts == want

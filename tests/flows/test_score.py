@@ -296,3 +296,23 @@ def test_the_canonical_rows_are_the_rows_pandera_s_model_declares() -> None:
     other = canonical.with_columns(pl.col("turn").cast(pl.Float64))
     with pytest.raises(pandera.errors.SchemaError):
         _validated(other)
+
+
+def test_a_file_name_is_read_as_it_is_never_as_a_pattern(tmp_path: Path) -> None:
+    """``a*.parquet`` beside ``a.parquet`` and ``ab.parquet`` (and names with ``[``, ``?``,
+    ``{``): each file is read once, by its own name, file by file and in batches; the same
+    files under plain names are the yardstick."""
+    from tests.dumps import PATTERN_NAMES, copies_named
+
+    source = Path(__file__).parents[2] / "examples/dump/dump_date=2026-12-01/part-0.parquet"
+    night = "dump_date=2026-12-01"
+    copies_named(source, tmp_path / "patterns" / night, PATTERN_NAMES)
+    plain = [f"plain{i}" for i in range(len(PATTERN_NAMES))]
+    copies_named(source, tmp_path / "plain" / night, plain)
+    want = score_dump(tmp_path / "plain").counts
+    assert want["rows_read"] == len(PATTERN_NAMES) * pq.ParquetFile(source).metadata.num_rows
+    assert score_dump(tmp_path / "patterns").counts == want  # file by file
+    outcome = runs.score(tmp_path / "patterns", tmp_path / "out")  # small files in batches
+    assert outcome.result is not None and outcome.result.counts == want
+    rules = read_table(tmp_path / "out", "rejects")["rules"].explode().sort().to_list()
+    assert rules == score_dump(tmp_path / "plain").rejects["rules"].explode().sort().to_list()
