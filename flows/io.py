@@ -87,12 +87,12 @@ def is_night(value: str) -> bool:
 def dump_root(text: str | Path) -> Path | str:
     """The dump root as given: an absolute local path, or an object-store URL (checked)."""
     if _URL.match(str(text)):
-        from flows.storage.errors import StorageError
+        from flows.storage.errors import BadLocation
         from flows.storage.location import Location
 
         try:
             return Location.parse(str(text)).uri
-        except StorageError as error:
+        except BadLocation as error:
             raise InputError(f"input {error}") from None
     return local_path(text, "input")
 
@@ -157,14 +157,16 @@ def _listed_files(root: Path) -> list[DumpFile]:
 
 
 def _listed_objects(root: str) -> list[DumpFile]:
-    """An object-store dump: one listing (obstore) gives every object's size and ETag."""
-    from flows.storage.errors import StorageError
+    """An object-store dump: one listing (obstore) gives every object's size and ETag. A
+    prefix holding nothing is refused as input (exit 2); a store that does not answer,
+    refuses the credentials or has no such bucket stays a ``StorageError`` (exit 4)."""
+    from flows.storage.errors import NothingThere
     from flows.storage.location import Location
     from flows.storage.source import list_dump
 
     try:
         listed = list_dump(Location.parse(root))
-    except StorageError as error:
+    except NothingThere as error:
         raise InputError(f"input {error}") from None
     if not listed:
         raise InputError(f"input {root} holds no .parquet files")

@@ -97,6 +97,24 @@ def test_wrong_credentials_and_a_missing_bucket_are_one_line_errors(
     assert url in output and "credentials" in output and output.count("\n") == 1
 
 
+def test_a_dump_in_a_missing_bucket_or_behind_refused_credentials_exits_4(
+    s3_env: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README "Exit codes": a store that refuses the credentials or has no such bucket is
+    4, for the dump as for the output; an empty prefix stays a refused input (2)."""
+    missing = "s3://no-such-bucket-here/dump"
+    for command in ("score", "nightly"):
+        output = cli(command, missing, "--out", tmp_path / "out", "--engine", "local", code=4)
+        assert missing in output and "bucket does not exist" in output
+        assert output.count("\n") == 1
+    root = upload(s3_env, EXAMPLE_DUMP)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody-knows-this-key")
+    with s3_env.authentication():  # moto checks keys from here on
+        output = cli("nightly", root, "--out", tmp_path / "out", "--engine", "local", code=4)
+    assert root in output and "credentials" in output and output.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
 def test_vacuum_on_the_command_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")
