@@ -235,11 +235,16 @@ def get_bytes(location: Location, key: str) -> bytes:
 def _write_temporary(path: str, data: bytes) -> tuple[str, str]:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "xb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-        return temporary, _local_etag(os.fstat(handle.fileno()))
+    try:
+        with open(temporary, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            return temporary, _local_etag(os.fstat(handle.fileno()))
+    except BaseException:  # a full disk: no half-written file left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def put_if_absent(location: Location, key: str, data: bytes) -> str | None:
