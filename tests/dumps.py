@@ -457,6 +457,14 @@ def rule_dump() -> tuple[list[Row], Expected]:
         [*_assoc_turns(), episode_end(**{REPORTED_SCORE: float("inf")})],
         {Rule.NON_FINITE_VALUE},
     )
+    # A reported score on another scale (a percentage): every score lies in [0, 1].
+    add(
+        AL,
+        "bad-reported-range",
+        F0,
+        [*_assoc_turns(), episode_end(**{REPORTED_SCORE: 75.0})],
+        {Rule.REPORTED_SCORE_OUT_OF_RANGE},
+    )
     add(
         AL,
         "bad-recorded-no-verdict",
