@@ -330,6 +330,7 @@ class Output:
         writes (``UnsafeStore``), another run holding the lease (``OutputBusy``), an output
         in the old snapshot layout or with files of its own where a table goes
         (``LegacyLayout``)."""
+        delta.check_path(self.location)
         allow = os.environ.get(ALLOW_UNSAFE, "").strip().lower() in ("1", "true", "yes")
         check_conditional_writes(self.location, allow_unsafe=allow)
         with Lease(self.location, run_id, command) as lease:

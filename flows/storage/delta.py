@@ -63,7 +63,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from flows.storage import objects
-from flows.storage.errors import LegacyLayout, NothingThere, StorageError, translate
+from flows.storage.errors import BadLocation, LegacyLayout, NothingThere, StorageError, translate
 from flows.storage.location import Location, polars_options, storage_options
 
 NIGHT_COLUMN: Final = "dump_date"
@@ -370,6 +370,29 @@ def vacuum(
             )
         removed.extend(f"{table}/{path}" for path in sorted(paths))
     return removed
+
+
+# What delta-rs cannot take in a local table's path (deltalake 1.6, measured): `[`, `]`, `^`
+# and `|` make it panic (its file URL's host), `%XX` is decoded (the log is then looked for
+# in another folder than the one written), `\` and control characters are refused or mangled.
+_UNUSABLE: Final = re.compile(r"[\[\]^|%\\\x00-\x1f\x7f]")
+
+
+def check_path(location: Location) -> None:
+    """`BadLocation` if `location` is a local folder whose path delta-rs cannot use: a run
+    into it would stage files, then fail (a panic) at its first commit.
+
+    >>> check_path(Location.parse("/data/out[1]"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    flows.storage.errors.BadLocation: /data/out[1]: a local output's path cannot hold '[' ...
+    """
+    bad = _UNUSABLE.search(location.uri) if location.is_local else None
+    if bad is not None:
+        raise BadLocation(
+            f"{location.display}: a local output's path cannot hold {bad.group()!r} "
+            "(delta-rs cannot use it): choose another folder"
+        )
 
 
 def check_layout(location: Location, layouts: Mapping[str, Sequence[str]]) -> None:
