@@ -87,12 +87,12 @@ def is_night(value: str) -> bool:
 def dump_root(text: str | Path) -> Path | str:
     """The dump root as given: an absolute local path, or an object-store URL (checked)."""
     if _URL.match(str(text)):
-        from flows.storage.errors import StorageError
+        from flows.storage.errors import BadLocation
         from flows.storage.location import Location
 
         try:
             return Location.parse(str(text)).uri
-        except StorageError as error:
+        except BadLocation as error:
             raise InputError(f"input {error}") from None
     return local_path(text, "input")
 
@@ -157,14 +157,16 @@ def _listed_files(root: Path) -> list[DumpFile]:
 
 
 def _listed_objects(root: str) -> list[DumpFile]:
-    """An object-store dump: one listing (obstore) gives every object's size and ETag."""
-    from flows.storage.errors import StorageError
+    """An object-store dump: one listing (obstore) gives every object's size and ETag. A
+    prefix holding nothing is refused as input (exit 2); a store that does not answer,
+    refuses the credentials or has no such bucket stays a ``StorageError`` (exit 4)."""
+    from flows.storage.errors import NothingThere
     from flows.storage.location import Location
     from flows.storage.source import list_dump
 
     try:
         listed = list_dump(Location.parse(root))
-    except StorageError as error:
+    except NothingThere as error:
         raise InputError(f"input {error}") from None
     if not listed:
         raise InputError(f"input {root} holds no .parquet files")
@@ -184,8 +186,13 @@ def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:
 
 
 def scan(dump_file: DumpFile) -> pl.LazyFrame:
-    """The file's rows, lazily (an object is read by range requests: the columns needed)."""
-    return pl.scan_parquet(dump_file.path, storage_options=storage_options_of(dump_file))
+    """The file's rows, lazily (an object is read by range requests: the columns needed).
+    Its name is taken literally (``glob=False``), as everywhere a dump file is read: a dump
+    may hold ``a*.parquet`` or ``b[1].parquet``, which polars would read as patterns
+    matching other files."""
+    return pl.scan_parquet(
+        dump_file.path, glob=False, storage_options=storage_options_of(dump_file)
+    )
 
 
 def scan_together(files: Sequence[DumpFile], path_column: str) -> pl.LazyFrame:
@@ -195,6 +202,7 @@ def scan_together(files: Sequence[DumpFile], path_column: str) -> pl.LazyFrame:
         [str(f.path) for f in files],
         include_file_paths=path_column,
         hive_partitioning=False,
+        glob=False,  # names taken literally (``scan``)
         storage_options=storage_options_of(files[0]),
     )
 
@@ -203,8 +211,7 @@ def read_schema(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dic
     """The file's schema, from its footer. ``scanned``: the file's ``scan``, to be read
     again: polars keeps the footer it fetched with the scan, so an object's footer is
     fetched once for its schema, its rows' count and its rows."""
-    if dump_file.is_local:
-        return dict(pl.read_parquet_schema(dump_file.path))
+    # Not ``pl.read_parquet_schema``: it reads a name as a pattern (``scan``).
     return dict((scan(dump_file) if scanned is None else scanned).collect_schema())
 
 

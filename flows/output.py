@@ -71,6 +71,11 @@ CORE_TABLES: Final = (
     *(table.name for table in STANDING_TABLES),
 )
 ALL_TABLES: Final = (*TABLES, RUNS)
+# Each table's partition columns, as its folders are laid out (the runs table has none).
+LAYOUTS: Final[Mapping[str, tuple[str, ...]]] = {
+    **{name: spec.partition_by for name, spec in TABLES.items()},
+    RUNS: (),
+}
 
 if TYPE_CHECKING:
     from flows.score import StageTarget
@@ -121,18 +126,46 @@ class Output:
 
     # --- reading ------------------------------------------------------------------------------
 
-    def require(self) -> Output:
+    def require(self, unfinished: bool = False) -> Output:
         """This output, where a run has recorded into it; else ``NoOutput`` (exit 2): the
         read commands and ``vacuum`` never answer "empty" for a mistyped path, nor create
-        anything there."""
-        if delta.table_version(self.location, RUNS) is None:
-            from flows.storage.errors import NoOutput
+        anything there. ``unfinished``: also an output that holds only what a first run
+        killed before its commit left (``unfinished``), which ``status``, ``history``,
+        ``vacuum`` and ``unlock`` can tell about and clean up."""
+        if delta.table_version(self.location, RUNS) is not None:
+            return self
+        from flows.storage.errors import NoOutput
 
+        left = self.unfinished()
+        if left is None:
             raise NoOutput(
                 f"no cogscore output at {self.display} (it holds no runs table): check the "
                 "path; a score or nightly run creates the output"
             )
-        return self
+        if unfinished:
+            return self
+        raise NoOutput(f"no run finished in {self.display}: {describe_unfinished(left)}")
+
+    def unfinished(self) -> dict[str, Any] | None:
+        """What an output without a runs table holds of a run that never recorded itself
+        (killed, or failed on a full disk, before its commit point): the tables it
+        committed, the files it wrote and never committed, its lease; None where none of
+        these is there (no cogscore output). A table folder holding a file that no cogscore
+        run wrote is ``LegacyLayout`` (exit 2), as for a run."""
+        from flows.status import lease_holder
+
+        tables = [t for t in ALL_TABLES if delta.table_version(self.location, t) is not None]
+        files = sum(len(found) for found in self.uncommitted().values())
+        lease = lease_holder(self)
+        if not tables and not files and lease is None:
+            return None
+        return {"tables_committed": tables, "files_uncommitted": files, "lease": lease}
+
+    def uncommitted(self) -> dict[str, list[Any]]:
+        """Per table, the data files that killed or failed runs wrote and no commit names
+        (``delta.uncommitted_files``): what ``vacuum`` deletes whatever ``--retain`` says."""
+        found = {t: delta.uncommitted_files(self.location, t, LAYOUTS[t]) for t in ALL_TABLES}
+        return {table: files for table, files in found.items() if files}
 
     def runs(self) -> pl.DataFrame:
         """Every row of the runs table, oldest run first (none before the first run)."""
@@ -260,16 +293,21 @@ class Output:
         self, retain_hours: float = 30 * 24, dry_run: bool = False, run_id: str = "vacuum"
     ) -> int:
         """Delete the data files that no table version of the last ``retain_hours`` needs,
-        and the files of killed runs that were never committed: how many (``dry_run``: how
-        many would go). Only Parquet data files are deleted: a file of someone else's in a
-        table folder (a note) stays. Held under the lease, since a running writer's files
-        look like leftovers until it commits. Time travel (``--as-of``) to runs older than
-        ``retain_hours`` stops working."""
+        and those of killed runs that no commit names, whatever their age: how many
+        (``dry_run``: how many would go). Only Parquet data files are deleted, and of the
+        uncommitted ones only those named as cogscore names them: a file of someone else's in
+        a table folder (a note) stays. Held under the lease: a run in progress holds it
+        (its staged files are uncommitted until it commits), so vacuum is refused while one
+        goes (``OutputBusy``); and of the uncommitted files only those written before vacuum
+        took the lease go (a run whose lease it took over, gone, cannot commit them). Time
+        travel (``--as-of``) to runs older than ``retain_hours`` stops working."""
         from datetime import timedelta
 
         from flows.storage import objects
 
-        with Lease(self.location, run_id, "cogscore vacuum"):
+        with Lease(self.location, run_id, "cogscore vacuum") as lease:
+            assert lease.holder is not None
+            taken = lease.holder.acquired
             doomed = delta.vacuum(
                 self.location,
                 list(ALL_TABLES),
@@ -277,6 +315,9 @@ class Output:
                 dry_run=True,
             )
             doomed = [path for path in doomed if path.endswith(".parquet")]
+            for table, files in self.uncommitted().items():
+                doomed.extend(f"{table}/{f.relative}" for f in files if f.modified < taken)
+            doomed = sorted(set(doomed))
             if not dry_run:
                 for path in doomed:
                     objects.delete(self.location, path)
@@ -291,13 +332,33 @@ class Output:
         writes (``UnsafeStore``), another run holding the lease (``OutputBusy``), an output
         in the old snapshot layout or with files of its own where a table goes
         (``LegacyLayout``)."""
+        delta.check_path(self.location)
         allow = os.environ.get(ALLOW_UNSAFE, "").strip().lower() in ("1", "true", "yes")
         check_conditional_writes(self.location, allow_unsafe=allow)
         with Lease(self.location, run_id, command) as lease:
-            delta.check_layout(self.location, list(ALL_TABLES))
+            delta.check_layout(self.location, LAYOUTS)
             _check_legacy(self.location)
             runs_table.repair(self.location, list(TABLES))
             yield Writer(self, lease, run_id)
+
+
+def describe_unfinished(left: Mapping[str, Any]) -> str:
+    """``Output.unfinished`` in words: what a first run that never finished left.
+
+    >>> describe_unfinished({"tables_committed": [], "files_uncommitted": 6, "lease": None})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'a run into it was killed or failed before its commit point: 6 data file(s) it wrote
+    and never committed; the next score or nightly repairs it, cogscore vacuum deletes them'
+    """
+    tables = left.get("tables_committed") or []
+    held = f"; its lease is still held: {left['lease']}" if left.get("lease") else ""
+    return (
+        "a run into it was killed or failed before its commit point: "
+        f"{left.get('files_uncommitted', 0)} data file(s) it wrote and never committed"
+        + (f", table(s) {', '.join(tables)} committed but recorded by no run" if tables else "")
+        + held
+        + "; the next score or nightly repairs it, cogscore vacuum deletes them"
+    )
 
 
 def recorded_level(details: Mapping[str, Any]) -> float:

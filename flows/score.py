@@ -728,7 +728,9 @@ def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> 
     return stage(unstaged, target)
 
 
-def score_dump(input_root: Path, formulas: Mapping[str, str] | Sequence[str] = ()) -> ScoreResult:
+def score_dump(
+    input_root: Path | str, formulas: Mapping[str, str] | Sequence[str] = ()
+) -> ScoreResult:
     """Judge and score every episode of a dump, file after file (no output written)."""
     chosen = resolve(formulas)
     return assemble([score_file(f, chosen) for f in discover(input_root)], chosen)

@@ -118,6 +118,8 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
     nights = state.get("nights", {})
     report: dict[str, Any] = {
         "output": output.display,
+        # An output no run finished in: what a killed (or failed) first run left.
+        "unfinished": None if output.runs_version() is not None else output.unfinished(),
         "nights": sorted(nights),
         "formula_set": state.get("formula_set", {}),
         "nights_off_set": nights_off_set(state),
@@ -184,7 +186,11 @@ UNSCORED_WORDS = {
 
 
 def status_lines(report: dict[str, Any]) -> list[str]:
+    from flows.output import describe_unfinished
+
     lines = [f"output {report['output']}"]
+    if report.get("unfinished"):
+        lines.append(f"  no run finished: {describe_unfinished(report['unfinished'])}")
     nights = report["nights"]
     lines.append(f"  nights: {len(nights)}" + (f" ({nights[0]} .. {nights[-1]})" if nights else ""))
     lines.append("  formula set: " + ",".join(f"{c}={v}" for c, v in report["formula_set"].items()))

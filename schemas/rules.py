@@ -40,6 +40,7 @@ class Rule(StrEnum):
     TOO_MANY_EXAMPLES = "too_many_examples"
     # Values and rounds
     NON_FINITE_VALUE = "non_finite_value"
+    REPORTED_SCORE_OUT_OF_RANGE = "reported_score_out_of_range"
     ROUND_VALUE_OUT_OF_RANGE = "round_value_out_of_range"
     ROUND_MISSING_VALUE = "round_missing_value"
     ROUND_MISSING_NUMBER = "round_missing_number"

@@ -457,6 +457,14 @@ def rule_dump() -> tuple[list[Row], Expected]:
         [*_assoc_turns(), episode_end(**{REPORTED_SCORE: float("inf")})],
         {Rule.NON_FINITE_VALUE},
     )
+    # A reported score on another scale (a percentage): every score lies in [0, 1].
+    add(
+        AL,
+        "bad-reported-range",
+        F0,
+        [*_assoc_turns(), episode_end(**{REPORTED_SCORE: 75.0})],
+        {Rule.REPORTED_SCORE_OUT_OF_RANGE},
+    )
     add(
         AL,
         "bad-recorded-no-verdict",
@@ -615,3 +623,24 @@ def copy_night(source: Path, target: Path) -> None:
         rows = pl.read_parquet(path)
         again = pl.col(Col.EPISODE_ID) + f"@{target.name}"
         rows.with_columns(again.alias(Col.EPISODE_ID)).write_parquet(target / path.name)
+
+
+# File names polars would read as patterns unless told not to: `a*` matches `a` and `ab`,
+# `b[1]` a class, `c?` any one character, `d{x,y}` a choice.
+PATTERN_NAMES = ("a", "ab", "a*", "b[1]", "c?", "d{x,y}")
+
+
+def copies_named(source: Path, night: Path, names: Sequence[str]) -> list[Path]:
+    """The Parquet file ``source`` copied into folder ``night`` once per name of ``names``
+    (``<name>.parquet``), each copy's episodes under new ids (the name appended): files of
+    distinct episodes, whatever their names say to a pattern matcher."""
+    import polars as pl
+
+    night.mkdir(parents=True, exist_ok=True)
+    rows = pl.read_parquet(source, glob=False)
+    written = []
+    for name in names:
+        path = night / f"{name}.parquet"
+        rows.with_columns(pl.col(Col.EPISODE_ID) + f"@{name}").write_parquet(path)
+        written.append(path)
+    return written

@@ -96,3 +96,22 @@ def last_run(out: Path | str) -> dict[str, object]:
         "counts": counts,
         "nights": nights,
     }
+
+
+def referenced(out: Path, latest_only: bool = False) -> set[str]:
+    """Every data file some version (or the latest) of some table refers to."""
+    files = set()
+    for name in (*TABLES, "runs"):
+        if not (out / name / "_delta_log").exists():
+            continue
+        table = DeltaTable(str(out / name))
+        first = table.version() if latest_only else 0
+        for version in range(first, table.version() + 1):
+            table.load_as_version(version)
+            files |= {Path(uri).resolve().as_posix() for uri in table.file_uris()}
+    return files
+
+
+def data_files(out: Path) -> set[str]:
+    """Every data file in the tables' folders of `out`, referenced or not."""
+    return {p.resolve().as_posix() for p in out.rglob("*.parquet") if "_delta_log" not in p.parts}

@@ -220,6 +220,8 @@ def _rules(
         at_end = r.get(Col.KIND) == Kind.EPISODE_END
         if at_end and reported is not None and not math.isfinite(reported):
             got.add(Rule.NON_FINITE_VALUE)
+        if at_end and reported is not None and math.isfinite(reported) and not 0 <= reported <= 1:
+            got.add(Rule.REPORTED_SCORE_OUT_OF_RANGE)
     turns = [r[Col.TURN] for r in rows if r.get(Col.TURN) is not None]
     if len(turns) != len(set(turns)):
         got.add(Rule.DUPLICATE_TURN)

@@ -315,6 +315,14 @@ def checks() -> tuple[RuleCheck, ...]:
             "`episode_end` row(s) have a `reported_score` that is NaN or infinite",
         ),
         _row_check(
+            Rule.REPORTED_SCORE_OUT_OF_RANGE,
+            "reported_scores_out_of_range",
+            is_kind(Kind.EPISODE_END)
+            & pl.col(REPORTED_SCORE).is_finite()
+            & ((pl.col(REPORTED_SCORE) < 0.0) | (pl.col(REPORTED_SCORE) > 1.0)),
+            "`episode_end` row(s) have a `reported_score` outside [0, 1] (another scale?)",
+        ),
+        _row_check(
             Rule.ROUND_VALUE_OUT_OF_RANGE,
             "rounds_out_of_range",
             round_end & ((value < 0.0) | (value > 1.0)),  # NaN sorts above 1 in polars

@@ -110,11 +110,14 @@ def vacuum(
     use_storage_options(storage_option)
     hours = _retention(retain)
     try:
-        count = Output.at(out).require().vacuum(retain_hours=hours, dry_run=dry_run)
+        count = Output.at(out).require(unfinished=True).vacuum(retain_hours=hours, dry_run=dry_run)
     except StorageError as error:
         raise refused(error) from None
     verb = "would delete" if dry_run else "deleted"
-    typer.echo(f"vacuum of {Output.at(out)}: {verb} {count} data file(s) older than {retain}")
+    typer.echo(
+        f"vacuum of {Output.at(out)}: {verb} {count} data file(s) (those no table version of "
+        f"the last {retain} needs, and those of killed runs never committed)"
+    )
 
 
 @app.command()
@@ -140,7 +143,7 @@ def unlock(
 
     use_storage_options(storage_option)
     try:
-        holder = break_lease(Output.at(out).require().location, run_id)
+        holder = break_lease(Output.at(out).require(unfinished=True).location, run_id)
     except StorageError as error:
         raise refused(error) from None
     typer.echo(f"unlocked {Output.at(out)}: broke the lease of {holder.describe()}")
@@ -160,7 +163,7 @@ def history(
 
     use_storage_options(storage_option)
     try:
-        output = Output.at(out).require()
+        output = Output.at(out).require(unfinished=True)
         if json_output:
             typer.echo(as_json(runs_of(output).to_dicts()))
         else:
@@ -194,7 +197,7 @@ def status(
 
     use_storage_options(storage_option)
     try:
-        report = status_of(Output.at(out).require(), dump_root)
+        report = status_of(Output.at(out).require(unfinished=True), dump_root)
     except (StorageError, InputError) as error:
         raise refused(error) from None
     if json_output:

@@ -14,11 +14,24 @@ as ``assoc-learning``, ``score``, ``eval_date``). A category the table gives as 
 is resolved from the task files' folders (``--tasks``: ``<category folder>/<task>.py``).
 
 Every row that cannot be imported is reported with every reason, never dropped silently:
-a missing model or task, a score that is not a finite number, a category that is not known
-or cannot be resolved, a date that is not one, a second row for the same model, task and
-night. A row's ``instance_id`` is the table's where it has one, else the task's name: every
+a missing model or task, a score that is not a finite number or lies outside [0, 1], a
+category that is not known or cannot be resolved, a date that is not one, a second row for
+the same model, task and night, a model, task and night another table imported into the dump
+already. A row's ``instance_id`` is the table's where it has one, else the task's name: every
 model that ran a LearningBench task faced its one instance (the task files fix their
 seeds), so the models' scores of a task are paired.
+
+Scores lie in [0, 1] (every LearningBench score does, and so does every formula's). A table
+most of whose scores lie above 1 is on another scale (a 0-100 table, as leaderboards print
+percentages) and is refused whole, its rows never imported one by one: dividing by 100 is the
+user's call, not a guess made here.
+
+Each table goes to its own file in a night's folder, named after the table's name and its
+absolute path (``scores-<name>-<12 hex digits>.parquet``): tables of the same name in two
+folders, or ``x.csv`` and ``x.parquet``, never share a file, and importing a table again
+replaces (or leaves) its own file only. The file records the table's sha256 (Parquet
+metadata): a table with the content of one imported already into the night is reported as a
+copy of it, not imported a second time.
 """
 
 from __future__ import annotations
@@ -74,6 +87,13 @@ CATEGORY_NAMES: Final[dict[str, Category]] = {
 }
 UNKNOWN: Final = "unknown"  # what LearningBench's leaderboard says of three tasks
 
+# A table whose scores mostly lie above 1 is on another scale than [0, 1] (refused whole).
+OTHER_SCALE_SHARE: Final = 0.5
+
+# What a night's file records of the table it came from (Parquet key-value metadata).
+SOURCE_DIGEST: Final = "cogscore_import_sha256"
+SOURCE_PATH: Final = "cogscore_import_source"
+
 # The unimportable rows' report: the source row (1-based, as a spreadsheet counts data rows
 # after the header), its model and task as read, and every reason.
 ROW: Final = "row"
@@ -94,6 +114,7 @@ class Imported:
     rows_imported: int = 0
     written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
     unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
+    copies: dict[str, str] = field(default_factory=dict)  # night -> the earlier import's file
     resolved: dict[str, str] = field(default_factory=dict)  # task -> category from --tasks
     rejected: list[dict[str, object]] = field(default_factory=list)
 
@@ -105,6 +126,7 @@ class Imported:
             "rows_not_imported": len(self.rejected),
             "nights_written": self.written,
             "nights_unchanged": self.unchanged,
+            "nights_copied": self.copies,
             "categories_resolved": self.resolved,
             "not_imported": self.rejected,
         }
@@ -118,9 +140,10 @@ def read_table(path: Path) -> pl.DataFrame:
     with path.open("rb") as handle:
         magic = handle.read(4)
     try:
+        # The name as it is (``glob=False``): ``x*.csv`` is a file, not a pattern.
         if magic == b"PAR1":
-            return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema=False)
+            return pl.read_parquet(path, glob=False)
+        return pl.read_csv(path, infer_schema=False, glob=False)
     except (pl.exceptions.PolarsError, OSError) as error:
         raise ImportError_(f"{path}: not a CSV or Parquet table ({error})") from None
 
@@ -219,6 +242,10 @@ def score_rows(
             pl.format("score {} is not a finite number", pl.col("__score_text")),
         ),
         (
+            score.is_finite() & ((score < 0.0) | (score > 1.0)),
+            pl.format("score {} lies outside [0, 1]", pl.col("__score_text")),
+        ),
+        (
             unknown & pl.lit(tasks is None),
             pl.lit("category unknown: --tasks names the folder of task files to resolve it"),
         ),
@@ -269,9 +296,28 @@ def score_rows(
         REPORTED_SCORE,
         Col.TS,
         pl.lit(source).alias(Col.RUN_ID),
+        ROW,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
     return kept, rejected, dict(resolved.iter_rows())
+
+
+def check_scale(table: pl.DataFrame, path: Path) -> None:
+    """Refuse (``ImportError_``) a table whose finite scores mostly lie above 1: it is on
+    another scale than [0, 1] (a 0-100 table). A few such scores are rows reported one by
+    one (``score_rows``)."""
+    column = table.get_column(source_columns(table)[REPORTED_SCORE])
+    scores = column.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+    finite = scores.filter(scores.is_finite())
+    above = int((finite > 1.0).sum())
+    if not finite.len() or above <= OTHER_SCALE_SHARE * finite.len():
+        return
+    largest = float(finite.max())  # type: ignore[arg-type]
+    hundred = " (a 0-100 table: divide its scores by 100)" if largest <= 100 else ""
+    raise ImportError_(
+        f"{path}: {above} of its {finite.len()} scores lie above 1 (up to {largest:g}): a "
+        f"table on another scale than [0, 1]{hundred}; nothing imported"
+    )
 
 
 def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
@@ -324,10 +370,12 @@ def _common() -> list[pl.Expr]:
     ]
 
 
-def parquet_bytes(rows: pl.DataFrame) -> bytes:
-    """The night's rows as Parquet, the same bytes for the same rows."""
+def parquet_bytes(rows: pl.DataFrame, metadata: Mapping[str, str] | None = None) -> bytes:
+    """The night's rows as Parquet (with ``metadata``), the same bytes for the same rows."""
     buffer = io.BytesIO()
-    rows.write_parquet(buffer, compression="zstd", statistics=True)
+    rows.write_parquet(
+        buffer, compression="zstd", statistics=True, metadata=dict(metadata or {}) or None
+    )
     return buffer.getvalue()
 
 
@@ -338,21 +386,41 @@ def import_scores(
     tasks: Path | None = None,
 ) -> Imported:
     """Import the score table ``source`` into the dump ``out``: per night a file
-    ``dump_date=<night>/scores-<source name>.parquet`` (replaced where it differs; left
-    alone where it holds the same bytes) and a ``_SUCCESS`` marker beside it."""
+    ``dump_date=<night>/scores-<source name>-<path key>.parquet`` (replaced where it differs;
+    left alone where it holds the same bytes) and a ``_SUCCESS`` marker beside it. A night
+    another import gave the same table's content is a copy (``Imported.copies``), not
+    written; rows whose model, task and night another table's file holds are reported."""
     table = read_table(source)
+    check_scale(table, source)
     categories = task_categories(tasks) if tasks is not None else None
     run_id = f"import-scores/{source.name}"
     kept, rejected, resolved = score_rows(table, run_id, night, categories)
-    done = Imported(str(source), rows_read=table.height, rows_imported=kept.height)
+    done = Imported(str(source), rows_read=table.height)
     done.resolved = resolved
     done.rejected = rejected.to_dicts()
-    rows = contract_rows(kept)
-    name = f"scores-{_safe(source.stem)}.parquet"
-    for (when,), part in rows.group_by(NIGHT, maintain_order=True):
+    origin = source.resolve()
+    digest = _digest(origin.read_bytes())
+    name = f"scores-{_safe(source.stem)}-{_digest(str(origin).encode())[:12]}.parquet"
+    legacy = f"scores-{_safe(source.stem)}.parquet"  # an earlier cogscore's name for it
+    for (when,), scores in kept.group_by(NIGHT, maintain_order=True):
         folder = out / f"dump_date={when}"
         target = folder / name
-        data = parquet_bytes(part.drop(NIGHT))
+        others = _other_imports(folder, target)
+        copy = next((f for f, m in others.items() if m.get(SOURCE_DIGEST) == digest), None)
+        if copy is not None:
+            done.copies[str(when)] = str(copy)
+            continue
+        rows = contract_rows(scores)
+        own = folder / legacy if legacy in {p.name for p in others} else None
+        if own is not None and not pl.read_parquet(own).equals(rows.drop(NIGHT)):
+            own = None  # another table's (of the same name), or this one's before a change
+        scores, taken = _not_imported_twice(scores, [p for p in others if p != own])
+        done.rejected.extend(taken)
+        done.rows_imported += scores.height
+        if scores.is_empty():
+            continue
+        rows = contract_rows(scores)
+        data = parquet_bytes(rows.drop(NIGHT), {SOURCE_DIGEST: digest, SOURCE_PATH: str(origin)})
         if target.is_file() and _digest(target.read_bytes()) == _digest(data):
             done.unchanged[str(when)] = str(target)
             continue
@@ -360,9 +428,57 @@ def import_scores(
         scratch = folder / f".{name}.{os.getpid()}.tmp"
         scratch.write_bytes(data)
         scratch.replace(target)  # readers see the old file or the new one, never half
+        if own is not None:  # now under its new name
+            own.unlink()
         (folder / "_SUCCESS").touch()
         done.written[str(when)] = str(target)
     return done
+
+
+def _other_imports(folder: Path, target: Path) -> dict[Path, dict[str, str]]:
+    """The files other tables were imported into in night folder ``folder`` (all but
+    ``target``), each with what it records of its table."""
+    if not folder.is_dir():
+        return {}
+    return {
+        path: pl.read_parquet_metadata(path)
+        for path in sorted(folder.iterdir())
+        if path.name.startswith("scores-") and path.suffix == ".parquet" and path != target
+    }
+
+
+def _not_imported_twice(
+    scores: pl.DataFrame, others: Sequence[Path]
+) -> tuple[pl.DataFrame, list[dict[str, object]]]:
+    """``scores`` (a night's, of ``score_rows``) without those whose episode (night, model
+    and task) another table's file in the night holds already: imported twice, the scorer
+    would reject both copies. The report of each row left out."""
+    if not others:
+        return scores, []
+    held = pl.concat(
+        pl.read_parquet(path, columns=[str(Col.EPISODE_ID)]).select(
+            pl.col(Col.EPISODE_ID), pl.lit(path.name).alias("__file")
+        )
+        for path in others
+    ).unique(Col.EPISODE_ID, keep="first", maintain_order=True)
+    keyed = scores.with_columns(
+        pl.concat_str(NIGHT, Col.MODEL, Col.TASK, separator="/").alias(Col.EPISODE_ID)
+    )
+    clash = keyed.join(held, on=Col.EPISODE_ID, how="inner")
+    taken: list[dict[str, object]] = [
+        {
+            ROW: row[ROW],
+            Col.MODEL: row[Col.MODEL],
+            Col.TASK: row[Col.TASK],
+            REASONS: [
+                f"night {row[NIGHT]} has a score of this model and task from another table "
+                f"already ({row['__file']}): imported twice, the scorer would reject both"
+            ],
+        }
+        for row in clash.iter_rows(named=True)
+    ]
+    kept = keyed.join(held, on=Col.EPISODE_ID, how="anti").drop(Col.EPISODE_ID)
+    return kept, taken
 
 
 def _safe(stem: str) -> str:

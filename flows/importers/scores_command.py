@@ -48,8 +48,10 @@ def import_scores_command(
     rows: per row one episode whose episode_end carries the score as reported_score, with
     no formula inputs. Scored, such an episode's score is its reported score (formula
     version 'reported'); a rescore leaves it as it is. Rows go to
-    DUMP_ROOT/dump_date=<night>/scores-<FILE's name>.parquet; importing the same table again
-    writes nothing. Every row not imported is reported with every reason."""
+    DUMP_ROOT/dump_date=<night>/scores-<FILE's name>-<path key>.parquet, a file per table;
+    importing the same table again writes nothing, a copy of one imported is reported. Scores
+    lie in [0, 1]: a table mostly above 1 (0-100) is refused. Every row not imported is
+    reported with every reason."""
     from flows.importers.scores import ImportError_, import_scores
     from flows.io import is_night
 
@@ -64,6 +66,10 @@ def import_scores_command(
         f"{done.rows_imported} of {done.rows_read} rows of {table} imported into {out}",
         *(f"  night {n}: {f}" for n, f in sorted(done.written.items())),
         *(f"  night {n}: unchanged ({f})" for n, f in sorted(done.unchanged.items())),
+        *(
+            f"  night {n}: the same table was imported already ({f}): not imported again"
+            for n, f in sorted(done.copies.items())
+        ),
     ]
     if done.resolved:
         named = ", ".join(f"{t} -> {c}" for t, c in sorted(done.resolved.items()))

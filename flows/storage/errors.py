@@ -34,6 +34,11 @@ class UnsafeStore(StorageError):
     """The store ignores conditional writes, so two writers could both believe they won."""
 
 
+class NothingThere(StorageError):
+    """A location that holds nothing to list: no such folder, or no object under the prefix
+    (the store answered; a wrong path, not a failing service)."""
+
+
 class NoOutput(StorageError):
     """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
 

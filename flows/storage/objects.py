@@ -33,7 +33,7 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, PreconditionError
 from obstore.store import LocalStore, from_url
 
-from flows.storage.errors import StorageError, translate
+from flows.storage.errors import NothingThere, StorageError, translate
 from flows.storage.location import Location, duration, storage_options
 
 if TYPE_CHECKING:
@@ -171,13 +171,14 @@ def list_files(location: Location, suffix: str | None = ".parquet") -> list[Obje
 
     Names with a part starting with "." or "_" are skipped (`_delta_log`, `_SUCCESS`, editor
     and temporary files). A location that does not exist (a missing folder, or a prefix
-    holding no object at all) is an error: a dump is never legitimately empty.
+    holding no object at all) is `NothingThere`: a dump is never legitimately empty. A store
+    that cannot be reached or refuses the request is another `StorageError`.
     """
     found: list[ObjectInfo] = []
     with _errors("list", location.display):
         if location.is_local:
             if not os.path.isdir(location.uri):
-                raise StorageError(f"cannot list {location.display}: no such folder")
+                raise NothingThere(f"cannot list {location.display}: no such folder")
             for root, dirs, files in os.walk(location.uri):
                 dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
                 for name in files:
@@ -202,7 +203,7 @@ def list_files(location: Location, suffix: str | None = ".parquet") -> list[Obje
                     modified = meta["last_modified"].astimezone(UTC)
                     found.append(ObjectInfo(relative, meta["size"], version, modified))
             if not seen:
-                raise StorageError(f"cannot list {location.display}: no objects there")
+                raise NothingThere(f"cannot list {location.display}: no objects there")
     return sorted(found, key=lambda info: info.relative)
 
 
@@ -234,11 +235,16 @@ def get_bytes(location: Location, key: str) -> bytes:
 def _write_temporary(path: str, data: bytes) -> tuple[str, str]:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     temporary = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(temporary, "xb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-        return temporary, _local_etag(os.fstat(handle.fileno()))
+    try:
+        with open(temporary, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            return temporary, _local_etag(os.fstat(handle.fileno()))
+    except BaseException:  # a full disk: no half-written file left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def put_if_absent(location: Location, key: str, data: bytes) -> str | None:

@@ -21,7 +21,9 @@ restored to the pinned version (a new commit, so history keeps the failed run's 
 a table no succeeded run pinned is emptied. Latest is then pinned again. The failed run's
 nights are nights that no succeeded row records with their current input fingerprint
 (`night_fingerprints`), so `nightly` plans them as new or changed and scores them again.
-Files a killed run wrote but never committed stay until `delta.vacuum`.
+Files a killed run wrote but never committed stay until `Output.vacuum` (which deletes
+them whatever their age). An output whose first run was killed holds no runs table: every
+table it committed is emptied, and its files are no obstacle (`delta.check_layout`).
 
 A failed run that could still write (an exception, not kill -9) appends its rows with status
 `failed`: they record what it did but pin nothing. "Latest" is the greatest `finished` time

@@ -97,6 +97,24 @@ def test_wrong_credentials_and_a_missing_bucket_are_one_line_errors(
     assert url in output and "credentials" in output and output.count("\n") == 1
 
 
+def test_a_dump_in_a_missing_bucket_or_behind_refused_credentials_exits_4(
+    s3_env: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README "Exit codes": a store that refuses the credentials or has no such bucket is
+    4, for the dump as for the output; an empty prefix stays a refused input (2)."""
+    missing = "s3://no-such-bucket-here/dump"
+    for command in ("score", "nightly"):
+        output = cli(command, missing, "--out", tmp_path / "out", "--engine", "local", code=4)
+        assert missing in output and "bucket does not exist" in output
+        assert output.count("\n") == 1
+    root = upload(s3_env, EXAMPLE_DUMP)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "nobody-knows-this-key")
+    with s3_env.authentication():  # moto checks keys from here on
+        output = cli("nightly", root, "--out", tmp_path / "out", "--engine", "local", code=4)
+    assert root in output and "credentials" in output and output.count("\n") == 1
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
 def test_vacuum_on_the_command_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     cli("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")
@@ -388,3 +406,24 @@ def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
     cached = list((prefect_home / "storage").glob("cogscore-file-*"))
     # Each night's small files scored once, as one batch (``flows.score.batches``).
     assert len(cached) == len(nights)
+
+
+def test_an_object_s_name_is_read_as_it_is_never_as_a_pattern(
+    s3_env: S3Server, tmp_path: Path
+) -> None:
+    """``a*.parquet`` beside ``a.parquet`` and ``ab.parquet`` in a bucket (and names with
+    ``[``, ``?``, ``{``): each object is read once, by its own key, as the same files
+    under plain names are on disk."""
+    from flows import runs
+    from flows.score import score_dump
+    from tests.dumps import PATTERN_NAMES, copies_named
+
+    source = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
+    night = "dump_date=2026-12-01"
+    copies_named(source, tmp_path / "patterns" / night, PATTERN_NAMES)
+    copies_named(source, tmp_path / "plain" / night, [f"p{i}" for i in range(len(PATTERN_NAMES))])
+    want = score_dump(tmp_path / "plain").counts
+    root = upload(s3_env, tmp_path / "patterns")
+    assert score_dump(root).counts == want  # file by file
+    outcome = runs.score(root, tmp_path / "out")  # small files in batches
+    assert outcome.result is not None and outcome.result.counts == want

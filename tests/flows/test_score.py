@@ -296,3 +296,54 @@ def test_the_canonical_rows_are_the_rows_pandera_s_model_declares() -> None:
     other = canonical.with_columns(pl.col("turn").cast(pl.Float64))
     with pytest.raises(pandera.errors.SchemaError):
         _validated(other)
+
+
+def test_a_file_name_is_read_as_it_is_never_as_a_pattern(tmp_path: Path) -> None:
+    """``a*.parquet`` beside ``a.parquet`` and ``ab.parquet`` (and names with ``[``, ``?``,
+    ``{``): each file is read once, by its own name, file by file and in batches; the same
+    files under plain names are the yardstick."""
+    from tests.dumps import PATTERN_NAMES, copies_named
+
+    source = Path(__file__).parents[2] / "examples/dump/dump_date=2026-12-01/part-0.parquet"
+    night = "dump_date=2026-12-01"
+    copies_named(source, tmp_path / "patterns" / night, PATTERN_NAMES)
+    plain = [f"plain{i}" for i in range(len(PATTERN_NAMES))]
+    copies_named(source, tmp_path / "plain" / night, plain)
+    want = score_dump(tmp_path / "plain").counts
+    assert want["rows_read"] == len(PATTERN_NAMES) * pq.ParquetFile(source).metadata.num_rows
+    assert score_dump(tmp_path / "patterns").counts == want  # file by file
+    outcome = runs.score(tmp_path / "patterns", tmp_path / "out")  # small files in batches
+    assert outcome.result is not None and outcome.result.counts == want
+    rules = read_table(tmp_path / "out", "rejects")["rules"].explode().sort().to_list()
+    assert rules == score_dump(tmp_path / "plain").rejects["rules"].explode().sort().to_list()
+
+
+def test_a_reported_score_outside_0_1_is_rejected_never_a_score(tmp_path: Path) -> None:
+    """Contract (1.2, "The reported score"): a reported score alone is the episode's score,
+    so 25.3 (a table on another scale) would rank its model first; it is rejected with
+    its rule, as one below 0 is. A score of 1 or 0 is a score."""
+    from flows.importers.scores import contract_rows, parquet_bytes
+
+    reported = {"high": 25.3, "low": -0.2, "one": 1.0, "zero": 0.0}
+    night = tmp_path / "dump" / "dump_date=2026-12-01"
+    night.mkdir(parents=True)
+    scores = pl.DataFrame(
+        {
+            "dump_date": "2026-12-01",
+            "model": list(reported),
+            "task": "t1",
+            "category": "associative_learning",
+            "instance_id": "t1",
+            "reported_score": list(reported.values()),
+            "ts": None,
+            "run_id": "hand-written",
+        },
+        schema_overrides={"ts": pl.Datetime("us", "UTC")},
+    )
+    (night / "scores.parquet").write_bytes(parquet_bytes(contract_rows(scores).drop("dump_date")))
+    result = score_dump(tmp_path / "dump")
+    assert dict(result.scores.select("model", "score").rows()) == {"one": 1.0, "zero": 0.0}
+    assert dict(result.rejects.select("model", "rules").rows()) == {
+        "high": ["reported_score_out_of_range"],
+        "low": ["reported_score_out_of_range"],
+    }

@@ -17,7 +17,6 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
-from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 
@@ -29,7 +28,7 @@ from flows.score import score_dump
 from flows.sql import connect
 from flows.warehouse import aggregate
 from schemas.formulas import DEFAULTS as _DEFAULTS
-from tests.tables import last_run, latest_versions, read_table
+from tests.tables import data_files, last_run, latest_versions, read_table, referenced
 from transforms.aggregate import Bootstrap, _group_seed
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
@@ -116,7 +115,8 @@ def _scaled(part: tuple[float | None, float | None], weight: float) -> tuple:
 
 def _t_ci(score: float, parts: list[tuple]) -> tuple[float | None, float | None]:
     """``score ± t · se``, the variance the sum of the parts', Satterthwaite's degrees of
-    freedom; null where a part is unknown or the variance is zero."""
+    freedom, held to [0, 1] (every score here lies in it: README "Comparisons and
+    statistics"); null where a part is unknown or the variance is zero."""
     if any(v is None for v, _ in parts):
         return None, None
     variance = sum(v for v, _ in parts)
@@ -124,7 +124,7 @@ def _t_ci(score: float, parts: list[tuple]) -> tuple[float | None, float | None]
         return None, None
     df = variance**2 / sum(v**2 / d for v, d in parts)
     half = scipy_stats.t.ppf(0.975, df) * variance**0.5
-    return score - half, score + half
+    return max(0.0, score - half), min(1.0, score + half)
 
 
 def resample_means(values: np.ndarray, key: tuple, bootstrap: Bootstrap) -> np.ndarray:
@@ -324,24 +324,6 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
 KILL_POINTS = ["scored", "wrote-episode_scores", "wrote-task_scores", "before-commit"]
 
 
-def referenced(out: Path, latest_only: bool = False) -> set[str]:
-    """Every data file some version (or the latest) of some table refers to."""
-    files = set()
-    for name in (*TABLES, "runs"):
-        if not (out / name / "_delta_log").exists():
-            continue
-        table = DeltaTable(str(out / name))
-        first = table.version() if latest_only else 0
-        for version in range(first, table.version() + 1):
-            table.load_as_version(version)
-            files |= {Path(uri).resolve().as_posix() for uri in table.file_uris()}
-    return files
-
-
-def data_files(out: Path) -> set[str]:
-    return {p.resolve().as_posix() for p in out.rglob("*.parquet") if "_delta_log" not in p.parts}
-
-
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     tmp_path: Path, point: str
@@ -360,6 +342,11 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert flag.exists(), "the run never reached the fault point"
+    # At ``scored`` the night's episode scores are written on the run's stager thread, which
+    # the pause does not stop: killed before they are, nothing would be left to see.
+    while point == "scored" and not data_files(out) - referenced(out):
+        assert time.monotonic() < deadline, "paused at scored, and nothing staged"
+        time.sleep(0.05)
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     for table, frame in before.items():  # the previous output, complete and readable
@@ -379,7 +366,8 @@ def test_vacuum_removes_uncommitted_files_and_nothing_of_anyone_elses(tmp_path: 
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     night = out / "episode_scores" / "dump_date=2026-12-01" / "category=runtime_rl"
-    leftover = night / "part-00000-killed-run.parquet"  # as a run killed mid-write leaves it
+    # Not named as cogscore's writers name files: only the retention can tell it is unused.
+    leftover = night / "part-00000-killed-run.parquet"
     pl.DataFrame({"x": [1]}).write_parquet(leftover)
     note = out / "episode_scores" / "notes.txt"
     note.write_text("checked by hand")
@@ -389,6 +377,28 @@ def test_vacuum_removes_uncommitted_files_and_nothing_of_anyone_elses(tmp_path: 
     assert output.vacuum(retain_hours=0, dry_run=True) == 1 and leftover.exists()
     assert output.vacuum(retain_hours=0) == 1
     assert not leftover.exists() and note.read_text() == "checked by hand"
+    assert_frame_equal(read(out, "episode_scores"), before)
+
+
+def test_vacuum_deletes_a_killed_run_s_files_written_before_it_took_the_lease(
+    tmp_path: Path,
+) -> None:
+    """A staged file no commit names goes at the default retention, if it was written
+    before vacuum took the lease (by a run that no longer holds it); one written since is
+    no killed run's to judge, and stays."""
+    import uuid
+
+    out = tmp_path / "out"
+    run(EXAMPLE_DUMP, out)
+    night = out / "episode_scores" / "dump_date=2026-12-01" / "category=runtime_rl"
+    killed, later = (night / f"part-{uuid.uuid4()}.parquet" for _ in range(2))
+    for path in (killed, later):
+        pl.DataFrame({"x": [1]}).write_parquet(path)
+    hour_on = time.time() + 3600
+    os.utime(later, (hour_on, hour_on))
+    before = read(out, "episode_scores")
+    assert Output.at(out).vacuum() == 1
+    assert not killed.exists() and later.exists()
     assert_frame_equal(read(out, "episode_scores"), before)
 
 

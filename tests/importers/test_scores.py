@@ -188,3 +188,113 @@ def test_a_missing_file_is_refused(tmp_path: Path, name: str) -> None:
         app, ["import-scores", str(tmp_path / name), "--out", str(tmp_path / "d")]
     )
     assert result.exit_code == 2 and "no such file" in result.output
+
+
+def _table(path: Path, rows: list[tuple[str, str, object]]) -> Path:
+    """A score table with the contract's names: (model, task, score) rows of associative
+    learning (CSV, or Parquet by the name's suffix)."""
+    frame = pl.DataFrame(
+        {
+            "model": [r[0] for r in rows],
+            "task": [r[1] for r in rows],
+            "category": ["associative_learning"] * len(rows),
+            "score": [str(r[2]) for r in rows],
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        frame.with_columns(pl.col("score").cast(pl.Float64)).write_parquet(path)
+    else:
+        frame.write_csv(path)
+    return path
+
+
+def test_a_score_outside_0_1_is_a_row_not_imported_with_its_reason(tmp_path: Path) -> None:
+    """1.5, -0.2 and 100 among scores of [0, 1] (its bounds included) are rows reported,
+    never ranked: the model they would have put first is scored by its other rows."""
+    from flows import runs
+
+    rows = [("big", "t1", 25.3), ("big", "t2", 0.4), ("m", "t1", 1.5), ("m", "t2", 0.6)]
+    rows += [("n", "t1", -0.2), ("n", "t2", 1), ("o", "t1", 100), ("o", "t2", 0)]
+    table = _table(tmp_path / "scores.csv", rows)
+    done = import_scores(table, tmp_path / "dump", "2026-12-01")
+    reasons = {r["row"]: r["reasons"] for r in done.rejected}
+    outside = {i + 1: s for i, (_, _, s) in enumerate(rows) if not 0 <= float(str(s)) <= 1}
+    assert reasons == {row: [f"score {s} lies outside [0, 1]"] for row, s in outside.items()}
+    assert done.rows_imported == len(rows) - len(outside)
+    runs.score(tmp_path / "dump", tmp_path / "out")
+    from tests.tables import read_table
+
+    board = dict(read_table(tmp_path / "out", "model_scores").select("model", "score").rows())
+    kept = {m: float(str(s)) for m, _, s in rows if 0 <= float(str(s)) <= 1}
+    assert board == kept  # one task each: its score
+
+
+def test_a_table_on_another_scale_is_refused_whole(tmp_path: Path) -> None:
+    """A 0-100 table (most scores above 1): refused, exit 2, saying so; nothing written."""
+    table = _table(tmp_path / "percent.csv", [("a", "t1", 75), ("a", "t2", 100), ("b", "t1", 0.5)])
+    out = tmp_path / "dump"
+    result = CliRunner().invoke(
+        app, ["import-scores", str(table), "--out", str(out), "--date", "2026-12-01"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "2 of its 3 scores lie above 1" in result.output
+    assert "divide its scores by 100" in result.output and result.output.count("\n") == 1
+    assert not out.exists()
+
+
+def test_tables_of_one_name_or_stem_never_share_a_file(tmp_path: Path) -> None:
+    """``x/scores.csv`` then ``y/scores.csv``, ``x.csv`` then ``x.parquet`` (and ``s*.csv``,
+    a name, not a pattern): each table its own file, none replacing another's rows;
+    importing one again writes nothing, a copy of one is reported, not imported twice, and
+    a model, task and night another table gave is a row reported."""
+    from flows.score import score_dump
+
+    dump, night = tmp_path / "dump", "2026-12-01"
+    tables = [
+        _table(tmp_path / "x" / "scores.csv", [("a", "t1", 0.1)]),
+        _table(tmp_path / "y" / "scores.csv", [("b", "t1", 0.2)]),
+        _table(tmp_path / "x.csv", [("c", "t1", 0.3)]),
+        _table(tmp_path / "x.parquet", [("d", "t1", 0.4)]),
+        _table(tmp_path / "s1.csv", [("e", "t1", 0.5)]),
+        _table(tmp_path / "s*.csv", [("f", "t1", 0.6)]),
+    ]
+    for table in tables:
+        done = import_scores(table, dump, night)
+        assert (done.rows_imported, list(done.written), done.rejected) == (1, [night], [])
+    scores = score_dump(dump).scores
+    assert dict(scores.select("model", "score").rows()) == {
+        m: s for m, s in zip("abcdef", (0.1, 0.2, 0.3, 0.4, 0.5, 0.6), strict=True)
+    }
+    files = sorted(p.name for p in (dump / f"dump_date={night}").glob("*.parquet"))
+    assert len(files) == len(tables)
+
+    again = import_scores(tables[0], dump, night)
+    assert (again.written, list(again.unchanged)) == ({}, [night])
+    copy = tmp_path / "z" / "copy.csv"
+    copy.parent.mkdir()
+    copy.write_bytes(tables[0].read_bytes())
+    copied = import_scores(copy, dump, night)
+    assert copied.rows_imported == 0 and copied.written == {}
+    assert copied.copies == {night: again.unchanged[night]}
+    other = import_scores(_table(tmp_path / "w" / "scores.csv", [("a", "t1", 0.9)]), dump, night)
+    assert other.rows_imported == 0 and other.written == {}
+    (reason,) = other.rejected[0]["reasons"]  # type: ignore[misc]
+    assert "from another table already" in reason and Path(again.unchanged[night]).name in reason
+    assert score_dump(dump).scores.height == len(tables)  # nothing twice, nothing replaced
+
+
+def test_a_table_an_earlier_cogscore_imported_is_taken_over_not_doubled(tmp_path: Path) -> None:
+    """An earlier cogscore named a table's file after its name alone
+    (``scores-<stem>.parquet``): importing the same table again moves its rows to the
+    table's own file, rather than writing them a second time beside the old one."""
+    dump, night = tmp_path / "dump", "2026-12-01"
+    table = _table(tmp_path / "scores.csv", [("a", "t1", 0.1), ("b", "t1", 0.2)])
+    done = import_scores(table, dump, night)
+    new = Path(done.written[night])
+    old = new.with_name("scores-scores.parquet")
+    pl.read_parquet(new).write_parquet(old)  # as that cogscore wrote it: no metadata
+    new.unlink()
+    again = import_scores(table, dump, night)
+    assert (again.rows_imported, again.rejected, again.written) == (2, [], {night: str(new)})
+    assert not old.exists() and len(discover(dump)) == 1

@@ -207,6 +207,7 @@ class Rule:
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"
     NON_FINITE_VALUE = "non_finite_value"
+    REPORTED_SCORE_OUT_OF_RANGE = "reported_score_out_of_range"
     ROUND_VALUE_OUT_OF_RANGE = "round_value_out_of_range"
     ROUND_MISSING_VALUE = "round_missing_value"
     ROUND_MISSING_NUMBER = "round_missing_number"

@@ -260,6 +260,8 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
         reported = r.get(REPORTED_SCORE)
         if r.get(KIND) == EPISODE_END and reported is not None and not math.isfinite(reported):
             rules.add(Rule.NON_FINITE_VALUE)
+        elif r.get(KIND) == EPISODE_END and reported is not None and not 0 <= reported <= 1:
+            rules.add(Rule.REPORTED_SCORE_OUT_OF_RANGE)
 
     # Identity.
     if _has_repeats([r[TURN] for r in rows if r.get(TURN) is not None]):

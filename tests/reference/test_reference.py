@@ -285,6 +285,16 @@ REJECTIONS = [
         {R.NON_FINITE_VALUE},
     ),
     (
+        "reported-score-above-one",
+        assoc(row("episode_end", status="completed", reported_score=1.5)),
+        {R.REPORTED_SCORE_OUT_OF_RANGE},
+    ),
+    (
+        "reported-score-below-zero",
+        assoc(row("episode_end", status="completed", reported_score=-0.2)),
+        {R.REPORTED_SCORE_OUT_OF_RANGE},
+    ),
+    (
         "recorded-answer-without-verdict",
         assoc(item("r1", "x", "recorded"), answer("r1", "x")),
         {R.RECORDED_WITHOUT_VERDICT},

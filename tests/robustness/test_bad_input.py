@@ -126,3 +126,14 @@ def test_unwritable_output_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     code, output = run("nightly", EXAMPLE_DUMP, "--out", tmp_path / "file" / "out")
     assert code == 2 and "not a writable folder" in output
+
+
+@pytest.mark.parametrize("name", ["out[1]", "out|a", "out%41", "out^"])
+def test_an_output_path_delta_rs_cannot_use_is_refused_before_any_write(
+    name: str, tmp_path: Path
+) -> None:
+    """delta-rs panics on `[`, `]`, `^`, `|` in a local table's path and decodes `%41`: the
+    run staged its files, then crashed (exit 1, a Rust panic) at its first commit."""
+    code, output = run("score", EXAMPLE_DUMP, "--out", tmp_path / name, "--engine", "local")
+    assert code == 2 and "a local output's path cannot hold" in output
+    assert output.count("\n") == 1 and not (tmp_path / name).exists()

@@ -304,14 +304,23 @@ def test_missing_bucket_and_wrong_credentials(s3_server, bucket):
 
 def test_legacy_layout_is_refused(tmp_path):
     out = Location.parse(str(tmp_path))
-    delta.check_layout(out, ["scores"])  # empty: fine
-    (tmp_path / "scores" / "dump_date=2026-12-01").mkdir(parents=True)
-    (tmp_path / "scores" / "dump_date=2026-12-01" / "part-0.parquet").write_bytes(b"x")
+    layout = {"scores": ("dump_date",)}
+    delta.check_layout(out, layout)  # empty: fine
+    night = tmp_path / "scores" / "dump_date=2026-12-01"
+    night.mkdir(parents=True)
+    # What a first run killed before its commit leaves: no obstacle (vacuum deletes it).
+    staged = night / "part-5fea540b-2ba2-4466-b179-825890065b1d.parquet"
+    staged.write_bytes(b"x")
+    delta.check_layout(out, layout)
+    assert [f.relative for f in delta.uncommitted_files(out, "scores", ("dump_date",))] == [
+        "dump_date=2026-12-01/" + staged.name
+    ]
+    (night / "part-0.parquet").write_bytes(b"x")  # no cogscore run names a file so
     with pytest.raises(LegacyLayout, match="no Delta log"):
-        delta.check_layout(out, ["scores"])
+        delta.check_layout(out, layout)
     os.symlink(tmp_path / "_versions", tmp_path / "current")
     with pytest.raises(LegacyLayout, match="snapshot layout"):
-        delta.check_layout(out, [])
+        delta.check_layout(out, {})
 
 
 def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
