@@ -152,6 +152,9 @@ def test_the_matrix_is_the_published_score_matrix(published: Path) -> None:
     categories = matrix["categories"]
     runs_of = [c for i, c in enumerate(categories) if i == 0 or categories[i - 1] != c]
     assert len(runs_of) == len(set(categories)) == 6
+    assert runs_of == [
+        CATEGORY_NAMES[c] for c in dict.fromkeys(r[1] for r in rows) if c in CATEGORY_NAMES
+    ]
     for category in set(categories):
         csv_order = [t for t, c, *_ in rows if CATEGORY_NAMES.get(c) == category]
         page_order = [t for t, c in zip(matrix["tasks"], categories, strict=True) if c == category]
