@@ -8,6 +8,10 @@ turns in order, each graded item (expected, answer, match kind, right or wrong, 
 harness's recorded verdict and whether they differ), the formula (version, weights,
 description) and its components, the score written and the score found again, and the
 harness's reported score.
+
+``read_transcripts`` does the reading for many episodes at once (the report's matrix): the
+episodes grouped by dump file, each file checked and read once, the items of all its
+episodes graded in one plan; ``explain`` is that read for one episode, scored again.
 """
 
 from __future__ import annotations
@@ -54,16 +58,29 @@ class Which:
 def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str, Any]:
     """The explanation of one episode (see the module), as one JSON-ready object."""
     row = _episode_row(output, which, as_of)
-    night = row[DUMP_DATE]
-    dump_file = _scored_file(output, night, row[FILE], as_of)
-    rows = _transcript(dump_file, row[Col.EPISODE_ID])
-    ordered = in_episode_order(rows)
-    items = item_verdicts(ordered).sort(Col.TURN, Col.ITEM_ID).collect()
+    episode = pl.DataFrame([row]).select(Col.EPISODE_ID, DUMP_DATE, FILE)
+    read = read_transcripts(output, episode, output.state(as_of), keep_rows=True)
+    if row[Col.EPISODE_ID] in read.unreadable:
+        raise ExplainError(read.unreadable[row[Col.EPISODE_ID]])
     version = row[FORMULA_VERSION]
     chosen = [] if version == REPORTED else [f"{row[Col.CATEGORY]}/{row[Col.TASK]}={version}"]
-    again, _ = score_rows(rows, resolve(chosen))
+    assert read.rows is not None
+    again, _ = score_rows(read.rows.lazy(), resolve(chosen))
     found = again.collect()
     recomputed = found[SCORE][0] if found.height else None
+    return {
+        **episode_header(row),
+        "recomputed_score": recomputed,
+        "recomputed_equal": recomputed is not None and _same(recomputed, row[SCORE]),
+        "turns": read.turns.drop(Col.EPISODE_ID).to_dicts(),
+        "items": read.items.drop(Col.EPISODE_ID).to_dicts(),
+    }
+
+
+def episode_header(row: dict[str, Any]) -> dict[str, Any]:
+    """What an ``episode_scores`` row says of its episode: who, what, when, where from, its
+    score, the formula (version, description, weights) and its components, the harness's
+    reported score and the mismatches counted."""
     spec = REGISTRY.get((row[Col.CATEGORY], row[FORMULA_VERSION]))
     components = {str(c): row[c] for c in COMPONENT_DTYPES if c in row and row[c] is not None}
     return {
@@ -71,33 +88,113 @@ def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str,
         "model": row[Col.MODEL],
         "task": row[Col.TASK],
         "category": row[Col.CATEGORY],
-        "dump_date": night,
+        "dump_date": row[DUMP_DATE],
         "file": row[FILE],
         "score": row[SCORE],
         "formula_version": row[FORMULA_VERSION],
         "formula": None if spec is None else spec.description,
         "weights": None if spec is None else dict(spec.weights),
         "components": components,
-        "recomputed_score": recomputed,
-        "recomputed_equal": recomputed is not None and _same(recomputed, row[SCORE]),
         "reported_score": row.get(REPORTED_SCORE),
         "score_mismatch": row.get("score_mismatch"),
         "verdict_mismatches": row.get(VERDICT_MISMATCHES),
-        "turns": _turns(ordered),
-        "items": [
-            {
-                "item_id": item[Col.ITEM_ID],
-                "turn": item[Col.TURN],
-                "expected": item[EXPECTED],
-                "answer": item[ANSWER],
-                "match": item[MODE],
-                "right": bool(item[CORRECT]),
-                "harness_verdict": item[VERDICT],
-                "differs": item[VERDICT] is not None and bool(item[VERDICT]) != bool(item[CORRECT]),
-            }
-            for item in items.iter_rows(named=True)
-        ],
     }
+
+
+# The columns of a turn an explanation shows, in this order (those the rows have).
+TURN_COLUMNS: Final = (
+    Col.TURN,
+    Col.ROLE,
+    Col.KIND,
+    Col.CONTENT,
+    Col.ITEM_ID,
+    Col.EXPECTED,
+    Col.VALUE,
+    Col.SOLVED,
+    Col.ROUND,
+)
+# The columns of a graded item an explanation shows (``read_transcripts``).
+ITEM_COLUMNS: Final = (
+    "item_id", "turn", "expected", "answer", "match", "right", "harness_verdict", "differs"
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Transcripts:
+    """What ``read_transcripts`` found: every turn of the episodes read (``episode_id``
+    first, then ``TURN_COLUMNS``; each episode's rows together, in turn order), their
+    graded items (``episode_id``, then ``ITEM_COLUMNS``; by turn and item), why each episode
+    not read could not be (its file gone, changed or never recorded), and (``keep_rows``)
+    their canonical rows."""
+
+    turns: pl.DataFrame
+    items: pl.DataFrame
+    unreadable: dict[str, str]
+    rows: pl.DataFrame | None = None
+
+
+def read_transcripts(
+    output: Output,
+    episodes: pl.DataFrame,
+    state: dict[str, Any],
+    keep_rows: bool = False,
+) -> Transcripts:
+    """The transcripts of ``episodes`` (``episode_id``, ``dump_date``, ``file``: rows of
+    ``episode_scores``) from the dump ``output`` was scored from, as ``state``
+    (``Output.state``) records it: the episodes grouped by file, each file checked (its
+    sha256 against the one recorded) and read once, the items of all its episodes graded in
+    one plan. A file that is gone or changed makes its episodes unreadable (with why), not
+    the others."""
+    turns, items, rows = [], [], []
+    unreadable: dict[str, str] = {}
+    for group in episodes.partition_by(DUMP_DATE, FILE, maintain_order=True):
+        night, file = group[DUMP_DATE][0], group[FILE][0]
+        ids = group[Col.EPISODE_ID].unique(maintain_order=True)
+        try:
+            dump_file = _scored_file(output, state, night, file)
+        except ExplainError as error:
+            unreadable.update(dict.fromkeys(ids.to_list(), str(error)))
+            continue
+        read = _transcripts(dump_file, ids)
+        ordered = in_episode_order(read.lazy()).collect()
+        turns.append(_turns(ordered))
+        items.append(_items(ordered))
+        if keep_rows:
+            rows.append(read)
+    if not turns:  # nothing read: the columns alone
+        none = normalise(pl.LazyFrame(), {}, file="", partitions={}).clear()
+        ordered = in_episode_order(none).collect()
+        turns, items = [_turns(ordered)], [_items(ordered)]
+    return Transcripts(
+        pl.concat(turns), pl.concat(items), unreadable, pl.concat(rows) if rows else None
+    )
+
+
+def _items(ordered: pl.DataFrame) -> pl.DataFrame:
+    """The graded items of the episodes of ``ordered`` (``in_episode_order``), as an
+    explanation shows them: what was expected, the answer that counts, the match kind,
+    right or wrong, the harness's recorded verdict and whether it differs."""
+    episode = ordered.lazy().select(SEGMENT, Col.EPISODE_ID).unique(SEGMENT)
+    right = pl.col(CORRECT).fill_null(False)
+    return (
+        item_verdicts(ordered.lazy())
+        .join(episode, on=SEGMENT, how="left")
+        .sort(SEGMENT, Col.TURN, Col.ITEM_ID)
+        .select(
+            Col.EPISODE_ID,
+            pl.col(Col.ITEM_ID).alias("item_id"),
+            pl.col(Col.TURN).alias("turn"),
+            pl.col(EXPECTED).alias("expected"),
+            pl.col(ANSWER).alias("answer"),
+            pl.col(MODE).alias("match"),
+            right.alias("right"),
+            pl.col(VERDICT).alias("harness_verdict"),
+            (pl.col(VERDICT).is_not_null() & (pl.col(VERDICT) != right))
+            .fill_null(False)
+            .alias("differs"),
+        )
+        .collect()
+    )
 
 
 def _same(a: float, b: float) -> bool:
@@ -151,10 +248,10 @@ def _standing_night(output: Output, model: str, task: str, as_of: str | None) ->
     return str(cell[DUMP_DATE][0])
 
 
-def _scored_file(output: Output, night: str | None, file: str, as_of: str | None) -> DumpFile:
+def _scored_file(output: Output, state: dict[str, Any], night: str | None, file: str) -> DumpFile:
     """The dump file the output scored the night's episodes from, as it was then: refused
-    where it is gone or its content changed since (its sha256 is in the runs table)."""
-    state = output.state(as_of)
+    where it is gone or its content changed since (its sha256 is in the runs table,
+    ``state``)."""
     entry = state.get("nights", {}).get(night) if night is not None else state.get("undated")
     recorded = next((f for f in (entry or {}).get("files", []) if f.get("file") == file), None)
     if entry is None or recorded is None:
@@ -181,36 +278,20 @@ def _scored_file(output: Output, night: str | None, file: str, as_of: str | None
     return dump_file
 
 
-def _transcript(dump_file: DumpFile, episode_id: str) -> pl.LazyFrame:
-    """The episode's rows in the dump file, canonical (``transforms.ingest.normalise``)."""
+def _transcripts(dump_file: DumpFile, episode_ids: pl.Series) -> pl.DataFrame:
+    """The episodes' rows in the dump file, canonical (``transforms.ingest.normalise``)."""
     rows = normalise(
         scan(dump_file),
         read_schema(dump_file),
         file=dump_file.relative,
         partitions=dict(dump_file.partitions),
     )
-    return rows.filter(pl.col(Col.EPISODE_ID) == episode_id).collect().lazy()
+    return rows.filter(pl.col(Col.EPISODE_ID).is_in(episode_ids.implode())).collect()
 
 
-def _turns(ordered: pl.LazyFrame) -> list[dict[str, Any]]:
-    """Every row of the episode in order: turn, role, kind, content and what else it says."""
-    frame = ordered.drop(SEGMENT, strict=False).collect()
-    keep = [
-        c
-        for c in (
-            Col.TURN,
-            Col.ROLE,
-            Col.KIND,
-            Col.CONTENT,
-            Col.ITEM_ID,
-            Col.EXPECTED,
-            Col.VALUE,
-            Col.SOLVED,
-            Col.ROUND,
-        )
-        if c in frame.columns
-    ]
-    return [{str(k): v for k, v in row.items()} for row in frame.select(keep).to_dicts()]
+def _turns(ordered: pl.DataFrame) -> pl.DataFrame:
+    """Every row of the episodes in order: turn, role, kind, content and what else it says."""
+    return ordered.select(Col.EPISODE_ID, *TURN_COLUMNS)
 
 
 def explanation_lines(found: dict[str, Any]) -> list[str]:

@@ -629,11 +629,13 @@ class View(StrEnum):
 
 @dataclass(frozen=True)
 class ViewTables:
-    """The tables a view reads: model rows, category rows, pairwise comparisons."""
+    """The tables a view reads: model rows, category rows, pairwise comparisons, task rows
+    (the report's matrix)."""
 
     models: Table
     categories: Table
     comparisons: Table
+    tasks: Table
 
     @property
     def night(self) -> str:
@@ -742,9 +744,11 @@ IMPORTS_TABLE: Final = Table(
 
 VIEWS: Final = {
     View.STANDING: ViewTables(
-        STANDINGS_TABLE, CATEGORY_STANDINGS_TABLE, STANDING_COMPARISONS_TABLE
+        STANDINGS_TABLE, CATEGORY_STANDINGS_TABLE, STANDING_COMPARISONS_TABLE, TASK_STANDINGS_TABLE
     ),
-    View.NIGHT: ViewTables(MODEL_SCORES_TABLE, CATEGORY_SCORES_TABLE, MODEL_COMPARISONS_TABLE),
+    View.NIGHT: ViewTables(
+        MODEL_SCORES_TABLE, CATEGORY_SCORES_TABLE, MODEL_COMPARISONS_TABLE, TASK_SCORES_TABLE
+    ),
 }
 
 # Every table a run writes but the runs table (``flows.storage.runs_table``), by name.

@@ -20,6 +20,12 @@ def fmt(value: float | None, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def script_json(text: str) -> str:
+    """JSON that is safe inside ``<script>``: no ``<``, ``>`` or ``&`` is left to close
+    the element or start a comment (in JSON they occur only inside strings)."""
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
 def label(text: object) -> str:
     """A name as plotly.js text: drawn as written, never read as one of its tags."""
     return html.escape(str(text), quote=False)

@@ -17,8 +17,10 @@ from plotly.offline import get_plotlyjs
 
 from flows.output import Output, night_levels
 from flows.plan import nights_off_set
-from flows.report.figures import Section, palette
+from flows.report.figures import Section, palette, script_json
 from flows.report.read import ReportError, Warehouse, read_warehouse, round_rows
+from flows.report.results import MATRIX_JS, results_section
+from flows.report.results import STYLE as RESULTS_STYLE
 from flows.report.sections import (
     changes_section,
     comparisons_section,
@@ -104,6 +106,7 @@ def build_sections(
     off_set = nights_off_set(wh.manifest)
     sections = [
         leaderboard_section(board, colours, shown, level, standing),
+        results_section(wh, night, shown, view, board[Col.MODEL].to_list()),
         comparisons_section(comparisons, board, shown, level),
         *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
         *([_health(wh, night, shown)] if standing else []),
@@ -245,12 +248,6 @@ def _episode_sections(
     return sections
 
 
-def script_json(text: str) -> str:
-    """JSON that is safe inside ``<script>``: no ``<``, ``>`` or ``&`` is left to close
-    the element or start a comment (in JSON they occur only inside strings)."""
-    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
 def attention_html(wh: Warehouse, night: str | None) -> str:
     """What must not pass silently: nights whose latest attempt failed (not written), and
     the shown night's models with episodes but none scored (absent from its leaderboard)."""
@@ -328,7 +325,8 @@ DRAW: Final = """
   var config = {displaylogo: false, responsive: true};
   Promise.all(Object.keys(figures).map(function (id) {
     return Plotly.newPlot(id, figures[id].data, figures[id].layout, config);
-  })).then(function () { document.body.setAttribute("data-charts", "drawn"); },
+  })).then(function () { window.cogscoreChartsMs = performance.now();
+                         document.body.setAttribute("data-charts", "drawn"); },
            function (error) { document.body.setAttribute("data-charts", "failed");
                               console.error("a chart failed to draw", error); });
 })();
@@ -356,7 +354,7 @@ def render(wh: Warehouse, night: str | None = None, view: View = View.STANDING) 
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>cogscore report, {html.escape(shown)}</title>"
-        f"<style>{STYLE}</style></head><body data-charts='pending'>"
+        f"<style>{STYLE}{RESULTS_STYLE}</style></head><body data-charts='pending'>"
         f"<h1>cogscore report</h1><p>Night shown: <b>{html.escape(shown)}</b>; "
         f"generated {generated} from the warehouse tables; "
         f"{len(figures)} charts (plotly.js {html.escape(plotly.__version__)} "
@@ -366,7 +364,7 @@ def render(wh: Warehouse, night: str | None = None, view: View = View.STANDING) 
         f"{''.join(body)}"
         f"<script>{get_plotlyjs()}</script>"
         f"<script type='application/json' id='cogscore-figures'>{script_json(blob)}</script>"
-        f"<script>{DRAW}</script></body></html>\n"
+        f"<script>{DRAW}</script><script>{MATRIX_JS}</script></body></html>\n"
     )
 
 

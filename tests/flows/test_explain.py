@@ -2,7 +2,8 @@
 from its transcript gives the score ``episode_scores`` holds (scored again from its turns),
 its graded items where its category grades items (each verdict the one its counts hold),
 and the harness's recorded verdicts beside them; a transcript changed since it was scored is
-refused."""
+refused. Many episodes read at once (``read_transcripts``, the report's) are read file by
+file, each file once, and give each episode what ``explain`` gives it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+import flows.explain
 from flows import runs
 from flows.cli import app
-from flows.explain import ExplainError, Which, explain
+from flows.explain import ExplainError, Which, explain, read_transcripts
 from flows.importers.kaggle import import_runs
 from flows.output import Output
 from flows.storage.location import Location
@@ -98,3 +100,52 @@ def test_a_transcript_changed_since_it_was_scored_is_refused(scored: Path, tmp_p
 def test_an_unknown_episode_is_named(scored: Path) -> None:
     result = CliRunner().invoke(app, ["explain", str(scored / "out"), "--episode", "nope"])
     assert result.exit_code == 2 and "no scored episode of episode 'nope'" in result.output
+
+
+def test_many_episodes_read_at_once_are_each_what_explain_shows(
+    scored: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    episodes = read_table(scored / "out", "episode_scores")
+    output = Output.at(scored / "out")
+    files: list[str] = []
+    read_one = flows.explain._transcripts
+
+    def counted(dump_file, ids):  # type: ignore[no-untyped-def]
+        files.append(dump_file.relative)
+        return read_one(dump_file, ids)
+
+    monkeypatch.setattr(flows.explain, "_transcripts", counted)
+    read = read_transcripts(output, episodes, output.state())
+    assert sorted(files) == sorted(set(episodes["file"].to_list()))  # each file once
+    assert read.unreadable == {} and read.rows is None
+    monkeypatch.setattr(flows.explain, "_transcripts", read_one)
+    for episode_id in episodes["episode_id"].to_list():
+        alone = explain(output, Which(episode_id))
+        of = pl.col("episode_id") == episode_id
+        assert read.turns.filter(of).drop("episode_id").to_dicts() == alone["turns"]
+        assert read.items.filter(of).drop("episode_id").to_dicts() == alone["items"]
+
+
+def test_a_changed_file_leaves_its_episodes_unread_and_reads_the_others(
+    scored: Path, tmp_path: Path
+) -> None:
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    shutil.copytree(scored / "dump", dump)
+    shutil.copytree(scored / "out", out)
+    output = Output.at(out)
+    state = output.state()
+    state = {**state, "input": str(dump)}
+    state["nights"] = {n: {**e, "input": str(dump)} for n, e in state["nights"].items()}
+    episodes = read_table(out, "episode_scores").sort("episode_id")
+    changed, gone = episodes.row(0, named=True), episodes.row(1, named=True)
+    with (dump / changed["file"]).open("ab") as file:
+        file.write(b"\0")
+    (dump / gone["file"]).unlink()
+    read = read_transcripts(output, episodes, state)
+    assert set(read.unreadable) == {changed["episode_id"], gone["episode_id"]}
+    assert "changed since it was scored" in read.unreadable[changed["episode_id"]]
+    assert "cannot be read" in read.unreadable[gone["episode_id"]]
+    assert set(read.turns["episode_id"]) == set(episodes["episode_id"][2:])
+    nothing = read_transcripts(output, episodes.head(2), state)
+    assert nothing.turns.is_empty() and nothing.items.is_empty()
+    assert nothing.items.columns[1:] == list(flows.explain.ITEM_COLUMNS)

@@ -54,9 +54,10 @@ def test_names_with_markup_are_escaped(page: str) -> None:
     assert html.escape(EVIL_MODEL) in page  # the leaderboard table
     # In the figures' JSON, as plotly.js text: entities, and no "<" that could end the script.
     assert script_json("&lt;script&gt;alert(1)") in page
-    # Only the three scripts of the page itself: plotly.js, the figures, the drawing.
-    assert len(re.findall(r"<script\b", page, flags=re.IGNORECASE)) == 3
-    assert len(re.findall(r"</script", page, flags=re.IGNORECASE)) == 3
+    # Only the page's own scripts: plotly.js, the figures, the matrix, the explanations and
+    # the two that draw.
+    assert len(re.findall(r"<script\b", page, flags=re.IGNORECASE)) == 6
+    assert len(re.findall(r"</script", page, flags=re.IGNORECASE)) == 6
 
 
 def test_nothing_is_loaded_from_elsewhere(page: str) -> None:
@@ -160,7 +161,7 @@ def test_every_chart_draws_offline_in_chromium(warehouse: Path, tmp_path: Path) 
     shown = json.loads(texts)
     assert EVIL_MODEL in shown["cells"]  # the leaderboard table: as text
     assert EVIL_MODEL in shown["svg"] and EVIL_TASK in shown["svg"]  # legends and axes
-    assert scripts == 3
+    assert scripts == 6
 
 
 def test_a_nights_page_reads_that_nights_rows_only(

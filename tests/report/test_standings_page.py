@@ -49,7 +49,7 @@ def test_the_leaderboard_is_the_standing_and_the_night_one_option_away(out: Path
     wh = read_warehouse(out)
     _, sections = build_sections(wh, None)
     keys = [s.key for s in sections]
-    assert keys[:3] == ["leaderboard", "comparisons", "changes"]
+    assert keys[:4] == ["leaderboard", "results", "comparisons", "changes"]
     assert "standings" in keys and "nights" in keys
     board = sections[0]
     # Both models stand as of the last night, though only m2 ran that night.
