@@ -26,6 +26,8 @@ import polars as pl
 from flows.io import DumpFile, InputError, content_digest, read_schema, scan
 from flows.output import EPISODE_SCORES, Output
 from flows.standings import TASK_STANDINGS
+from flows.storage import objects
+from flows.storage.location import Location
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REGISTRY, REPORTED, resolve
 from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
@@ -257,11 +259,11 @@ def _scored_file(output: Output, state: dict[str, Any], night: str | None, file:
     if entry is None or recorded is None:
         raise ExplainError(f"the runs table of {output} records no input file {file!r} of {night}")
     root = str(entry.get("input") or state.get("input") or "")
-    dump_file = (
-        DumpFile(f"{root.rstrip('/')}/{file}", file)
-        if "://" in root
-        else DumpFile(Path(root) / file, file)
-    )
+    if "://" in root:  # an object: its ETag (what the run recorded), read without its content
+        version = objects.version_of(Location.parse(root), file) or "(gone)"
+        dump_file = DumpFile(f"{root.rstrip('/')}/{file}", file, version=version)
+    else:
+        dump_file = DumpFile(Path(root) / file, file)
     try:
         now = content_digest(dump_file)
     except Exception as error:  # gone, unreadable

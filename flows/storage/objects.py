@@ -207,6 +207,23 @@ def list_files(location: Location, suffix: str | None = ".parquet") -> list[Obje
     return sorted(found, key=lambda info: info.relative)
 
 
+def version_of(location: Location, key: str) -> str | None:
+    """The version an object store lists the object `key` below `location` with (its ETag,
+    as ``list_files`` gives it: what a dump's fingerprint recorded), read without the
+    object's content; None if there is none. (Local files: their modification time.)"""
+    with _errors("look up", location.child(key).display):
+        if location.is_local:
+            try:
+                return str(os.stat(_local(location, key)).st_mtime_ns)
+            except FileNotFoundError:
+                return None
+        try:
+            meta = obstore.head(store_for(location), key)
+        except FileNotFoundError:
+            return None
+        return (meta["e_tag"] or meta["version"] or "").strip('"')
+
+
 def get_object(location: Location, key: str) -> StoredObject | None:
     """The object `key` below `location` with its ETag, or None if there is none."""
     with _errors("read", location.child(key).display):

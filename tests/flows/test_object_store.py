@@ -427,3 +427,26 @@ def test_an_object_s_name_is_read_as_it_is_never_as_a_pattern(
     assert score_dump(root).counts == want  # file by file
     outcome = runs.score(root, tmp_path / "out")  # small files in batches
     assert outcome.result is not None and outcome.result.counts == want
+
+
+def test_explain_reads_a_transcript_from_an_s3_dump(s3_env: S3Server, tmp_path: Path) -> None:
+    """An episode scored from an object-store dump is explained from the object (its ETag,
+    what the run recorded, checked without downloading it), and refused once it changed."""
+    import polars as pl
+
+    from flows.explain import ExplainError, Which, explain
+
+    bucket = s3_env.create_bucket()
+    dump = upload(s3_env, EXAMPLE_DUMP, bucket)
+    out = f"s3://{bucket}/out"
+    cli("score", dump, "--out", out, "--engine", "local")
+    output = Output.at(out)
+    row = output.read("episode_scores").filter(pl.col("n_items") > 0).row(0, named=True)
+    found = explain(output, Which(row["episode_id"]))
+    assert found["recomputed_equal"] and len(found["items"]) == row["n_items"]
+    client = s3_env.client()
+    key = dump.removeprefix(f"s3://{bucket}/") + "/" + row["file"]
+    body = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    client.put_object(Bucket=bucket, Key=key, Body=body + b"\0")
+    with pytest.raises(ExplainError, match="changed since it was scored"):
+        explain(output, Which(row["episode_id"]))
