@@ -14,9 +14,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -119,6 +120,9 @@ Mapper = Callable[
     list[FilePart],
 ]
 FILES_AT_ONCE = 2
+# Batches submitted and not yet taken by the driver: one more than the threads, so that a
+# thread never waits for the driver to hand it the next.
+IN_FLIGHT = FILES_AT_ONCE + 1
 
 
 class Progress(Protocol):
@@ -169,16 +173,27 @@ def local_mapper(
     ``progress``."""
     stager = Stager(target) if target is not None else None
     parts: list[FilePart] = []
+    queued = iter(batches(files))
     try:
         with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
-            futures = [
-                pool.submit(score_batch, batch, formulas, digests) for batch in batches(files)
-            ]
-            for future in as_completed(futures):
-                part = future.result()
-                for report in part.reports:
-                    (progress or NoProgress()).file_done(report)
-                parts.extend([part] if stager is None else stager.add(part))
+            # A batch is submitted as one is taken: a file scored waits (its rows in memory)
+            # only while the one before is staged. Submitted all at once, the threads scored
+            # ahead of the stager and every file's rows of a night could pile up in the done
+            # futures (memory grew with the night: 700-1,300 bytes an episode).
+            running = {
+                pool.submit(score_batch, batch, formulas, digests)
+                for batch in islice(queued, IN_FLIGHT)
+            }
+            while running:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for batch in islice(queued, len(done)):
+                    running.add(pool.submit(score_batch, batch, formulas, digests))
+                while done:  # each future let go of as its part is taken
+                    part = done.pop().result()
+                    for report in part.reports:
+                        (progress or NoProgress()).file_done(report)
+                    parts.extend([part] if stager is None else stager.add(part))
+                    del part
         return parts if stager is None else [*parts, *stager.flush()]
     finally:
         if stager is not None:
