@@ -173,7 +173,7 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.records import ExitCode, exit_code_of, run_record
+    from flows.records import ExitCode, error_line, exit_code_of, run_record
     from flows.storage.errors import StorageError
     from flows.summary import RegressionAlert, StrictFailure, enforce_strict, outcome_lines
 
@@ -219,6 +219,8 @@ def _run(
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
     except (InputError, StorageError) as refused:
         code, error = exit_code_of(refused), str(refused)
+    except KeyboardInterrupt as stop:  # Ctrl-C: one line, exit 130, as the runs table says
+        code, error = ExitCode.INTERRUPTED, error_line(stop)
     except typer.Exit:
         raise
     except typer.BadParameter as usage:  # the command line's own: exit 2, recorded

@@ -528,3 +528,68 @@ def test_with_the_prefect_engine_the_error_line_is_still_the_last_on_stderr(
     assert done.returncode == 3, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: strict run failed: completed with rejected input")
+
+
+# --- Ctrl-C: one line, exit 130, recorded as such, no night marked ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "point"),
+    [("rescore", "before-commit"), ("nightly", "scored")],
+)
+def test_ctrl_c_is_one_line_exit_130_recorded_and_marks_no_night(
+    tmp_path: Path, command: str, point: str
+) -> None:
+    """SIGINT sent to ``cogscore`` (a real process, stopped at ``point``): after every night
+    is staged and every table committed (``before-commit``, a rescore), or while the first
+    night is scored (``scored``, a nightly of a new night). It commits no night: the runs
+    table says so (exit 130, no counts, no night), and once a later run has succeeded,
+    ``status`` marks no night failed."""
+    import os
+    import signal
+    import time
+
+    from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    args = [str(dump), "--out", str(out), "--engine", "local"]
+    if command == "rescore":
+        args += ["--formula", "procedural_learning=v1"]
+    flag = tmp_path / "paused"
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", command, *args],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flag.exists(), victim.communicate()
+    victim.send_signal(signal.SIGINT)
+    shown, said = victim.communicate(timeout=120)
+    assert victim.returncode == 130, said
+    assert shown == ""
+    (line,) = said.strip().splitlines()
+    assert line.startswith("error: interrupted: run ") and "wrote no night" in line, said
+
+    runs_rows = Output.at(out).runs()
+    mine = runs_rows.filter(runs_rows["run_id"] == runs_rows["run_id"][-1])  # the latest
+    assert mine.height == 1, mine
+    row = mine.row(0, named=True)
+    assert (row["kind"], row["status"], row["night"]) == (command, "failed", None)
+    assert row["episodes_scored"] is None  # it committed nothing
+    details = json.loads(row["details"])
+    assert (details["exit_code"], details["status"]) == (130, "failed")
+    assert details["error"] == "interrupted"
+    latest = json.loads(stdout("history", str(out), "--json"))[0]
+    assert (latest["run_id"], latest["exit_code"], latest["nights"]) == (row["run_id"], 130, [])
+    assert latest["episodes_scored"] in (None, 0)
+
+    code, _, record = cli("nightly", str(dump), "--out", str(out), "--json")
+    assert code == 0 and record is not None and record["nights_scored"] == ["2026-12-02"]
+    report = json.loads(stdout("status", str(out), "--json"))
+    assert report["nights"] == ["2026-11-30", "2026-12-01", "2026-12-02"]
+    assert report["nights_failed"] == {}
+    assert "FAILED" not in stdout("status", str(out))
