@@ -19,6 +19,7 @@ from flows.cli.options import (
     ViewOpt,
     refused,
     use_storage_options,
+    writable,
 )
 from schemas.tables import VIEWS, View
 
@@ -56,6 +57,7 @@ def report(
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
+    writable(html_file, "--html", folder=False)
     t0 = time.perf_counter()
     try:
         output = Output.at(out).require()
@@ -241,7 +243,13 @@ def compare(
     that scored the night), the Holm-corrected p-value, the verdict and the minimum
     detectable effect."""
     from flows.output import Output
-    from flows.status import as_json, comparison_lines, comparisons, night_level
+    from flows.status import (
+        CompareChoiceError,
+        as_json,
+        comparison_lines,
+        comparisons,
+        night_level,
+    )
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
@@ -251,6 +259,8 @@ def compare(
         table = comparisons(output, night, scope, models, as_of, view)
     except StorageError as error:
         raise refused(error) from None
+    except CompareChoiceError as error:
+        raise typer.BadParameter(str(error), param_hint=error.option) from None
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:

@@ -41,6 +41,7 @@ from flows.cli.options import (
     ViewOpt,
     engine_of,
     use_storage_options,
+    writable,
 )
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RegressionOptions, RunOptions
@@ -512,6 +513,8 @@ def rescore(
         if not formula:
             raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
         first, last = _day(since), _day(until)
+        if diff_out is not None:
+            writable(diff_out, "--diff-out", folder=False)
     _run(
         engine,
         dask_address,

@@ -415,6 +415,75 @@ def test_an_unreachable_prefect_api_is_one_line_and_exit_4(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
+BENCH = ROOT.parent / "shared" / "learningbench"
+FLAT = str(BENCH / "leaderboard" / "leaderboard_flat.csv")
+KAGGLE = [str(BENCH / "kaggle_runs" / "google_gemini-2.5-flash"), "--tasks", str(BENCH / "tasks")]
+RESCORE = ["rescore", str(EXAMPLE_DUMP), "--out", "{out}", "--formula", "runtime_rl=v1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["report", "{out}", "--html", "{folder}"], 2, "--html: {folder} is a folder"),
+        (["report", "{out}", "--html", "{file}/r.html"], 2, "--html: {file} is a file"),
+        (["simulate", "--out", "{file}", "--episodes", "10"], 2, "--out: {file} is a file"),
+        (["import-scores", FLAT, "--out", "{file}"], 2, "--out: {file} is a file"),
+        (["import-kaggle", *KAGGLE, "--out", "{file}"], 2, "--out: {file} is a file"),
+        ([*RESCORE, "--diff-out", "{folder}"], 2, "--diff-out: {folder} is a folder"),
+        (["compare", "{out}", "--date", "2026-13-01"], 2, "'2026-13-01' is not a date"),
+        (["compare", "{out}", "--date", "2026-01-01"], 2, "has no scores of 2026-01-01"),
+        (["compare", "{out}", "--scope", "concept"], 2, "--scope: 'concept': one of overall"),
+        (["compare", "{out}", "--models", "nosuchmodel"], 2, "no comparison of 'nosuchmodel'"),
+        (["score", str(EXAMPLE_DUMP), "--ot", "x"], 2, "no such option: --ot (did you mean --out"),
+        (["nightl"], 2, "no such command 'nightl'. Did you mean 'nightly'?"),
+        (["score", "--out", "{out}"], 2, "missing argument 'DUMP_ROOT'"),
+        (["--log-level", "loud", "formulas"], 2, "invalid value for --log-level: 'loud'"),
+    ],
+)
+def test_each_error_is_one_line_with_its_documented_exit_code(
+    args: list[str], code: int, said: str, scored_out: Path, tmp_path: Path
+) -> None:
+    """Where there was a traceback (a folder for a file, a file for a folder), the wrong exit
+    code (4 for a usage error), exit 0 ("no pair of models to compare" for a night, scope or
+    model that does not exist) or typer's box of 5-7 lines: one ``error:`` line, exit 2."""
+    (tmp_path / "a-file").write_text("not a folder")
+    (tmp_path / "a-folder").mkdir()
+    places = {"out": scored_out, "file": tmp_path / "a-file", "folder": tmp_path / "a-folder"}
+    code_seen, text, _ = cli(*[a.format(**places) for a in args])
+    assert code_seen == code, text
+    assert text.strip().splitlines() == [text.strip()], text  # one line
+    assert text.startswith("error: ") and said.format(**places) in text, text
+    assert not list(tmp_path.rglob("*.partial"))  # report: no half-written page left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder"]
+
+
+def test_ctrl_c_in_a_read_command_is_one_line_and_exit_130(
+    scored_out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows import status
+
+    def interrupted(*args: object) -> list[str]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status, "history_lines", interrupted)
+    code, text, _ = cli("history", str(scored_out))
+    assert (code, text) == (130, "error: interrupted\n")
+
+
+def test_help_still_answers_and_a_report_not_written_leaves_no_partial_file(
+    scored_out: Path, tmp_path: Path
+) -> None:
+    from flows.report import write_report
+
+    code, text, _ = cli("score", "--help")
+    assert code == 0 and "Usage: " in text and "--out" in text and "error: " not in text
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_report(scored_out, folder)  # past the command's check: the page's own write
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder"]
+
+
 def test_read_commands_on_a_missing_output_exit_2_and_create_nothing(tmp_path: Path) -> None:
     typo = tmp_path / "TYPO"
     for args in (
