@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -71,14 +72,22 @@ WIDTH = 100
 MODEL_WIDTH = 12  # the least a model's name is given before it folds
 
 
+# Off a terminal a table has no width to keep to: each row on one line, whatever it holds.
+UNLIMITED = 1_000_000
+
+
 def line_width(width: int | None = None) -> int:
-    """The width tables are drawn at: at least 100 columns, or the terminal's where wider."""
+    """The width tables are drawn at: ``width`` (at least 100); by default, on a terminal at
+    least 100 columns, or its width where wider; elsewhere (a pipe, a file, a cron log)
+    unlimited, so that nothing folds or is cut."""
+    if width is None and not sys.stdout.isatty():
+        return UNLIMITED
     return max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
 def render(table: Table, width: int | None = None) -> list[str]:
-    """``table`` as plain text lines (no colour codes) at ``width`` columns (at least 100,
-    or the terminal's width where it is wider): cells wrap, they are never cut."""
+    """``table`` as plain text lines (no colour codes) at ``line_width(width)`` columns:
+    on a terminal long cells fold, never cut; elsewhere every row is one line."""
     width = line_width(width)
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)

@@ -662,3 +662,52 @@ def test_ctrl_c_is_one_line_exit_130_recorded_and_marks_no_night(
     assert report["nights"] == ["2026-11-30", "2026-12-01", "2026-12-02"]
     assert report["nights_failed"] == {}
     assert "FAILED" not in stdout("status", str(out))
+
+
+# --- output that is not a terminal: no value cut or folded ------------------------------------
+
+
+def test_off_a_terminal_no_value_is_cut_or_folded(tmp_path: Path) -> None:
+    """Every command's output in a pipe with ``TERM=dumb`` (a cron log): a model name of 98
+    characters whole on one line in the run summary's leaderboard, a rescore's diff,
+    ``compare`` and ``sql``; ``history``'s nights on one line; no ``…`` anywhere."""
+    import os
+
+    import polars as pl
+
+    from flows.output import Output
+
+    long = "meta-llama/Llama-3.1-405B-Instruct-FP8-" + "extended-context-" * 3 + "a" * 8
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    for file in dump.rglob("*.parquet"):
+        rows = pl.read_parquet(file)
+        named = pl.when(pl.col("model") == "oracle-large").then(pl.lit(long))
+        rows.with_columns(named.otherwise(pl.col("model")).alias("model")).write_parquet(file)
+    env = {**os.environ, "TERM": "dumb"}
+
+    def piped(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, done.stdout
+        return done.stdout
+
+    def whole(text: str) -> bool:
+        return any(long in line for line in text.splitlines())
+
+    assert whole(piped("score", str(dump), "--out", str(out), "--engine", "local"))
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    moved = piped(*rescore)
+    assert whole(moved.split("what the rescore moved")[1])
+    assert whole(piped("compare", str(out)))
+    assert whole(piped("sql", str(out), "FROM leaderboard"))  # every column: CSV here
+    assert whole(piped("sql", str(out), "FROM leaderboard", "--format", "table"))
+    table = piped("sql", str(out), "SELECT details FROM runs", "--format", "table")
+    details = Output.at(out).runs()["details"]
+    assert all(any(d in line for line in table.splitlines()) for d in details)
+    nights = "2026-11-30, 2026-12-01, 2026-12-02"
+    assert sum(nights in line for line in piped("history", str(out)).splitlines()) == 2
+    assert "nights: 3" in piped("status", str(out))
