@@ -711,3 +711,39 @@ def test_off_a_terminal_no_value_is_cut_or_folded(tmp_path: Path) -> None:
     nights = "2026-11-30, 2026-12-01, 2026-12-02"
     assert sum(nights in line for line in piped("history", str(out)).splitlines()) == 2
     assert "nights: 3" in piped("status", str(out))
+
+
+# --- the nightly summary: "nothing new" only when nothing is -----------------------------------
+
+
+def test_the_nightly_summary_says_nothing_new_only_when_every_night_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+
+    def headline(*extra: str) -> tuple[int, str]:
+        code, text, _ = cli("nightly", str(dump), "--out", str(out), *extra)
+        (line,) = [line for line in text.splitlines() if line.startswith("nightly: ")]
+        return code, line
+
+    assert headline() == (0, "nightly: 2 night(s) scored (2026-11-30, 2026-12-01), 0 unchanged")
+    assert headline() == (0, "nightly: 0 night(s) scored (nothing new), 2 unchanged")
+    for night in ("2026-11-30", "2026-12-01"):
+        (dump / f"dump_date={night}" / "_SUCCESS").touch()
+    night_of_errors(dump, "2026-12-02", models=set())  # a new night, its marker not yet there
+    assert headline("--require-marker") == (
+        0,
+        "nightly: no night scored, 1 waiting for _SUCCESS (2026-12-02), 2 unchanged",
+    )
+    shutil.rmtree(dump / "dump_date=2026-12-02")
+    shutil.copytree(dump / "dump_date=2026-12-01", dump / "dump_date=2026-12-03")  # repeats
+    assert headline() == (3, "nightly: no night scored, 1 failed (2026-12-03), 2 unchanged")
+    shutil.rmtree(dump / "dump_date=2026-12-03")
+    night_of_errors(dump, "2026-12-04")  # every episode a harness error: written, failed
+    night_of_errors(dump, "2026-12-05", models=set())
+    assert headline() == (
+        3,
+        "nightly: 1 night(s) scored (2026-12-05), 1 failed (2026-12-04), 2 unchanged",
+    )
