@@ -51,6 +51,23 @@ class OneLineErrors(TyperGroup):
         except KeyboardInterrupt:
             say("interrupted", error=True)
             raise typer.Exit(130) from None
+        except (ClickException, typer.Exit, typer.Abort):
+            raise
+        except Exception as bug:  # a bug in any command: one line, exit 1 (README)
+            if os.environ.get("COGSCORE_DEBUG"):
+                raise
+            say(internal_error(bug), error=True)
+            raise typer.Exit(1) from None
+
+
+def internal_error(bug: Exception) -> str:
+    """The one line of an internal error (a bug): its kind and first line.
+
+    >>> internal_error(RuntimeError("an invariant broke\\nsecond line"))
+    'internal error: RuntimeError: an invariant broke (COGSCORE_DEBUG=1 shows where)'
+    """
+    first = (str(bug).strip().splitlines() or [""])[0]
+    return f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
 
 
 def usage_line(error: ClickException) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flows import prehash
-from flows.cli import LAST_WORDS, TYPED, app, command_line, say
+from flows.cli import LAST_WORDS, TYPED, app, command_line, internal_error, say
 from flows.cli.options import (
     DEFAULT,
     RUN_DEFAULT,
@@ -230,9 +230,7 @@ def _run(
     except Exception as bug:  # a bug: one line, the traceback only where asked for
         if os.environ.get("COGSCORE_DEBUG"):
             raise
-        first = (str(bug).strip().splitlines() or [""])[0]
-        code = ExitCode.INTERNAL
-        error = f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
+        code, error = ExitCode.INTERNAL, internal_error(bug)
     if outcome is not None:
         for line in outcome_lines(outcome, view):
             typer.echo(line)

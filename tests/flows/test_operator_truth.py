@@ -470,6 +470,29 @@ def test_ctrl_c_in_a_read_command_is_one_line_and_exit_130(
     assert (code, text) == (130, "error: interrupted\n")
 
 
+def test_an_internal_error_in_a_read_command_is_one_line_and_exit_1(
+    scored_out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the scoring commands' (README "Exit codes": 1), where it was a traceback."""
+    from typer.testing import CliRunner
+
+    from flows import status
+    from flows.cli import app
+
+    def broken(*args: object) -> list[str]:
+        raise RuntimeError("an invariant broke\nsecond line")
+
+    monkeypatch.setattr(status, "history_lines", broken)
+    code, text, _ = cli("history", str(scored_out))
+    assert (code, text) == (
+        1,
+        "error: internal error: RuntimeError: an invariant broke (COGSCORE_DEBUG=1 shows where)\n",
+    )
+    monkeypatch.setenv("COGSCORE_DEBUG", "1")
+    shown = CliRunner().invoke(app, ["history", str(scored_out)])
+    assert isinstance(shown.exception, RuntimeError)
+
+
 def test_help_still_answers_and_a_report_not_written_leaves_no_partial_file(
     scored_out: Path, tmp_path: Path
 ) -> None:
