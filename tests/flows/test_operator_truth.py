@@ -770,3 +770,36 @@ def test_the_nightly_summary_says_nothing_new_only_when_every_night_is_unchanged
         3,
         "nightly: 1 night(s) scored (2026-12-05), 1 failed (2026-12-04), 2 unchanged",
     )
+
+
+# --- sql in a fresh process: no Arrow thread left calling into Python at exit ---------------
+
+
+def test_sql_reads_a_local_output_with_no_python_in_arrows_io(scored_out: Path) -> None:
+    """deltalake's default file system for a pyarrow dataset is its storage handler behind
+    a Python file system: Arrow's I/O threads take the GIL to use it, and one still doing
+    so as the interpreter exits aborts the process ("terminate called without an active
+    exception", exit -6, after the result was printed: the flaky ``sql`` count of
+    tests/benchmarks/test_before_after.py). Every table of a local output is read through
+    Arrow's own file system."""
+    from pyarrow import fs
+
+    from flows.output import Output
+    from flows.sql import connect
+
+    registered: dict[str, object] = {}
+
+    class Recorded:
+        def register(self, name: str, relation: object) -> None:
+            registered[name] = relation
+
+        def execute(self, query: str) -> None:
+            pass
+
+    connect(Output.at(scored_out), con=Recorded())
+    datasets = {n: r for n, r in registered.items() if hasattr(r, "filesystem")}
+    assert {"episode_scores", "runs"} <= set(datasets)  # tables with rows: datasets
+    for name, dataset in datasets.items():
+        system = dataset.filesystem  # type: ignore[attr-defined]
+        assert isinstance(system, fs.SubTreeFileSystem), (name, system)
+        assert isinstance(system.base_fs, fs.LocalFileSystem), (name, system.base_fs)
