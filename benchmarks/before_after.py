@@ -164,7 +164,12 @@ def scored_night(night: Path, checkout: Path, count: bool = False) -> dict[str, 
         if count:
             query = ["-m", "flows.cli", "sql", str(out), "SELECT count(*) FROM episode_scores"]
             counted = run_fresh(query, checkout)
-            result["count_s"] = None if counted["returncode"] else counted["seconds"]
+            code = counted["returncode"]
+            if code and "no such command" not in counted["stderr"].lower():
+                raise SystemExit(
+                    f"{checkout}: sql count of {out} exited {code}:\n{counted['stderr'][-3000:]}"
+                )
+            result["count_s"] = None if code else counted["seconds"]
         return result
 
 

@@ -335,7 +335,7 @@ def cogscore_scores(out: Path) -> dict[str, tuple[float, float | None]] | None:
     if not hasattr(contract, "Match") or "RECORDED" not in contract.Match.__members__:
         return None
     scored = out / "scored"
-    subprocess.run(
+    done = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -350,7 +350,10 @@ def cogscore_scores(out: Path) -> dict[str, tuple[float, float | None]] | None:
         ],
         check=False,
         capture_output=True,
+        text=True,
     )
+    if done.returncode not in (0, 3):  # 3: rejected input, reported (the tables are written)
+        raise SystemExit(f"score of {out / 'dump'} exited {done.returncode}:\n{done.stderr}")
     frame = pl.read_delta(str(scored / "episode_scores"))
     reported = "reported_score" if "reported_score" in frame.columns else None
     return {

@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     STORAGE = 4  # the store: unreachable, credentials refused, permission, missing bucket
     BUSY = 5  # another run holds the output's lease
     REGRESSION = 6  # --fail-on-regression and a regression alert fired
+    INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report a command it stopped: 128 + 2
 
 
 def exit_code_of(error: BaseException) -> ExitCode:
@@ -50,6 +51,8 @@ def exit_code_of(error: BaseException) -> ExitCode:
         UnknownRun,
         UnlockRefused,
     )
+    if isinstance(error, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
     if isinstance(error, OutputBusy):
         return ExitCode.BUSY
     if isinstance(error, usage):
@@ -57,6 +60,17 @@ def exit_code_of(error: BaseException) -> ExitCode:
     if isinstance(error, StorageError):
         return ExitCode.STORAGE
     return ExitCode.INTERNAL
+
+
+def error_line(error: BaseException) -> str:
+    """The one line that says why a command stopped on ``error``.
+
+    >>> error_line(KeyboardInterrupt()), error_line(ValueError("bad\\nmore")), error_line(OSError())
+    ('interrupted', 'bad', 'OSError')
+    """
+    if isinstance(error, KeyboardInterrupt):
+        return str(error) or "interrupted"
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ from flows.plan import (
     ready,
     rescored_versions,
 )
-from flows.records import Verdict, exit_code_of, run_status, verdict
+from flows.records import ExitCode, Verdict, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
     MISMATCHES_LISTED,
@@ -547,6 +547,7 @@ def _score_nights(
     moved: list[pl.DataFrame] = []
 
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
+    recorded = False  # the run's rows are in the runs table: its outcome is told there
     try:
         for night in sorted({*groups, *job.refresh, *to_stand}, key=lambda n: n or ""):
             if night not in groups:  # not scored: its regressions or its standing again
@@ -676,13 +677,17 @@ def _score_nights(
             )
             if not dry_run:
                 record_failure(output, _finished(rows or [nothing], record))
+                recorded = True
         else:
             writer.commit(_finished(rows, record))
+            recorded = True
             written = [r.night or "(undated)" for r in rows if r.status is RunStatus.SUCCEEDED]
             log().info("night(s) written: %s", ", ".join(written) or "-")
     except BaseException as error:
-        if not dry_run and rows:
-            record_failure(output, _finished(rows, _crashed(error)))
+        if not dry_run and not recorded:
+            record_failure(output, _stopped(rows, run, context, failed, error))
+        if isinstance(error, KeyboardInterrupt) and not dry_run:
+            raise Interrupted(context.run_id, recorded) from None
         raise
     after = (
         state_after(state, [r for r in rows if r.status is RunStatus.SUCCEEDED], bootstrap.level)
@@ -736,11 +741,43 @@ def _alerts(regressions: pl.DataFrame, night: str = DUMP_DATE) -> list[str]:
     return [f"{m} ({s},{where}{n})" for n, m, s in fired.select(night, Col.MODEL, SCOPE).rows()]
 
 
-def _crashed(error: BaseException) -> dict[str, Any]:
-    """What the runs table records of a run that stopped on an error."""
-    code = exit_code_of(error)
-    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return {"status": "failed", "exit_code": int(code), "error": first}
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run that held the output: its one line says what the runs table
+    holds of it."""
+
+    def __init__(self, run_id: str, recorded: bool) -> None:
+        super().__init__(
+            f"interrupted after run {run_id} was recorded"
+            if recorded
+            else f"interrupted: run {run_id} wrote no night (its runs row: failed, exit "
+            f"{int(ExitCode.INTERRUPTED)})"
+        )
+
+
+def _stopped(
+    rows: Sequence[RunRow],
+    run: Mapping[str, Any],
+    context: RunContext,
+    failed: Mapping[str, str],
+    error: BaseException,
+) -> list[RunRow]:
+    """What the runs table records of a run stopped by ``error`` (a bug, Ctrl-C, the store)
+    before its commit point: one row of no night and no counts, since it wrote no night
+    (the nights it staged carry no failure mark: a rescore's nights keep their scores), and
+    the rows of the nights that had already failed on their own."""
+    stopped = RunRow(
+        **run, status=RunStatus.FAILED, finished=run["started"], night=None, table_versions={}
+    )
+    details = {
+        "engine": context.engine,
+        "command": context.command,
+        "nights_failed": dict(failed),
+        "status": "failed",
+        "exit_code": int(exit_code_of(error)),
+        "error": error_line(error),
+    }
+    own = [row for row in rows if row.status is RunStatus.FAILED]
+    return _finished([stopped, *own], details)
 
 
 def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, str]:

@@ -4,14 +4,16 @@ and object stores alike, filters pushed down), then the views of ``sql/views.sql
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from deltalake import DeltaTable
 
+from flows.cli.options import SqlFormat
 from flows.output import TABLES, Output, conform, empty_table
-from flows.storage.location import storage_options
+from flows.storage.location import Location, storage_options
 from flows.storage.runs_table import RUNS
 
 VIEWS = Path(__file__).resolve().parents[1] / "sql" / "views.sql"
@@ -34,7 +36,7 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
             delta = DeltaTable(
                 where.uri, version=version, storage_options=storage_options(where) or None
             )
-            relation = delta.to_pyarrow_dataset()
+            relation = delta.to_pyarrow_dataset(filesystem=_native(where))
             model = set(empty_table(table).columns)
             if not model <= set(relation.schema.names):  # written before a column existed
                 frame = pl.scan_pyarrow_dataset(relation)
@@ -44,7 +46,64 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
     return con
 
 
+def _native(where: Location) -> Any:
+    """Arrow's own file system for a local table, so that no Arrow thread calls into Python.
+
+    deltalake's default is its storage handler behind a Python file system: Arrow's I/O
+    threads take the GIL to use it, and one still doing so as the interpreter exits (a file
+    closed late) is ended by Python mid-C++: "terminate called without an active
+    exception", exit -6, after the result was printed (6 of 60 fresh processes on 2 loaded
+    cores; none of 120 with Arrow's LocalFileSystem). A URL keeps deltalake's (None)."""
+    if not where.is_local:
+        return None
+    from pyarrow import fs
+
+    return fs.SubTreeFileSystem(where.uri, fs.LocalFileSystem())
+
+
 def _runs_version(output: Output) -> int | None:
     from flows.storage import delta
 
     return delta.table_version(output.location, RUNS)
+
+
+_NESTED = frozenset({"list", "struct", "map", "array", "union"})
+
+
+def _name(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _texts(relation: Any, nested_as_json: bool) -> Any:
+    """``relation`` with every column as DuckDB writes it as text, or (``nested_as_json``)
+    with only its lists and structs as JSON text."""
+    columns = []
+    for column, kind in zip(relation.columns, relation.types, strict=True):
+        if nested_as_json and kind.id in _NESTED:
+            columns.append(f"to_json({_name(column)}) AS {_name(column)}")
+        elif nested_as_json:
+            columns.append(_name(column))
+        else:
+            columns.append(f"CAST({_name(column)} AS VARCHAR) AS {_name(column)}")
+    return relation.project(", ".join(columns))
+
+
+def formatted(relation: Any, how: SqlFormat) -> str:
+    """A DuckDB result as ``how`` says, every column and every value whole (DuckDB's own
+    display drops columns and cuts values at the terminal's width): a table rendered as
+    the leaderboard is, CSV (lists and structs as JSON) or one JSON array of objects."""
+    if how is SqlFormat.JSON:
+        rows = [dict(zip(relation.columns, row, strict=True)) for row in relation.fetchall()]
+        return json.dumps(rows, default=str)
+    if how is SqlFormat.CSV:
+        return str(_texts(relation, nested_as_json=True).pl().write_csv()).rstrip("\n")
+    from rich.markup import escape
+
+    from flows.summary import printable, render, table_of_columns
+
+    table = table_of_columns()
+    for column in relation.columns:
+        table.add_column(escape(printable(column)), overflow="fold")
+    for row in _texts(relation, nested_as_json=False).fetchall():
+        table.add_row(*("NULL" if v is None else escape(printable(v)) for v in row))
+    return "\n".join(render(table))

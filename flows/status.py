@@ -255,25 +255,52 @@ def comparisons(
     ``as_of``) left it. Holm's correction is over every pair of the night and scope,
     whichever ``models`` are shown. A night scored before ``model_comparisons`` existed is
     compared from its episode scores (``transforms.compare.model_comparisons``, the same
-    function)."""
-    from schemas.comparisons import MODEL_A, MODEL_B, SCOPE
+    function). A scope, night or model the output does not hold is ``CompareChoiceError``."""
+    from flows.io import is_night
+    from schemas.comparisons import MODEL_A, MODEL_B, OVERALL_SCOPES, SCOPE
+    from schemas.contract import Category
     from schemas.tables import PROVENANCE
     from transforms.compare import model_comparisons
 
+    scopes = [*OVERALL_SCOPES, *Category]
+    if scope not in scopes:
+        raise CompareChoiceError("--scope", f"{scope!r}: one of {', '.join(scopes)}")
+    if night is not None and not is_night(night):
+        raise CompareChoiceError("--date", f"{night!r} is not a date YYYY-MM-DD")
     tables = VIEWS[view]
     column = pl.col(tables.night)
     published = output.scan(tables.comparisons.name, as_of)
+    scored = output.scan(tables.models.name, as_of).select(column.unique().sort())
+    nights = scored.collect().to_series().drop_nulls().to_list()
     if night is None:
-        nights = output.scan(tables.models.name, as_of).select(column.max()).collect()
-        night = nights.item() if nights.height else None
+        night = nights[-1] if nights else None
+    elif night not in nights:
+        held = f"its nights: {nights[0]} .. {nights[-1]}" if nights else "no night"
+        raise CompareChoiceError("--date", f"{output} has no scores of {night} ({held})")
     table = published.filter(column == night).collect()
     if table.is_empty() and view is View.NIGHT:
         episodes = output.scan("episode_scores", as_of).filter(pl.col("dump_date") == night)
         table = model_comparisons(episodes.collect(), level=night_level(output, night, as_of))
     table = table.filter(pl.col(SCOPE) == scope).drop(*PROVENANCE, strict=False)
     if models:
+        present = set(table[MODEL_A]) | set(table[MODEL_B])
+        if unknown := [m for m in models if m not in present]:
+            raise CompareChoiceError(
+                "--models",
+                f"no comparison of {', '.join(map(repr, unknown))} on {night} in {scope} "
+                f"(its models: {', '.join(sorted(present)) or 'none'})",
+            )
         table = table.filter(pl.col(MODEL_A).is_in(models) & pl.col(MODEL_B).is_in(models))
     return table.sort(MODEL_A, MODEL_B)
+
+
+class CompareChoiceError(ValueError):
+    """A night, scope or model ``compare`` was asked for that the output does not hold: a
+    usage error of ``option``."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 def night_level(output: Output, night: str | None, as_of: str | None = None) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -71,14 +72,22 @@ WIDTH = 100
 MODEL_WIDTH = 12  # the least a model's name is given before it folds
 
 
+# Off a terminal a table has no width to keep to: each row on one line, whatever it holds.
+UNLIMITED = 1_000_000
+
+
 def line_width(width: int | None = None) -> int:
-    """The width tables are drawn at: at least 100 columns, or the terminal's where wider."""
+    """The width tables are drawn at: ``width`` (at least 100); by default, on a terminal at
+    least 100 columns, or its width where wider; elsewhere (a pipe, a file, a cron log)
+    unlimited, so that nothing folds or is cut."""
+    if width is None and not sys.stdout.isatty():
+        return UNLIMITED
     return max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
 
 
 def render(table: Table, width: int | None = None) -> list[str]:
-    """``table`` as plain text lines (no colour codes) at ``width`` columns (at least 100,
-    or the terminal's width where it is wider): cells wrap, they are never cut."""
+    """``table`` as plain text lines (no colour codes) at ``line_width(width)`` columns:
+    on a terminal long cells fold, never cut; elsewhere every row is one line."""
     width = line_width(width)
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)
@@ -470,6 +479,34 @@ def formula_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
+def nightly_line(outcome: Outcome) -> str:
+    """What a nightly run did with the dump's nights: scored, failed, waiting for their
+    marker, unchanged. "Nothing new" only where every night is unchanged: a night that
+    failed or waits is news.
+
+    >>> from types import SimpleNamespace as Run
+    >>> nightly_line(Run(nights_scored=[], nights_failed={}, nights_waiting=[],
+    ...     nights_unchanged=["2026-12-01"]))
+    'nightly: 0 night(s) scored (nothing new), 1 unchanged'
+    >>> nightly_line(Run(nights_scored=[], nights_failed={"2026-12-02": "why"},
+    ...     nights_waiting=["2026-12-03"], nights_unchanged=[]))  # doctest: +NORMALIZE_WHITESPACE
+    'nightly: no night scored, 1 failed (2026-12-02), 1 waiting for _SUCCESS (2026-12-03),
+    0 unchanged'
+    """
+    scored, failed = outcome.nights_scored, sorted(outcome.nights_failed)
+    waiting, unchanged = outcome.nights_waiting, len(outcome.nights_unchanged)
+    if not (scored or failed or waiting):
+        return f"nightly: 0 night(s) scored (nothing new), {unchanged} unchanged"
+    parts = [
+        f"{len(scored)} night(s) scored ({', '.join(scored)})" if scored else "no night scored"
+    ]
+    if failed:
+        parts.append(f"{len(failed)} failed ({', '.join(map(printable, failed))})")
+    if waiting:
+        parts.append(f"{len(waiting)} waiting for _SUCCESS ({', '.join(waiting)})")
+    return f"nightly: {', '.join(parts)}, {unchanged} unchanged"
+
+
 def outcome_lines(outcome: Outcome, view: View = View.STANDING) -> list[str]:
     """The terminal summary of a run, its leaderboard the standing (or with ``view`` night,
     the latest night's own)."""
@@ -477,11 +514,7 @@ def outcome_lines(outcome: Outcome, view: View = View.STANDING) -> list[str]:
     if outcome.dry_run:
         lines.append(f"dry run: nothing in {outcome.out} was changed")
     if outcome.kind == "nightly":
-        lines.append(
-            f"nightly: {len(outcome.nights_scored)} night(s) scored "
-            f"({', '.join(outcome.nights_scored) or 'nothing new'}), "
-            f"{len(outcome.nights_unchanged)} unchanged"
-        )
+        lines.append(nightly_line(outcome))
     if outcome.result is not None and outcome.dry_run:
         # no tables were written
         lines += run_lines(outcome.result, outcome.out, outcome.run_id)[:-1]

@@ -16,13 +16,14 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Final
+from typing import IO, Final
 
 REGION: Final = "us-east-1"
 _LAUNCH: Final = (
@@ -123,17 +124,19 @@ def launch_s3_server(script: list[str], port: int, timeout: float = 10.0) -> S3S
     """Run ``python -c *script`` (a moto server listening on ``port``, without the caller's
     AWS_* variables) and wait until it answers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    # Its stderr (errors only: werkzeug's request log is silenced) for a failure to name.
+    said = tempfile.TemporaryFile()  # noqa: SIM115 (the server's for its whole life)
     process = subprocess.Popen(
         [sys.executable, "-c", *script],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=said,
         env=env,
     )
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"moto server exited with {process.returncode}")
+            raise RuntimeError(f"moto server exited with {process.returncode}:\n{_tail(said)}")
         try:
             with urllib.request.urlopen(endpoint + "/moto-api/", timeout=0.5):
                 return S3Server(endpoint, process)
@@ -141,4 +144,11 @@ def launch_s3_server(script: list[str], port: int, timeout: float = 10.0) -> S3S
             time.sleep(0.05)
     process.kill()
     process.wait()
-    raise RuntimeError(f"moto server did not answer on {endpoint} within {timeout} s")
+    raise RuntimeError(
+        f"moto server did not answer on {endpoint} within {timeout} s:\n{_tail(said)}"
+    )
+
+
+def _tail(said: IO[bytes]) -> str:
+    said.seek(0)
+    return said.read()[-3000:].decode(errors="replace")

@@ -9,13 +9,87 @@ import gc
 import importlib
 import os
 import sys
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+# typer's own click (uv.lock pins it)
+from typer._click.exceptions import BadParameter, ClickException, NoSuchOption, UsageError
+from typer.core import TyperGroup
+
+
+class OneLineErrors(TyperGroup):
+    """The app's command group: a usage error is one ``error: …`` line on stderr and exit 2
+    (README "Exit codes"), where typer draws a box of 5-7 lines; Ctrl-C outside a run is
+    ``error: interrupted`` and exit 130 (typer: silence)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        given = (args, prog_name, complete_var, False, windows_expand_args)
+        if not standalone_mode:
+            return super().main(*given, **extra)
+        try:
+            code = super().main(*given, **extra)
+        except ClickException as error:
+            if type(error).__name__ != "NoArgsIsHelpError":  # the help, printed already
+                say(usage_line(error), error=True)
+            sys.exit(error.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            say("interrupted", error=True)
+            raise typer.Exit(130) from None
+        except (ClickException, typer.Exit, typer.Abort):
+            raise
+        except Exception as bug:  # a bug in any command: one line, exit 1 (README)
+            if os.environ.get("COGSCORE_DEBUG"):
+                raise
+            say(internal_error(bug), error=True)
+            raise typer.Exit(1) from None
+
+
+def internal_error(bug: Exception) -> str:
+    """The one line of an internal error (a bug): its kind and first line.
+
+    >>> internal_error(RuntimeError("an invariant broke\\nsecond line"))
+    'internal error: RuntimeError: an invariant broke (COGSCORE_DEBUG=1 shows where)'
+    """
+    first = (str(bug).strip().splitlines() or [""])[0]
+    return f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
+
+
+def usage_line(error: ClickException) -> str:
+    """A click error as one line: its message (an unknown option with the names click
+    finds close to it, best first), and where an unknown name's command lists its own."""
+    message = error.message if isinstance(error, NoSuchOption) else error.format_message()
+    if isinstance(error, NoSuchOption) and error.possibilities:
+        message += f" (did you mean {' or '.join(error.possibilities)}?)"
+    if message[:1].isupper() and message[1:2].islower():
+        message = message[0].lower() + message[1:]
+    message = " ".join(message.split()).rstrip(".")  # one line
+    context = getattr(error, "ctx", None)
+    if not isinstance(error, BadParameter) and isinstance(error, UsageError) and context:
+        message += f"; see {context.command_path} --help"
+    return message
+
+
 app = typer.Typer(
-    no_args_is_help=True, add_completion=False, help="Score learning-benchmark dumps."
+    cls=OneLineErrors,
+    no_args_is_help=True,
+    add_completion=False,
+    help="Score learning-benchmark dumps.",
 )
 
 
@@ -70,7 +144,9 @@ def main(
     from flows import logs
 
     if log_level.lower() not in ("debug", "info", "warning", "error"):
-        raise typer.BadParameter(f"{log_level!r}: debug, info, warning or error")
+        raise typer.BadParameter(
+            f"{log_level!r}: debug, info, warning or error", param_hint="--log-level"
+        )
     logs.configure(log_level, log_format.value)
     _LOG_FORMAT[0] = log_format
     if log_format is LogFormat.JSON:

@@ -4,12 +4,15 @@ of scores)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from flows.cli import app
+from flows.cli.options import writable
 from flows.importers.kaggle_command import import_kaggle
 from flows.importers.scores_command import import_scores_command
 
@@ -56,6 +59,7 @@ def simulate(
 
     from simulator.dump import DEFAULT_REJECTS, simulate_dump
 
+    writable(out, "--out", folder=True)
     if no_date and day is not None:
         raise typer.BadParameter("give --date or --no-date, not both", param_hint="--date")
     if not no_date and day is None:
@@ -94,5 +98,17 @@ def simulate(
     )
 
 
-app.command("import-kaggle")(import_kaggle)
-app.command("import-scores")(import_scores_command)
+def _into_a_folder(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` (an importer's), its ``--out`` refused as a usage error before any work
+    where it cannot be a folder (``writable``)."""
+
+    @functools.wraps(command)  # typer reads the options from the wrapped signature
+    def checked(**options: Any) -> None:
+        writable(options["out"], "--out", folder=True)
+        command(**options)
+
+    return checked
+
+
+app.command("import-kaggle")(_into_a_folder(import_kaggle))
+app.command("import-scores")(_into_a_folder(import_scores_command))

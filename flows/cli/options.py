@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,6 +21,14 @@ class Engine(StrEnum):
     AUTO = "auto"
     LOCAL = "local"
     PREFECT = "prefect"
+
+
+class SqlFormat(StrEnum):
+    """How ``cogscore sql`` prints a result (``flows.sql.formatted``): never a value cut."""
+
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
 
 
 def engine_of(engine: Engine) -> Engine:
@@ -250,6 +259,23 @@ def refused(error: Exception) -> typer.Exit:
 
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(int(exit_code_of(error)))
+
+
+def writable(path: str | Path, option: str, *, folder: bool) -> None:
+    """Refuse, as a usage error before any work, a local ``path`` a command will write that
+    cannot be what it must be (a ``folder``, else a file): a folder that is a file, a file
+    that is a folder, or either below a file. A URL passes: its store answers for it."""
+    if "://" in str(path):
+        return
+    target = Path(path).expanduser()
+    if target.exists() and target.is_dir() != folder:
+        what = "a file, not a folder" if folder else "a folder: give the file to write"
+        raise typer.BadParameter(f"{target} is {what}", param_hint=option)
+    for above in target.parents:
+        if above.exists():
+            if not above.is_dir():
+                raise typer.BadParameter(f"{above} is a file, not a folder", param_hint=option)
+            return
 
 
 def use_storage_options(pairs: list[str] | None) -> None:

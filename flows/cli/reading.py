@@ -4,6 +4,7 @@ Prefect: they answer in well under a second."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -15,10 +16,12 @@ from flows.cli.options import (
     AsOfOpt,
     JsonOpt,
     OutArg,
+    SqlFormat,
     StorageOpt,
     ViewOpt,
     refused,
     use_storage_options,
+    writable,
 )
 from schemas.tables import VIEWS, View
 
@@ -56,6 +59,7 @@ def report(
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
+    writable(html_file, "--html", folder=False)
     t0 = time.perf_counter()
     try:
         output = Output.at(out).require()
@@ -241,7 +245,13 @@ def compare(
     that scored the night), the Holm-corrected p-value, the verdict and the minimum
     detectable effect."""
     from flows.output import Output
-    from flows.status import as_json, comparison_lines, comparisons, night_level
+    from flows.status import (
+        CompareChoiceError,
+        as_json,
+        comparison_lines,
+        comparisons,
+        night_level,
+    )
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
@@ -251,6 +261,8 @@ def compare(
         table = comparisons(output, night, scope, models, as_of, view)
     except StorageError as error:
         raise refused(error) from None
+    except CompareChoiceError as error:
+        raise typer.BadParameter(str(error), param_hint=error.option) from None
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
@@ -267,24 +279,37 @@ def sql(
     out: OutArg,
     query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
     as_of: AsOfOpt = None,
+    output_format: Annotated[
+        SqlFormat | None,
+        typer.Option(
+            "--format",
+            envvar="COGSCORE_FORMAT",
+            help="table (the default on a terminal: every column, long values folded), csv "
+            "(the default elsewhere: a pipe, a file, a cron log; lists and structs as JSON) "
+            "or json (one array of objects). No value is ever cut.",
+        ),
+    ] = None,
     storage_option: StorageOpt = None,
 ) -> None:
     """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
     views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
     from flows.output import Output
-    from flows.sql import connect
+    from flows.sql import connect, formatted
     from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
+    # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.
+    how = output_format or (SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV)
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
         con = connect(output, as_of)
         relation = con.sql(query)
+        shown = None if relation is None else formatted(relation, how)
     except StorageError as error:
         raise refused(error) from None
     except Exception as error:  # a DuckDB error in the query: the user's to fix
         typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None
-    if relation is not None:
-        typer.echo(str(relation))
+    if shown is not None:
+        typer.echo(shown)

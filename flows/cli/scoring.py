@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from flows import prehash
-from flows.cli import LAST_WORDS, TYPED, app, command_line, say
+from flows.cli import LAST_WORDS, TYPED, app, command_line, internal_error, say
 from flows.cli.options import (
     DEFAULT,
     RUN_DEFAULT,
@@ -41,6 +41,7 @@ from flows.cli.options import (
     ViewOpt,
     engine_of,
     use_storage_options,
+    writable,
 )
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RegressionOptions, RunOptions
@@ -173,7 +174,7 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.records import ExitCode, exit_code_of, run_record
+    from flows.records import ExitCode, error_line, exit_code_of, run_record
     from flows.storage.errors import StorageError
     from flows.summary import RegressionAlert, StrictFailure, enforce_strict, outcome_lines
 
@@ -219,6 +220,8 @@ def _run(
         outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
     except (InputError, StorageError) as refused:
         code, error = exit_code_of(refused), str(refused)
+    except KeyboardInterrupt as stop:  # Ctrl-C: one line, exit 130, as the runs table says
+        code, error = ExitCode.INTERRUPTED, error_line(stop)
     except typer.Exit:
         raise
     except typer.BadParameter as usage:  # the command line's own: exit 2, recorded
@@ -227,9 +230,7 @@ def _run(
     except Exception as bug:  # a bug: one line, the traceback only where asked for
         if os.environ.get("COGSCORE_DEBUG"):
             raise
-        first = (str(bug).strip().splitlines() or [""])[0]
-        code = ExitCode.INTERNAL
-        error = f"internal error: {type(bug).__name__}: {first} (COGSCORE_DEBUG=1 shows where)"
+        code, error = ExitCode.INTERNAL, internal_error(bug)
     if outcome is not None:
         for line in outcome_lines(outcome, view):
             typer.echo(line)
@@ -510,6 +511,8 @@ def rescore(
         if not formula:
             raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
         first, last = _day(since), _day(until)
+        if diff_out is not None:
+            writable(diff_out, "--diff-out", folder=False)
     _run(
         engine,
         dask_address,

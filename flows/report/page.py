@@ -380,6 +380,9 @@ def write_report(
     page = render(read_warehouse(Output.at(out), as_of), night, view)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(page, encoding="utf-8")
-    partial.replace(path)
+    try:
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)  # a page not written leaves no 5 MB behind
     return path

@@ -213,31 +213,29 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe_or_when_quiet(tmp_path: 
     # The terminal the test runs in must not matter: a capable one is asked for here (a
     # dumb terminal gets no live display, as checked below).
     capable = {**os.environ, "TERM": "xterm-256color"}
-    log = tmp_path / "terminal.log"
-    subprocess.run(
-        ["script", "-qfec", shlex.join(command("tty")), str(log)],
-        cwd=root, check=True, capture_output=True, timeout=120, env=capable,
-    )  # fmt: skip
-    seen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", log.read_text(errors="replace"))
+
+    def recorded(args: list[str], env: dict[str, str]) -> str:
+        """What the terminal showed of ``args`` (its stderr too: the failure names it)."""
+        log = tmp_path / f"{Path(args[6]).name}.log"  # by the output's name
+        done = subprocess.run(
+            ["script", "-qfec", shlex.join(args), str(log)],
+            cwd=root, capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        shown = log.read_text(errors="replace")
+        assert done.returncode == 0, shown[-3000:] + done.stderr
+        return shown
+
+    seen = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", recorded(command("tty"), capable))
     assert re.search(rf"files\b.*\b{files}/{files}\b", seen), seen[-2000:]
     assert re.search(r"nights\b.*\b2/2\b", seen) and "M rows/s" in seen
     assert "aggregating (bootstrap)" in seen  # a long step says what it is doing
     assert f"{example_dump_counts()['rows_read']} rows read" in seen  # and the summary follows
     piped = subprocess.run(command("pipe"), cwd=root, capture_output=True, text=True, timeout=120)
-    assert piped.returncode == 0 and "files" not in piped.stderr and "━" not in piped.stderr
-    quiet_log = tmp_path / "quiet.log"
-    subprocess.run(
-        ["script", "-qfec", shlex.join(command("quiet", "--quiet")), str(quiet_log)],
-        cwd=root, check=True, capture_output=True, timeout=120, env=capable,
-    )  # fmt: skip
-    assert "━" not in quiet_log.read_text(errors="replace")
+    assert piped.returncode == 0, piped.stderr
+    assert "files" not in piped.stderr and "━" not in piped.stderr
+    assert "━" not in recorded(command("quiet", "--quiet"), capable)
     dumb = {**os.environ, "TERM": "dumb"}  # a terminal that cannot redraw: no live display
-    dumb_log = tmp_path / "dumb.log"
-    subprocess.run(
-        ["script", "-qfec", shlex.join(command("dumb")), str(dumb_log)],
-        cwd=root, check=True, capture_output=True, timeout=120, env=dumb,
-    )  # fmt: skip
-    shown = dumb_log.read_text(errors="replace")
+    shown = recorded(command("dumb"), dumb)
     assert "━" not in shown and f"{example_dump_counts()['rows_read']} rows read" in shown
 
 

@@ -415,6 +415,98 @@ def test_an_unreachable_prefect_api_is_one_line_and_exit_4(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
+BENCH = ROOT.parent / "shared" / "learningbench"
+FLAT = str(BENCH / "leaderboard" / "leaderboard_flat.csv")
+KAGGLE = [str(BENCH / "kaggle_runs" / "google_gemini-2.5-flash"), "--tasks", str(BENCH / "tasks")]
+RESCORE = ["rescore", str(EXAMPLE_DUMP), "--out", "{out}", "--formula", "runtime_rl=v1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        (["report", "{out}", "--html", "{folder}"], 2, "--html: {folder} is a folder"),
+        (["report", "{out}", "--html", "{file}/r.html"], 2, "--html: {file} is a file"),
+        (["simulate", "--out", "{file}", "--episodes", "10"], 2, "--out: {file} is a file"),
+        (["import-scores", FLAT, "--out", "{file}"], 2, "--out: {file} is a file"),
+        (["import-kaggle", *KAGGLE, "--out", "{file}"], 2, "--out: {file} is a file"),
+        ([*RESCORE, "--diff-out", "{folder}"], 2, "--diff-out: {folder} is a folder"),
+        (["compare", "{out}", "--date", "2026-13-01"], 2, "'2026-13-01' is not a date"),
+        (["compare", "{out}", "--date", "2026-01-01"], 2, "has no scores of 2026-01-01"),
+        (["compare", "{out}", "--scope", "concept"], 2, "--scope: 'concept': one of overall"),
+        (["compare", "{out}", "--models", "nosuchmodel"], 2, "no comparison of 'nosuchmodel'"),
+        (["score", str(EXAMPLE_DUMP), "--ot", "x"], 2, "no such option: --ot (did you mean --out"),
+        (["nightl"], 2, "no such command 'nightl'. Did you mean 'nightly'?"),
+        (["score", "--out", "{out}"], 2, "missing argument 'DUMP_ROOT'"),
+        (["--log-level", "loud", "formulas"], 2, "invalid value for --log-level: 'loud'"),
+    ],
+)
+def test_each_error_is_one_line_with_its_documented_exit_code(
+    args: list[str], code: int, said: str, scored_out: Path, tmp_path: Path
+) -> None:
+    """Where there was a traceback (a folder for a file, a file for a folder), the wrong exit
+    code (4 for a usage error), exit 0 ("no pair of models to compare" for a night, scope or
+    model that does not exist) or typer's box of 5-7 lines: one ``error:`` line, exit 2."""
+    (tmp_path / "a-file").write_text("not a folder")
+    (tmp_path / "a-folder").mkdir()
+    places = {"out": scored_out, "file": tmp_path / "a-file", "folder": tmp_path / "a-folder"}
+    code_seen, text, _ = cli(*[a.format(**places) for a in args])
+    assert code_seen == code, text
+    assert text.strip().splitlines() == [text.strip()], text  # one line
+    assert text.startswith("error: ") and said.format(**places) in text, text
+    assert not list(tmp_path.rglob("*.partial"))  # report: no half-written page left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder"]
+
+
+def test_ctrl_c_in_a_read_command_is_one_line_and_exit_130(
+    scored_out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows import status
+
+    def interrupted(*args: object) -> list[str]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(status, "history_lines", interrupted)
+    code, text, _ = cli("history", str(scored_out))
+    assert (code, text) == (130, "error: interrupted\n")
+
+
+def test_an_internal_error_in_a_read_command_is_one_line_and_exit_1(
+    scored_out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the scoring commands' (README "Exit codes": 1), where it was a traceback."""
+    from typer.testing import CliRunner
+
+    from flows import status
+    from flows.cli import app
+
+    def broken(*args: object) -> list[str]:
+        raise RuntimeError("an invariant broke\nsecond line")
+
+    monkeypatch.setattr(status, "history_lines", broken)
+    code, text, _ = cli("history", str(scored_out))
+    assert (code, text) == (
+        1,
+        "error: internal error: RuntimeError: an invariant broke (COGSCORE_DEBUG=1 shows where)\n",
+    )
+    monkeypatch.setenv("COGSCORE_DEBUG", "1")
+    shown = CliRunner().invoke(app, ["history", str(scored_out)])
+    assert isinstance(shown.exception, RuntimeError)
+
+
+def test_help_still_answers_and_a_report_not_written_leaves_no_partial_file(
+    scored_out: Path, tmp_path: Path
+) -> None:
+    from flows.report import write_report
+
+    code, text, _ = cli("score", "--help")
+    assert code == 0 and "Usage: " in text and "--out" in text and "error: " not in text
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        write_report(scored_out, folder)  # past the command's check: the page's own write
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-folder"]
+
+
 def test_read_commands_on_a_missing_output_exit_2_and_create_nothing(tmp_path: Path) -> None:
     typo = tmp_path / "TYPO"
     for args in (
@@ -528,3 +620,186 @@ def test_with_the_prefect_engine_the_error_line_is_still_the_last_on_stderr(
     assert done.returncode == 3, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: strict run failed: completed with rejected input")
+
+
+# --- Ctrl-C: one line, exit 130, recorded as such, no night marked ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "point"),
+    [("rescore", "before-commit"), ("nightly", "scored")],
+)
+def test_ctrl_c_is_one_line_exit_130_recorded_and_marks_no_night(
+    tmp_path: Path, command: str, point: str
+) -> None:
+    """SIGINT sent to ``cogscore`` (a real process, stopped at ``point``): after every night
+    is staged and every table committed (``before-commit``, a rescore), or while the first
+    night is scored (``scored``, a nightly of a new night). It commits no night: the runs
+    table says so (exit 130, no counts, no night), and once a later run has succeeded,
+    ``status`` marks no night failed."""
+    import os
+    import signal
+    import time
+
+    from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    assert cli("nightly", str(dump), "--out", str(out))[0] == 0
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    args = [str(dump), "--out", str(out), "--engine", "local"]
+    if command == "rescore":
+        args += ["--formula", "procedural_learning=v1"]
+    flag = tmp_path / "paused"
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", command, *args],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, PAUSE_AT: point, PAUSE_FLAG: str(flag)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert flag.exists(), victim.communicate()
+    victim.send_signal(signal.SIGINT)
+    shown, said = victim.communicate(timeout=120)
+    assert victim.returncode == 130, said
+    assert shown == ""
+    (line,) = said.strip().splitlines()
+    assert line.startswith("error: interrupted: run ") and "wrote no night" in line, said
+
+    runs_rows = Output.at(out).runs()
+    mine = runs_rows.filter(runs_rows["run_id"] == runs_rows["run_id"][-1])  # the latest
+    assert mine.height == 1, mine
+    row = mine.row(0, named=True)
+    assert (row["kind"], row["status"], row["night"]) == (command, "failed", None)
+    assert row["episodes_scored"] is None  # it committed nothing
+    details = json.loads(row["details"])
+    assert (details["exit_code"], details["status"]) == (130, "failed")
+    assert details["error"] == "interrupted"
+    latest = json.loads(stdout("history", str(out), "--json"))[0]
+    assert (latest["run_id"], latest["exit_code"], latest["nights"]) == (row["run_id"], 130, [])
+    assert latest["episodes_scored"] in (None, 0)
+
+    code, _, record = cli("nightly", str(dump), "--out", str(out), "--json")
+    assert code == 0 and record is not None and record["nights_scored"] == ["2026-12-02"]
+    report = json.loads(stdout("status", str(out), "--json"))
+    assert report["nights"] == ["2026-11-30", "2026-12-01", "2026-12-02"]
+    assert report["nights_failed"] == {}
+    assert "FAILED" not in stdout("status", str(out))
+
+
+# --- output that is not a terminal: no value cut or folded ------------------------------------
+
+
+def test_off_a_terminal_no_value_is_cut_or_folded(tmp_path: Path) -> None:
+    """Every command's output in a pipe with ``TERM=dumb`` (a cron log): a model name of 98
+    characters whole on one line in the run summary's leaderboard, a rescore's diff,
+    ``compare`` and ``sql``; ``history``'s nights on one line; no ``…`` anywhere."""
+    import os
+
+    import polars as pl
+
+    from flows.output import Output
+
+    long = "meta-llama/Llama-3.1-405B-Instruct-FP8-" + "extended-context-" * 3 + "a" * 8
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+    night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
+    for file in dump.rglob("*.parquet"):
+        rows = pl.read_parquet(file)
+        named = pl.when(pl.col("model") == "oracle-large").then(pl.lit(long))
+        rows.with_columns(named.otherwise(pl.col("model")).alias("model")).write_parquet(file)
+    env = {**os.environ, "TERM": "dumb"}
+
+    def piped(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", *args],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, done.stdout
+        return done.stdout
+
+    def whole(text: str) -> bool:
+        return any(long in line for line in text.splitlines())
+
+    assert whole(piped("score", str(dump), "--out", str(out), "--engine", "local"))
+    rescore = ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1"]
+    moved = piped(*rescore)
+    assert whole(moved.split("what the rescore moved")[1])
+    assert whole(piped("compare", str(out)))
+    assert whole(piped("sql", str(out), "FROM leaderboard"))  # every column: CSV here
+    assert whole(piped("sql", str(out), "FROM leaderboard", "--format", "table"))
+    table = piped("sql", str(out), "SELECT details FROM runs", "--format", "table")
+    details = Output.at(out).runs()["details"]
+    assert all(any(d in line for line in table.splitlines()) for d in details)
+    nights = "2026-11-30, 2026-12-01, 2026-12-02"
+    assert sum(nights in line for line in piped("history", str(out)).splitlines()) == 2
+    assert "nights: 3" in piped("status", str(out))
+
+
+# --- the nightly summary: "nothing new" only when nothing is -----------------------------------
+
+
+def test_the_nightly_summary_says_nothing_new_only_when_every_night_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
+
+    def headline(*extra: str) -> tuple[int, str]:
+        code, text, _ = cli("nightly", str(dump), "--out", str(out), *extra)
+        (line,) = [line for line in text.splitlines() if line.startswith("nightly: ")]
+        return code, line
+
+    assert headline() == (0, "nightly: 2 night(s) scored (2026-11-30, 2026-12-01), 0 unchanged")
+    assert headline() == (0, "nightly: 0 night(s) scored (nothing new), 2 unchanged")
+    for night in ("2026-11-30", "2026-12-01"):
+        (dump / f"dump_date={night}" / "_SUCCESS").touch()
+    night_of_errors(dump, "2026-12-02", models=set())  # a new night, its marker not yet there
+    assert headline("--require-marker") == (
+        0,
+        "nightly: no night scored, 1 waiting for _SUCCESS (2026-12-02), 2 unchanged",
+    )
+    shutil.rmtree(dump / "dump_date=2026-12-02")
+    shutil.copytree(dump / "dump_date=2026-12-01", dump / "dump_date=2026-12-03")  # repeats
+    assert headline() == (3, "nightly: no night scored, 1 failed (2026-12-03), 2 unchanged")
+    shutil.rmtree(dump / "dump_date=2026-12-03")
+    night_of_errors(dump, "2026-12-04")  # every episode a harness error: written, failed
+    night_of_errors(dump, "2026-12-05", models=set())
+    assert headline() == (
+        3,
+        "nightly: 1 night(s) scored (2026-12-05), 1 failed (2026-12-04), 2 unchanged",
+    )
+
+
+# --- sql in a fresh process: no Arrow thread left calling into Python at exit ---------------
+
+
+def test_sql_reads_a_local_output_with_no_python_in_arrows_io(scored_out: Path) -> None:
+    """deltalake's default file system for a pyarrow dataset is its storage handler behind
+    a Python file system: Arrow's I/O threads take the GIL to use it, and one still doing
+    so as the interpreter exits aborts the process ("terminate called without an active
+    exception", exit -6, after the result was printed: the flaky ``sql`` count of
+    tests/benchmarks/test_before_after.py). Every table of a local output is read through
+    Arrow's own file system."""
+    from pyarrow import fs
+
+    from flows.output import Output
+    from flows.sql import connect
+
+    registered: dict[str, object] = {}
+
+    class Recorded:
+        def register(self, name: str, relation: object) -> None:
+            registered[name] = relation
+
+        def execute(self, query: str) -> None:
+            pass
+
+    connect(Output.at(scored_out), con=Recorded())
+    datasets = {n: r for n, r in registered.items() if hasattr(r, "filesystem")}
+    assert {"episode_scores", "runs"} <= set(datasets)  # tables with rows: datasets
+    for name, dataset in datasets.items():
+        system = dataset.filesystem  # type: ignore[attr-defined]
+        assert isinstance(system, fs.SubTreeFileSystem), (name, system)
+        assert isinstance(system.base_fs, fs.LocalFileSystem), (name, system.base_fs)

@@ -179,14 +179,14 @@ def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -
     show = "import flows, os; print(os.environ['_RJEM_MALLOC_CONF'])"
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     ours = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True)
-    assert ours.stdout.strip() == ALLOCATOR
+    assert ours.stdout.strip() == ALLOCATOR, ours.stderr
     theirs = subprocess.run(
         [sys.executable, "-c", show],
         env={**env, "_RJEM_MALLOC_CONF": "narenas:1"},
         capture_output=True,
         text=True,
     )
-    assert theirs.stdout.strip() == "narenas:1"
+    assert theirs.stdout.strip() == "narenas:1", theirs.stderr
 
 
 def test_the_flows_give_openblas_one_thread_before_numpy_loads_unless_the_user_did() -> None:
@@ -209,6 +209,7 @@ def test_the_flows_give_openblas_one_thread_before_numpy_loads_unless_the_user_d
         shown = subprocess.run(
             [sys.executable, "-c", show], env={**env, **given}, capture_output=True, text=True
         )
+        assert shown.returncode == 0, shown.stderr
         setting, count = shown.stdout.split()
         return setting, int(count)
 

@@ -44,7 +44,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_help_says_the_task_files_are_run() -> None:
     done = _cogscore("import-kaggle", "--help")
-    assert done.returncode == 0
+    assert done.returncode == 0, done.stderr
     assert "RUNS" in done.stdout and "ARE RUN" in " ".join(done.stdout.split())
 
 
@@ -67,7 +67,7 @@ def test_json_summary_and_strict_exit(runs: Path, tmp_path: Path) -> None:
     again = _cogscore(
         "import-kaggle", str(runs), "--tasks", str(TASKS), "--out", str(tmp_path), "--json"
     )
-    assert again.returncode == 0
+    assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout.strip().splitlines()[-1])["files_written"] == 0
 
 
@@ -75,7 +75,7 @@ def test_a_missing_runs_folder_is_refused(tmp_path: Path) -> None:
     done = _cogscore(
         "import-kaggle", str(tmp_path / "nowhere"), "--tasks", str(TASKS), "--out", str(tmp_path)
     )
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ")
 
 
