@@ -342,6 +342,15 @@ def read_table(location: Location, table: str, version: int | None = None) -> pl
     if _open(where) is None:
         raise StorageError(f"cannot read {where.display}: no Delta table there")
     with _errors(f"read version {version} of table", where):
+        if where.is_local and quote(where.uri, safe="/") != where.uri:
+            # polars' Delta reader takes the files' percent-encoded paths for paths (a folder
+            # "sp ace" is looked for as "sp%20ace"): such a folder is read through Arrow's
+            # own file system (filters still pushed down to the partitions).
+            from pyarrow import fs
+
+            native = fs.SubTreeFileSystem(where.uri, fs.LocalFileSystem())
+            table_at = DeltaTable(where.uri, version=version)
+            return pl.scan_pyarrow_dataset(table_at.to_pyarrow_dataset(filesystem=native))
         options = polars_options(storage_options(where))
         return pl.scan_delta(where.uri, version=version, storage_options=options)
 

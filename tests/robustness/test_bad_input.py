@@ -137,3 +137,22 @@ def test_an_output_path_delta_rs_cannot_use_is_refused_before_any_write(
     code, output = run("score", EXAMPLE_DUMP, "--out", tmp_path / name, "--engine", "local")
     assert code == 2 and "a local output's path cannot hold" in output
     assert output.count("\n") == 1 and not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("name", ["sp ace", "a#b", "caf\u00e9"])
+def test_an_output_path_with_a_space_is_written_and_read_as_any_other(
+    name: str, tmp_path: Path
+) -> None:
+    """polars' Delta reader looked for a folder "sp ace" as "sp%20ace": the run wrote its
+    tables, then failed reading them back (exit 1), and every read command after it."""
+    from tests.tables import assert_same_tables
+
+    plain, odd = tmp_path / "plain", tmp_path / name / "out"
+    for out in (plain, odd):
+        code, output = run("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")
+        assert code == 0, output
+    assert_same_tables(plain, odd)
+    code, output = run("sql", odd, "SELECT count(*) AS n FROM leaderboard")
+    assert code == 0 and "n" in output
+    code, output = run("report", odd, "--html", tmp_path / "page.html")
+    assert code == 0, output
