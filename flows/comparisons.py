@@ -200,7 +200,7 @@ class NightWatch:
             pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
             baseline=self.options.baseline,
             k=self.options.baseline_nights,
-            margin=self.options.margin,
+            margin=self.options.regression_margin,
             metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
             design=self.design,

@@ -12,15 +12,16 @@ summarises each run.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 import prefect.settings
@@ -39,7 +40,7 @@ from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
 from flows.io import DumpFile, content_digest, modified_ns
-from flows.options import run_options
+from flows.options import RUN_OPTIONS, run_options
 from flows.report import write_report
 from flows.score import (
     SCORER_CODE,
@@ -76,6 +77,7 @@ def batch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     return CACHE_PREFIX + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
 CACHE_DAYS_ENV = "COGSCORE_CACHE_DAYS"
 CACHE_DAYS = 2.0
 
@@ -254,6 +256,27 @@ def _context(kind: str, storage_options: list[str] | None, **given: Any) -> runs
     )
 
 
+def run_parameters(kind: str) -> Callable[[F], F]:
+    """Give flow ``kind``'s function the run options it takes (``flows.options.RUN_OPTIONS``,
+    where each is declared once) as parameters, each None by default (the worker's
+    environment variable, then the option's default): it receives them in ``**run``."""
+
+    def add(function: F) -> F:
+        signature = inspect.signature(function, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        own += [
+            inspect.Parameter(
+                option.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=option.kind
+            )
+            for option in RUN_OPTIONS
+            if kind in option.commands
+        ]
+        function.__signature__ = signature.replace(parameters=own)  # type: ignore[attr-defined]
+        return function
+
+    return add
+
+
 def _files_at_once() -> TaskRunner[PrefectFuture[Any]]:
     """The flows' task runner: as many files at once as the local engine scores
     (``runs.FILES_AT_ONCE``), unless ``PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS`` says
@@ -265,62 +288,36 @@ def _files_at_once() -> TaskRunner[PrefectFuture[Any]]:
 
 
 @flow(name="cogscore-score", validate_parameters=False, task_runner=_files_at_once())
+@run_parameters("score")
 def score_flow(
     input_root: Path | str,
     out: Path | str,
     formulas: list[str] | None = None,
-    strict: bool | None = None,
-    require_marker: bool | None = None,
     storage_options: list[str] | None = None,
-    baseline: str | None = None,
-    baseline_nights: int | None = None,
-    regression_margin: float | None = None,
-    harness_error_tolerance: float | None = None,
-    level: float | None = None,
-    fail_on_regression: bool | None = None,
-    input_root_changed: bool | None = None,
+    **run: Any,
 ) -> runs.Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
     (default COGSCORE_FAIL_ON_REGRESSION): when a regression alert fires."""
-    context = _context(
-        "score",
-        storage_options,
-        strict=strict,
-        require_marker=require_marker,
-        fail_on_regression=fail_on_regression,
-        input_changed=input_root_changed,
-        baseline=baseline,
-        baseline_nights=baseline_nights,
-        margin=regression_margin,
-        harness_error_tolerance=harness_error_tolerance,
-        level=level,
-    )
+    context = _context("score", storage_options, **run)
     outcome = runs.score(input_root, out, formulas or [], prefect_mapper, context)
     return enforce_strict(_publish(outcome))
 
 
 @flow(name="cogscore-nightly", validate_parameters=False, task_runner=_files_at_once())
+@run_parameters("nightly")
 def nightly_flow(
     dump_root: Path | str,
     out: Path | str,
     formulas: list[str] | None = None,
     verify: bool = False,
-    strict: bool | None = None,
-    require_marker: bool | None = None,
     storage_options: list[str] | None = None,
-    baseline: str | None = None,
-    baseline_nights: int | None = None,
-    regression_margin: float | None = None,
-    harness_error_tolerance: float | None = None,
-    level: float | None = None,
-    fail_on_regression: bool | None = None,
-    input_root_changed: bool | None = None,
     runs_to_import: str | None = None,
     tasks: str | None = None,
     task_timeout: float | None = None,
     task_memory: int | None = None,
     report: str | None = None,
+    **run: Any,
 ) -> runs.Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). A harness
@@ -334,19 +331,7 @@ def nightly_flow(
     a regression alert fires on a night it scored; the regression options default to
     COGSCORE_BASELINE, COGSCORE_BASELINE_NIGHTS, COGSCORE_REGRESSION_MARGIN and
     COGSCORE_HARNESS_ERROR_TOLERANCE; ``level`` (the intervals') to COGSCORE_LEVEL."""
-    context = _context(
-        "nightly",
-        storage_options,
-        strict=strict,
-        require_marker=require_marker,
-        fail_on_regression=fail_on_regression,
-        input_changed=input_root_changed,
-        baseline=baseline,
-        baseline_nights=baseline_nights,
-        margin=regression_margin,
-        harness_error_tolerance=harness_error_tolerance,
-        level=level,
-    )
+    context = _context("nightly", storage_options, **run)
     harvest = None
     if runs_to_import is not None or tasks is not None:
         if runs_to_import is None or tasks is None:
@@ -376,6 +361,7 @@ def harvest_parameters(harvest: Harvest | None) -> dict[str, Any]:
 
 
 @flow(name="cogscore-rescore", validate_parameters=False, task_runner=_files_at_once())
+@run_parameters("rescore")
 def rescore_flow(
     dump_root: Path | str,
     out: Path | str,
@@ -384,30 +370,12 @@ def rescore_flow(
     until: date | None = None,
     dry_run: bool = False,
     diff_out: Path | str | None = None,
-    strict: bool | None = None,
-    require_marker: bool | None = None,
     storage_options: list[str] | None = None,
-    baseline: str | None = None,
-    baseline_nights: int | None = None,
-    regression_margin: float | None = None,
-    harness_error_tolerance: float | None = None,
-    level: float | None = None,
-    input_root_changed: bool | None = None,
+    **run: Any,
 ) -> runs.Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
-    context = _context(
-        "rescore",
-        storage_options,
-        strict=strict,
-        require_marker=require_marker,
-        input_changed=input_root_changed,
-        baseline=baseline,
-        baseline_nights=baseline_nights,
-        margin=regression_margin,
-        harness_error_tolerance=harness_error_tolerance,
-        level=level,
-    )
+    context = _context("rescore", storage_options, **run)
     outcome = runs.rescore(
         dump_root, out, formulas, since, until, prefect_mapper, dry_run, diff_out, context
     )

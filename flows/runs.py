@@ -879,7 +879,7 @@ def score(
     files, waiting = ready(input_root, listed, context.options.require_marker)
 
     def prepare(state: dict[str, Any]) -> Work:
-        check_places(input_root, output, state, context.options.input_changed)
+        check_places(input_root, output, state, context.options.input_root_changed)
         versions = formulas_for(output, formulas, state)
         if not files:
             details = {"waiting": waiting}
@@ -919,7 +919,7 @@ def nightly(
     plans: list[NightlyPlan] = []
 
     def prepare(state: dict[str, Any]) -> Work:
-        check_places(dump_root, output, state, context.options.input_changed)
+        check_places(dump_root, output, state, context.options.input_root_changed)
         versions = formulas_for(output, formulas, state)
         marker = context.options.require_marker
         plan = plan_nightly(dump_root, output, verify, marker, state, listed)
@@ -1029,7 +1029,7 @@ def rescore(
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
 
     def prepare(state: dict[str, Any]) -> Work:
-        check_places(dump_root, output, state, context.options.input_changed)
+        check_places(dump_root, output, state, context.options.input_root_changed)
         return lambda writer: _rescore(
             dump_root, output, writer, state, formulas, files, nights, mapper, diff_out,
             context, since, until,

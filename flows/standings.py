@@ -248,7 +248,7 @@ class Standings:
             tested.lazy(),
             current.as_of,
             previous.as_of,
-            margin=self.options.margin,
+            margin=self.options.regression_margin,
         ).collect()
 
 

@@ -3,18 +3,48 @@ the commands do with them before anything else."""
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from flows.options import RegressionOptions, RunOptions
+from flows.options import RUN_OPTIONS
 from schemas.tables import View
 
-DEFAULT = RegressionOptions()  # the regression options' defaults, declared there once
-RUN_DEFAULT = RunOptions()  # the run options' defaults (the level), declared there once
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_run_options(command: str) -> Callable[[F], F]:
+    """Give ``command``'s function the run options it takes (``flows.options.RUN_OPTIONS``,
+    where each is declared once) as typer options, each read from its flag or its
+    environment variable: the function receives them in its ``**run``."""
+
+    def add(function: F) -> F:
+        signature = inspect.signature(function, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        for option in RUN_OPTIONS:
+            if command not in option.commands:
+                continue
+            kind: Any = option.kind if option.default is not None else option.kind | None
+            typed = typer.Option(
+                option.flag, envvar=option.env, help=option.help, min=option.low, max=option.high
+            )
+            own.append(
+                inspect.Parameter(
+                    option.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=option.default,
+                    annotation=Annotated[kind, typed],
+                )
+            )
+        function.__signature__ = signature.replace(parameters=own)  # type: ignore[attr-defined]
+        return function
+
+    return add
 
 
 class Engine(StrEnum):
@@ -114,17 +144,6 @@ ViewOpt = Annotated[
 ]
 
 
-StrictOpt = Annotated[
-    bool,
-    typer.Option(
-        "--strict",
-        envvar="COGSCORE_STRICT",
-        help="Exit 3 when any file or episode was not scored (Prefect: the flow run ends "
-        "Failed); the tables are written all the same.",
-    ),
-]
-
-
 StorageOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -133,97 +152,6 @@ StorageOpt = Annotated[
         help="An option of the object store (repeatable), e.g. aws_endpoint_url=http://…; "
         "also COGSCORE_STORAGE_OPTIONS=KEY=VALUE,KEY=VALUE, and the standard AWS_* "
         "variables for credentials. Never printed or recorded.",
-    ),
-]
-
-
-LevelOpt = Annotated[
-    float,
-    typer.Option(
-        "--level",
-        envvar="COGSCORE_LEVEL",
-        help="The confidence level of every interval the run writes and prints (scores, "
-        "ranks, comparisons, regressions, rescore changes); recorded with the run.",
-    ),
-]
-
-
-BaselineOpt = Annotated[
-    str,
-    typer.Option(
-        "--baseline",
-        envvar="COGSCORE_BASELINE",
-        help="Regressions: compare each night with the previous night ('previous') or with "
-        "the mean of the last --baseline-nights nights ('mean').",
-    ),
-]
-
-
-BaselineNightsOpt = Annotated[
-    int,
-    typer.Option(
-        "--baseline-nights",
-        min=1,
-        envvar="COGSCORE_BASELINE_NIGHTS",
-        help="Regressions: nights in the 'mean' baseline.",
-    ),
-]
-
-
-MarginOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--regression-margin",
-        min=0.0,
-        envvar="COGSCORE_REGRESSION_MARGIN",
-        help="Regressions: the drop an alert needs beyond significance (default: the "
-        "row's minimum detectable effect).",
-    ),
-]
-
-
-HarnessToleranceOpt = Annotated[
-    float,
-    typer.Option(
-        "--harness-error-tolerance",
-        min=0.0,
-        max=1.0,
-        envvar="COGSCORE_HARNESS_ERROR_TOLERANCE",
-        help="Regressions: a model whose share of harness errors moved by more than this "
-        "from its baseline is reported 'not_comparable', never as a regression.",
-    ),
-]
-
-
-FailOnRegressionOpt = Annotated[
-    bool,
-    typer.Option(
-        "--fail-on-regression",
-        envvar="COGSCORE_FAIL_ON_REGRESSION",
-        help="Exit 6 (Prefect: the flow run ends Failed) when a regression alert fires on "
-        "a night this run scored; the tables are written all the same.",
-    ),
-]
-
-
-InputChangedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--input-root-changed",
-        envvar="COGSCORE_INPUT_ROOT_CHANGED",
-        help="The dump moved: score from this DUMP_ROOT into an output scored from another "
-        "(refused otherwise, so that a second dump never replaces the first's nights).",
-    ),
-]
-
-
-MarkerOpt = Annotated[
-    bool,
-    typer.Option(
-        "--require-marker",
-        envvar="COGSCORE_REQUIRE_MARKER",
-        help="Score a night only once its dump_date folder holds _SUCCESS (the harness's "
-        "'complete' marker); nights without it are reported as waiting.",
     ),
 ]
 

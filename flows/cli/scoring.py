@@ -18,33 +18,23 @@ import typer
 from flows import prehash
 from flows.cli import LAST_WORDS, TYPED, app, command_line, internal_error, say
 from flows.cli.options import (
-    DEFAULT,
-    RUN_DEFAULT,
-    BaselineNightsOpt,
-    BaselineOpt,
     DaskOpt,
     Engine,
     EngineOpt,
-    FailOnRegressionOpt,
     FormulaOpt,
-    HarnessToleranceOpt,
     InputArg,
-    InputChangedOpt,
     JsonRecordOpt,
-    LevelOpt,
-    MarginOpt,
-    MarkerOpt,
     OutOpt,
     QuietOpt,
     StorageOpt,
-    StrictOpt,
     ViewOpt,
     engine_of,
     use_storage_options,
+    with_run_options,
     writable,
 )
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
-from flows.options import RegressionOptions, RunOptions
+from flows.options import RunOptions, run_options
 from schemas.tables import View
 
 if TYPE_CHECKING:
@@ -70,43 +60,18 @@ def _check(
 
 
 def _options(
-    json_output: bool,
-    engine: Engine,
-    storage_option: list[str] | None,
-    regression: tuple[str, int, float | None, float],
-    level: float,
-    **flags: bool,
+    json_output: bool, engine: Engine, storage_option: list[str] | None, run: dict[str, Any]
 ) -> RunOptions:
-    """The run's options, built once from the command line (typer has read their
-    environment variables), its storage options made the process's: a bad one is a usage
-    error (exit 2, its run record printed all the same with ``--json``). ``regression``:
-    baseline, baseline nights, margin, harness error tolerance; ``level``: the intervals'."""
+    """The run's options (``run``: ``flows.options.RUN_OPTIONS`` as typer read them, from
+    their flags or environment variables), built once, its storage options made the
+    process's: a bad one is a usage error (exit 2, its run record printed all the same
+    with ``--json``)."""
     with _usage_recorded(json_output, engine):
         use_storage_options(storage_option)
         try:
-            checked = RegressionOptions(*regression)  # type: ignore[arg-type]
+            return run_options(**run)
         except ValueError as error:
-            raise typer.BadParameter(str(error), param_hint="--baseline") from None
-        try:
-            return RunOptions(**flags, level=level, regression=checked)
-        except ValueError as error:
-            raise typer.BadParameter(str(error), param_hint="--level") from None
-
-
-def _flow_parameters(options: RunOptions) -> dict[str, Any]:
-    """The options as a Prefect flow's parameters (``flows.prefect_flows``)."""
-    regression = options.regression
-    return {
-        "strict": options.strict,
-        "require_marker": options.require_marker,
-        "input_root_changed": options.input_changed,
-        "level": options.level,
-        "baseline": regression.baseline,
-        "baseline_nights": regression.baseline_nights,
-        "regression_margin": regression.margin,
-        "harness_error_tolerance": regression.harness_error_tolerance,
-        **({"fail_on_regression": True} if options.fail_on_regression else {}),
-    }
+            raise typer.BadParameter(str(error)) from None
 
 
 def _check_prefect_api() -> None:
@@ -198,7 +163,7 @@ def _run(
                 from prefect_dask import DaskTaskRunner
 
                 flow = flow.with_options(task_runner=DaskTaskRunner(address=dask_address))
-            outcome = flow(**kwargs, **_flow_parameters(options))
+            outcome = flow(**kwargs, **options.parameters(kind))
         else:
             from flows import runs
             from flows.terminal import progress_for
@@ -263,47 +228,30 @@ def _run(
 
 
 @app.command()
+@with_run_options("score")
 def score(
     input_root: InputArg,
     out: OutOpt,
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
-    strict: StrictOpt = False,
-    require_marker: MarkerOpt = False,
-    input_root_changed: InputChangedOpt = False,
     storage_option: StorageOpt = None,
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
     view: ViewOpt = View.STANDING,
-    baseline: BaselineOpt = DEFAULT.baseline,
-    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
-    regression_margin: MarginOpt = DEFAULT.margin,
-    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
-    level: LevelOpt = RUN_DEFAULT.level,
-    fail_on_regression: FailOnRegressionOpt = False,
+    **run: Any,
 ) -> None:
     """Score a whole dump into OUT (every table, its nights replaced atomically).
 
     Into an existing OUT the run uses OUT's formula set (see rescore to change it)."""
     prehash.start(input_root)  # the dump hashed while the run's code is imported
-    options = _options(
-        json_output,
-        engine,
-        storage_option,
-        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
-        level,
-        strict=strict,
-        require_marker=require_marker,
-        input_changed=input_root_changed,
-        fail_on_regression=fail_on_regression,
-    )
+    options = _options(json_output, engine, storage_option, run)
     _run(
         engine,
         dask_address,
         "score",
         options,
-        check=lambda: _check(input_root, out, formula, input_root_changed),
+        check=lambda: _check(input_root, out, formula, options.input_root_changed),
         json_output=json_output,
         quiet=quiet,
         view=view,
@@ -314,15 +262,13 @@ def score(
 
 
 @app.command()
+@with_run_options("nightly")
 def nightly(
     dump_root: InputArg,
     out: OutOpt,
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
-    strict: StrictOpt = False,
-    require_marker: MarkerOpt = False,
-    input_root_changed: InputChangedOpt = False,
     verify: Annotated[
         bool,
         typer.Option(
@@ -334,12 +280,6 @@ def nightly(
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
     view: ViewOpt = View.STANDING,
-    baseline: BaselineOpt = DEFAULT.baseline,
-    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
-    regression_margin: MarginOpt = DEFAULT.margin,
-    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
-    level: LevelOpt = RUN_DEFAULT.level,
-    fail_on_regression: FailOnRegressionOpt = False,
     runs: Annotated[
         str | None,
         typer.Option(
@@ -388,26 +328,19 @@ def nightly(
             help="Also write the report (cogscore report) of OUT to FILE after the run.",
         ),
     ] = None,
+    **run: Any,
 ) -> None:
     """Score only the dump_date partitions that are new or changed since the last run,
     with OUT's formula set (with --runs: the harness runs that arrived imported first)."""
-    options = _options(
-        json_output,
-        engine,
-        storage_option,
-        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
-        level,
-        strict=strict,
-        require_marker=require_marker,
-        input_changed=input_root_changed,
-        fail_on_regression=fail_on_regression,
-    )
+    options = _options(json_output, engine, storage_option, run)
     _run(
         engine,
         dask_address,
         "nightly",
         options,
-        check=lambda: _check(dump_root, out, formula, input_root_changed, imported=bool(runs)),
+        check=lambda: _check(
+            dump_root, out, formula, options.input_root_changed, imported=bool(runs)
+        ),
         json_output=json_output,
         quiet=quiet,
         view=view,
@@ -452,6 +385,7 @@ def _day(text: str | None) -> date | None:
 
 
 @app.command()
+@with_run_options("rescore")
 def rescore(
     dump_root: InputArg,
     out: OutOpt,
@@ -464,9 +398,6 @@ def rescore(
     ] = None,
     engine: EngineOpt = Engine.AUTO,
     dask_address: DaskOpt = None,
-    strict: StrictOpt = False,
-    require_marker: MarkerOpt = False,
-    input_root_changed: InputChangedOpt = False,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -487,26 +418,13 @@ def rescore(
     json_output: JsonRecordOpt = False,
     quiet: QuietOpt = False,
     view: ViewOpt = View.STANDING,
-    baseline: BaselineOpt = DEFAULT.baseline,
-    baseline_nights: BaselineNightsOpt = DEFAULT.baseline_nights,
-    regression_margin: MarginOpt = DEFAULT.margin,
-    harness_error_tolerance: HarnessToleranceOpt = DEFAULT.harness_error_tolerance,
-    level: LevelOpt = RUN_DEFAULT.level,
+    **run: Any,
 ) -> None:
     """Rescore a range of nights with chosen formula versions; show and write what moved.
 
     Over every night OUT holds, the versions become OUT's formula set; over part of its
     history the set stays, and those nights are named as scored with other versions."""
-    options = _options(
-        json_output,
-        engine,
-        storage_option,
-        (baseline, baseline_nights, regression_margin, harness_error_tolerance),
-        level,
-        strict=strict,
-        require_marker=require_marker,
-        input_changed=input_root_changed,
-    )
+    options = _options(json_output, engine, storage_option, run)
     with _usage_recorded(json_output, engine):
         if not formula:
             raise typer.BadParameter("name at least one CATEGORY=VERSION", param_hint="--formula")
@@ -518,7 +436,7 @@ def rescore(
         dask_address,
         "rescore",
         options,
-        check=lambda: _check(dump_root, out, formula, input_root_changed, pinned=False),
+        check=lambda: _check(dump_root, out, formula, options.input_root_changed, pinned=False),
         json_output=json_output,
         quiet=quiet,
         view=view,

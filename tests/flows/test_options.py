@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from flows.options import ENVIRONMENT, RegressionOptions, RunOptions, run_options
+from flows.options import RUN_OPTIONS, RegressionOptions, RunOptions, run_options
 
 
 def test_options_come_from_what_is_given_then_the_environment_then_the_defaults(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for variable in ENVIRONMENT.values():
-        monkeypatch.delenv(variable, raising=False)
+    for option in RUN_OPTIONS:
+        monkeypatch.delenv(option.env, raising=False)
     assert run_options() == RunOptions()
     monkeypatch.setenv("COGSCORE_BASELINE", "mean")
     monkeypatch.setenv("COGSCORE_BASELINE_NIGHTS", "3")
@@ -27,12 +27,12 @@ def test_options_come_from_what_is_given_then_the_environment_then_the_defaults(
     monkeypatch.setenv("COGSCORE_INPUT_ROOT_CHANGED", "true")
     from_environment = run_options()
     assert from_environment.regression == RegressionOptions("mean", 3, 0.05, 0.1)
-    assert from_environment.strict and from_environment.input_changed
+    assert from_environment.strict and from_environment.input_root_changed
     assert not from_environment.require_marker and not from_environment.fail_on_regression
     monkeypatch.setenv("COGSCORE_LEVEL", "0.8")
     assert run_options().level == 0.8 and run_options().bootstrap.level == 0.8
     assert run_options(level=0.9).level == 0.9
-    given = run_options(baseline="previous", baseline_nights=5, margin=0.0, strict=False)
+    given = run_options(baseline="previous", baseline_nights=5, regression_margin=0.0, strict=False)
     assert given.regression == RegressionOptions("previous", 5, 0.0, 0.1)
     assert not given.strict
 
@@ -58,13 +58,13 @@ def test_every_default_is_the_documented_one() -> None:
     harness error tolerance is 0.02 and the margin is the row's own mde (None)."""
     options = RunOptions()
     assert not (options.strict or options.require_marker or options.fail_on_regression)
-    assert not options.input_changed
+    assert not options.input_root_changed
     regression = options.regression
     documented = _documented_defaults()
     assert regression.baseline == "previous" and regression.span == 1
     assert regression.baseline_nights == int(documented["--baseline-nights"])
     assert regression.harness_error_tolerance == float(documented["--harness-error-tolerance"])
-    assert regression.margin is None
+    assert regression.regression_margin is None
     for k in (1, 2, regression.baseline_nights):
         assert RegressionOptions(baseline="mean", baseline_nights=k).span == k
         assert RegressionOptions(baseline="previous", baseline_nights=k).span == 1
@@ -88,9 +88,9 @@ def test_the_bounds_of_each_regression_option_are_inclusive() -> None:
     assert RegressionOptions(baseline="mean", baseline_nights=1).span == 1
     with pytest.raises(ValueError, match="at least one night"):
         RegressionOptions(baseline_nights=0)
-    assert RegressionOptions(margin=0.0).margin == 0.0
+    assert RegressionOptions(regression_margin=0.0).regression_margin == 0.0
     with pytest.raises(ValueError, match="negative"):
-        RegressionOptions(margin=-math.ulp(0.0))
+        RegressionOptions(regression_margin=-math.ulp(0.0))
     for share in (0.0, 1.0):
         assert RegressionOptions(harness_error_tolerance=share).harness_error_tolerance == share
     for share in (-math.ulp(0.0), math.nextafter(1.0, 2.0)):
@@ -103,4 +103,35 @@ def test_options_are_built_once_and_never_changed() -> None:
     with pytest.raises(FrozenInstanceError):
         options.strict = True  # type: ignore[misc]
     with pytest.raises(FrozenInstanceError):
-        options.regression.margin = 0.1  # type: ignore[misc]
+        options.regression.regression_margin = 0.1  # type: ignore[misc]
+
+
+def test_each_option_is_declared_once_for_the_command_line_the_flows_and_the_readme() -> None:
+    """``RUN_OPTIONS`` is where each run option is: the scoring commands' options, the
+    Prefect flows' parameters and the README's options table are made from it, or say it."""
+    import inspect
+
+    import typer.main
+
+    from flows import prefect_flows
+    from flows.cli import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for command in ("score", "nightly", "rescore"):
+        params = {p.name: p for p in commands[command].params}
+        flow = getattr(prefect_flows, f"{command}_flow")
+        parameters = inspect.signature(flow.fn).parameters
+        for option in RUN_OPTIONS:
+            takes = command in option.commands
+            assert (option.name in params) == takes, (command, option.name)
+            assert (option.name in parameters) == takes, (command, option.name)
+            if not takes:
+                continue
+            param = params[option.name]
+            assert param.opts == [option.flag] and param.envvar == option.env
+            assert param.default == option.default and param.help == option.help
+            assert parameters[option.name].default is None  # the worker's variable, then that
+    for option in RUN_OPTIONS:
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `{option.flag}`"))
+        assert f"`{option.env}`" in row, option.name

@@ -305,7 +305,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     both = {t: read(out, t) for t in CORE_TABLES}
-    moved = runs.RunContext(options=run_options(input_changed=True))  # the night, elsewhere
+    moved = runs.RunContext(options=run_options(input_root_changed=True))  # the night, elsewhere
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
