@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 import pyarrow.parquet as pq
@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from flows import prehash
 from flows.prehash import file_digest, parquet_below
 from schemas.contract import DUMP_DATE
+from schemas.exits import ExitCode
 from transforms.ingest import partition_values
 
 # Where a harness says a night is complete (as Spark and Hadoop write it): a night folder
@@ -52,6 +53,8 @@ class DumpFile:
 
 class InputError(Exception):
     """The input as a whole cannot be scored (missing, empty): a message for the user."""
+
+    code: ClassVar[ExitCode] = ExitCode.USAGE
 
 
 def local_path(text: str | Path, what: str) -> Path:

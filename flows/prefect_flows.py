@@ -41,6 +41,7 @@ from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
 from flows.io import DumpFile, content_digest, modified_ns
 from flows.options import RUN_OPTIONS, run_options
+from flows.records import ended
 from flows.report import write_report
 from flows.score import (
     SCORER_CODE,
@@ -51,7 +52,7 @@ from flows.score import (
     stage,
 )
 from flows.storage.location import ENV_OPTIONS
-from flows.summary import enforce_strict, outcome_markdown
+from flows.summary import outcome_markdown
 from flows.version import COGSCORE_VERSION
 
 
@@ -301,7 +302,7 @@ def score_flow(
     (default COGSCORE_FAIL_ON_REGRESSION): when a regression alert fires."""
     context = _context("score", storage_options, **run)
     outcome = runs.score(input_root, out, formulas or [], prefect_mapper, context)
-    return enforce_strict(_publish(outcome))
+    return ended(_publish(outcome))
 
 
 @flow(name="cogscore-nightly", validate_parameters=False, task_runner=_files_at_once())
@@ -345,7 +346,7 @@ def nightly_flow(
     outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context, harvest)
     if report is not None:
         get_run_logger().info("report: %s", write_report(outcome.out, Path(report)))
-    return enforce_strict(_publish(outcome))
+    return ended(_publish(outcome))
 
 
 def harvest_parameters(harvest: Harvest | None) -> dict[str, Any]:
@@ -379,4 +380,4 @@ def rescore_flow(
     outcome = runs.rescore(
         dump_root, out, formulas, since, until, prefect_mapper, dry_run, diff_out, context
     )
-    return enforce_strict(_publish(outcome))
+    return ended(_publish(outcome))

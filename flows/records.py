@@ -7,59 +7,39 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import IntEnum
 from typing import Any, Final
 
 from flows.version import COGSCORE_VERSION
-
-
-class ExitCode(IntEnum):
-    """What a command's exit status means (README "Exit codes")."""
-
-    SUCCESS = 0  # done (input that was not scored is reported; --strict makes it UNSCORED)
-    INTERNAL = 1  # a bug: an unexpected error (traceback with --log-level debug)
-    USAGE = 2  # a bad option, or input or output refused before any work
-    UNSCORED = 3  # --strict with input that was not scored, or a night that failed
-    STORAGE = 4  # the store: unreachable, credentials refused, permission, missing bucket
-    BUSY = 5  # another run holds the output's lease
-    REGRESSION = 6  # --fail-on-regression and a regression alert fired
-    INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report a command it stopped: 128 + 2
+from schemas.exits import ExitCode
 
 
 def exit_code_of(error: BaseException) -> ExitCode:
-    """The exit code of an error a command reports (README "Exit codes")."""
-    from flows.io import InputError
-    from flows.report import ReportError
-    from flows.storage.errors import (
-        BadLocation,
-        LegacyLayout,
-        NoOutput,
-        OutputBusy,
-        StorageError,
-        UnknownRun,
-        UnlockRefused,
-        UnsafeStore,
-    )
-
-    usage = (
-        InputError,
-        ReportError,
-        BadLocation,
-        LegacyLayout,
-        UnsafeStore,
-        NoOutput,
-        UnknownRun,
-        UnlockRefused,
-    )
+    """The exit code of an error a command reports (README "Exit codes"): the one it
+    carries (``code``), 130 for Ctrl-C, else 1 (a bug)."""
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
-    if isinstance(error, OutputBusy):
-        return ExitCode.BUSY
-    if isinstance(error, usage):
-        return ExitCode.USAGE
-    if isinstance(error, StorageError):
-        return ExitCode.STORAGE
-    return ExitCode.INTERNAL
+    code = getattr(error, "code", None)
+    return code if isinstance(code, ExitCode) else ExitCode.INTERNAL
+
+
+class RunFailed(Exception):
+    """A run that failed after its tables were written (its verdict, decided before it
+    committed: a night failed, a model had episodes but none scored, a strict run did not
+    score some input, or a regression alert fired on a run that fails on one): carries its
+    outcome and its exit code. Raised so that a Prefect flow run ends Failed."""
+
+    def __init__(self, outcome: Any, code: ExitCode, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
+        self.code = code
+
+
+def ended(outcome: Any) -> Any:
+    """``outcome`` (a ``flows.runs.Outcome``), or ``RunFailed`` where its verdict is not
+    success."""
+    if outcome.verdict.code is ExitCode.SUCCESS:
+        return outcome
+    raise RunFailed(outcome, outcome.verdict.code, outcome.verdict.error or "failed")
 
 
 def error_line(error: BaseException) -> str:

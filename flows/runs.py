@@ -71,7 +71,7 @@ from flows.plan import (
     ready,
     rescored_versions,
 )
-from flows.records import ExitCode, Verdict, error_line, exit_code_of, run_status, verdict
+from flows.records import Verdict, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
     MISMATCHES_LISTED,
@@ -107,6 +107,7 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, Col
+from schemas.exits import ExitCode
 from schemas.formulas import overlay, resolve
 from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
 from transforms.compact import plain
@@ -311,23 +312,6 @@ class Outcome:
     dry_run: bool = False
     seconds: float = 0.0
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-            "seconds": round(self.seconds, 3),
-            "nights_scored": self.nights_scored,
-            "nights_unchanged": self.nights_unchanged,
-            "nights_waiting": self.nights_waiting,
-            "formula_set": self.formula_set,
-            "nights_off_set": self.nights_off_set,
-            "counts": dict(self.result.counts) if self.result else None,
-            "formula_versions": (
-                {str(c): v for c, v in self.result.formulas.items()} if self.result else None
-            ),
-        }
 
 
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports

@@ -17,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.output import CORE_TABLES, MODEL_SCORES, Output
-from flows.records import ExitCode, unscored_line
+from flows.records import unscored_line
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -27,7 +27,6 @@ from schemas.comparisons import (
     DEFAULT_LEVEL,
     DIFF_LEVEL,
     DIFF_LEVEL_MODEL,
-    LEVEL_ALERT,
     LEVEL_NOT_COMPARABLE,
     MOVED_BY,
     N_TASKS,
@@ -330,40 +329,6 @@ def diff_lines(diff: pl.DataFrame) -> list[str]:
 def unscored_input(outcome: Outcome) -> str | None:
     """The "completed with rejected input" line, where a file or an episode was not scored."""
     return None if outcome.result is None else unscored_line(outcome.result.counts)
-
-
-class StrictFailure(Exception):
-    """A strict run with input that was not scored: it fails (exit 1; Prefect: Failed)
-    after its tables are written, so the scores of the rest stay published."""
-
-    def __init__(self, outcome: Outcome, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-
-
-class RegressionAlert(StrictFailure):
-    """``--fail-on-regression`` and a regression alert fired on a night the run scored: the
-    run fails (exit 6; Prefect: Failed) after its tables are written."""
-
-
-def enforce_strict(outcome: Outcome) -> Outcome:
-    """``outcome``, or the failure its verdict names (decided by the run before it
-    committed, ``flows.records.verdict``): ``StrictFailure`` (exit 3) when a night failed,
-    a model had episodes but none scored, or a strict run did not score some input;
-    ``RegressionAlert`` (exit 6) when a regression alert fired and the run fails on one."""
-    ended = outcome.verdict
-    if ended.code is ExitCode.REGRESSION:
-        raise RegressionAlert(outcome, printable(ended.error))
-    if ended.code is ExitCode.UNSCORED:
-        raise StrictFailure(outcome, printable(ended.error))
-    return outcome
-
-
-def alerts_of(outcome: Outcome) -> pl.DataFrame:
-    """The regression alerts of the nights a run scored."""
-    if outcome.regressions is None:
-        return pl.DataFrame()
-    return outcome.regressions.filter(pl.col(ALERT_LEVEL) == LEVEL_ALERT)
 
 
 def regression_lines(outcome: Outcome) -> list[str]:

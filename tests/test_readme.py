@@ -13,8 +13,9 @@ import pytest
 import typer.main
 
 from flows.cli import app
-from flows.records import RECORD_KEYS, ExitCode
+from flows.records import RECORD_KEYS
 from flows.storage.runs_table import RUNS, RUNS_SCHEMA
+from schemas.exits import ExitCode
 from schemas.tables import TABLES
 
 CHECKOUT = Path(__file__).resolve().parents[1]

@@ -101,7 +101,8 @@ def _usage_recorded(json_output: bool, engine: Engine) -> Iterator[None]:
     from datetime import UTC
     from datetime import datetime as clock
 
-    from flows.records import ExitCode, run_record
+    from flows.records import run_record
+    from schemas.exits import ExitCode
 
     started = clock.now(UTC)
     try:
@@ -139,9 +140,10 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.records import ExitCode, error_line, exit_code_of, run_record
+    from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
     from flows.storage.errors import StorageError
-    from flows.summary import RegressionAlert, StrictFailure, enforce_strict, outcome_lines
+    from flows.summary import outcome_lines, printable
+    from schemas.exits import ExitCode
 
     started, t0 = clock.now(UTC), time.perf_counter()
     chosen = engine_of(engine)
@@ -178,11 +180,9 @@ def _run(
             run = getattr(runs, kind)
             with progress:
                 result = run(**kwargs, mapper=mapper, context=context)
-            outcome = enforce_strict(result)
-    except RegressionAlert as alert:
-        outcome, code, error = alert.outcome, ExitCode.REGRESSION, str(alert)
-    except StrictFailure as failure:
-        outcome, code, error = failure.outcome, ExitCode.UNSCORED, str(failure)
+            outcome = ended(result)
+    except RunFailed as failed:  # its tables written: a night failed, an alert, --strict
+        outcome, code, error = failed.outcome, failed.code, printable(str(failed))
     except (InputError, StorageError) as refused:
         code, error = exit_code_of(refused), str(refused)
     except KeyboardInterrupt as stop:  # Ctrl-C: one line, exit 130, as the runs table says

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import polars as pl
 
@@ -14,10 +14,13 @@ from flows.io import DumpFile, scan
 from flows.output import Output
 from flows.report.shape import of_night
 from schemas.contract import DUMP_DATE, Col, Kind
+from schemas.exits import ExitCode
 
 
 class ReportError(Exception):
     """OUT holds no tables to report on."""
+
+    code: ClassVar[ExitCode] = ExitCode.USAGE
 
 
 @dataclass

@@ -11,19 +11,27 @@ matched (`NoSuchBucket`, `InvalidAccessKeyId`, ...) are S3's, which MinIO, R2 an
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import ClassVar, Final
+
+from schemas.exits import ExitCode
 
 
 class StorageError(Exception):
     """A storage operation failed; the message is one line naming the URL."""
 
+    code: ClassVar[ExitCode] = ExitCode.STORAGE
+
 
 class BadLocation(StorageError):
     """A location or storage option that cannot be right as written: the user's to fix."""
 
+    code = ExitCode.USAGE
+
 
 class OutputBusy(StorageError):
     """Another run holds the output's lease (the message names it and when it expires)."""
+
+    code = ExitCode.BUSY
 
 
 class LeaseLost(OutputBusy):
@@ -32,6 +40,8 @@ class LeaseLost(OutputBusy):
 
 class UnsafeStore(StorageError):
     """The store ignores conditional writes, so two writers could both believe they won."""
+
+    code = ExitCode.USAGE
 
 
 class NothingThere(StorageError):
@@ -42,6 +52,8 @@ class NothingThere(StorageError):
 class NoOutput(StorageError):
     """The output named holds no cogscore tables: a typo, or no run recorded into it yet."""
 
+    code = ExitCode.USAGE
+
 
 class ServiceUnreachable(StorageError):
     """A service a run needs (the Prefect API of ``PREFECT_API_URL``) does not answer."""
@@ -50,14 +62,20 @@ class ServiceUnreachable(StorageError):
 class UnlockRefused(StorageError):
     """``cogscore unlock`` refused: no lease, another run's lease, or a run still alive."""
 
+    code = ExitCode.USAGE
+
 
 class UnknownRun(StorageError):
     """``--as-of`` names a run the output never recorded, or one whose tables ``vacuum``
     has since deleted."""
 
+    code = ExitCode.USAGE
+
 
 class LegacyLayout(StorageError):
     """The output folder holds the snapshot layout (`current`, `_versions/`), not Delta tables."""
+
+    code = ExitCode.USAGE
 
 
 _ANSI: Final = re.compile(r"\x1b\[[0-9;]*m")

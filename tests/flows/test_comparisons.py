@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from flows import runs
 from flows.cli import app
 from flows.options import run_options
-from flows.records import ExitCode
+from schemas.exits import ExitCode
 from simulator.dump import simulate_dump
 from simulator.models import DEFAULT_MODELS, Model, Skill
 from simulator.tasks import TASKS

@@ -150,8 +150,9 @@ def record_of(args: list[str], code: int) -> dict[str, object]:
 
 def test_the_json_run_record_and_the_exit_codes(tmp_path: Path) -> None:
     from flows.output import Output
-    from flows.records import RECORD_KEYS, ExitCode
+    from flows.records import RECORD_KEYS
     from flows.storage.lease import Lease
+    from schemas.exits import ExitCode
 
     out = str(tmp_path / "out")
     done = record_of(["score", str(EXAMPLE_DUMP), "--out", out, "--engine", "local"], 0)
