@@ -44,7 +44,7 @@ def _files(dump: Path) -> list[Any]:
 
 def _target(out: Path, dump_file: Any) -> Any:
     """Where ``dump_file``'s night is staged under ``out`` (never committed)."""
-    from flows.score import StageTarget
+    from flows.storage.delta import StageTarget
     from flows.storage.location import Location
     from schemas.contract import DUMP_DATE
 
@@ -55,7 +55,7 @@ def _target(out: Path, dump_file: Any) -> Any:
 def one_thread(dump: Path, repeat: int) -> dict[str, float]:
     """``score_file`` and ``stage`` of the dump's first file, alone, best of ``repeat``."""
     from flows.score import score_file, stage
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     formulas, first = resolve(()), _files(dump)[0]
     score_s, stage_s = [], []
@@ -83,7 +83,7 @@ def threads(dump: Path, repeat: int) -> dict[str, float]:
     last chunk's write waited for (``settled``: a run waits for it before the commit)."""
     from flows.runs import local_mapper
     from flows.score import settled
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     formulas, files = resolve(()), _files(dump)
     runs = []
@@ -102,7 +102,7 @@ def worker(dump: Path, index: int, of: int, repeat: int) -> dict[str, float]:
     """One of ``of`` processes: after a warm file, scores and stages its share of the files
     ``repeat`` times; wall-clock start and end of the timed part, for the parent."""
     from flows.score import score_and_stage
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     formulas, files = resolve(()), _files(dump)
     mine = files[index::of]

@@ -74,8 +74,8 @@ def scorer(dump: Path) -> dict[str, float]:
 
     from flows.io import discover
     from flows.score import assemble, night_tables, score_file
-    from schemas.formulas import resolve
     from transforms.aggregate import Bootstrap
+    from transforms.registry import resolve
 
     formulas = resolve(())
     t0 = time.perf_counter()

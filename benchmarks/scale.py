@@ -404,7 +404,7 @@ def _warm_worker(tiny: str) -> dict[str, Any]:
 
     from flows.io import discover
     from flows.score import score_file
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     for f in discover(tiny):
         score_file(f, resolve(()))
@@ -429,7 +429,7 @@ def _file_working_set(root: str) -> float:
     dump at ``root`` (the result dropped)."""
     from flows.io import discover
     from flows.score import score_file
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     first = discover(root)[0]
     gc.collect()
@@ -520,7 +520,7 @@ def read_probe(endpoint: str, url: str) -> dict[str, list[str | None]]:
     ``score_file`` (which calls both, then scans the columns it needs)."""
     from flows.io import discover, read_schema, row_count
     from flows.score import score_file
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     first = discover(url)[0]
     steps: dict[str, Callable[[], object]] = {

@@ -29,13 +29,14 @@ from flows.standings import TASK_STANDINGS
 from flows.storage import objects
 from flows.storage.location import Location
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
-from schemas.formulas import REGISTRY, REPORTED, resolve
+from schemas.formulas import REPORTED
 from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
 from transforms.episodes import SEGMENT, in_episode_order
 from transforms.ingest import normalise
 from transforms.items import item_verdicts
 from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE
 from transforms.pipeline import score_rows
+from transforms.registry import REGISTRY, resolve
 
 # Text longer than this is folded on the terminal (``--json`` has it whole).
 FOLD: Final = 400

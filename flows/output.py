@@ -23,15 +23,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
 from flows.storage import delta, runs_table
-from flows.storage.delta import StagedFiles
+from flows.storage.delta import StagedFiles, StageTarget
 from flows.storage.errors import StorageError
-from flows.storage.lease import Lease, check_conditional_writes
+from flows.storage.lease import Lease, check_conditional_writes, lease_holder
 from flows.storage.location import Location
 from flows.storage.runs_table import RUNS, RunRow
 from schemas.comparisons import DEFAULT_LEVEL
@@ -77,8 +77,6 @@ LAYOUTS: Final[Mapping[str, tuple[str, ...]]] = {
     RUNS: (),
 }
 
-if TYPE_CHECKING:
-    from flows.score import StageTarget
 
 # A store that ignores conditional writes is refused unless this is set (at the user's risk:
 # two writers could overwrite each other's commits there).
@@ -152,11 +150,9 @@ class Output:
         committed, the files it wrote and never committed, its lease; None where none of
         these is there (no cogscore output). A table folder holding a file that no cogscore
         run wrote is ``LegacyLayout`` (exit 2), as for a run."""
-        from flows.status import lease_holder
-
         tables = [t for t in ALL_TABLES if delta.table_version(self.location, t) is not None]
         files = sum(len(found) for found in self.uncommitted().values())
-        lease = lease_holder(self)
+        lease = lease_holder(self.location)
         if not tables and not files and lease is None:
             return None
         return {"tables_committed": tables, "files_uncommitted": files, "lease": lease}
@@ -508,8 +504,6 @@ class Writer:
     appended: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
-        from flows.score import StageTarget
-
         return StageTarget(self.output.location, night, fingerprint)
 
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:

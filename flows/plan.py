@@ -26,7 +26,8 @@ from flows.io import dump_root as root_of
 from flows.output import Output
 from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, Category
-from schemas.formulas import VERSIONS, chosen, describe, ordered, resolve, split_key, version_of
+from schemas.formulas import describe, ordered, split_key, version_of
+from transforms.registry import VERSIONS, chosen, resolve
 
 
 def fingerprint(files: Iterable[tuple[str, str]]) -> str:

@@ -108,11 +108,11 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
-from schemas.formulas import overlay, resolve
 from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.diff import reported_alone, rescore_diff, with_significance
+from transforms.registry import overlay, resolve
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 # (files, formulas, digests, where to stage the episode scores or None) -> parts

@@ -28,12 +28,10 @@ from flows.io import (
     scan_together,
 )
 from flows.storage import delta
-from flows.storage.delta import StagedFiles
-from flows.storage.location import Location
+from flows.storage.delta import StagedFiles, StageTarget
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
-from schemas.formulas import resolve
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES_DTYPES,
@@ -58,6 +56,7 @@ from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, schema_problems
 from transforms.pipeline import rejects_of, score_rows
+from transforms.registry import resolve
 
 
 def code_digest(top: Path = Path(__file__).parents[1]) -> str:
@@ -324,15 +323,6 @@ class FilePart:
 # What a night's reduction reads of a staged file's episodes (a few dozen bytes each):
 # comparisons and the bootstrap, the row accounting, the ids checked across files.
 HELD: Final = list(HELD_DTYPES)
-
-
-@dataclass(frozen=True)
-class StageTarget:
-    """Where the episode scores of a night's files are staged, and their provenance."""
-
-    location: Location
-    night: str | None
-    fingerprint: str
 
 
 def stage(part: FilePart, target: StageTarget) -> FilePart:

@@ -12,8 +12,7 @@ from rich.markup import escape
 
 from flows.output import Output
 from flows.plan import nights_off_set, plan_nightly
-from flows.storage import objects
-from flows.storage.lease import LEASE_KEY, Holder
+from flows.storage.lease import lease_holder
 from flows.summary import printable, render, table_of_columns
 from schemas.tables import IMPORTS_TABLE, VIEWS, RunStatus, View
 
@@ -74,17 +73,6 @@ def history_lines(output: Output) -> list[str]:
             escape(printable(run["engine"] or "")),
         )
     return [f"runs of {output}, newest first:", *render(table)]
-
-
-def lease_holder(output: Output) -> str | None:
-    """Who holds the output's lease now (a run in flight, or a killed one's), if anyone."""
-    held = objects.get_object(output.location, LEASE_KEY)
-    if held is None:
-        return None
-    try:
-        return Holder.from_json(held.data).describe()
-    except (ValueError, KeyError, TypeError):
-        return "unreadable lease object"
 
 
 def failed_nights(output: Output, state: dict[str, Any] | None = None) -> dict[str, str]:
@@ -150,7 +138,7 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}
             for run in history(output).head(3).iter_rows(named=True)
         ],
-        "lease": lease_holder(output),
+        "lease": lease_holder(output.location),
         "runs_not_imported": runs_not_imported(output),
     }
     if dump_root is not None:

@@ -1,8 +1,9 @@
 """Formula versions: their names, weights and descriptions, per category and per task.
 
-Each version is registered where it is defined (``@formula`` in ``transforms/<category>.py``,
-see ``transforms.formulas``); the tables below are generated from those registrations and
-restate nothing. Rescoring history selects versions by name.
+Each version is registered where it is defined (``@formula`` in ``transforms/<category>.py``;
+the registry, what is registered and the formula sets made from it: ``transforms.registry``).
+This module holds what needs no registration: a version's declaration, and the keys and
+formula sets as text. Rescoring history selects versions by name.
 
 A *formula set* maps keys to versions: a key is a category (``procedural_learning``) or a
 task of one (``procedural_learning/boolean_circuit_proc_learning``); a task's own entry wins
@@ -11,7 +12,7 @@ over its category's. ``--formula`` takes ``KEY=VERSION``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -44,51 +45,6 @@ class FormulaVersion:
         return self.text.format(**self.weights)
 
 
-# Filled in place by ``register`` (the registrations run when ``transforms.registry`` is
-# imported, at the bottom of this module), in category order.
-REGISTRY: Final[dict[tuple[Category, str], FormulaVersion]] = {}
-VERSIONS: Final[dict[Category, tuple[str, ...]]] = {}
-DEFAULTS: Final[dict[Category, str]] = {}
-# Tasks with a default of their own: "category/task" -> version.
-TASK_DEFAULTS: Final[dict[str, str]] = {}
-DESCRIPTIONS: Final[dict[tuple[Category, str], str]] = {}
-WEIGHTS: Final[dict[tuple[Category, str], Mapping[str, float]]] = {}
-
-
-def register(spec: FormulaVersion) -> None:
-    """Add one version to the tables (each (category, version) once; one default each)."""
-    key = (spec.category, spec.version)
-    if key in REGISTRY:
-        raise ValueError(f"{spec.category}={spec.version} is registered twice")
-    if spec.default and spec.category in DEFAULTS:
-        raise ValueError(f"{spec.category} has two default formulas")
-    entries = {**REGISTRY, key: spec}
-    order = {c: i for i, c in enumerate(Category)}
-    REGISTRY.clear()
-    REGISTRY.update(sorted(entries.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])))
-    VERSIONS.clear()
-    for category, version in REGISTRY:
-        VERSIONS[category] = (*VERSIONS.get(category, ()), version)
-    if spec.default:
-        DEFAULTS[spec.category] = spec.version
-    for task in spec.tasks:
-        TASK_DEFAULTS[task_key(spec.category, task)] = spec.version
-    DESCRIPTIONS[key] = spec.description
-    WEIGHTS[key] = dict(spec.weights)
-
-
-def listing() -> list[tuple[str, bool, str]]:
-    """(``KEY=VERSION``, is a default, description) of every version, then of every task
-    with a default of its own: what ``cogscore formulas`` prints and the README's table."""
-    rows = [(f"{c}={v}", spec.default, spec.description) for (c, v), spec in REGISTRY.items()]
-    for key, version in ordered(TASK_DEFAULTS).items():
-        category, _ = split_key(key)
-        rows.append(
-            (f"{key}={version}", True, f"this task's own: {DESCRIPTIONS[category, version]}")
-        )
-    return rows
-
-
 def task_key(category: str, task: str) -> str:
     """The formula-set key of one task.
 
@@ -96,56 +52,6 @@ def task_key(category: str, task: str) -> str:
     'procedural_learning/nim'
     """
     return f"{category}{TASK_SEPARATOR}{task}"
-
-
-def resolve(selected: Iterable[str] | Mapping[str, str] = ()) -> FormulaSet:
-    """The formula set: defaults (categories' and tasks' own), then the versions named in
-    ``selected`` (``KEY=VERSION`` strings or a mapping).
-
-    >>> resolve(["procedural_learning=v1"])["procedural_learning"]
-    'v1'
-    """
-    return overlay({**_str_keys(DEFAULTS), **TASK_DEFAULTS}, selected)
-
-
-def overlay(base: Mapping[str, str], selected: Iterable[str] | Mapping[str, str]) -> FormulaSet:
-    """``base`` with the versions named in ``selected``; ``CATEGORY/*=VERSION`` gives every
-    task of the category that version (their own entries are dropped).
-
-    >>> overlay({"procedural_learning": "v3", "procedural_learning/nim": "v4"},
-    ...         ["procedural_learning/*=v2"])
-    {'procedural_learning': 'v2'}
-    """
-    out = dict(base)
-    for key, version in chosen(selected).items():
-        category, task = split_key(key)
-        if task == ALL_TASKS:
-            tasks_of = f"{category}{TASK_SEPARATOR}"
-            out = {k: v for k, v in out.items() if not k.startswith(tasks_of)}
-            out[str(category)] = version
-        else:
-            out[key] = version
-    return ordered(out)
-
-
-def chosen(selected: Iterable[str] | Mapping[str, str] = ()) -> FormulaSet:
-    """Only the versions named in ``selected`` (checked), by key.
-
-    >>> chosen(["procedural_learning=v1", "procedural_learning/nim=v2"])
-    {'procedural_learning': 'v1', 'procedural_learning/nim': 'v2'}
-    """
-    pairs = (
-        selected.items() if isinstance(selected, Mapping) else (_split(text) for text in selected)
-    )
-    picked: FormulaSet = {}
-    for name, version in pairs:
-        category, task = split_key(name)
-        if version not in VERSIONS[category]:
-            raise ValueError(
-                f"{category} has no formula {version!r}; one of {', '.join(VERSIONS[category])}"
-            )
-        picked[name if task is None else task_key(category, task)] = version
-    return picked
 
 
 def split_key(name: str) -> tuple[Category, str | None]:
@@ -212,18 +118,3 @@ def ordered(versions: Mapping[Category, str] | Mapping[str, str]) -> FormulaSet:
         prefix = f"{category}{TASK_SEPARATOR}"
         out.update(sorted((k, v) for k, v in named.items() if k.startswith(prefix)))
     return out
-
-
-def _str_keys(versions: Mapping[Category, str]) -> FormulaSet:
-    return {str(c): v for c, v in versions.items()}
-
-
-def _split(text: str) -> tuple[str, str]:
-    name, sep, version = text.partition("=")
-    if not sep:
-        raise ValueError(f"--formula takes CATEGORY=VERSION or CATEGORY/TASK=VERSION, got {text!r}")
-    return name.strip(), version.strip()
-
-
-# The registrations: each category module registers its versions where it defines them.
-import transforms.registry  # noqa: E402, F401  (after every name above: the modules use them)

@@ -11,8 +11,8 @@ from functools import cache
 
 import pandera.polars as pa
 
+from schemas.checks import FRAME_CHECKS
 from schemas.tables import TABLES, Column, Table
-from schemas.validation import FRAME_CHECKS
 
 
 def _frame_check(name: str) -> pa.Check:

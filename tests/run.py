@@ -8,10 +8,10 @@ from typing import Any
 import polars as pl
 
 from schemas.contract import DTYPES, FILE, OPTIONAL_DTYPES, Col
-from schemas.formulas import resolve
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, partition_values
 from transforms.pipeline import rejects_of, score_rows
+from transforms.registry import resolve
 
 Row = Mapping[str, Any]
 

@@ -1,9 +1,41 @@
-"""Every module that registers formula versions (``transforms.formulas``): importing this
-runs their registrations. A new category module is added here."""
+"""The formula registry: every module that registers formula versions (``@formula``,
+``transforms.formulas``) imported, and what is made of their registrations: the versions of
+each category and the defaults, the listing ``cogscore formulas`` prints, and the formula
+sets (``resolve``). Import these from here: importing this runs the registrations. A new
+category module is added here."""
 
 from __future__ import annotations
 
 from transforms import associative, concept, observational, procedural, runtime_rl
-from transforms.formulas import SCORERS
+from transforms.formulas import (
+    DEFAULTS,
+    DESCRIPTIONS,
+    REGISTRY,
+    SCORERS,
+    TASK_DEFAULTS,
+    VERSIONS,
+    WEIGHTS,
+    chosen,
+    listing,
+    overlay,
+    resolve,
+)
 
-__all__ = ["SCORERS", "associative", "concept", "observational", "procedural", "runtime_rl"]
+__all__ = [
+    "DEFAULTS",
+    "DESCRIPTIONS",
+    "REGISTRY",
+    "SCORERS",
+    "TASK_DEFAULTS",
+    "VERSIONS",
+    "WEIGHTS",
+    "associative",
+    "chosen",
+    "concept",
+    "listing",
+    "observational",
+    "overlay",
+    "procedural",
+    "resolve",
+    "runtime_rl",
+]

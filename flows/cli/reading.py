@@ -30,7 +30,7 @@ from schemas.tables import VIEWS, View
 def formulas() -> None:
     """List every formula version of every category and the default (what a new output
     pins unless --formula says otherwise), then the tasks with a default of their own."""
-    from schemas.formulas import listing
+    from transforms.registry import listing
 
     for key, default, description in listing():
         typer.echo(f"{key}{' (default)' if default else ''}: {description}")

@@ -591,6 +591,15 @@ def uncommitted_files(
 
 
 @dataclass(frozen=True)
+class StageTarget:
+    """Where the episode scores of a night's files are staged, and their provenance."""
+
+    location: Location
+    night: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True)
 class StagedFiles:
     """Files of one night written into a table folder but not committed (picklable)."""
 

@@ -258,3 +258,15 @@ def check_conditional_writes(location: Location, allow_unsafe: bool = False) -> 
             " (S3, MinIO, R2, GCS, Azure, a local folder) or pass allow_unsafe"
         )
     return safe
+
+
+def lease_holder(location: Location) -> str | None:
+    """Who holds the lease of the output at ``location`` now (a run in flight, or a killed
+    one's), if anyone."""
+    held = objects.get_object(location, LEASE_KEY)
+    if held is None:
+        return None
+    try:
+        return Holder.from_json(held.data).describe()
+    except (ValueError, KeyError, TypeError):
+        return "unreadable lease object"

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.dumps import example_dump_counts
 from tests.tables import assert_same_tables, last_run, read_table
+from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
 DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key

@@ -292,7 +292,7 @@ def _score_a_file_on_counting_s3(
     from benchmarks.scale import s3_requests, start_counting_s3, upload
     from flows.io import discover
     from flows.score import score_file
-    from schemas.formulas import resolve
+    from transforms.registry import resolve
 
     server = start_counting_s3()
     try:

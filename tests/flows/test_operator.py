@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from schemas.contract import Category
-from schemas.formulas import DEFAULTS, TASK_DEFAULTS, VERSIONS
-from schemas.formulas import DEFAULTS as _DEFAULTS
+from transforms.registry import DEFAULTS, TASK_DEFAULTS, VERSIONS
+from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
 DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key

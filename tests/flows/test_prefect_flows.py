@@ -15,7 +15,7 @@ from flows import prefect_flows
 from flows.io import DumpFile
 from flows.prefect_flows import batch_cache_key
 from flows.score import SCORER_CODE, code_digest
-from schemas.formulas import resolve
+from transforms.registry import resolve
 
 ROOT = Path(__file__).parents[2]
 

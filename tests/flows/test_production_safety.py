@@ -14,7 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
-import schemas.formulas
+import transforms.registry
 from flows import prefect_flows, runs
 from flows.cli import app
 from flows.io import DumpFile
@@ -23,9 +23,9 @@ from flows.prefect_flows import batch_cache_key
 from flows.sql import connect
 from flows.warehouse import git_commit
 from schemas.contract import Category
-from schemas.formulas import resolve
 from simulator import simulate
 from tests.tables import read_table, read_tables
+from transforms.registry import resolve
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_DUMP = ROOT / "examples" / "dump"
@@ -124,7 +124,7 @@ def test_a_new_output_takes_the_versions_asked_for_and_keeps_them(
     out = tmp_path / "out"
     cli("nightly", dump, "--out", out, "--engine", "local", "--formula", f"{PROCEDURAL}=v1")
     # A release whose newest version differs must not change what this output scores with.
-    monkeypatch.setitem(schemas.formulas.DEFAULTS, Category.PROCEDURAL_LEARNING, "v2")
+    monkeypatch.setitem(transforms.registry.DEFAULTS, Category.PROCEDURAL_LEARNING, "v2")
     shutil.copytree(history_dump / f"dump_date={NIGHTS[1]}", dump / f"dump_date={NIGHTS[1]}")
     cli("nightly", dump, "--out", out, "--engine", "local")
     assert procedural_versions(out) == {NIGHTS[0]: "v1", NIGHTS[1]: "v1"}
@@ -138,7 +138,7 @@ def test_installed_defaults_that_change_do_not_change_an_existing_output(
     out = tmp_path / "out"
     default = resolve()[PROCEDURAL]  # what a new output pins (the registry's default)
     cli("nightly", dump, "--out", out, "--engine", "local")
-    monkeypatch.setitem(schemas.formulas.DEFAULTS, Category.PROCEDURAL_LEARNING, "v1")
+    monkeypatch.setitem(transforms.registry.DEFAULTS, Category.PROCEDURAL_LEARNING, "v1")
     assert resolve()[Category.PROCEDURAL_LEARNING] == "v1"  # the "new release"
     shutil.copytree(history_dump / f"dump_date={NIGHTS[1]}", dump / f"dump_date={NIGHTS[1]}")
     cli("nightly", dump, "--out", out, "--engine", "local")

@@ -12,9 +12,9 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
-from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
+from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
 DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key

@@ -15,13 +15,13 @@ from flows.io import InputError
 from flows.output import TABLES
 from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE
-from schemas.formulas import DEFAULTS as _DEFAULTS
 from schemas.rules import Rule
 from tests.dumps import built_counts, rule_dump, write_dump
 from tests.reference import reference_score
 from tests.run import rules_by_key
 from tests.tables import last_run, read_table
 from transforms.ingest import partition_values
+from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
 DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key
@@ -201,11 +201,12 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     of its unscored episodes (not their rows); counted in Arrow buffer bytes, which count
     every row's 16-byte view of a text column."""
     from flows.io import discover
-    from flows.score import StageTarget, score_and_stage
+    from flows.score import score_and_stage
+    from flows.storage.delta import StageTarget
     from flows.storage.location import Location
-    from schemas.formulas import resolve
     from schemas.tables import HELD_DTYPES
     from simulator import simulate
+    from transforms.registry import resolve
 
     simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
     (dump_file,) = discover(tmp_path / "dump")
@@ -233,12 +234,13 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     written so; the scoring plan hands them in category order."""
     from flows.io import discover
     from flows.output import EPISODE_SCORES
-    from flows.score import StageTarget, score_file, stage
+    from flows.score import score_file, stage
     from flows.storage import delta
+    from flows.storage.delta import StageTarget
     from flows.storage.location import Location
     from schemas.contract import Col
-    from schemas.formulas import resolve
     from simulator import simulate
+    from transforms.registry import resolve
 
     simulate(tmp_path / "dump", date="2026-12-01", episodes=600, seed=5)
     (dump_file,) = discover(tmp_path / "dump")

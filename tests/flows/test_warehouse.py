@@ -27,9 +27,9 @@ from flows.runs import score as run
 from flows.score import score_dump
 from flows.sql import connect
 from flows.warehouse import aggregate
-from schemas.formulas import DEFAULTS as _DEFAULTS
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
 from transforms.aggregate import Bootstrap, _group_seed
+from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
 DEFAULT_PROCEDURAL = _DEFAULTS["procedural_learning"]  # type: ignore[index]  # a str key

@@ -10,18 +10,7 @@ from typing import Any
 import pytest
 
 from schemas.contract import Category
-from schemas.formulas import (
-    DEFAULTS,
-    DESCRIPTIONS,
-    REGISTRY,
-    VERSIONS,
-    WEIGHTS,
-    chosen,
-    describe,
-    listing,
-    overlay,
-    resolve,
-)
+from schemas.formulas import describe
 from tests.reference.test_reference import (
     ACTION,
     EXAMPLE,
@@ -32,7 +21,18 @@ from tests.reference.test_reference import (
     round_end,
 )
 from tests.run import run_pipeline
-from transforms.registry import SCORERS
+from transforms.registry import (
+    DEFAULTS,
+    DESCRIPTIONS,
+    REGISTRY,
+    SCORERS,
+    VERSIONS,
+    WEIGHTS,
+    chosen,
+    listing,
+    overlay,
+    resolve,
+)
 
 
 def test_every_registered_version_has_a_function_and_every_function_a_name() -> None:

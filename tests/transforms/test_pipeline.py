@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from flows.score import score_dump
 from schemas.contract import DUMP_DATE, FILE, Category, Col
-from schemas.formulas import VERSIONS, resolve, version_of
+from schemas.formulas import version_of
 from schemas.rules import Rule
 from schemas.tables import (
     EPISODE_SCORES_DTYPES,
@@ -45,6 +45,7 @@ from tests.reference import SCORE_FIELDS, ReferenceResult, reference_score
 from tests.run import run_pipeline
 from tests.strategies import dumps, formulas
 from transforms.ingest import partition_values
+from transforms.registry import VERSIONS, resolve
 
 Key = tuple[str | None, str]
 
