@@ -343,7 +343,10 @@ def nightly_flow(
             DEFAULT_TIMEOUT if task_timeout is None else task_timeout,
             DEFAULT_TASK_MEMORY if task_memory is None else task_memory,
         )
-    outcome = runs.nightly(dump_root, out, formulas or [], prefect_mapper, verify, context, harvest)
+    outcome = runs.nightly(
+        dump_root, out, formulas or [], prefect_mapper, verify=verify, context=context,
+        harvest=harvest,
+    )  # fmt: skip
     if report is not None:
         get_run_logger().info("report: %s", write_report(outcome.out, Path(report)))
     return ended(_publish(outcome))
@@ -378,6 +381,7 @@ def rescore_flow(
     (``dry_run``: compute and show it, change nothing)."""
     context = _context("rescore", storage_options, **run)
     outcome = runs.rescore(
-        dump_root, out, formulas, since, until, prefect_mapper, dry_run, diff_out, context
-    )
+        dump_root, out, formulas, since=since, until=until, mapper=prefect_mapper,
+        dry_run=dry_run, diff_out=diff_out, context=context,
+    )  # fmt: skip
     return ended(_publish(outcome))

@@ -812,6 +812,7 @@ def _nothing_to_do(
     output: Output,
     writer: TableWriter,
     state: Mapping[str, Any],
+    *,
     context: RunContext,
     details: Mapping[str, Any] | None = None,
 ) -> Outcome:
@@ -867,7 +868,9 @@ def score(
         versions = formulas_for(output, formulas, state)
         if not files:
             details = {"waiting": waiting}
-            return lambda w: _nothing_to_do("score", input_root, output, w, state, context, details)
+            return lambda w: _nothing_to_do(
+                "score", input_root, output, w, state, context=context, details=details
+            )
         job = Job("score", input_root, output, files, versions)
         return lambda writer: _score_nights(job, writer, state, mapper, context)
 
@@ -882,6 +885,7 @@ def nightly(
     out: Output | Path | str,
     formulas: Sequence[str] = (),
     mapper: Mapper = local_mapper,
+    *,
     verify: bool = False,
     context: RunContext | None = None,
     harvest: Harvest | None = None,
@@ -935,7 +939,7 @@ def nightly(
     ) -> Work:
         if not plan.to_score:
             return lambda w: _nothing_to_do(
-                "nightly", dump_root, output, w, state, context, details
+                "nightly", dump_root, output, w, state, context=context, details=details
             )
         job = Job(
             "nightly",
@@ -986,6 +990,7 @@ def rescore(
     dump_root: Path | str,
     out: Output | Path | str,
     formulas: Sequence[str],
+    *,
     since: date | None = None,
     until: date | None = None,
     mapper: Mapper = local_mapper,
@@ -1015,8 +1020,8 @@ def rescore(
     def prepare(state: dict[str, Any]) -> Work:
         check_places(dump_root, output, state, context.options.input_root_changed)
         return lambda writer: _rescore(
-            dump_root, output, writer, state, formulas, files, nights, mapper, diff_out,
-            context, since, until,
+            dump_root, output, writer, state, formulas=formulas, files=files, nights=nights,
+            mapper=mapper, diff_out=diff_out, context=context, since=since, until=until,
         )  # fmt: skip
 
     outcome = _held(output, context, prepare, dry_run)
@@ -1030,6 +1035,7 @@ def _rescore(
     output: Output,
     writer: TableWriter,
     state: Mapping[str, Any],
+    *,
     formulas: Sequence[str],
     files: Sequence[DumpFile],
     nights: list[str],

@@ -246,8 +246,8 @@ class Standings:
             (previous.models.lazy(), previous.categories.lazy()),
             (current.models.lazy(), current.categories.lazy()),
             tested.lazy(),
-            current.as_of,
-            previous.as_of,
+            as_of=current.as_of,
+            previous_as_of=previous.as_of,
             margin=self.options.regression_margin,
         ).collect()
 

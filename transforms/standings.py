@@ -203,6 +203,7 @@ def standing_changes(
     before: tuple[pl.LazyFrame, pl.LazyFrame],
     after: tuple[pl.LazyFrame, pl.LazyFrame],
     tested: pl.LazyFrame,
+    *,
     as_of: str,
     previous_as_of: str,
     margin: float | None = None,

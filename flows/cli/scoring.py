@@ -126,6 +126,7 @@ def _run(
     dask_address: str | None,
     kind: str,
     options: RunOptions,
+    *,
     json_output: bool = False,
     check: Callable[[], None] | None = None,
     quiet: bool = False,
@@ -231,6 +232,7 @@ def _run(
 @with_run_options("score")
 def score(
     input_root: InputArg,
+    *,
     out: OutOpt,
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
@@ -265,6 +267,7 @@ def score(
 @with_run_options("nightly")
 def nightly(
     dump_root: InputArg,
+    *,
     out: OutOpt,
     formula: FormulaOpt = None,
     engine: EngineOpt = Engine.AUTO,
@@ -388,6 +391,7 @@ def _day(text: str | None) -> date | None:
 @with_run_options("rescore")
 def rescore(
     dump_root: InputArg,
+    *,
     out: OutOpt,
     formula: FormulaOpt = None,
     since: Annotated[

@@ -597,7 +597,16 @@ def import_runs(
         for plan in plans:
             if plan.key is not None:
                 try:
-                    _import_one(runs, plan, index, out, dump, models, limits, workers)
+                    _import_one(
+                        runs,
+                        plan,
+                        index,
+                        out,
+                        dump=dump,
+                        models=models,
+                        limits=limits,
+                        workers=workers,
+                    )
                 except (StorageError, HarnessMissing):
                     raise
                 except Exception as error:  # one run's failure never stops the others
@@ -620,6 +629,7 @@ def _import_one(
     plan: _Planned,
     index: dict[str, TaskFile],
     out: Location,
+    *,
     dump: _Dump,
     models: set[str],
     limits: dict[str, float],

@@ -74,6 +74,7 @@ def per_model_traces(
     colours: dict[str, str],
     x: str,
     y: str,
+    *,
     kind: str = "bar",
     low: str | None = None,
     high: str | None = None,

@@ -216,8 +216,8 @@ def _episode_sections(
                 procedural_components(episodes, level),
                 episode_values(episodes, Category.PROCEDURAL_LEARNING, "transfer"),
                 colours,
-                shown,
-                level,
+                night=shown,
+                level=level,
             )
         )
     else:

@@ -284,6 +284,7 @@ def procedural_section(
     components: pl.DataFrame,
     transfer: pl.DataFrame,
     colours: dict[str, str],
+    *,
     night: str,
     level: float,
 ) -> Section:

@@ -144,7 +144,7 @@ def test_a_rerun_moves_the_standing_by_its_share_of_the_tasks() -> None:
         ]
     )
     rows = standing_changes(
-        changes, _scores(cells), _scores(after), tested, NIGHTS[1], NIGHTS[0]
+        changes, _scores(cells), _scores(after), tested, as_of=NIGHTS[1], previous_as_of=NIGHTS[0]
     ).collect()
     assert set(rows["model"]) == {"m1"}
     overall = rows.filter(scope="overall").row(0, named=True)
@@ -170,7 +170,7 @@ def test_tasks_added_new_models_and_rescores_are_not_comparable() -> None:
     changes = cell_changes(_rows(cells).lazy(), _rows(after).lazy())
     empty = _tested("x", "overall", 0.0, 0.0, 1.0).head(0)
     rows = standing_changes(
-        changes, _scores(cells), _scores(after), empty, NIGHTS[1], NIGHTS[0]
+        changes, _scores(cells), _scores(after), empty, as_of=NIGHTS[1], previous_as_of=NIGHTS[0]
     ).collect()
     kinds = {(m, s): k for m, s, k in rows.select("model", "scope", "kind").rows()}
     assert kinds == {

@@ -87,6 +87,7 @@ def _metadata_version(versions: str | None, scope: str) -> str | None:
 
 def regressions(
     scores_by_night: pl.DataFrame | pl.LazyFrame,
+    *,
     baseline: Literal["previous", "mean"] = "previous",
     k: int = 7,
     margin: float | None = None,
@@ -155,11 +156,11 @@ def regressions(
                 dates,
                 units,
                 coverage,
-                formulas,
-                meta,
-                str(model),
-                harness_error_tolerance,
-                harness_error_share_tolerance,
+                formulas=formulas,
+                meta=meta,
+                model=str(model),
+                tolerance=harness_error_tolerance,
+                share_tolerance=harness_error_share_tolerance,
             )
             base_score = math.fsum(values[j] for j in base) / len(base)
             records.append(
@@ -270,6 +271,7 @@ def _reasons(
     dates: list[str],
     units: list[int],
     coverage: list[str],
+    *,
     formulas: dict[tuple[int, str], str],
     meta: dict[tuple[str, str], dict[str, object]],
     model: str,
