@@ -267,7 +267,11 @@ def run_parameters(kind: str) -> Callable[[F], F]:
         own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
         own += [
             inspect.Parameter(
-                option.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=option.kind
+                option.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                # None, in a deployment's parameters too: the worker's environment decides
+                annotation=option.kind | None,
             )
             for option in RUN_OPTIONS
             if kind in option.commands
@@ -311,6 +315,7 @@ def nightly_flow(
     dump_root: Path | str,
     out: Path | str,
     formulas: list[str] | None = None,
+    *,
     verify: bool = False,
     storage_options: list[str] | None = None,
     runs_to_import: str | None = None,
@@ -370,6 +375,7 @@ def rescore_flow(
     dump_root: Path | str,
     out: Path | str,
     formulas: list[str],
+    *,
     since: date | None = None,
     until: date | None = None,
     dry_run: bool = False,

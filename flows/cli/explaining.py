@@ -14,6 +14,7 @@ from flows.cli.options import AsOfOpt, OutArg, StorageOpt, refused, use_storage_
 @app.command()
 def explain(
     out: OutArg,
+    *,
     episode: Annotated[
         str | None,
         typer.Option("--episode", metavar="EPISODE_ID", help="The episode to explain."),

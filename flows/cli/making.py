@@ -20,6 +20,7 @@ from flows.importers.scores_command import import_scores_command
 @app.command()
 def simulate(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the dump into.")],
+    *,
     day: Annotated[
         str | None,
         typer.Option("--date", help="The dump_date folder, YYYY-MM-DD (default: today, UTC)."),

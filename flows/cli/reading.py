@@ -214,6 +214,7 @@ def status(
 @app.command()
 def compare(
     out: OutArg,
+    *,
     night: Annotated[
         str | None,
         typer.Option(

@@ -37,6 +37,7 @@ def import_kaggle(
     runs: RunsArg,
     tasks: TasksOpt,
     out: DumpOpt,
+    *,
     date: Annotated[
         str | None,
         typer.Option(

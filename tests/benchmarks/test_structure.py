@@ -25,3 +25,15 @@ def test_a_cycle_is_found() -> None:
         modules={"a": 1, "b": 1, "c": 1}, edges={"a": {"b"}, "b": {"a"}, "c": {"a"}}
     )
     assert found.cycles() == [["a", "b"]]
+
+
+def test_no_function_takes_more_than_six_arguments_by_position() -> None:
+    """Past six, the rest are keyword-only: a swapped argument is an error, not a wrong
+    table."""
+    assert structure.measure().summary()["over_positional"] == []
+
+
+def test_seven_positional_parameters_are_found() -> None:
+    """The measurement can fail: a seventh positional parameter is over the bound."""
+    found = structure.Structure(positional=[("m", "six", 6), ("m", "seven", 7)])
+    assert found.summary()["over_positional"] == ["m.seven (7)"]

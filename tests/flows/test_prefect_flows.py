@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 from prefect import Flow
+from prefect.utilities.callables import parameter_schema
+from prefect.utilities.schema_tools import validate
 
 from flows import prefect_flows
 from flows.io import DumpFile
@@ -33,6 +35,10 @@ def test_the_nightly_deployments_run_nightly_flow(name: str, hour: int) -> None:
     flow = getattr(import_module(path.removesuffix(".py").replace("/", ".")), entry)
     assert isinstance(flow, Flow) and flow.name == "cogscore-nightly"
     assert set(deployment["parameters"]) <= set(inspect.signature(flow.fn).parameters)
+    # What the server checks on `prefect deploy` (enforce_parameter_schema): the templated
+    # paths are strings there, and a null option is the worker's environment variable.
+    schema = parameter_schema(flow.fn).model_dump_for_openapi()
+    assert validate(deployment["parameters"], schema, raise_on_error=True) == []
     assert deployment["schedules"] == [{"cron": f"0 {hour} * * *", "timezone": "UTC"}]
     if name == "harness-nightly":
         assert {"runs_to_import", "tasks", "report"} <= set(deployment["parameters"])
