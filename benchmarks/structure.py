@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flows", "transforms", "schemas", "simulator")
 MOST_LINES = 500
 MOST_POSITIONAL = 6
+MOST_INNER_IMPORTS = 40
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import polars as pl
 
 from flows.options import RegressionOptions
+from flows.output import EPISODE_SCORES, REGRESSIONS, REJECTS, empty_table
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE,
@@ -242,7 +243,6 @@ class NightWatch:
 
     def _rows(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The columns regressions read of ``nights``' episode scores and rejects, from OUT."""
-        from flows.output import EPISODE_SCORES, REJECTS
 
         assert self.output is not None
         chosen = pl.col(DUMP_DATE).is_in(nights)
@@ -273,6 +273,5 @@ def _absent_models(baseline: list[pl.DataFrame], tonight: pl.DataFrame) -> list[
 
 
 def _no_regressions() -> pl.DataFrame:
-    from flows.output import REGRESSIONS, empty_table
 
     return empty_table(REGRESSIONS).drop(*PROVENANCE)

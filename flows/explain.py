@@ -28,6 +28,7 @@ from flows.output import EPISODE_SCORES, Output
 from flows.standings import TASK_STANDINGS
 from flows.storage import objects
 from flows.storage.location import Location
+from flows.summary import printable
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REPORTED
 from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
@@ -299,7 +300,6 @@ def _turns(ordered: pl.DataFrame) -> pl.DataFrame:
 
 def explanation_lines(found: dict[str, Any]) -> list[str]:
     """The explanation as text: long contents folded (``FOLD`` characters)."""
-    from flows.summary import printable
 
     def fold(value: object) -> str:
         text = printable("" if value is None else value)

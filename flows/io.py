@@ -15,6 +15,10 @@ import pyarrow.parquet as pq
 
 from flows import prehash
 from flows.prehash import file_digest, parquet_below
+from flows.storage.errors import BadLocation, NothingThere
+from flows.storage.location import Location, polars_options, storage_options
+from flows.storage.objects import get_object
+from flows.storage.source import list_dump
 from schemas.contract import DUMP_DATE
 from schemas.exits import ExitCode
 from transforms.ingest import partition_values
@@ -90,9 +94,6 @@ def is_night(value: str) -> bool:
 def dump_root(text: str | Path) -> Path | str:
     """The dump root as given: an absolute local path, or an object-store URL (checked)."""
     if _URL.match(str(text)):
-        from flows.storage.errors import BadLocation
-        from flows.storage.location import Location
-
         try:
             return Location.parse(str(text)).uri
         except BadLocation as error:
@@ -163,9 +164,6 @@ def _listed_objects(root: str) -> list[DumpFile]:
     """An object-store dump: one listing (obstore) gives every object's size and ETag. A
     prefix holding nothing is refused as input (exit 2); a store that does not answer,
     refuses the credentials or has no such bucket stays a ``StorageError`` (exit 4)."""
-    from flows.storage.errors import NothingThere
-    from flows.storage.location import Location
-    from flows.storage.source import list_dump
 
     try:
         listed = list_dump(Location.parse(root))
@@ -183,7 +181,6 @@ def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:
     """What polars needs to read an object (None for a local file)."""
     if dump_file.is_local:
         return None
-    from flows.storage.location import Location, polars_options, storage_options
 
     return polars_options(storage_options(Location.parse(str(dump_file.path))))
 
@@ -262,8 +259,6 @@ def marked_complete(root: Path | str, night: str | None) -> bool:
     key = SUCCESS_MARKER if night is None else f"{DUMP_DATE}={night}/{SUCCESS_MARKER}"
     if isinstance(root, Path):
         return (root / key).is_file()
-    from flows.storage.location import Location
-    from flows.storage.objects import get_object
 
     return get_object(Location.parse(root), key) is not None
 

@@ -28,9 +28,9 @@ from typing import Any, Final, Protocol
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
-from flows.storage import delta, runs_table
+from flows.storage import delta, objects, runs_table
 from flows.storage.delta import StagedFiles, StageTarget
-from flows.storage.errors import StorageError
+from flows.storage.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
 from flows.storage.lease import Lease, check_conditional_writes, lease_holder
 from flows.storage.location import Location
 from flows.storage.runs_table import RUNS, RunRow
@@ -50,6 +50,7 @@ from schemas.tables import (
     TASK_SCORES_TABLE,
     RunStatus,
 )
+from schemas.validation import validate
 
 EPISODE_SCORES: Final = EPISODE_SCORES_TABLE.name
 REJECTS: Final = REJECTS_TABLE.name
@@ -132,7 +133,6 @@ class Output:
         ``vacuum`` and ``unlock`` can tell about and clean up."""
         if delta.table_version(self.location, RUNS) is not None:
             return self
-        from flows.storage.errors import NoOutput
 
         left = self.unfinished()
         if left is None:
@@ -183,8 +183,6 @@ class Output:
         rows = self.runs()
         if as_of is not None:
             if rows.filter(pl.col("run_id") == as_of).is_empty():
-                from flows.storage.errors import UnknownRun
-
                 raise UnknownRun(
                     f"--as-of {as_of}: no such run in {self.location.child(RUNS).display}"
                     " (cogscore history lists the runs)"
@@ -205,7 +203,6 @@ class Output:
         or whose tables ``vacuum`` has deleted files of: named, not a crash on reading."""
         if as_of is None:
             return
-        from flows.storage.errors import UnknownRun
 
         for table, version in self.versions(as_of).items():
             gone = delta.missing_files(self.location, table, version)
@@ -299,8 +296,6 @@ class Output:
         travel (``--as-of``) to runs older than ``retain_hours`` stops working."""
         from datetime import timedelta
 
-        from flows.storage import objects
-
         with Lease(self.location, run_id, "cogscore vacuum") as lease:
             assert lease.holder is not None
             taken = lease.holder.acquired
@@ -381,8 +376,6 @@ def night_levels(state: Mapping[str, Any]) -> dict[str | None, float]:
 def _check_legacy(location: Location) -> None:
     """The snapshot store's manifest, where an earlier cogscore left it."""
     if location.is_local and os.path.lexists(os.path.join(location.uri, "manifest.json")):
-        from flows.storage.errors import LegacyLayout
-
         raise LegacyLayout(
             f"{location.display} holds tables of an earlier cogscore (manifest.json): score "
             "into a new folder (a rescore of every night rebuilds the tables from the dumps)"
@@ -468,7 +461,6 @@ class DryRun:
         return None
 
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        from schemas.validation import validate
 
         validate(table, frame)
 
@@ -479,7 +471,6 @@ class DryRun:
         pass
 
     def append(self, table: str, frame: pl.DataFrame) -> None:
-        from schemas.validation import validate
 
         validate(table, frame)
 
@@ -509,7 +500,6 @@ class Writer:
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
         """Validate ``frame`` (pandera, data included) and stage it as night ``night`` of
         ``table`` (an empty frame empties the night)."""
-        from schemas.validation import validate
 
         spec = TABLES[table]
         validate(spec, frame)  # one query; pandera's report if it fails
@@ -534,7 +524,6 @@ class Writer:
     def append(self, table: str, frame: pl.DataFrame) -> None:
         """Validate ``frame`` and keep it to append to the log table ``table`` at the
         commit (a log's rows are few: a run's)."""
-        from schemas.validation import validate
 
         self.appended.setdefault(table, []).append(validate(table, frame))
 

@@ -10,7 +10,20 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from flows.version import COGSCORE_VERSION
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    CHANGE,
+    CHANGE_KIND,
+    CI_HIGH,
+    CI_LOW,
+    MOVED_BY,
+    Q_BH,
+    REASON,
+    SCOPE,
+)
+from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
+from schemas.tables import AS_OF
 
 
 def exit_code_of(error: BaseException) -> ExitCode:
@@ -257,19 +270,6 @@ def _moved(changes: Any) -> list[dict[str, Any]]:
     """The standing changes a run reports (``flows.runs._noticed``), for the record."""
     if changes is None or changes.is_empty():
         return []
-    from schemas.comparisons import (
-        ALERT_LEVEL,
-        CHANGE,
-        CHANGE_KIND,
-        CI_HIGH,
-        CI_LOW,
-        MOVED_BY,
-        Q_BH,
-        REASON,
-        SCOPE,
-    )
-    from schemas.contract import Col
-    from schemas.tables import AS_OF
 
     keys = [AS_OF, Col.MODEL, SCOPE, CHANGE_KIND, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
     return list(changes.select(*keys, MOVED_BY, REASON).to_dicts())
@@ -279,8 +279,6 @@ def _flagged(regressions: Any) -> list[dict[str, Any]]:
     """The alert and watch rows of the nights a run scored, for the record."""
     if regressions is None or regressions.is_empty():
         return []
-    from schemas.comparisons import ALERT_LEVEL, CHANGE, CI_HIGH, CI_LOW, Q_BH, SCOPE
-    from schemas.contract import DUMP_DATE, Col
 
     keys = [DUMP_DATE, Col.MODEL, SCOPE, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
     return list(regressions.select(keys).to_dicts())  # a handful of rows

@@ -801,7 +801,6 @@ def state_after(state: Mapping[str, Any], rows: Sequence[RunRow], level: float) 
 
 
 def _no_diff() -> pl.DataFrame:
-    from flows.output import empty_table
 
     return empty_table(RESCORE_DIFF)
 

@@ -13,8 +13,10 @@ from deltalake import DeltaTable
 
 from flows.cli.options import SqlFormat
 from flows.output import TABLES, Output, conform, empty_table
+from flows.storage import delta
 from flows.storage.location import Location, storage_options
 from flows.storage.runs_table import RUNS
+from flows.summary import printable, render, table_of_columns
 
 VIEWS = Path(__file__).resolve().parents[1] / "sql" / "views.sql"
 
@@ -62,7 +64,6 @@ def _native(where: Location) -> Any:
 
 
 def _runs_version(output: Output) -> int | None:
-    from flows.storage import delta
 
     return delta.table_version(output.location, RUNS)
 
@@ -98,8 +99,6 @@ def formatted(relation: Any, how: SqlFormat) -> str:
     if how is SqlFormat.CSV:
         return str(_texts(relation, nested_as_json=True).pl().write_csv()).rstrip("\n")
     from rich.markup import escape
-
-    from flows.summary import printable, render, table_of_columns
 
     table = table_of_columns()
     for column in relation.columns:

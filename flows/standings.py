@@ -32,6 +32,7 @@ from flows.output import (
     MODEL_SCORES,
     TASK_SCORES,
     Output,
+    empty_table,
 )
 from flows.warehouse import above_tasks
 from schemas.contract import DUMP_DATE, Col
@@ -77,7 +78,6 @@ _OF_NIGHT = {
 
 
 def _empty(table: str) -> pl.DataFrame:
-    from flows.output import empty_table
 
     return empty_table(table).drop(PROVENANCE)
 

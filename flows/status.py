@@ -10,11 +10,31 @@ from typing import Any
 import polars as pl
 from rich.markup import escape
 
-from flows.output import Output
+from flows.io import is_night
+from flows.output import Output, describe_unfinished, night_levels
 from flows.plan import nights_off_set, plan_nightly
 from flows.storage.lease import lease_holder
 from flows.summary import printable, render, table_of_columns
-from schemas.tables import IMPORTS_TABLE, VIEWS, RunStatus, View
+from schemas.comparisons import (
+    CI_HIGH,
+    CI_LOW,
+    DEFAULT_LEVEL,
+    DESIGN,
+    DIFF,
+    MDE,
+    MODEL_A,
+    MODEL_B,
+    OVERALL_SCOPES,
+    P_HOLM,
+    P_VALUE,
+    P_WILCOXON,
+    PAIRED,
+    SCOPE,
+    VERDICT,
+)
+from schemas.contract import Category
+from schemas.tables import IMPORTS_TABLE, PROVENANCE, VIEWS, RunStatus, View
+from transforms.compare import model_comparisons
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -174,7 +194,6 @@ UNSCORED_WORDS = {
 
 
 def status_lines(report: dict[str, Any]) -> list[str]:
-    from flows.output import describe_unfinished
 
     lines = [f"output {report['output']}"]
     if report.get("unfinished"):
@@ -244,11 +263,6 @@ def comparisons(
     whichever ``models`` are shown. A night scored before ``model_comparisons`` existed is
     compared from its episode scores (``transforms.compare.model_comparisons``, the same
     function). A scope, night or model the output does not hold is ``CompareChoiceError``."""
-    from flows.io import is_night
-    from schemas.comparisons import MODEL_A, MODEL_B, OVERALL_SCOPES, SCOPE
-    from schemas.contract import Category
-    from schemas.tables import PROVENANCE
-    from transforms.compare import model_comparisons
 
     scopes = [*OVERALL_SCOPES, *Category]
     if scope not in scopes:
@@ -293,8 +307,6 @@ class CompareChoiceError(ValueError):
 
 def night_level(output: Output, night: str | None, as_of: str | None = None) -> float:
     """The level of ``night``'s intervals: the one the run that scored it used."""
-    from flows.output import night_levels
-    from schemas.comparisons import DEFAULT_LEVEL
 
     return night_levels(output.state(as_of)).get(night, DEFAULT_LEVEL)
 
@@ -302,20 +314,6 @@ def night_level(output: Output, night: str | None, as_of: str | None = None) -> 
 def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
     """The comparisons of ``comparisons``, their intervals labelled with their ``level``
     (``night_level``)."""
-    from schemas.comparisons import (
-        CI_HIGH,
-        CI_LOW,
-        DESIGN,
-        DIFF,
-        MDE,
-        MODEL_A,
-        MODEL_B,
-        P_HOLM,
-        P_VALUE,
-        P_WILCOXON,
-        PAIRED,
-        VERDICT,
-    )
 
     if table.is_empty():
         return ["no pair of models to compare"]

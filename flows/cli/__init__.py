@@ -19,6 +19,10 @@ import typer
 from typer._click.exceptions import BadParameter, ClickException, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
+from flows.logs import configure, log
+from flows.native import NativeStderr
+from flows.version import COGSCORE_VERSION
+
 
 class OneLineErrors(TyperGroup):
     """The app's command group: a usage error is one ``error: …`` line on stderr and exit 2
@@ -95,8 +99,6 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from flows.version import COGSCORE_VERSION
-
         typer.echo(f"cogscore {COGSCORE_VERSION}")
         raise typer.Exit()
 
@@ -112,8 +114,6 @@ _LOG_FORMAT = [LogFormat.TEXT]  # as chosen for this command
 def say(message: str, error: bool = False) -> None:
     """A line for stderr: as a log record where logs are JSON lines, else as it is."""
     if _LOG_FORMAT[0] is LogFormat.JSON:
-        from flows.logs import log
-
         (log().error if error else log().warning)(message)
     else:
         typer.echo(f"error: {message}" if error else message, err=True)
@@ -141,13 +141,11 @@ def main(
     ] = LogFormat.TEXT,
 ) -> None:
     """cogscore: validate transcript dumps and score every episode exactly."""
-    from flows import logs
-
     if log_level.lower() not in ("debug", "info", "warning", "error"):
         raise typer.BadParameter(
             f"{log_level!r}: debug, info, warning or error", param_hint="--log-level"
         )
-    logs.configure(log_level, log_format.value)
+    configure(log_level, log_format.value)
     _LOG_FORMAT[0] = log_format
     if log_format is LogFormat.JSON:
         os.environ["COGSCORE_QUIET"] = "1"  # no progress bar between JSON lines
@@ -210,7 +208,6 @@ def run(args: list[str] | None = None) -> None:
     line is the last thing on stderr. The process ends with the command: what it made is
     not garbage-collected on the way out (``gc.freeze``: the final collection took 0.1-0.2 s
     after a night's last line; the interpreter still runs every exit handler)."""
-    from flows.native import NativeStderr
 
     typed = list(sys.argv[1:] if args is None else args)
     TYPED[:] = [typed]

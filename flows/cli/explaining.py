@@ -9,6 +9,7 @@ import typer
 
 from flows.cli import app
 from flows.cli.options import AsOfOpt, OutArg, StorageOpt, refused, use_storage_options
+from flows.storage.errors import StorageError
 
 
 @app.command()
@@ -46,7 +47,6 @@ def explain(
     from flows.explain import ExplainError, Which, explanation_lines
     from flows.explain import explain as explain_episode
     from flows.output import Output
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     if episode is None and (model is None or task is None):

@@ -13,6 +13,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from flows.options import RUN_OPTIONS
+from flows.records import exit_code_of
+from flows.storage.location import ENV_OPTIONS, parse_storage_options
 from schemas.tables import View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -183,7 +185,6 @@ JsonOpt = Annotated[
 
 def refused(error: Exception) -> typer.Exit:
     """Report ``error`` in one line; the exit with its code (README "Exit codes")."""
-    from flows.records import exit_code_of
 
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(int(exit_code_of(error)))
@@ -209,7 +210,6 @@ def writable(path: str | Path, option: str, *, folder: bool) -> None:
 def use_storage_options(pairs: list[str] | None) -> None:
     """Make ``--storage-option`` pairs this process's storage options (every reader and
     writer of a location merges ``COGSCORE_STORAGE_OPTIONS``; Dask workers need their own)."""
-    from flows.storage.location import ENV_OPTIONS, parse_storage_options
 
     if not pairs:
         return

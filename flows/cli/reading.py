@@ -23,6 +23,7 @@ from flows.cli.options import (
     use_storage_options,
     writable,
 )
+from flows.storage.errors import StorageError
 from schemas.tables import VIEWS, View
 
 
@@ -56,7 +57,6 @@ def report(
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
     from flows.output import Output
     from flows.report import ReportError, write_report
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     writable(html_file, "--html", folder=False)
@@ -109,7 +109,6 @@ def vacuum(
     killed runs never committed. Never run by any other command; --as-of to runs older than
     --retain stops working. Only Parquet data files are deleted."""
     from flows.output import Output
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     hours = _retention(retain)
@@ -142,7 +141,6 @@ def unlock(
     another run holds the lease or the run is alive on this host. The next run repairs what
     the killed run left."""
     from flows.output import Output
-    from flows.storage.errors import StorageError
     from flows.storage.lease import break_lease
 
     use_storage_options(storage_option)
@@ -163,7 +161,6 @@ def history(
     from flows.output import Output
     from flows.status import as_json, history_lines
     from flows.status import history as runs_of
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     try:
@@ -197,7 +194,6 @@ def status(
     from flows.output import Output
     from flows.status import as_json, status_lines
     from flows.status import status as status_of
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     try:
@@ -253,7 +249,6 @@ def compare(
         comparisons,
         night_level,
     )
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     try:
@@ -296,7 +291,6 @@ def sql(
     views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
     from flows.output import Output
     from flows.sql import connect, formatted
-    from flows.storage.errors import StorageError
 
     use_storage_options(storage_option)
     # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.

@@ -35,6 +35,9 @@ from flows.cli.options import (
 )
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RunOptions, run_options
+from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
+from flows.storage.errors import ServiceUnreachable, StorageError
+from schemas.exits import ExitCode
 from schemas.tables import View
 
 if TYPE_CHECKING:
@@ -82,8 +85,6 @@ def _check_prefect_api() -> None:
         return  # Prefect starts its temporary server in this process
     from prefect.client.orchestration import get_client
 
-    from flows.storage.errors import ServiceUnreachable
-
     with get_client(sync_client=True) as client:
         problem = client.api_healthcheck()
     if problem is not None:
@@ -100,9 +101,6 @@ def _usage_recorded(json_output: bool, engine: Engine) -> Iterator[None]:
     (status refused) is printed all the same, as every outcome's is."""
     from datetime import UTC
     from datetime import datetime as clock
-
-    from flows.records import run_record
-    from schemas.exits import ExitCode
 
     started = clock.now(UTC)
     try:
@@ -141,10 +139,7 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
-    from flows.storage.errors import StorageError
     from flows.summary import outcome_lines, printable
-    from schemas.exits import ExitCode
 
     started, t0 = clock.now(UTC), time.perf_counter()
     chosen = engine_of(engine)

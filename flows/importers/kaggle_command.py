@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT, TASK_OUTPUT_LIMIT
+from flows.storage.errors import StorageError
+from flows.storage.location import ENV_OPTIONS, Location, parse_storage_options
 
 RunsArg = Annotated[
     str,
@@ -90,8 +92,6 @@ def import_kaggle(
     from flows.importers.kaggle import import_runs
     from flows.importers.kaggle_terminal import ImportProgress, print_report
     from flows.io import is_night
-    from flows.storage.errors import StorageError
-    from flows.storage.location import ENV_OPTIONS, Location, parse_storage_options
 
     if date is not None and not is_night(date):
         raise typer.BadParameter(f"{date!r} is not a date YYYY-MM-DD", param_hint="--date")

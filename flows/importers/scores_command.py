@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from flows.importers.scores import ImportError_, import_scores
+
 
 def import_scores_command(
     table: Annotated[
@@ -52,7 +54,6 @@ def import_scores_command(
     importing the same table again writes nothing, a copy of one imported is reported. Scores
     lie in [0, 1]: a table mostly above 1 (0-100) is refused. Every row not imported is
     reported with every reason."""
-    from flows.importers.scores import ImportError_, import_scores
     from flows.io import is_night
 
     if date is not None and not is_night(date):

@@ -39,7 +39,7 @@ from types import TracebackType
 from typing import Final, Self
 
 from flows.storage import objects
-from flows.storage.errors import LeaseLost, OutputBusy, StorageError, UnsafeStore
+from flows.storage.errors import LeaseLost, OutputBusy, StorageError, UnlockRefused, UnsafeStore
 from flows.storage.location import Location
 
 LEASE_KEY: Final = "_cogscore_lease.json"
@@ -207,7 +207,6 @@ def break_lease(location: Location, run_id: str) -> Holder:
     no lease is held, when another run holds it (name the run you checked is gone), and
     when its run is alive on this host; the lease is deleted only if it did not change
     while it was read."""
-    from flows.storage.errors import UnlockRefused
 
     current = objects.get_object(location, LEASE_KEY)
     if current is None:

@@ -37,3 +37,9 @@ def test_seven_positional_parameters_are_found() -> None:
     """The measurement can fail: a seventh positional parameter is over the bound."""
     found = structure.Structure(positional=[("m", "six", 6), ("m", "seven", 7)])
     assert found.summary()["over_positional"] == ["m.seven (7)"]
+
+
+def test_imports_inside_functions_are_the_few_that_keep_start_up_fast() -> None:
+    """The command line imports the engine, the store and the report when a command runs
+    (``cogscore --help`` loads no Arrow, Delta or Prefect); other modules import at the top."""
+    assert structure.measure().summary()["inner_imports"] <= structure.MOST_INNER_IMPORTS
