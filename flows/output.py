@@ -386,7 +386,7 @@ def empty_table(table: str) -> pl.DataFrame:
     """A table no run wrote: no rows, the columns of its model (a regex column left out)."""
     if table == RUNS:
         return runs_table.RUNS_SCHEMA.to_frame()
-    return pl.DataFrame(schema=TABLES[table].dtypes)
+    return TABLES[table].empty()
 
 
 def conform(table: str, frame: pl.LazyFrame) -> pl.LazyFrame:

@@ -23,12 +23,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from flows.comparisons import (
-    ABSENT,
-    NightWatch,
-    compared,
-    models_without_scores,
-)
+from flows.comparisons import NightWatch
 from flows.importers.kaggle import ImportReport
 from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
 from flows.io import (
@@ -111,6 +106,7 @@ from schemas.exits import ExitCode
 from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
+from transforms.compare.night import ABSENT, compared, models_without_scores
 from transforms.diff import reported_alone, rescore_diff, with_significance
 from transforms.registry import overlay, resolve
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.comparisons import compared
 from flows.options import RegressionOptions
 from flows.output import (
     CATEGORY_SCORES,
@@ -56,6 +55,7 @@ from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
+from transforms.compare.night import compared
 from transforms.standings import (
     CELL,
     CELL_CHANGE,

@@ -17,7 +17,6 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.comparisons import night_comparisons
 from flows.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
 from schemas.contract import DUMP_DATE
 from schemas.tables import INPUT_FINGERPRINT, SCORER_VERSION
@@ -29,6 +28,7 @@ from transforms.aggregate import (
     task_scores,
 )
 from transforms.compact import plain
+from transforms.compare.night import night_comparisons
 
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy", "deltalake", "obstore")
 

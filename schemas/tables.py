@@ -286,6 +286,10 @@ class Table:
         """The literal columns' dtypes, in order (what an empty table of it holds)."""
         return {name: column.dtype for name, column in self.columns.items()}
 
+    def empty(self) -> pl.DataFrame:
+        """The table with no rows: its literal columns (a regex column left out)."""
+        return pl.DataFrame(schema=self.dtypes)
+
     @property
     def partition_by(self) -> tuple[str, ...]:
         """Every partition column, the night column first."""

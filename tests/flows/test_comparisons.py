@@ -169,7 +169,7 @@ def test_regressions_are_the_nights_against_their_previous_night(scored: Path) -
     table = read_table(scored, "regressions").drop(PROVENANCE)
     episodes = read_table(scored, "episode_scores")
     rejects = read_table(scored, "rejects")
-    from flows.comparisons import harness_shares
+    from transforms.compare.night import harness_shares
 
     expected = regressions(episodes, metadata=harness_shares(episodes, rejects))
     key = ["dump_date", "model", "scope"]
