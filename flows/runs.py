@@ -106,7 +106,7 @@ from schemas.exits import ExitCode
 from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
-from transforms.compare.night import ABSENT, compared, models_without_scores
+from transforms.compare.night import ABSENT, compared, models_without_scores, nothing_scored
 from transforms.diff import reported_alone, rescore_diff, with_significance
 from transforms.registry import overlay, resolve
 
@@ -373,10 +373,7 @@ def _nothing_scored(counts: Mapping[str, int]) -> str | None:
     errors, rejected = counts.get("episodes_harness_error", 0), counts.get("episodes_rejected", 0)
     if not (errors or rejected):
         return f"no episode scored: no episode in {counts.get('rows_read', 0)} row(s)"
-    return (
-        f"no episode scored: {errors + rejected} episode(s), {errors} harness error(s), "
-        f"{rejected} rejected"
-    )
+    return nothing_scored(errors, rejected)
 
 
 # What a run does once it holds the output: (writer) -> outcome.

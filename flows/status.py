@@ -35,6 +35,7 @@ from schemas.comparisons import (
 from schemas.contract import Category
 from schemas.tables import IMPORTS_TABLE, PROVENANCE, VIEWS, RunStatus, View
 from transforms.compare import model_comparisons
+from transforms.compare.night import nothing_scored
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -102,8 +103,10 @@ def failed_nights(output: Output, state: dict[str, Any] | None = None) -> dict[s
     the tables, they have no scores)."""
     state = output.state() if state is None else state
     out = {
-        night: f"no episode scored: {counts.get('episodes_harness_error', 0)} harness "
-        f"error(s), {counts.get('episodes_rejected', 0)} rejected (run {entry['run_id']})"
+        night: nothing_scored(
+            counts.get("episodes_harness_error", 0), counts.get("episodes_rejected", 0)
+        )
+        + f" (run {entry['run_id']})"
         for night, entry in state.get("nights", {}).items()
         if not (counts := entry.get("counts") or {}).get("episodes_scored", 1)
     }

@@ -124,7 +124,7 @@ def models_without_scores(scores: pl.DataFrame, rejects: pl.DataFrame) -> dict[s
 
     >>> rejects = pl.DataFrame({"model": ["m", "m", "n"], "status": ["harness_error"] * 3})
     >>> models_without_scores(pl.DataFrame({"model": ["n"]}), rejects)
-    {'m': 'no episode scored: 2 harness error(s), 0 rejected'}
+    {'m': 'no episode scored: 2 episode(s), 2 harness error(s), 0 rejected'}
     """
     scored = scores.lazy().select(pl.col(Col.MODEL).cast(pl.String).unique())
     counted = (
@@ -140,9 +140,21 @@ def models_without_scores(scores: pl.DataFrame, rejects: pl.DataFrame) -> dict[s
         .collect()
     )
     return {
-        model: f"no episode scored: {errors} harness error(s), {rejected} rejected"
-        for model, errors, rejected in counted.iter_rows()
+        model: nothing_scored(errors, rejected) for model, errors, rejected in counted.iter_rows()
     }
+
+
+def nothing_scored(errors: int, rejected: int) -> str:
+    """Why a night, or a model on it, has no score: its episodes, every one a harness
+    error or rejected (the run's record, status, the report and ``regressions`` say the same).
+
+    >>> nothing_scored(3, 1)
+    'no episode scored: 4 episode(s), 3 harness error(s), 1 rejected'
+    """
+    return (
+        f"no episode scored: {errors + rejected} episode(s), {errors} harness error(s), "
+        f"{rejected} rejected"
+    )
 
 
 # Why a model of the baseline nights has no regression tonight: it ran nothing tonight.
