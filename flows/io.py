@@ -17,8 +17,7 @@ from flows import prehash
 from flows.prehash import file_digest, parquet_below
 from flows.storage.errors import BadLocation, NothingThere
 from flows.storage.location import Location, polars_options, storage_options
-from flows.storage.objects import get_object
-from flows.storage.source import list_dump
+from flows.storage.objects import get_object, list_files
 from schemas.contract import DUMP_DATE
 from schemas.exits import ExitCode
 from transforms.ingest import partition_values
@@ -166,15 +165,29 @@ def _listed_objects(root: str) -> list[DumpFile]:
     refuses the credentials or has no such bucket stays a ``StorageError`` (exit 4)."""
 
     try:
-        listed = list_dump(Location.parse(root))
+        listed = list_objects(Location.parse(root))
     except NothingThere as error:
         raise InputError(f"input {error}") from None
     if not listed:
         raise InputError(f"input {root} holds no .parquet files")
-    return [
-        DumpFile(f.uri, f.relative, dict(f.partitions), f.size, f.version)
-        for f in sorted(listed, key=lambda f: f.relative)
+    return listed
+
+
+def list_objects(location: Location, suffix: str = ".parquet") -> list[DumpFile]:
+    """Every ``suffix`` object of the dump at ``location`` (one listing: size and ETag),
+    sorted by relative path; a dump that does not exist, or holds no object at all, is a
+    ``StorageError`` naming it."""
+    listed = [
+        DumpFile(
+            location.child(info.relative).uri,
+            info.relative,
+            partition_values(info.relative),
+            info.size,
+            info.version,
+        )
+        for info in list_files(location, suffix)
     ]
+    return sorted(listed, key=lambda f: f.relative)
 
 
 def storage_options_of(dump_file: DumpFile) -> dict[str, Any] | None:

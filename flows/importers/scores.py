@@ -179,7 +179,7 @@ def task_categories(tasks: Path) -> dict[str, Category]:
     return out
 
 
-def score_rows(
+def importable_scores(
     table: pl.DataFrame,
     source: str,
     night: str | None = None,
@@ -305,7 +305,7 @@ def score_rows(
 def check_scale(table: pl.DataFrame, path: Path) -> None:
     """Refuse (``ImportError_``) a table whose finite scores mostly lie above 1: it is on
     another scale than [0, 1] (a 0-100 table). A few such scores are rows reported one by
-    one (``score_rows``)."""
+    one (``importable_scores``)."""
     column = table.get_column(source_columns(table)[REPORTED_SCORE])
     scores = column.cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
     finite = scores.filter(scores.is_finite())
@@ -321,7 +321,7 @@ def check_scale(table: pl.DataFrame, path: Path) -> None:
 
 
 def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
-    """Two contract rows per score (``score_rows``): ``episode_start`` (turn 0, ``params``
+    """Two contract rows per score (``importable_scores``): ``episode_start`` (turn 0, ``params``
     ``{}``, ``instance_id``) and ``episode_end`` (turn 1, ``status`` completed,
     ``reported_score``). The episode id is the night, model and task: unique in a dump."""
     episode_id = pl.concat_str(NIGHT, Col.MODEL, Col.TASK, separator="/")
@@ -394,7 +394,7 @@ def import_scores(
     check_scale(table, source)
     categories = task_categories(tasks) if tasks is not None else None
     run_id = f"import-scores/{source.name}"
-    kept, rejected, resolved = score_rows(table, run_id, night, categories)
+    kept, rejected, resolved = importable_scores(table, run_id, night, categories)
     done = Imported(str(source), rows_read=table.height)
     done.resolved = resolved
     done.rejected = rejected.to_dicts()
@@ -450,7 +450,7 @@ def _other_imports(folder: Path, target: Path) -> dict[Path, dict[str, str]]:
 def _not_imported_twice(
     scores: pl.DataFrame, others: Sequence[Path]
 ) -> tuple[pl.DataFrame, list[dict[str, object]]]:
-    """``scores`` (a night's, of ``score_rows``) without those whose episode (night, model
+    """``scores`` (a night's, of ``importable_scores``) without those whose episode (night, model
     and task) another table's file in the night holds already: imported twice, the scorer
     would reject both copies. The report of each row left out."""
     if not others:

@@ -1,4 +1,4 @@
-"""The store boundary: Delta tables in OUT, the runs table that pins them, a lease, dump listings.
+"""The store boundary: Delta tables in OUT, the runs table that pins them, a lease.
 
 Modules, one concern each:
 
@@ -7,6 +7,7 @@ Modules, one concern each:
 - `objects`: the only module that talks to obstore (list, get, conditional put, delete);
 - `lease`: one run at a time per output (`Lease`, `check_conditional_writes`);
 - `delta`: one night replaced per table and commit (`write_night`, `read_table`, `vacuum`, ...);
-- `runs_table`: the `runs` table, written last, whose rows pin every table's version;
-- `source`: a dump listed as files with size and version tokens (`list_dump`).
+- `runs_table`: the `runs` table, written last, whose rows pin every table's version.
+
+A dump on an object store is listed as `flows.io.DumpFile`s by `flows.io.list_objects`.
 """

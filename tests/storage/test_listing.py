@@ -1,4 +1,5 @@
-"""Dump listings, local and on moto: partitions, versions, and what changes them."""
+"""Dump listings (``flows.io.list_objects``), local and on moto: partitions, versions,
+and what changes them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import time
 import polars as pl
 import pytest
 
+from flows.io import list_objects
 from flows.storage import objects
 from flows.storage.errors import StorageError
-from flows.storage.source import list_dump
 
 
 def _parquet(rows: int) -> bytes:
@@ -19,7 +20,7 @@ def _parquet(rows: int) -> bytes:
     return buffer.getvalue()
 
 
-def test_list_dump_with_partitions_and_versions(out):
+def test_list_objects_with_partitions_and_versions(out):
     dump = out.child("dump")
     for key in (
         "dump_date=2026-12-01/part-0.parquet",
@@ -28,28 +29,28 @@ def test_list_dump_with_partitions_and_versions(out):
         "undated.parquet",
     ):
         objects.put_if_absent(dump, key, _parquet(3))
-    files = list_dump(dump)
+    files = list_objects(dump)
     assert [f.relative for f in files] == [
         "dump_date=2026-12-01/part-0.parquet",
         "dump_date=2026-12-02/part-0.parquet",
         "undated.parquet",
     ]
-    assert [f.night for f in files] == ["2026-12-01", "2026-12-02", None]
-    assert files[0].uri == dump.child("dump_date=2026-12-01/part-0.parquet").uri
+    assert [f.partitions.get("dump_date") for f in files] == ["2026-12-01", "2026-12-02", None]
+    assert files[0].path == dump.child("dump_date=2026-12-01/part-0.parquet").uri
     # polars reads what was listed, with the location's options
     from flows.storage.location import polars_options, storage_options
 
-    frame = pl.read_parquet(files[0].uri, storage_options=polars_options(storage_options(dump)))
+    frame = pl.read_parquet(files[0].path, storage_options=polars_options(storage_options(dump)))
     assert frame.height == 3
     # rewriting one file changes its version (and only its version)
     time.sleep(0.01)
     objects.delete(dump, "dump_date=2026-12-02/part-0.parquet")
     objects.put_if_absent(dump, "dump_date=2026-12-02/part-0.parquet", _parquet(4))
-    again = {f.relative: f for f in list_dump(dump)}
+    again = {f.relative: f for f in list_objects(dump)}
     assert again[files[0].relative].version == files[0].version
     assert again[files[1].relative].version != files[1].version
 
 
 def test_missing_dump_is_an_error_naming_it(out):
     with pytest.raises(StorageError, match=r"cannot list .*/no-dump"):
-        list_dump(out.child("no-dump"))
+        list_objects(out.child("no-dump"))
