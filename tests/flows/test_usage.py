@@ -1,0 +1,219 @@
+"""Usage (contract 1.3) through a whole run: a dump without it (contract 1.2) scores as it
+did, its usage null; with it, every table carries it, and the standings inherit it from
+their task rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from flows import runs
+from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
+from schemas.tables import (
+    REPLIES_WITHOUT_USAGE,
+    TABLES,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+)
+from simulator import simulate
+from tests.tables import read_table
+
+MEASURES = tuple(USAGE_DTYPES)
+USAGE_COLUMNS = {*MEASURES, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE}
+AGGREGATES = ("task_scores", "category_scores", "model_scores")
+STANDINGS = ("task_standings", "category_standings", "standings")
+
+
+def _without_usage(dump: Path, nights: dict[str, int]) -> None:
+    """A contract 1.2 dump (no usage columns): simulated nights of ``episodes`` each."""
+    for night, seed in nights.items():
+        simulate(dump, episodes=240, seed=seed, date=night, usage=False)
+
+
+def _with_usage(source: Path, target: Path, drop_every: int = 0) -> None:
+    """``source``'s files with usage on every assistant row, made from the row itself
+    (tokens from its turn and text, a cost and latency from them); ``drop_every``: every
+    so many assistant rows carry none (usage recorded for some calls only)."""
+    for path in sorted(source.rglob("*.parquet")):
+        frame = pl.read_parquet(path)
+        assistant = pl.col("role") == "assistant"
+        recorded = assistant
+        if drop_every:
+            recorded = assistant & (pl.col("turn") % drop_every != 0)
+        tokens = (pl.col("content").str.len_chars().fill_null(0) // 4 + 1).cast(pl.Int64)
+        frame = frame.with_columns(
+            pl.when(recorded).then(pl.col("turn").cast(pl.Int64) * 100 + 7).alias(INPUT_TOKENS),
+            pl.when(recorded).then(tokens).alias(OUTPUT_TOKENS),
+            pl.when(recorded).then(tokens.cast(pl.Float64) * 1.5e-6 + 1e-7).alias(COST_USD),
+            pl.when(recorded).then(pl.col("turn").cast(pl.Float64) * 10.25).alias(LATENCY_MS),
+        )
+        out = target / path.relative_to(source)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(out)
+    for marker in source.rglob("_SUCCESS"):
+        (target / marker.relative_to(source)).touch()
+
+
+def _tables(out: Path) -> dict[str, pl.DataFrame]:
+    return {name: read_table(out, name) for name in TABLES if name != "imports"}
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, pl.DataFrame]]:
+    """The same two nights scored as a 1.2 dump and with usage on every assistant row."""
+    tmp = tmp_path_factory.mktemp("usage")
+    old, new = tmp / "old-dump", tmp / "new-dump"
+    _without_usage(old, {"2026-12-01": 1, "2026-12-02": 2})
+    _with_usage(old, new)
+    runs.score(old, tmp / "old-out")
+    runs.score(new, tmp / "new-out")
+    return {"old": _tables(tmp / "old-out"), "new": _tables(tmp / "new-out")}
+
+
+def test_a_dump_without_usage_scores_as_the_same_dump_with_it(
+    scored: dict[str, dict[str, pl.DataFrame]],
+) -> None:
+    """Every table of the 1.2 dump is the usage dump's but for the usage columns (and the
+    input fingerprints: other files): usage never changes a score, an interval, a rank,
+    a comparison or a reject."""
+    for name, old in scored["old"].items():
+        new = scored["new"][name]
+        assert old.columns == new.columns, name
+        ignored = [c for c in old.columns if c in USAGE_COLUMNS or c == "input_fingerprint"]
+        assert_frame_equal(old.drop(ignored), new.drop(ignored), check_exact=True)
+
+
+def test_a_dump_without_usage_has_null_usage_never_zero(
+    scored: dict[str, dict[str, pl.DataFrame]],
+) -> None:
+    episodes = scored["old"]["episode_scores"]
+    assert episodes.height > 0
+    for column in (*MEASURES, REPLIES_WITHOUT_USAGE):
+        assert episodes[column].null_count() == episodes.height, column
+    for name in (*AGGREGATES, *STANDINGS):
+        table = scored["old"][name]
+        assert table.height > 0
+        for column in MEASURES:
+            assert table[column].null_count() == table.height, (name, column)
+        assert set(table[USAGE_EPISODES].to_list()) == {0}, name  # none record usage
+        assert set(table[USAGE_INCOMPLETE].to_list()) == {0}, name
+
+
+def test_every_episode_and_aggregate_carries_its_usage(
+    scored: dict[str, dict[str, pl.DataFrame]],
+) -> None:
+    """With usage on every assistant row: each episode's is the sum of its rows', and
+    every aggregate's the sum of its episodes' (polars group_by, independently)."""
+    tables = scored["new"]
+    episodes = tables["episode_scores"]
+    assert episodes[INPUT_TOKENS].null_count() == 0
+    assert set(episodes[REPLIES_WITHOUT_USAGE].to_list()) == {0}
+    for name, key in (
+        ("task_scores", ["dump_date", "model", "category", "task"]),
+        ("category_scores", ["dump_date", "model", "category"]),
+        ("model_scores", ["dump_date", "model"]),
+    ):
+        want = episodes.group_by(key).agg(
+            pl.len().alias(USAGE_EPISODES), *(pl.col(m).sum() for m in MEASURES)
+        )
+        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES)
+        joined = got.join(want, on=key, suffix="_want")
+        assert joined.height == got.height == want.height
+        for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS):
+            assert (joined[column] == joined[f"{column}_want"]).all(), (name, column)
+        for column in (COST_USD, LATENCY_MS):
+            gap = (joined[column] - joined[f"{column}_want"]).abs().max()
+            assert isinstance(gap, float) and gap <= 1e-9, (name, column)
+
+
+def test_the_standings_carry_the_usage_of_their_task_rows(
+    scored: dict[str, dict[str, pl.DataFrame]],
+) -> None:
+    """The standing's task rows are their nights' task rows, usage and all; its category
+    and model rows total them (the latest night's results: here every model ran every task
+    on both nights, so the standing as of the second night is that night)."""
+    tables = scored["new"]
+    tasks = tables["task_standings"].drop("as_of", "input_fingerprint")
+    cells = tables["task_scores"].drop("input_fingerprint")
+    assert_frame_equal(
+        tasks.join(cells, on=["dump_date", "model", "task"], how="anti"),
+        tasks.clear(),
+    )
+    joined = tasks.join(cells, on=["dump_date", "model", "task"], suffix="_night")
+    for column in (USAGE_EPISODES, *MEASURES):
+        assert (joined[column] == joined[f"{column}_night"]).all(), column
+    standings = tables["standings"].rename({"as_of": "dump_date"})
+    models = tables["model_scores"]
+    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES]
+    assert_frame_equal(
+        standings.select(keep).sort("dump_date", "model"),
+        models.select(keep).sort("dump_date", "model"),
+        check_exact=True,
+    )
+
+
+def test_usage_recorded_for_some_calls_is_summed_and_counted(tmp_path: Path) -> None:
+    """Every third assistant row without usage: the episodes' sums are of the rows that
+    have it, their replies without usage counted, and the aggregates count the episodes."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _without_usage(old, {"2026-12-01": 5})
+    _with_usage(old, new, drop_every=3)
+    runs.score(new, tmp_path / "out")
+    episodes = read_table(tmp_path / "out", "episode_scores")
+    rows = pl.concat([pl.read_parquet(p) for p in sorted(new.rglob("*.parquet"))])
+    replies = rows.filter(
+        (pl.col("role") == "assistant")
+        & pl.col("kind").is_in(["message", "action"])
+        & pl.col("content").is_not_null()
+    )
+    missing = replies.group_by("episode_id").agg(
+        pl.col(INPUT_TOKENS).is_null().sum().cast(pl.Int64).alias("want")
+    )
+    joined = episodes.join(missing, on="episode_id", how="left").with_columns(
+        pl.col("want").fill_null(0)
+    )
+    recorded = joined.filter(pl.col(INPUT_TOKENS).is_not_null())
+    assert (recorded[REPLIES_WITHOUT_USAGE] == recorded["want"]).all()
+    assert recorded[REPLIES_WITHOUT_USAGE].sum() > 0
+    tasks = read_table(tmp_path / "out", "task_scores")
+    incomplete = (episodes[REPLIES_WITHOUT_USAGE] > 0).sum()
+    assert tasks[USAGE_INCOMPLETE].sum() == incomplete
+
+
+def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Path) -> None:
+    """One model re-runs everything on the second night, the others do not: the standing
+    as of that night holds each model's latest results, and its usage is theirs (the
+    re-run model's that night's, the others' the first night's), totalled from its task
+    rows whatever night each comes from."""
+    from simulator.models import DEFAULT_MODELS
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    simulate(old, episodes=160, seed=1, date="2026-12-01", usage=False)
+    simulate(old, episodes=40, seed=2, date="2026-12-02", usage=False, models=DEFAULT_MODELS[1:2])
+    _with_usage(old, new)
+    runs.score(new, tmp_path / "out")
+    tables = {name: read_table(tmp_path / "out", name) for name in (*AGGREGATES, *STANDINGS)}
+    last = pl.col("as_of") == "2026-12-02"
+    tasks = tables["task_standings"].filter(last)
+    assert tasks["dump_date"].n_unique() == 2  # results of both nights
+    nights = tables["model_scores"].group_by("model").agg(pl.col("dump_date").max())
+    latest = tables["model_scores"].join(nights, on=["model", "dump_date"])
+    keep = ["model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES]
+    standing = tables["standings"].filter(last)
+    totals = tasks.group_by("model").agg(
+        pl.col(USAGE_EPISODES).sum(), *(pl.col(m).sum() for m in MEASURES)
+    )
+    joined = standing.join(totals, on="model", suffix="_tasks")
+    assert joined.height == standing.height == len(DEFAULT_MODELS)
+    for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS):
+        assert (joined[column] == joined[f"{column}_tasks"]).all(), column
+    for column in (COST_USD, LATENCY_MS):
+        gap = (joined[column] - joined[f"{column}_tasks"]).abs().max()
+        assert isinstance(gap, float) and gap <= 1e-9, column
+    # each model's latest night alone (every one of its tasks ran then) has the same usage
+    assert_frame_equal(
+        standing.select(keep).sort("model"), latest.select(keep).sort("model"), check_exact=True
+    )
