@@ -5,6 +5,7 @@ their task rows."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -62,7 +63,7 @@ def _tables(out: Path) -> dict[str, pl.DataFrame]:
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, pl.DataFrame]]:
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The same two nights scored as a 1.2 dump and with usage on every assistant row."""
     tmp = tmp_path_factory.mktemp("usage")
     old, new = tmp / "old-dump", tmp / "new-dump"
@@ -70,11 +71,11 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, pl.D
     _with_usage(old, new)
     runs.score(old, tmp / "old-out")
     runs.score(new, tmp / "new-out")
-    return {"old": _tables(tmp / "old-out"), "new": _tables(tmp / "new-out")}
+    return {"old": _tables(tmp / "old-out"), "new": _tables(tmp / "new-out"), "out": tmp}
 
 
 def test_a_dump_without_usage_scores_as_the_same_dump_with_it(
-    scored: dict[str, dict[str, pl.DataFrame]],
+    scored: dict[str, Any],
 ) -> None:
     """Every table of the 1.2 dump is the usage dump's but for the usage columns (and the
     input fingerprints: other files): usage never changes a score, an interval, a rank,
@@ -87,7 +88,7 @@ def test_a_dump_without_usage_scores_as_the_same_dump_with_it(
 
 
 def test_a_dump_without_usage_has_null_usage_never_zero(
-    scored: dict[str, dict[str, pl.DataFrame]],
+    scored: dict[str, Any],
 ) -> None:
     episodes = scored["old"]["episode_scores"]
     assert episodes.height > 0
@@ -103,7 +104,7 @@ def test_a_dump_without_usage_has_null_usage_never_zero(
 
 
 def test_every_episode_and_aggregate_carries_its_usage(
-    scored: dict[str, dict[str, pl.DataFrame]],
+    scored: dict[str, Any],
 ) -> None:
     """With usage on every assistant row: each episode's is the sum of its rows', and
     every aggregate's the sum of its episodes' (polars group_by, independently)."""
@@ -130,7 +131,7 @@ def test_every_episode_and_aggregate_carries_its_usage(
 
 
 def test_the_standings_carry_the_usage_of_their_task_rows(
-    scored: dict[str, dict[str, pl.DataFrame]],
+    scored: dict[str, Any],
 ) -> None:
     """The standing's task rows are their nights' task rows, usage and all; its category
     and model rows total them (the latest night's results: here every model ran every task
@@ -217,3 +218,93 @@ def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Pa
     assert_frame_equal(
         standing.select(keep).sort("model"), latest.select(keep).sort("model"), check_exact=True
     )
+
+
+# --- the leaderboard on the terminal ----------------------------------------------------------
+
+
+def _leaderboard(cost: list[float | None], usage: list[int], incomplete: list[int]) -> list[str]:
+    from flows.summary import leaderboard_table
+    from schemas.comparisons import DEFAULT_LEVEL
+    from schemas.contract import Category
+
+    names = [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.1-405B-Instruct-FP8",
+    ]
+    models = pl.DataFrame(
+        {
+            "model": names,
+            "rank": [1, 2, 3],
+            "score": [0.9, 0.8, 0.7],
+            "ci_low": [0.85, 0.75, 0.65],
+            "ci_high": [0.95, 0.85, 0.75],
+            "categories_covered": [6, 6, 6],
+            "ranked_among": [",".join(Category)] * 3,
+            "rank_low": [1, 2, 2],
+            "rank_high": [1, 3, 3],
+            "n_episodes": [135, 135, 135],
+            COST_USD: cost,
+            USAGE_EPISODES: usage,
+            USAGE_INCOMPLETE: incomplete,
+        },
+        schema_overrides={COST_USD: pl.Float64},
+    )
+    categories = pl.DataFrame(
+        {
+            "model": [m for m in names for _ in Category],
+            "category": [str(c) for _ in names for c in Category],
+            "score": [0.5] * (len(names) * len(Category)),
+        }
+    )
+    return leaderboard_table(models, categories, DEFAULT_LEVEL, width=100)
+
+
+def _column(lines: list[str], header: str) -> list[str]:
+    """The cells under ``header`` (right-aligned: they end where it ends), one per model
+    (on its first line, the one that starts with its rank)."""
+    end = lines[0].index(header) + len(header)
+    firsts = [line for line in lines[2:] if line.split() and line.split()[0].isdigit()]
+    return [line[:end].split()[-1] for line in firsts]
+
+
+def test_the_leaderboard_shows_cost_per_episode_where_some_model_has_usage() -> None:
+    """A cost column ($ per episode that records usage) within 100 columns, every name in
+    full; ``-`` for a model without cost; marked where some calls or episodes record none,
+    and the mark explained."""
+    lines = _leaderboard([13.5, None, 0.027], [135, 0, 27], [0, 0, 1])
+    assert max(len(line) for line in lines) <= 100
+    assert _column(lines, "$/ep.") == [f"{13.5 / 135:.3g}", "-", f"{0.027 / 27:.3g}*"]
+    assert lines[-1].startswith("* some of its calls or episodes record no usage")
+    start, end = lines[0].index("model"), lines[0].index("score") - 1
+    names = "".join(line[start:end].strip() for line in lines[2:-1])  # the model column
+    assert (
+        names.replace("ranks 2-3", "")
+        == "".join(f"meta-llama/Llama-3.1-{size}-Instruct" for size in ("8B", "70B", "405B"))
+        + "-FP8"
+    )
+
+
+def test_the_leaderboard_has_no_cost_column_without_usage() -> None:
+    lines = _leaderboard([None, None, None], [0, 0, 0], [0, 0, 0])
+    assert "$/ep." not in lines[0] and not lines[-1].startswith("*")
+
+
+@pytest.mark.parametrize("view", ["leaderboard", "night_leaderboard"])
+def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], view: str) -> None:
+    from flows.output import Output
+    from flows.sql import connect
+
+    con = connect(Output.at(scored["out"] / "new-out"))
+    got = con.execute(
+        f"SELECT model, cost_usd, usage_episodes, cost_per_episode FROM {view} ORDER BY model"
+    ).fetchall()
+    table, night = (
+        ("standings", "as_of") if view == "leaderboard" else ("model_scores", "dump_date")
+    )
+    rows = scored["new"][table].filter(pl.col(night) == pl.col(night).max()).sort("model")
+    assert got == [
+        (r["model"], r[COST_USD], r[USAGE_EPISODES], r[COST_USD] / r[USAGE_EPISODES])
+        for r in rows.to_dicts()
+    ]
