@@ -145,6 +145,9 @@ VERDICT_MISMATCHES: Final = "verdict_mismatches"
 REPLIES_WITHOUT_USAGE: Final = "replies_without_usage"
 USAGE_EPISODES: Final = "usage_episodes"
 USAGE_INCOMPLETE: Final = "usage_incomplete"
+# Per task: tokens (input and output) per episode that records usage, the behaviour of
+# LearningBench's token signal (``transforms.health``: tokens spent against score).
+MEAN_TOKENS: Final = "mean_tokens"
 STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
@@ -423,6 +426,7 @@ TASK_SCORES_TABLE: Final = Table(
         STD: _real(nullable=True, ge=0.0),
         FORMULA_VERSION: _text(),
         **_USAGE_RULES,
+        MEAN_TOKENS: _real(nullable=True, ge=0.0),
         **_PROVENANCE,
     },
     sort=(Col.MODEL, Col.CATEGORY, Col.TASK),

@@ -26,8 +26,16 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import FILE, REPLY_KINDS, USAGE_DTYPES, USAGE_ROLE, Col
-from schemas.tables import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
+from schemas.contract import (
+    FILE,
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    REPLY_KINDS,
+    USAGE_DTYPES,
+    USAGE_ROLE,
+    Col,
+)
+from schemas.tables import MEAN_TOKENS, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 
 MEASURES: Final = tuple(USAGE_DTYPES)
 # A row column (working name) of score_rows' cached table: a reply turn with no usage.
@@ -111,8 +119,10 @@ def usage_sums() -> list[pl.Expr]:
 
 def task_usage(sums: pl.LazyFrame, key: Sequence[str]) -> pl.LazyFrame:
     """Per group ``key``: the usage of its episodes from the files' ``usage_sums`` (per
-    ``FILE`` and group), added in file order."""
+    ``FILE`` and group), added in file order, and the tokens (input and output) per episode
+    that records usage (``mean_tokens``)."""
     episodes = pl.col(USAGE_EPISODES).sum()
+    tokens = pl.col(INPUT_TOKENS) + pl.col(OUTPUT_TOKENS)
     return (
         sums.sort(FILE)
         .group_by(key)
@@ -127,6 +137,7 @@ def task_usage(sums: pl.LazyFrame, key: Sequence[str]) -> pl.LazyFrame:
                 for m, t in USAGE_DTYPES.items()
             ),
         )
+        .with_columns((tokens.cast(pl.Float64) / pl.col(USAGE_EPISODES)).alias(MEAN_TOKENS))
     )
 
 

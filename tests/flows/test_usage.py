@@ -23,7 +23,7 @@ from simulator import simulate
 from tests.tables import read_table
 
 MEASURES = tuple(USAGE_DTYPES)
-USAGE_COLUMNS = {*MEASURES, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE}
+USAGE_COLUMNS = {*MEASURES, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE, "mean_tokens"}
 AGGREGATES = ("task_scores", "category_scores", "model_scores")
 STANDINGS = ("task_standings", "category_standings", "standings")
 
@@ -78,10 +78,13 @@ def test_a_dump_without_usage_scores_as_the_same_dump_with_it(
     scored: dict[str, Any],
 ) -> None:
     """Every table of the 1.2 dump is the usage dump's but for the usage columns (and the
-    input fingerprints: other files): usage never changes a score, an interval, a rank,
-    a comparison or a reject."""
+    input fingerprints: other files; and the token signal, which needs tokens): usage never
+    changes a score, an interval, a rank, a comparison or a reject."""
     for name, old in scored["old"].items():
         new = scored["new"][name]
+        if name == "signals":  # the token signal is there only where tokens are recorded
+            new = new.filter(pl.col("signal") != "tokens_spent_vs_score")
+            assert old.filter(pl.col("signal") == "tokens_spent_vs_score").is_empty()
         assert old.columns == new.columns, name
         ignored = [c for c in old.columns if c in USAGE_COLUMNS or c == "input_fingerprint"]
         assert_frame_equal(old.drop(ignored), new.drop(ignored), check_exact=True)
@@ -97,7 +100,7 @@ def test_a_dump_without_usage_has_null_usage_never_zero(
     for name in (*AGGREGATES, *STANDINGS):
         table = scored["old"][name]
         assert table.height > 0
-        for column in MEASURES:
+        for column in (*MEASURES, *(["mean_tokens"] if "mean_tokens" in table.columns else [])):
             assert table[column].null_count() == table.height, (name, column)
         assert set(table[USAGE_EPISODES].to_list()) == {0}, name  # none record usage
         assert set(table[USAGE_INCOMPLETE].to_list()) == {0}, name
@@ -308,3 +311,30 @@ def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], vi
         (r["model"], r[COST_USD], r[USAGE_EPISODES], r[COST_USD] / r[USAGE_EPISODES])
         for r in rows.to_dicts()
     ]
+
+
+def test_the_token_signal_is_the_standings_tokens_per_episode_against_score(
+    scored: dict[str, Any],
+) -> None:
+    """LearningBench's H2 (tokens spent against score, runtime RL) on the usage recorded:
+    each task row's mean_tokens is its tokens in and out per episode that records usage,
+    and the signal is Spearman's rho of them against the scores (scipy, on the rows);
+    without usage the signal has no result."""
+    from scipy import stats
+
+    tables = scored["new"]
+    tasks = tables["task_standings"]
+    want = (tasks[INPUT_TOKENS] + tasks[OUTPUT_TOKENS]) / tasks[USAGE_EPISODES]
+    assert (tasks["mean_tokens"] == want).all()
+    last = tasks["as_of"].max()
+    rl = tasks.filter((pl.col("as_of") == last) & (pl.col("category") == "runtime_rl"))
+    signal = (
+        tables["signals"]
+        .filter((pl.col("as_of") == last) & (pl.col("signal") == "tokens_spent_vs_score"))
+        .row(0, named=True)
+    )
+    expected = stats.spearmanr(rl["mean_tokens"].to_numpy(), rl["score"].to_numpy())
+    assert signal["n_results"] == rl.height >= 3
+    assert signal["spearman"] == pytest.approx(expected.statistic)
+    old = scored["old"]["signals"].filter(pl.col("signal") == "tokens_spent_vs_score")
+    assert set(old["n_results"].to_list()) <= {0} and old["spearman"].null_count() == old.height
