@@ -67,13 +67,24 @@ def _in_order(column: str, *order: str) -> pl.Expr:
     return pl.when(present.len() > 0).then(present.cum_sum().last())
 
 
+def _row_sum(column: str, dtype: pl.DataType) -> pl.Expr:
+    """An episode's sum of a measure over its rows, null where none has it: integers exactly
+    (in any order), floats left to right in the rows' order (a group keeps its rows' order:
+    turn order here), without sorting again."""
+    values = pl.col(column)
+    if dtype.is_integer():
+        return pl.when(values.count() > 0).then(values.sum()).cast(dtype).alias(column)
+    return values.drop_nulls().cum_sum().last().cast(dtype).alias(column)
+
+
 def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
     """Per episode (``segment``) that records usage: each measure's sum and its reply turns
-    without usage. ``rows``: in episode order, with the ``unpriced_reply`` flag."""
+    without usage. ``rows``: in episode order (``transforms.episodes.in_episode_order``),
+    with the ``unpriced_reply`` flag."""
     recorded = (
         rows.filter(_is_usage_row())
         .group_by(segment)
-        .agg(*(_in_order(m, Col.TURN).cast(t).alias(m) for m, t in USAGE_DTYPES.items()))
+        .agg(*(_row_sum(m, t) for m, t in USAGE_DTYPES.items()))
     )
     unpriced = (
         rows.filter(pl.col(UNPRICED_REPLY))
