@@ -185,6 +185,20 @@ def _name(task_file: Path) -> str:
     return registered_names(task_file.read_text())[0]
 
 
+def usage_meta(prompt: str, reply: str) -> dict[str, int]:
+    """A call's usage as a model proxy reports it to the harness (its ``_meta``, which the
+    harness writes as the request's ``metrics``): a token every four characters, priced at
+    $1 and $4 per million tokens, a millisecond per character of the reply."""
+    sent, received = len(prompt) // 4 + 1, len(reply) // 4 + 1
+    return {
+        "input_tokens": sent,
+        "output_tokens": received,
+        "input_tokens_cost_nanodollars": sent * 1_000,
+        "output_tokens_cost_nanodollars": received * 4_000,
+        "total_backend_latency_ms": 200 + len(reply),
+    }
+
+
 def _llm(base: Any, response: Any, kbench: Any, policy: Policy, slug: str) -> Any:
     class Scripted(base):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -193,7 +207,8 @@ def _llm(base: Any, response: Any, kbench: Any, policy: Policy, slug: str) -> An
 
         def invoke(self, messages: Any, system: Any = None, **kwargs: Any) -> Any:
             prompt = str(messages[-1].content) if messages else ""
-            return response(content=policy.reply(prompt, kwargs.get("response_format")))
+            reply = policy.reply(prompt, kwargs.get("response_format"))
+            return response(content=reply, meta=usage_meta(prompt, reply))
 
     return Scripted()
 

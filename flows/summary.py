@@ -37,8 +37,8 @@ from schemas.comparisons import (
     SCORE_BY_CATEGORY,
     ChangeKind,
 )
-from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
-from schemas.tables import AS_OF, SCORE, VIEWS, View
+from schemas.contract import COST_USD, DUMP_DATE, REPORTED_SCORE, Category, Col
+from schemas.tables import AS_OF, N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE, VIEWS, View
 from schemas.tables import Table as TableSpec
 
 if TYPE_CHECKING:
@@ -58,15 +58,17 @@ def printable(text: object) -> str:
 FENCE = "`" * 3
 
 
-# Headers short enough that the leaderboard of six categories fits in 100 columns.
+# Headers short enough that the leaderboard of six categories and a cost fits in 100 columns.
 COLUMN = {
     Category.ASSOCIATIVE_LEARNING: "assoc.",
     Category.CONCEPT_FORMATION: "concept",
-    Category.LANGUAGE_LEARNING: "language",
-    Category.OBSERVATIONAL_LEARNING: "observ.",
+    Category.LANGUAGE_LEARNING: "lang.",
+    Category.OBSERVATIONAL_LEARNING: "obs.",
     Category.RUNTIME_RL: "RL",
-    Category.PROCEDURAL_LEARNING: "proced.",
+    Category.PROCEDURAL_LEARNING: "proc.",
 }
+COST_HEADER = "$/ep."  # contract 1.3: US dollars per episode that records usage
+PARTIAL_COST = "*"  # ... some of whose calls record none
 WIDTH = 100
 MODEL_WIDTH = 12  # the least a model's name is given before it folds
 
@@ -122,11 +124,13 @@ def leaderboard_table(
     # The tasks each model's score averages, where they are not the same for all (a model
     # that ran half the tasks says so on its line; else the title says how many).
     tasks = N_TASKS in order.columns and order[N_TASKS].n_unique() > 1
+    cost = COST_USD in order.columns and order[COST_USD].is_not_null().any()
     rows = [
-        _leaderboard_cells(row, present, by_model, tasks) for row in order.iter_rows(named=True)
+        _leaderboard_cells(row, present, by_model, tasks, cost)
+        for row in order.iter_rows(named=True)
     ]
     headers = ["rank", "model", "score", f"{level:.0%} interval", "UB", "by cat."]
-    headers += ["tasks"] * tasks + [COLUMN[c] for c in present]
+    headers += ["tasks"] * tasks + [COST_HEADER] * cost + [COLUMN[c] for c in present]
     # Every group's table gets the same column widths: they read as one table. The model's
     # column takes what the others leave (its names fold there where they must).
     widths = [max(len(_plain(cells[i])) for cells in [headers, *rows]) for i in range(len(headers))]
@@ -152,7 +156,35 @@ def leaderboard_table(
             if member == group:
                 table.add_row(*cells)
         lines += render(table, width)
+    if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)] for cells in rows):
+        lines.append(
+            f"{PARTIAL_COST} some of its calls or episodes record no usage: "
+            "the cost leaves them out"
+        )
     return lines
+
+
+def cost_per_episode(row: Mapping[str, object]) -> str:
+    """A model's cost per episode in US dollars (contract 1.3: its total over the episodes
+    that record usage, per such episode), three significant places; ``-`` where none
+    records a cost; marked where some calls or episodes record none (the cost leaves them
+    out).
+
+    >>> cost_per_episode({"cost_usd": 0.5, "usage_episodes": 4, "n_episodes": 4})
+    '0.125'
+    >>> cost_per_episode({"cost_usd": 3e-5, "usage_episodes": 1, "n_episodes": 2})
+    '3.0e-05*'
+    >>> cost_per_episode({"cost_usd": None, "usage_episodes": 0, "n_episodes": 2})
+    '-'
+    """
+    total, episodes = row.get(COST_USD), row.get(USAGE_EPISODES)
+    if not isinstance(total, float) or not isinstance(episodes, int) or episodes == 0:
+        return "-"
+    each = total / episodes
+    text = f"{each:.3g}" if each >= 1e-3 else f"{each:.1e}"
+    scored = row.get(N_EPISODES)
+    partial = bool(row.get(USAGE_INCOMPLETE)) or (isinstance(scored, int) and episodes < scored)
+    return text + (PARTIAL_COST if partial else "")
 
 
 def _plain(cell: str) -> str:
@@ -180,6 +212,7 @@ def _leaderboard_cells(
     present: list[Category],
     by_model: Mapping[tuple[str, str], float],
     tasks: bool,
+    cost: bool = False,
 ) -> list[str]:
     model = str(row[Col.MODEL])
     cells = [f"{by_model[(model, c)]:.3f}" if (model, c) in by_model else "-" for c in present]
@@ -198,6 +231,7 @@ def _leaderboard_cells(
         "-" if bound is None else str(bound),
         "-" if by_category is None else f"{by_category:.3f}",
         *([str(row[N_TASKS])] if tasks else []),
+        *([cost_per_episode(row)] if cost else []),
         *cells,
     ]
 
@@ -242,9 +276,11 @@ def leaderboard_lines(
     )
     counts = models[N_TASKS].unique().to_list() if N_TASKS in models.columns else []
     each = f"{counts[0]} task(s) each; " if len(counts) == 1 else ""
+    cost = COST_USD in models.columns and models[COST_USD].is_not_null().any()
+    priced = f"; {COST_HEADER}: US dollars per episode" if cost else ""
     title = (
         f"{what}; {each}score: each task weighs the same; by cat.: each category; "
-        f"{level:.0%} intervals):"
+        f"{level:.0%} intervals{priced}):"
     )
     return [title, *leaderboard_table(models, categories, level)]
 

@@ -1,4 +1,4 @@
-"""Names, kinds and enums of the transcript dump contract, version 1.2.
+"""Names, kinds and enums of the transcript dump contract, version 1.3.
 
 This module is the single source of column names, dtypes and enum values: every other
 module refers to them through it. The contract itself is ``docs/contract.md`` (a test holds
@@ -12,7 +12,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = "1.2"
+CONTRACT_VERSION: Final = "1.3"
 
 
 class Col(StrEnum):
@@ -48,10 +48,24 @@ INSTANCE_ID: Final = "instance_id"
 REPORTED_SCORE: Final = "reported_score"
 # Contract 1.2: on an answer row, the harness's own verdict on it (the task's grader).
 VERDICT: Final = "verdict"
+# Contract 1.3 (backward compatible): on a reply turn (role assistant), the usage of the model
+# call that produced it: tokens sent and received, its cost in US dollars and how long the
+# call took. Read on assistant rows only; absent or null: not recorded (never 0).
+INPUT_TOKENS: Final = "input_tokens"
+OUTPUT_TOKENS: Final = "output_tokens"
+COST_USD: Final = "cost_usd"
+LATENCY_MS: Final = "latency_ms"
+USAGE_DTYPES: Final[dict[str, pl.DataType]] = {
+    INPUT_TOKENS: pl.Int64(),
+    OUTPUT_TOKENS: pl.Int64(),
+    COST_USD: pl.Float64(),
+    LATENCY_MS: pl.Float64(),
+}
 OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
     INSTANCE_ID: pl.String(),
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
+    **USAGE_DTYPES,
 }
 # The episode kinds that carry a formula's inputs. An episode with none of them and a
 # reported score (a score table imported: ``cogscore import-scores``) is scored as reported.
@@ -131,6 +145,13 @@ DEFAULT_MATCH: Final[dict[Category, Match]] = {
     Category.PROCEDURAL_LEARNING: Match.CONTAINS,
 }
 
+# Contract 1.3: usage is read on the rows of this role; a reply turn (a row of this role and
+# one of these kinds with content) that carries none is counted where the episode records
+# usage elsewhere (``replies_without_usage``): an ``answer`` may be read out of a reply
+# rather than be a call of its own, so it is not counted.
+USAGE_ROLE: Final = Role.ASSISTANT
+REPLY_KINDS: Final = (Kind.MESSAGE, Kind.ACTION)
+
 # Categories that need at least one item (all but runtime RL).
 NEEDS_ITEMS: Final = frozenset(set(Category) - {Category.RUNTIME_RL})
 
@@ -174,7 +195,7 @@ EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
 
 def canonical_schema() -> dict[str, pl.DataType]:
     """The row frame after ingest: contract columns (``ts`` is never read), the optional
-    columns of contract 1.1, file, dump_date."""
+    columns (contract 1.1 to 1.3), file, dump_date."""
     return {
         **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
         **OPTIONAL_DTYPES,

@@ -32,6 +32,10 @@ class DumpRows(pa.DataFrameModel):
     instance_id: str = pa.Field(nullable=True)
     reported_score: float = pa.Field(nullable=True)
     verdict: bool = pa.Field(nullable=True)
+    input_tokens: pl.Int64 = pa.Field(nullable=True)  # contract 1.3
+    output_tokens: pl.Int64 = pa.Field(nullable=True)
+    cost_usd: float = pa.Field(nullable=True)
+    latency_ms: float = pa.Field(nullable=True)
     file: str
     dump_date: str = pa.Field(nullable=True)
 

@@ -46,6 +46,8 @@ class Rule(StrEnum):
     ROUND_MISSING_NUMBER = "round_missing_number"
     DUPLICATE_ROUND = "duplicate_round"
     WRONG_ROUND_COUNT = "wrong_round_count"
+    # Usage (contract 1.3)
+    USAGE_INVALID = "usage_invalid"
     # Not the model's failure
     HARNESS_ERROR = "harness_error"
     # Whole files

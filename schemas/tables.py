@@ -95,7 +95,19 @@ from schemas.comparisons import (
     ChangeKind,
     Design,
 )
-from schemas.contract import DUMP_DATE, FILE, INSTANCE_ID, REPORTED_SCORE, Category, Col
+from schemas.contract import (
+    COST_USD,
+    DUMP_DATE,
+    FILE,
+    INPUT_TOKENS,
+    INSTANCE_ID,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    REPORTED_SCORE,
+    USAGE_DTYPES,
+    Category,
+    Col,
+)
 
 SCORE: Final = "score"
 # The standings' night: a standing as of night N holds, for each model and task, the result
@@ -126,6 +138,16 @@ FEEDBACK_OUT_OF_RANGE: Final = "feedback_out_of_range"
 # declarative verdict differs from the harness's recorded one (null: none compared).
 SCORE_MISMATCH: Final = "score_mismatch"
 VERDICT_MISMATCHES: Final = "verdict_mismatches"
+# Contract 1.3: an episode's reply turns that carry no usage where others do (null: the
+# episode records none); per task, category and model, the episodes that record usage and,
+# of those, the ones with replies without it. The usage columns themselves keep the
+# contract's names (``schemas.contract.USAGE_DTYPES``): sums per episode, totals above.
+REPLIES_WITHOUT_USAGE: Final = "replies_without_usage"
+USAGE_EPISODES: Final = "usage_episodes"
+USAGE_INCOMPLETE: Final = "usage_incomplete"
+# Per task: tokens (input and output) per episode that records usage, the behaviour of
+# LearningBench's token signal (``transforms.health``: tokens spent against score).
+MEAN_TOKENS: Final = "mean_tokens"
 STATUS: Final = "status"
 RULES: Final = "rules"
 REASONS: Final = "reasons"
@@ -187,6 +209,8 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     REPORTED_SCORE: pl.Float64(),
     SCORE_MISMATCH: pl.Boolean(),
     VERDICT_MISMATCHES: pl.Int64(),
+    **USAGE_DTYPES,
+    REPLIES_WITHOUT_USAGE: pl.Int64(),
 }
 # What the comparisons, rank intervals and regressions read of an episode (``flows.comparisons``):
 # a few bytes, not the whole row.
@@ -348,6 +372,19 @@ _EPISODE_RULES: Final[dict[str, Column]] = {
     REPORTED_SCORE: _real(nullable=True),  # contract 1.2
     SCORE_MISMATCH: Column(pl.Boolean(), nullable=True),
     VERDICT_MISMATCHES: _count(nullable=True),
+    **{name: _count(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},  # contract 1.3
+    **{name: _real(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
+    REPLIES_WITHOUT_USAGE: _count(nullable=True),
+}
+# Contract 1.3, per task, category and model: the episodes that record usage and the
+# incomplete ones (null in rows scored before cogscore read usage), and each measure's total
+# over them (null where none records it, or one of them does not: a total of some of them
+# would read as the whole).
+_USAGE_RULES: Final[dict[str, Column]] = {
+    USAGE_EPISODES: _count(nullable=True),
+    USAGE_INCOMPLETE: _count(nullable=True),
+    **{name: _count(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
+    **{name: _real(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
 }
 
 EPISODE_SCORES_TABLE: Final = Table(
@@ -392,6 +429,8 @@ TASK_SCORES_TABLE: Final = Table(
         N_EPISODES: _count(1),
         STD: _real(nullable=True, ge=0.0),
         FORMULA_VERSION: _text(),
+        **_USAGE_RULES,
+        MEAN_TOKENS: _real(nullable=True, ge=0.0),
         **_PROVENANCE,
     },
     sort=(Col.MODEL, Col.CATEGORY, Col.TASK),
@@ -409,6 +448,7 @@ CATEGORY_SCORES_TABLE: Final = Table(
         N_TASKS: _count(1),
         N_EPISODES: _count(1),
         FORMULA_VERSION: _text(),
+        **_USAGE_RULES,
         **_PROVENANCE,
     },
     sort=(Col.MODEL, Col.CATEGORY),
@@ -438,6 +478,7 @@ MODEL_SCORES_TABLE: Final = Table(
         # tier is not always significantly worse (RANK_UB is the statement)
         TIER: _count(1, nullable=True),  # null: alone in its coverage group
         FORMULA_VERSIONS: _text(),
+        **_USAGE_RULES,
         **_PROVENANCE,
     },
     sort=(RANKED_AMONG, RANK, Col.MODEL),

@@ -18,7 +18,11 @@ How episodes are made, and why it scales:
 3. The files are *tiled* from the pool with polars, file by file: episode ``g`` takes the
    rows of pool entry ``k mod P`` (one vectorised gather), with its own ``episode_id``
    (``sim-DATE-sSEED-g``), run and clock (``ts``). Content repeats, identities never do.
-4. A share of the episodes (``rejects``, default 1%) is replaced by a freshly played
+4. Contract 1.3's usage on every assistant row (``usage``, the default): the call's input
+   tokens are the text before it in the episode, its output tokens its own text (a token
+   every four characters), its latency the clock's step to it, its cost the model's prices
+   (``simulator.models.PRICES``) of those tokens: made from the rows with polars, no draw.
+5. A share of the episodes (``rejects``, default 1%) is replaced by a freshly played
    episode that a harness bug spoiled (``simulator.faults``: each breaks one named
    contract rule), and a share (``harness_errors``, default half of ``rejects``) by one
    that crashed (``episode_end`` status ``error``). Which ``g`` is chosen is a hash of the
@@ -45,7 +49,17 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from schemas.contract import INSTANCE_ID, Col, Kind
+from schemas.contract import (
+    COST_USD,
+    INPUT_TOKENS,
+    INSTANCE_ID,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    USAGE_DTYPES,
+    USAGE_ROLE,
+    Col,
+    Kind,
+)
 from schemas.rules import Rule
 from schemas.tables import EpisodeStatus
 from simulator.faults import FAULTS, crash
@@ -156,6 +170,28 @@ def _frame(episodes: Sequence[list[Row]]) -> tuple[pl.DataFrame, np.ndarray, np.
     return frame, starts, lengths
 
 
+def _with_usage(frame: pl.DataFrame, lengths: np.ndarray, models: Sequence[Model]) -> pl.DataFrame:
+    """A frame of episodes (``lengths`` rows each, in turn order) with usage on its assistant
+    rows (see the module's docstring, step 4)."""
+    episode = pl.Series("__episode", np.repeat(np.arange(len(lengths)), lengths))
+    text = (pl.col(Col.CONTENT).str.len_chars() // 4 + 1).fill_null(0).cast(pl.Int64)
+    before = text.cum_sum().over(episode) - text
+    step = (pl.col(DT) - pl.col(DT).shift(1).over(episode)).fill_null(0).clip(lower_bound=0)
+    prices = {m.name: m.prices for m in models}
+    price_in = pl.col(Col.MODEL).replace_strict({k: v[0] for k, v in prices.items()}, default=None)
+    price_out = pl.col(Col.MODEL).replace_strict({k: v[1] for k, v in prices.items()}, default=None)
+    call = pl.col(Col.ROLE) == USAGE_ROLE
+    usage = frame.with_columns(
+        pl.when(call).then(before).alias(INPUT_TOKENS),
+        pl.when(call).then(text).alias(OUTPUT_TOKENS),
+        pl.when(call).then(step.cast(pl.Float64) / 1000.0).alias(LATENCY_MS),
+    )
+    cost = (pl.col(INPUT_TOKENS) * price_in + pl.col(OUTPUT_TOKENS) * price_out) / 1e6
+    return usage.with_columns(cost.cast(pl.Float64).alias(COST_USD)).cast(
+        dict(USAGE_DTYPES.items())
+    )
+
+
 def _uniform(key: int, g: np.ndarray) -> np.ndarray:
     """A uniform [0, 1) number per episode index: splitmix64 of `key` + g (vectorised)."""
     z = g.astype(np.uint64) + np.uint64(key)
@@ -197,6 +233,7 @@ def simulate_dump(
     pool_size: int = DEFAULT_POOL_SIZE,
     on_file: Callable[[Path, int, int], None] | None = None,
     instance_ids: bool = True,
+    usage: bool = True,
 ) -> Simulation:
     """Write a simulated dump under `out` (see the module docstring); return what it wrote.
 
@@ -209,6 +246,7 @@ def simulate_dump(
     ``g`` is instance ``task#k`` (``k = g div C``), so every model faces instance ``k`` of each
     task, on every night (the ids a benchmark with fixed instance seeds would write). False:
     a contract 1.0 dump, without the column.
+    usage: write contract 1.3's usage on assistant rows (False: a dump without it).
 
     Earlier ``part-*.parquet`` files and ``_simulation.json`` in the target folder are
     replaced; nothing else under `out` is touched.
@@ -257,6 +295,8 @@ def simulate_dump(
     ]
     pool = pl.concat([frame for frame, _, _ in parts])
     pool_lengths = np.concatenate([lengths for _, _, lengths in parts])
+    if usage:
+        pool = _with_usage(pool, pool_lengths, models)
     pool_starts = np.cumsum(pool_lengths) - pool_lengths
     del parts
 
@@ -303,6 +343,8 @@ def simulate_dump(
         rows_from, starts, lengths = pool, pool_starts, pool_lengths
         if special_rows:
             extra, extra_starts, extra_lengths = _frame(special_rows)
+            if usage:
+                extra = _with_usage(extra, extra_lengths, models)
             rows_from = pl.concat([pool, extra], rechunk=False)
             starts = np.concatenate([pool_starts, extra_starts + pool.height])
             lengths = np.concatenate([pool_lengths, extra_lengths])
@@ -324,7 +366,7 @@ def simulate_dump(
                 Col.EPISODE_ID
             ),
             (clock + frame[DT]).cast(pl.Datetime("us", "UTC")).alias(Col.TS),
-        ).select(list(SCHEMA))
+        ).select(*SCHEMA, *(USAGE_DTYPES if usage else ()))
         if instance_ids:
             instance = pl.concat_str(
                 pl.col(Col.TASK), pl.lit("#"), (g_of_row // len(pairs)).cast(pl.String)
@@ -352,6 +394,7 @@ def simulate_dump(
             "rejects": rejects,
             "harness_errors": errors,
             "instance_ids": instance_ids,
+            "usage": usage,
             "models": {m.name: m.skill.value for m in models},
             "tasks": {t.name: t.category.value for t in tasks},
             "files": [p.relative_to(out).as_posix() for p in paths],
@@ -395,6 +438,7 @@ def simulate(
     rejects: float = DEFAULT_REJECTS,
     harness_errors: float | None = None,
     instance_ids: bool = True,
+    usage: bool = True,
 ) -> list[Path]:
     """Write a simulated dump; return the Parquet files written, in order.
 
@@ -415,4 +459,5 @@ def simulate(
         rejects=rejects,
         harness_errors=harness_errors,
         instance_ids=instance_ids,
+        usage=usage,
     ).paths

@@ -119,6 +119,16 @@ PROFILES: dict[Skill, Profile] = {
 }
 
 
+# What a call costs (contract 1.3's usage), in US dollars per million tokens sent and
+# received: the more skilled, the dearer, as the models of a real leaderboard are.
+PRICES: dict[Skill, tuple[float, float]] = {
+    Skill.NEAR_ORACLE: (3.0, 15.0),
+    Skill.LEARNER: (0.8, 4.0),
+    Skill.GREEDY: (0.15, 0.6),
+    Skill.RANDOM: (0.05, 0.2),
+}
+
+
 @dataclass(frozen=True)
 class Model:
     """An evaluated model: the name written to the dump and its skill."""
@@ -129,6 +139,11 @@ class Model:
     @property
     def profile(self) -> Profile:
         return PROFILES[self.skill]
+
+    @property
+    def prices(self) -> tuple[float, float]:
+        """US dollars per million input and output tokens."""
+        return PRICES[self.skill]
 
 
 DEFAULT_MODELS: tuple[Model, ...] = (

@@ -23,11 +23,17 @@
 -- 1 + the models significantly better (the Holm verdicts); tier: the greedy grouping of those
 -- verdicts, not a claim (null: alone in its coverage). n_tasks: the tasks its score averages; oldest_night..newest_night: the
 -- nights its results come from (task_standings: which, task by task).
+-- cost_usd: what its episodes' model calls cost (contract 1.3; null where they record none),
+-- over usage_episodes of its n_episodes; cost_per_episode: per such episode;
+-- usage_incomplete: of those, the episodes some of whose calls record no usage (their cost
+-- leaves them out).
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, oldest_night,
-       newest_night, formula_versions, input_fingerprint
+       newest_night, formula_versions, cost_usd, usage_episodes, usage_incomplete,
+       cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
+       output_tokens, latency_ms, input_fingerprint
 FROM standings
 WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
@@ -38,7 +44,9 @@ CREATE OR REPLACE VIEW night_leaderboard AS
 SELECT dump_date, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, formula_versions,
-       input_fingerprint
+       cost_usd, usage_episodes, usage_incomplete,
+       cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
+       output_tokens, latency_ms, input_fingerprint
 FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
 ORDER BY categories_covered DESC, ranked_among, rank, model;

@@ -472,6 +472,27 @@ def rule_dump() -> tuple[list[Row], Expected]:
         [item("r1", "yes", match=Match.RECORDED), answer("r1", "yes"), *_assoc_turns()],
         {Rule.RECORDED_WITHOUT_VERDICT},
     )
+    # Contract 1.3: usage no call can have, on an assistant row; elsewhere it is not read.
+    add(
+        AL,
+        "bad-usage",
+        F0,
+        [
+            message(Role.ASSISTANT, "Thinking.", input_tokens=-3, output_tokens=5),
+            *_assoc_turns(),
+        ],
+        {Rule.USAGE_INVALID},
+    )
+    add(
+        AL,
+        "ok-usage-not-read-on-user-rows",
+        F0,
+        [
+            message(Role.USER, "x", cost_usd=float("nan"), input_tokens=-1),
+            message(Role.ASSISTANT, "Thinking.", input_tokens=30, cost_usd=0.25),
+            *_assoc_turns(),
+        ],
+    )
     # A non-finite value rejects whatever the row's kind.
     add(
         AL,

@@ -22,15 +22,21 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+import polars as pl
 from hypothesis import strategies as st
 
 from schemas.contract import (
+    COST_USD,
     DEFAULT_MATCH,
     EPISODE_CONSTANT,
     FILE,
+    INPUT_TOKENS,
     INSTANCE_ID,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
     REPORTED_SCORE,
     REQUIRED,
+    USAGE_DTYPES,
     VERDICT,
     Category,
     Col,
@@ -726,6 +732,35 @@ def _non_finite(draw: Draw, rows: list[Row]) -> None:
         r[Col.VALUE] = draw(non_finite)
 
 
+def _bad_usage(draw: Draw, rows: list[Row]) -> None:
+    """Contract 1.3: on an assistant row, a usage value no call can have."""
+    column = draw(st.sampled_from(list(USAGE_DTYPES)))
+    if USAGE_DTYPES[column] == pl.Int64():
+        bad: Any = draw(st.integers(-(10**6), -1))
+    else:
+        bad = draw(st.sampled_from([math.nan, math.inf, -math.inf, -0.5, -1e-300]))
+    mine = [r for r in rows if r.get(Col.ROLE) == Role.ASSISTANT]
+    if mine:
+        draw(st.sampled_from(mine))[column] = bad
+    else:
+        _added(rows, message(Role.ASSISTANT, "thinking", **{column: bad}))
+
+
+@functools.cache
+def usage_values() -> st.SearchStrategy[dict[str, Any]]:
+    """Contract 1.3: some of a call's usage (costs whose sums depend on the order added)."""
+    cost = st.sampled_from([0.1, 0.2, 0.3, 1e-9, 3.5e-5]) | st.floats(0.0, 100.0)
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            INPUT_TOKENS: st.integers(0, 10**6),
+            OUTPUT_TOKENS: st.integers(0, 10**5),
+            COST_USD: cost,
+            LATENCY_MS: st.sampled_from([0.5, 1.0, 1234.0]) | st.floats(0.0, 1e6),
+        },
+    )
+
+
 def _unknown_answer(draw: Draw, rows: list[Row]) -> None:
     _added(rows, answer(draw(st.sampled_from([None, "nope", "Q0", "q0 "])), "x"))
 
@@ -799,6 +834,7 @@ PERTURBATIONS: dict[str, Perturbation] = {
     "second_start": _second_start,
     "harness_error": _harness_error,
     "non_finite": _non_finite,
+    "bad_usage": _bad_usage,
     "unknown_answer": _unknown_answer,
     "duplicate_item": _duplicate_item,
     "bad_expected": _bad_expected,
@@ -871,6 +907,11 @@ def episodes(
             row_[INSTANCE_ID] = instance
         elif draw(st.integers(0, 9)) == 9:
             row_[INSTANCE_ID] = "ignored"
+    # Contract 1.3: usage on some rows (any role: it is read on assistant rows only).
+    if draw(st.integers(0, 2)) == 2:
+        for row_ in rows:
+            if draw(st.integers(0, 2)) > 0:
+                row_.update(draw(usage_values()))
     for name in names:
         if name != BAD_PARAMS_NAME:
             PERTURBATIONS[name](draw, rows)

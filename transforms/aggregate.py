@@ -45,6 +45,7 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.tables import FORMULA_VERSION, N_EPISODES, RANK, SCORE, STD, Component
+from transforms.usage import EPISODE_COLUMNS, TOTALS, rolled_up, task_usage, usage_sums, with_usage
 
 TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]
 CATEGORY_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY]
@@ -183,25 +184,31 @@ PART_COUNT: Final = "n_"  # ... and how many episodes have it
 
 def component_sums(scores: pl.LazyFrame) -> pl.LazyFrame:
     """Per file and task group: each component's sum over the file's episodes, left to right
-    in episode order, and its count of non-null values. A file's sums are all a night's
-    reduction needs of its components (``component_means``), so the episode rows can be
-    written where the file was scored."""
+    in episode order, and its count of non-null values, and the episodes' usage
+    (``transforms.usage.usage_sums``). A file's sums are all a night's reduction needs of
+    its components (``component_means``) and usage (``task_usage``), so the episode rows
+    can be written where the file was scored."""
     schema = scores.collect_schema()
     components = [c for c in Component if c in schema]
     if FILE not in schema:  # one part
         scores = scores.with_columns(pl.lit("").alias(FILE))
-    return scores.group_by(FILE, *TASK_KEY).agg(
-        *(
-            pl.col(c)
-            .cast(pl.Float64)
-            .sort_by(Col.EPISODE_ID)
-            .drop_nulls()
-            .cum_sum()  # left to right (a sum may add in another order)
-            .last()
-            .alias(PART_SUM + c)
-            for c in components
-        ),
-        *(pl.col(c).count().alias(PART_COUNT + c) for c in components),
+    return (
+        with_usage(scores, EPISODE_COLUMNS)
+        .group_by(FILE, *TASK_KEY)
+        .agg(
+            *(
+                pl.col(c)
+                .cast(pl.Float64)
+                .sort_by(Col.EPISODE_ID)
+                .drop_nulls()
+                .cum_sum()  # left to right (a sum may add in another order)
+                .last()
+                .alias(PART_SUM + c)
+                for c in components
+            ),
+            *(pl.col(c).count().alias(PART_COUNT + c) for c in components),
+            *usage_sums(),
+        )
     )
 
 
@@ -227,14 +234,16 @@ def task_scores(
     sums: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """Per model and task (per night): mean score, episodes, std, interval, mean components
-    (from ``sums``, the files' ``component_sums``; by default those of ``scores``)."""
+    and usage (from ``sums``, the files' ``component_sums``; by default those of
+    ``scores``)."""
     summary = scores.group_by(TASK_KEY).agg(
         mean_in_order(pl.col(SCORE), Col.EPISODE_ID),
         pl.len().cast(pl.Int64).alias(N_EPISODES),
         pl.col(SCORE).sort_by(Col.EPISODE_ID).std(ddof=1).alias(STD),
         pl.col(FORMULA_VERSION).min(),  # one formula per category in a run
     )
-    means = component_means(component_sums(scores) if sums is None else sums)
+    parts = (component_sums(scores) if sums is None else sums).cache()
+    means = component_means(parts).join(task_usage(parts, TASK_KEY), on=TASK_KEY, nulls_equal=True)
     return summary.join(means, on=TASK_KEY, how="left", nulls_equal=True).join(
         _interval(replicates, TASK_KEY, bootstrap), on=TASK_KEY, nulls_equal=True
     )
@@ -242,12 +251,18 @@ def task_scores(
 
 def category_scores(tasks: pl.LazyFrame) -> pl.LazyFrame:
     """Per model and category (per night): the mean of its task scores (each task weighs the
-    same), tasks and episodes. (Intervals: ``transforms.compare.score_intervals``.)"""
-    return tasks.group_by(CATEGORY_KEY).agg(
-        mean_in_order(pl.col(SCORE), Col.TASK),
-        pl.len().cast(pl.Int64).alias(N_TASKS),
-        pl.col(N_EPISODES).sum().cast(pl.Int64),
-        pl.col(FORMULA_VERSION).min(),
+    same), tasks and episodes, and their usage added up from the task rows
+    (``transforms.usage.rolled_up``). (Intervals: ``transforms.compare.score_intervals``.)"""
+    return (
+        with_usage(tasks, TOTALS)
+        .group_by(CATEGORY_KEY)
+        .agg(
+            mean_in_order(pl.col(SCORE), Col.TASK),
+            pl.len().cast(pl.Int64).alias(N_TASKS),
+            pl.col(N_EPISODES).sum().cast(pl.Int64),
+            pl.col(FORMULA_VERSION).min(),
+            *rolled_up(Col.TASK),
+        )
     )
 
 
@@ -261,7 +276,14 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     another coverage: its score averages other categories. (Intervals:
     ``transforms.compare.score_intervals``.)"""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
-    by_task = tasks.group_by(MODEL_KEY).agg(mean_in_order(pl.col(SCORE), Col.CATEGORY, Col.TASK))
+    by_task = (
+        with_usage(tasks, TOTALS)
+        .group_by(MODEL_KEY)
+        .agg(
+            mean_in_order(pl.col(SCORE), Col.CATEGORY, Col.TASK),
+            *rolled_up(Col.CATEGORY, Col.TASK),  # usage from the task rows, as the score
+        )
+    )
     summary = categories.group_by(MODEL_KEY).agg(
         mean_in_order(pl.col(SCORE), Col.CATEGORY).alias(SCORE_BY_CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),

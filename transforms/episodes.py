@@ -199,7 +199,8 @@ def _fast_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
             if c.row is not None
             and c.row.meta.output_name() in (null_count(Col.CATEGORY), changes(Col.CATEGORY))
         ),
-        is_kind(Kind.EXAMPLE).alias(N_EXAMPLES),
+        # a null kind is no example (a null here would void every later running count)
+        is_kind(Kind.EXAMPLE).fill_null(False).alias(N_EXAMPLES),
         pl.col(SEGMENT).is_not_null().alias(N_ROWS),  # every row
     ]
     segment = pl.col(SEGMENT)

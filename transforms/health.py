@@ -53,7 +53,7 @@ from schemas.health import (
     WORST_SCORE,
     Signal,
 )
-from schemas.tables import AS_OF, SCORE, Component
+from schemas.tables import AS_OF, MEAN_TOKENS, SCORE, Component
 from transforms.aggregate import MEAN_PREFIX, mean_in_order
 
 # Working columns (never written).
@@ -209,7 +209,7 @@ SIGNALS: Final[dict[Signal, tuple[tuple[Category, ...], str]]] = {
         (Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING),
         MEAN_PREFIX + Component.EXAMPLES_USED,
     ),
-    Signal.TOKENS: ((Category.RUNTIME_RL,), "mean_tokens"),
+    Signal.TOKENS: ((Category.RUNTIME_RL,), MEAN_TOKENS),  # contract 1.3's usage
 }
 
 

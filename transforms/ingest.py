@@ -20,9 +20,7 @@ from schemas.contract import (
     INSTANCE_ID,
     NULLABLE,
     OPTIONAL_DTYPES,
-    REPORTED_SCORE,
     REQUIRED,
-    VERDICT,
     Col,
 )
 from schemas.rules import Rule
@@ -46,7 +44,7 @@ def _accepts(column: str, dtype: pl.DataType) -> bool:
         return True
     if column == INSTANCE_ID:  # an id: text, or a number harnesses count instances with
         return isinstance(dtype, _STRINGS + _INTEGERS)
-    target = OPTIONAL_DTYPES[column] if column in (REPORTED_SCORE, VERDICT) else DTYPES[Col(column)]
+    target = OPTIONAL_DTYPES[column] if column in OPTIONAL_DTYPES else DTYPES[Col(column)]
     if isinstance(target, pl.String):
         return isinstance(dtype, _STRINGS)
     if isinstance(target, pl.Int64):
@@ -96,7 +94,7 @@ def normalise(
     partitions: Mapping[str, str],
 ) -> pl.LazyFrame:
     """The canonical frame (``schemas.rows.DumpRows``): every contract column in its
-    canonical dtype, the optional columns of contract 1.1 (null where absent), ``file``,
+    canonical dtype, the optional columns of contracts 1.1 to 1.3 (null where absent), ``file``,
     and the hive ``dump_date`` (null for a dump not partitioned by it; other partition keys
     are not used by scoring). ``file``: the file's path in the dump, or an expression of
     each row's (rows of several files of one schema, scanned together)."""

@@ -10,7 +10,8 @@ How a run maps to rows (docs/importing.md; one run is one episode):
 - every model call in the run file's order: what was sent as ``message`` rows (role
   ``user`` or ``system``), then the reply: an ``action`` (runtime RL: every call is a step,
   unreadable ones included) or an assistant ``message``; a call that failed has a reply row
-  with null content;
+  with null content; the request's usage (contract 1.3: its ``metrics``) on its reply row,
+  the last it made (a call that failed before it has none of its own);
 - runtime RL: one ``feedback`` row, after the ``step_y``-th action when the task says
   solved (``solved`` true), else after the last action; its ``value`` is the progress the
   task computed (best so far, noise free: computed inside the task, so the row carries the
@@ -26,15 +27,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
 
 import polars as pl
 
 from schemas.contract import (
+    COST_USD,
     DTYPES,
+    INPUT_TOKENS,
     INSTANCE_ID,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
     REPORTED_SCORE,
+    USAGE_DTYPES,
     VERDICT,
     Category,
     Col,
@@ -49,7 +56,32 @@ ROW_SCHEMA: Final[dict[str, pl.DataType]] = {
     INSTANCE_ID: pl.String(),
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
+    **USAGE_DTYPES,
 }
+NANODOLLARS_PER_USD: Final = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one request cost, as contract 1.3 writes it on its reply row (None: not
+    recorded). The harness records cost in nanodollars (integers: input and output apart),
+    latency in whole milliseconds."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_nanodollars: int | None = None
+    latency_ms: int | None = None
+
+    def columns(self) -> dict[str, Any]:
+        """The row's usage columns: tokens as they are, the cost in US dollars (float64, the
+        nanodollars' nearest), the latency as float64 (exact: whole milliseconds)."""
+        cost = self.cost_nanodollars
+        return {
+            INPUT_TOKENS: self.input_tokens,
+            OUTPUT_TOKENS: self.output_tokens,
+            COST_USD: None if cost is None else cost / NANODOLLARS_PER_USD,
+            LATENCY_MS: None if self.latency_ms is None else float(self.latency_ms),
+        }
 
 
 class RecordedCall(Protocol):
@@ -61,6 +93,8 @@ class RecordedCall(Protocol):
     def sent(self) -> tuple[tuple[str, str], ...]: ...
     @property
     def reply(self) -> str | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -124,7 +158,8 @@ def episode_rows(
                     actions += 1
                     if solved_after == actions:
                         feedback()
-        add(reply_kind, Role.ASSISTANT, **{str(Col.CONTENT): request.reply})
+        usage = {} if request.usage is None else request.usage.columns()
+        add(reply_kind, Role.ASSISTANT, **{str(Col.CONTENT): request.reply}, **usage)
         actions += 1
         if solved_after == actions:
             feedback()

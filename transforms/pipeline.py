@@ -41,6 +41,7 @@ from transforms.formulas import Registered
 from transforms.items import graded_items
 from transforms.registry import SCORERS
 from transforms.rules import EPISODE_CATEGORY, explain, reported_only, with_status
+from transforms.usage import UNPRICED_REPLY, episode_usage, unpriced_reply
 
 # SCORERS ((category, version) -> its function and components) is generated from the
 # registrations (transforms.formulas).
@@ -74,13 +75,17 @@ def score_rows(
     scored; ``rejects_of`` explains them. They are few, so callers that score many files
     explain them once for all (a plan of its own costs the same for ten rows or ten
     thousand)."""
-    # Content is graded for answers only: the other rows' is never kept.
+    # Content is graded for answers only: the other rows' is never kept (usage, contract
+    # 1.3, needs only whether a reply has any: a flag).
     answer_content = pl.when(pl.col(Col.KIND) == Kind.ANSWER).then(pl.col(Col.CONTENT))
-    table = in_episode_order(rows.with_columns(answer_content.alias(Col.CONTENT))).cache()
+    kept = rows.with_columns(unpriced_reply(), answer_content.alias(Col.CONTENT))
+    table = in_episode_order(kept).cache()
     verdicts = with_status(episode_facts(table)).cache()
     scored = pl.col(STATUS) == EpisodeStatus.SCORED
     unscored = verdicts.filter(~scored).select(SEGMENT)
-    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(SEGMENT, Col.CONTENT)
+    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(
+        SEGMENT, Col.CONTENT, UNPRICED_REPLY
+    )
     episodes = verdicts.filter(scored)
     scorable = (
         episodes.drop(Col.CATEGORY)
@@ -89,6 +94,7 @@ def score_rows(
         .join(runtime_rl.interaction_facts(table), on=SEGMENT, how="left")
         .join(procedural.round_facts(table), on=SEGMENT, how="left")
         .join(reported_scores(table), on=SEGMENT, how="left")
+        .join(episode_usage(table, SEGMENT), on=SEGMENT, how="left")
         .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
         .cache()  # six category branches read it: join once, not six times
     )

@@ -50,6 +50,14 @@ def simulate(
             "1.0 dump.",
         ),
     ] = True,
+    usage: Annotated[
+        bool,
+        typer.Option(
+            "--usage/--no-usage",
+            help="Write contract 1.3's usage (tokens, cost, latency) on the assistant rows; "
+            "--no-usage: a dump without it.",
+        ),
+    ] = True,
 ) -> None:
     """Write a simulated dump (real tasks, simulated models) for tests, demos, benchmarks.
 
@@ -80,6 +88,7 @@ def simulate(
             rejects=DEFAULT_REJECTS if rejects else 0.0,
             on_file=written,
             instance_ids=instance_ids,
+            usage=usage,
         )
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="--date") from None

@@ -6,7 +6,10 @@ A ``.run.json`` is the harness's ``BenchmarkTaskRun`` protobuf as JSON (camelCas
 ``conversations`` (one per chat, the outer chat first, each sub-chat after its parent), each
 with ``requests``: the messages sent since the previous reply and the model's reply last
 (role ``CONTENT_ROLE_ASSISTANT``); a request with no reply is a call that failed. Structured
-replies (a schema other than ``str``) are stored JSON-encoded twice.
+replies (a schema other than ``str``) are stored JSON-encoded twice. Each request's
+``metrics`` (``ModelUsageMetrics``) are its usage: tokens as JSON numbers (int32, dropped when
+0), costs in nanodollars and the latency as decimal strings (int64, present only where
+recorded); ``{}`` or none: nothing recorded.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ import errno
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from schemas.contract import Category
 from schemas.kaggle import UPSTREAM_CATEGORIES, Reason
-from transforms.kaggle_rows import parse_time
+from transforms.kaggle_rows import Usage, parse_time
 
 RUN_SUFFIX: Final = ".run.json"
 COMPLETED: Final = "BENCHMARK_TASK_RUN_STATE_COMPLETED"
@@ -45,11 +49,13 @@ class RunFileError(ValueError):
 @dataclass(frozen=True)
 class Request:
     """One model call as recorded: the chat it was made in, what was sent since the previous
-    reply (role, text), and the reply (None: the call failed and left no reply)."""
+    reply (role, text), the reply (None: the call failed and left no reply) and its usage
+    (None: not recorded)."""
 
     chat: str
     sent: tuple[tuple[str, str], ...]
     reply: str | None
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,50 @@ def _text(content: dict[str, Any], where: str) -> str:
     return "".join(_get(p, "text", str, f"{where}.parts[{n}]") or "" for n, p in enumerate(parts))
 
 
+_DECIMAL: Final = re.compile(r"-?[0-9]+")
+
+
+def _integer(metrics: dict[str, Any], key: str, where: str) -> int | None:
+    """An integer field of proto3 JSON: a number (int32) or its decimal text (int64)."""
+    value = metrics.get(key)
+    if value is None:
+        return None
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and _DECIMAL.fullmatch(value):
+        number = int(value)
+    if number is None or not -(2**63) <= number < 2**63:
+        said = _kind_of(value) if number is None else f"{value!r}"
+        raise RunFileError(f"field {where}.{key} is {said}, not a 64-bit integer")
+    return number
+
+
+def usage_of(metrics: dict[str, Any], where: str) -> Usage | None:
+    """A request's usage from its ``metrics`` (None: nothing recorded). Token counts are
+    plain int32 fields, which proto3 JSON drops when 0: absent beside other metrics, they
+    are 0; the costs and the latency are optional fields, absent where not recorded. The
+    cost is the input's and the output's together, as the harness totals it.
+
+    >>> usage_of({"inputTokens": 5, "outputTokensCostNanodollars": "120"}, "m")
+    Usage(input_tokens=5, output_tokens=0, cost_nanodollars=120, latency_ms=None)
+    >>> usage_of({}, "m") is None
+    True
+    """
+    if not metrics:
+        return None
+    costs = [
+        _integer(metrics, f"{side}TokensCostNanodollars", where) for side in ("input", "output")
+    ]
+    known = [c for c in costs if c is not None]
+    return Usage(
+        input_tokens=_integer(metrics, "inputTokens", where) or 0,
+        output_tokens=_integer(metrics, "outputTokens", where) or 0,
+        cost_nanodollars=sum(known) if known else None,
+        latency_ms=_integer(metrics, "totalBackendLatencyMs", where),
+    )
+
+
 def chat_name(conversation_id: str) -> str:
     """A conversation's chat name: the harness names it ``<chat name>-<8 hex digits>``.
 
@@ -161,7 +211,8 @@ def requests_of(conversations: list[dict[str, Any]]) -> tuple[Request, ...]:
                 (ROLES.get(str(role), "user"), _text(c, f"{at}.contents[{n}]"))
                 for n, (role, c) in enumerate(zip(roles, contents, strict=False))
             )
-            out.append(Request(chat, sent, reply))
+            metrics = _get(request, "metrics", dict, at) or {}
+            out.append(Request(chat, sent, reply, usage_of(metrics, f"{at}.metrics")))
     return tuple(out)
 
 

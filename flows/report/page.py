@@ -24,6 +24,7 @@ from flows.report.results import STYLE as RESULTS_STYLE
 from flows.report.sections import (
     changes_section,
     comparisons_section,
+    cost_section,
     diff_section,
     examples_section,
     health_section,
@@ -52,6 +53,7 @@ from flows.report.shape import (
     pairwise,
     procedural_components,
     reject_reasons,
+    score_and_cost,
     solve_rates,
 )
 from flows.status import runs_not_imported
@@ -92,7 +94,8 @@ def build_sections(
         view = View.NIGHT  # an output written before standings
     tables = VIEWS[view]
     standing = view is View.STANDING
-    board = leaderboard(wh.night(tables.models.name, night, tables.night))
+    model_rows = wh.night(tables.models.name, night, tables.night)
+    board = leaderboard(model_rows)
     colours = palette(board[Col.MODEL].to_list())
     # Models of other nights get colours too (for the charts across nights).
     for m in sorted(set(models[Col.MODEL].to_list()) - set(colours)):
@@ -114,6 +117,7 @@ def build_sections(
             flagged_regressions(wh.night("regressions", night)), shown, level, standing
         ),
         profile_section(profile, colours, shown, level),
+        cost_section(score_and_cost(model_rows), colours, shown, level, standing),
         *_episode_sections(episodes, rounds, where, colours, shown, level),
         *(
             [over_time_section(over_time(wh["standings"], AS_OF), colours, levels, off_set, True)]

@@ -20,17 +20,29 @@ from flows.report.figures import (
     layout,
     per_model_traces,
 )
-from flows.report.shape import UNKNOWN
+from flows.report.shape import PER_EPISODE, UNKNOWN
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     FORMULA_VERSIONS,
 )
-from schemas.contract import DUMP_DATE, REPORTED_SCORE, Category, Col
+from schemas.contract import (
+    COST_USD,
+    DUMP_DATE,
+    INPUT_TOKENS,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    REPORTED_SCORE,
+    Category,
+    Col,
+)
 from schemas.tables import (
+    N_EPISODES,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
     SCORE,
     SCORE_MISMATCH,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
     VERDICT_MISMATCHES,
 )
 
@@ -125,6 +137,86 @@ def leaderboard_section(
         "Holm-corrected paired comparisons, table <code>model_comparisons</code>); the rank "
         "interval runs from there to the last place the same tests leave the model, and "
         "holds for every model at once.",
+        [fig],
+        table,
+    )
+
+
+def cost_section(
+    costs: pl.DataFrame, colours: dict[str, str], night: str, level: float, standing: bool = True
+) -> Section:
+    """Score against cost per model (contract 1.3's usage: ``shape.score_and_cost``), where
+    some model's episodes record a cost; "no data" otherwise."""
+    of = f"as of {night}" if standing else f"of the night {night} alone"
+    if costs.is_empty():
+        return Section(
+            "cost",
+            "Score against cost",
+            f"No data: no model's episodes {html.escape(of)} record what their model calls "
+            "cost (contract 1.3's usage: <code>cost_usd</code> on the replies; a dump without "
+            "it, or an imported score table, has none).",
+        )
+    per_episode = COST_USD + PER_EPISODE
+    fig = go.Figure()
+    for r in costs.iter_rows(named=True):
+        model = r[Col.MODEL]
+        fig.add_trace(
+            go.Scatter(
+                x=[r[per_episode]],
+                y=[r[SCORE]],
+                mode="markers+text",
+                name=label(model),
+                text=[label(model)],
+                textposition="top center",
+                marker={"color": colours.get(model), "size": 11},
+                error_y=error_bars(
+                    costs.filter(pl.col(Col.MODEL) == model), SCORE, "ci_low", "ci_high"
+                ),
+                hovertemplate=f"{label(model)}<br>$%{{x:.3g}} an episode: %{{y:.3f}}"
+                "<extra></extra>",
+            )
+        )
+    layout(
+        fig,
+        f"Overall score against cost per episode, {of} ({level:.0%} interval)",
+        "cost per episode (US dollars, log scale)",
+        "overall score (0-1)",
+        showlegend=False,
+    )
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 1.05])
+
+    def partial(r: dict[str, Any]) -> str:
+        episodes = f"{r[USAGE_EPISODES]} of {r[N_EPISODES]}"
+        return episodes + (f" ({r[USAGE_INCOMPLETE]} incomplete)" if r[USAGE_INCOMPLETE] else "")
+
+    def seconds(milliseconds: float | None) -> str:
+        return fmt(None if milliseconds is None else milliseconds / 1000, ",.1f")
+
+    rows = "".join(
+        f"<tr><td>{html.escape(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
+        f"<td>{fmt(r[per_episode], '.3g')}</td><td>{fmt(r[COST_USD], '.4g')}</td>"
+        f"<td>{fmt(r[INPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
+        f"<td>{fmt(r[OUTPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
+        f"<td>{seconds(r[LATENCY_MS + PER_EPISODE])}</td><td>{partial(r)}</td></tr>"
+        for r in costs.iter_rows(named=True)
+    )
+    table = (
+        "<table><thead><tr><th>model</th><th>score</th><th>$ per episode</th><th>$ total</th>"
+        "<th>input tokens per episode</th><th>output tokens per episode</th>"
+        "<th>seconds of calls per episode</th><th>episodes with usage (of scored)</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return Section(
+        "cost",
+        "Score against cost",
+        "What each model's score cost: the model calls behind its episodes, as the harness "
+        "recorded them (contract 1.3's usage, totalled in the tables' <code>cost_usd</code>, "
+        "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> over "
+        "<code>usage_episodes</code>), per episode that records usage. The models up and to "
+        "the left score more for less; one whose episodes or calls record usage only in part "
+        "(<i>incomplete</i>) cost more than shown. Models without a recorded cost are not "
+        "drawn.",
         [fig],
         table,
     )

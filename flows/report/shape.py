@@ -52,7 +52,15 @@ from schemas.comparisons import (
     VERDICT,
     ChangeKind,
 )
-from schemas.contract import DUMP_DATE, Category, Col
+from schemas.contract import (
+    COST_USD,
+    DUMP_DATE,
+    INPUT_TOKENS,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    Category,
+    Col,
+)
 from schemas.tables import (
     N_EPISODES,
     NEWEST_NIGHT,
@@ -61,6 +69,8 @@ from schemas.tables import (
     RULES,
     SCORE,
     STATUS,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
     EpisodeStatus,
 )
 
@@ -111,6 +121,32 @@ def leaderboard(models: pl.DataFrame) -> pl.DataFrame:
     ).sort(
         [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
         descending=[True, False, False, False],
+    )
+
+
+PER_EPISODE: Final = "_per_episode"  # score_and_cost: a total over the episodes with usage
+
+
+def score_and_cost(models: pl.DataFrame) -> pl.DataFrame:
+    """The models whose episodes record a cost (contract 1.3): score, its interval, and per
+    episode that records usage, the cost, tokens and latency (each total over
+    ``usage_episodes``); cheapest first. Empty where no model records a cost."""
+    episodes = pl.col(USAGE_EPISODES).cast(pl.Float64)
+    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS)
+    return (
+        models.filter(pl.col(COST_USD).is_not_null() & (pl.col(USAGE_EPISODES) > 0))
+        .select(
+            Col.MODEL,
+            SCORE,
+            CI_LOW,
+            CI_HIGH,
+            N_EPISODES,
+            USAGE_EPISODES,
+            USAGE_INCOMPLETE,
+            COST_USD,
+            *((pl.col(m).cast(pl.Float64) / episodes).alias(m + PER_EPISODE) for m in measures),
+        )
+        .sort(COST_USD + PER_EPISODE, Col.MODEL)
     )
 
 

@@ -88,7 +88,7 @@ def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     # Each name whole, in rank order; under a name, its rank's interval where it spans places.
     assert text == names[0] + names[1] + "ranks 2-3" + names[2] + "ranks 2-3"
     header = lines[0].split()
-    assert header[-6:] == ["assoc.", "concept", "language", "observ.", "RL", "proced."]
+    assert header[-6:] == ["assoc.", "concept", "lang.", "obs.", "RL", "proc."]
 
 
 def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_holds(

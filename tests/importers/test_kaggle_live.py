@@ -1,11 +1,14 @@
 """A run recorded live (``record_rows`` around the harness) writes the same file, byte for
-byte, as ``import-kaggle`` makes from that run's ``.run.json``; one task per category, the
-runs made by scripted models (random answers of the schema asked for; unreadable replies)."""
+byte, as ``import-kaggle`` makes from that run's ``.run.json``, usage included (the scripted
+models report it as a model proxy does); one task per category, the runs made by scripted
+models (random answers of the schema asked for; unreadable replies)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from benchmarks.kaggle_scripted import Policy, _llm
@@ -66,3 +69,26 @@ def test_live_rows_equal_the_rows_imported_from_the_run_files(
         assert report.file is not None
         live = (root / "live" / report.file).read_bytes()
         assert live == (root / "imported" / report.file).read_bytes(), report.task
+
+
+def test_live_rows_carry_the_usage_the_harness_recorded(
+    live_and_imported: tuple[list, Path, Path],
+) -> None:
+    """Each live-recorded run's reply rows hold the usage its run file's requests record,
+    request by request, in order."""
+    reports, runs, root = live_and_imported
+    files = {p.name.removesuffix(".run.json"): p for p in runs.rglob("*.run.json")}
+    for report in reports:
+        assert report.file is not None
+        rows = pl.read_parquet(root / "live" / report.file)
+        recorded = rows.filter(pl.col("input_tokens").is_not_null())
+        raw = json.loads(files[report.run.removesuffix(".run.json")].read_text())
+        metrics = [r.get("metrics") for c in raw["conversations"] for r in c.get("requests", [])]
+        metrics = [m for m in metrics if m]
+        assert metrics, report.task  # the scripted models report usage
+        assert recorded["input_tokens"].to_list() == [int(m["inputTokens"]) for m in metrics]
+        assert recorded["cost_usd"].to_list() == [
+            (int(m["inputTokensCostNanodollars"]) + int(m["outputTokensCostNanodollars"])) / 1e9
+            for m in metrics
+        ]
+        assert set(recorded["role"].to_list()) == {"assistant"}

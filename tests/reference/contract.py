@@ -59,7 +59,14 @@ COLUMNS: Final = (
     STATUS,
     TS,
 )
-OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT)
+# Contract 1.3: optional, on assistant rows; the usage of the call that produced the reply
+# (never scored: the reference checks only that no value is negative or not finite).
+INPUT_TOKENS: Final = "input_tokens"
+OUTPUT_TOKENS: Final = "output_tokens"
+COST_USD: Final = "cost_usd"
+LATENCY_MS: Final = "latency_ms"
+USAGE_COLUMNS: Final = (INPUT_TOKENS, OUTPUT_TOKENS, COST_USD, LATENCY_MS)
+OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT, *USAGE_COLUMNS)
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
 # "model, task, category or run_id differing within one episode" is a rejection.
@@ -213,6 +220,7 @@ class Rule:
     ROUND_MISSING_NUMBER = "round_missing_number"
     DUPLICATE_ROUND = "duplicate_round"
     WRONG_ROUND_COUNT = "wrong_round_count"
+    USAGE_INVALID = "usage_invalid"
     HARNESS_ERROR = "harness_error"
     FILE_UNREADABLE = "file_unreadable"
     MISSING_COLUMN = "missing_column"

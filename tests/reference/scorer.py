@@ -96,6 +96,7 @@ SCORE_FIELDS = (
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
+    *c.USAGE_COLUMNS, "replies_without_usage",
 )
 # fmt: on
 
@@ -262,6 +263,10 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
             rules.add(Rule.NON_FINITE_VALUE)
         elif r.get(KIND) == EPISODE_END and reported is not None and not 0 <= reported <= 1:
             rules.add(Rule.REPORTED_SCORE_OUT_OF_RANGE)
+        if r.get(ROLE) == "assistant":
+            usage = [r.get(column) for column in c.USAGE_COLUMNS]
+            if any(u is not None and not (math.isfinite(u) and u >= 0) for u in usage):
+                rules.add(Rule.USAGE_INVALID)
 
     # Identity.
     if _has_repeats([r[TURN] for r in rows if r.get(TURN) is not None]):
@@ -433,10 +438,10 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
     alone = _reported_alone(rows)
     if alone is not None:  # its score is the one reported; no formula, no component
         out.update(score=alone, formula_version=REPORTED_VERSION)
-        return _with_reported(rows, out)
+        return _with_usage(rows, _with_reported(rows, out))
     if category == RUNTIME_RL:
         _score_runtime_rl(rows, params, out)
-        return _with_reported(rows, out)
+        return _with_usage(rows, _with_reported(rows, out))
 
     graded = _grade_items(rows, category)
     compared = [d for _, _, d in graded if d is not None]
@@ -481,7 +486,30 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
             consistency=consistency,
             score=score_fn(round_scores, test_score),
         )
-    return _with_reported(rows, out)
+    return _with_usage(rows, _with_reported(rows, out))
+
+
+def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
+    """Contract 1.3, ``rows`` in turn order: each usage column summed over the assistant rows
+    that carry it, left to right (null where none does); where some carries usage, the
+    replies (assistant ``message`` or ``action`` rows with content) that carry none."""
+    mine = [r for r in rows if r.get(ROLE) == "assistant"]
+    if not any(r.get(u) is not None for r in mine for u in c.USAGE_COLUMNS):
+        return out
+    for column in c.USAGE_COLUMNS:
+        total = None
+        for r in mine:
+            if r.get(column) is not None:
+                total = r[column] if total is None else total + r[column]  # no compensation
+        out[column] = total
+    out["replies_without_usage"] = sum(
+        1
+        for r in mine
+        if r.get(KIND) in (c.MESSAGE, ACTION)
+        and r.get(CONTENT) is not None
+        and all(r.get(u) is None for u in c.USAGE_COLUMNS)
+    )
+    return out
 
 
 def _with_reported(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from schemas.rules import Rule as SchemaRule
 from tests.reference import contract as ref
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-# The project's own copy of the contract (1.2; it began as ../shared/spec/dump-contract.md).
+# The project's own copy of the contract (1.3; it began as ../shared/spec/dump-contract.md).
 CONTRACT = CHECKOUT / "docs" / "contract.md"
 DECISIONS = CHECKOUT / "docs" / "decisions.md"  # what the contract leaves open
 

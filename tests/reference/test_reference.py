@@ -319,6 +319,17 @@ REJECTIONS = [
     ("duplicate-round", procedural(*rounds(*FIVE, numbers=(1, 2, 3, 3, 5))), {R.DUPLICATE_ROUND}),
     ("wrong-round-count", procedural(*rounds(0.1, 0.2, 0.3, 0.4)), {R.WRONG_ROUND_COUNT}),
     ("wrong-round-count-param", procedural(params='{"practice_rounds": 4}'), {R.WRONG_ROUND_COUNT}),
+    (
+        "negative-tokens",
+        assoc(row("message", "assistant", content="x", input_tokens=-1)),
+        {R.USAGE_INVALID},
+    ),
+    (
+        "nan-cost",
+        assoc(row("message", "assistant", content="x", cost_usd=math.nan)),
+        {R.USAGE_INVALID},
+    ),
+    ("infinite-latency", rl(row("action", "assistant", latency_ms=math.inf)), {R.USAGE_INVALID}),
 ]
 
 

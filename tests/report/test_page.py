@@ -183,3 +183,24 @@ def test_a_nights_page_reads_that_nights_rows_only(
         return re.sub(when, "(when)", text).replace(str(copy), str(warehouse))
 
     assert undated(render(read_warehouse(copy))) == undated(page)
+
+
+def test_score_against_cost_is_drawn_per_model_from_the_standing(warehouse: Path) -> None:
+    """The simulated dumps record usage: one point per model, at its standing's cost per
+    episode that records usage (cost_usd / usage_episodes) and its score; the table lists
+    the same."""
+    from flows.report.page import build_sections
+    from tests.tables import read_table
+
+    _, sections = build_sections(read_warehouse(warehouse), None)
+    cost = next(s for s in sections if s.key == "cost")
+    assert len(cost.figures) == 1
+    standing = read_table(warehouse, "standings").filter(pl.col("as_of") == NIGHTS[-1])
+    want = {
+        html.escape(r["model"], quote=False): (r["cost_usd"] / r["usage_episodes"], r["score"])
+        for r in standing.to_dicts()
+    }
+    drawn = {t.name: (t.x[0], t.y[0]) for t in cost.figures[0].data}
+    assert drawn == want
+    assert cost.figures[0].layout.xaxis.type == "log"
+    assert cost.after.count("<tr>") == 1 + len(want)  # the header and a row per model

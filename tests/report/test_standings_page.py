@@ -80,3 +80,5 @@ def test_a_category_with_nothing_to_draw_says_so(out: Path) -> None:
     by_key = {s.key: s for s in sections}
     for key in ("procedural", "runtime-rl", "examples"):  # reported scores: no components
         assert by_key[key].text.startswith("No data") and not by_key[key].figures
+    # nor usage (contract 1.3): no score against cost
+    assert by_key["cost"].text.startswith("No data") and not by_key["cost"].figures

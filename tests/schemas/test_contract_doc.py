@@ -13,6 +13,9 @@ import pytest
 from schemas.contract import (
     CONTRACT_VERSION,
     OPTIONAL_DTYPES,
+    REPLY_KINDS,
+    USAGE_DTYPES,
+    USAGE_ROLE,
     Category,
     Col,
     Kind,
@@ -56,8 +59,23 @@ def test_the_version_is_the_schemas(doc: str) -> None:
 def test_columns(doc: str) -> None:
     columns = section(doc, "## Columns")
     assert [ticked(r[0])[0] for r in first_table(columns)] == [c.value for c in Col]
-    optional = section(doc, "### Optional columns (1.1, 1.2)")
+    optional = section(doc, "### Optional columns (1.1, 1.2, 1.3)")
     assert [ticked(r[0])[0] for r in first_table(optional)] == list(OPTIONAL_DTYPES)
+
+
+def test_usage(doc: str) -> None:
+    """Contract 1.3: the usage columns, their types and the rows they are read on; what a
+    reply turn is."""
+    rows = {
+        ticked(r[0])[0]: r
+        for r in first_table(section(doc, "### Optional columns (1.1, 1.2, 1.3)"))
+    }
+    for column, dtype in USAGE_DTYPES.items():
+        assert rows[column][1].startswith(f"{str(dtype).lower()} ("), column
+        assert rows[column][2] == f"role `{USAGE_ROLE}`" and rows[column][3] == "1.3", column
+    usage = " ".join(section(doc, "## Usage (1.3)").split())
+    kinds = " or ".join(f"`{k}`" for k in REPLY_KINDS)
+    assert f"A **reply turn** is an `{USAGE_ROLE}` row of kind {kinds} with content" in usage
 
 
 def test_enums(doc: str) -> None:

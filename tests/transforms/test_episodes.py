@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from schemas.contract import FILE, Col
-from schemas.tables import STATUS
+from schemas.tables import STATUS, Component
 from tests.dumps import Row
-from tests.run import chunked, rows_frame
+from tests.run import chunked, rows_frame, run_pipeline
 from tests.strategies import dumps
 from transforms.episodes import KEY, aligned, episode_facts, in_episode_order
 from transforms.rules import SEGMENT, with_status
@@ -128,3 +128,23 @@ def test_aligned_columns_keep_their_values_in_chunks_alike(
         assert_frame_equal(after, frame)
         layouts = {tuple(len(c) for c in s.get_chunks()) for s in after.get_columns()}
         assert len(layouts) == 1, layouts
+
+
+def test_a_null_kind_does_not_lose_the_next_episodes_examples() -> None:
+    """A row whose ``kind`` is null (its episode rejected: ``null_required``) left a null in
+    the running count of examples, and the episode after it in the file counted none: its
+    efficiency and score came from 0 examples (found by the reference comparison)."""
+    rejected = {FILE: "f", Col.EPISODE_ID: "a", Col.TURN: 0, Col.KIND: None}
+    params = '{"initial_examples": 0, "max_examples": 16, "num_test_items": 1}'
+    start = {Col.KIND: "episode_start", Col.ROLE: "environment", Col.PARAMS: params}
+    body = [
+        start,
+        *[{Col.KIND: "example", Col.ROLE: "environment", Col.CONTENT: "x"}] * 3,
+        {Col.KIND: "item", Col.ROLE: "environment", Col.ITEM_ID: "q", Col.EXPECTED: "y"},
+    ]
+    scored = [{FILE: "f", Col.EPISODE_ID: "b", Col.TURN: t, **r} for t, r in enumerate(body)]
+    rows = [{**r, Col.RUN_ID: "r", Col.MODEL: "m", Col.TASK: "t"} for r in [rejected, *scored]]
+    rows = [{Col.ROLE: "assistant", Col.CATEGORY: "language_learning", **r} for r in rows]
+    scores, rejects = run_pipeline(rows)
+    assert rejects[Col.EPISODE_ID].to_list() == ["a"]
+    assert scores[Component.EXAMPLES_USED].to_list() == [3]

@@ -10,7 +10,7 @@ import pytest
 
 from schemas.contract import Category, Status
 from tests.importers.kaggle_reference import reference_score
-from transforms.kaggle_rows import episode_rows
+from transforms.kaggle_rows import Usage, episode_rows
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class Call:
     chat: str
     sent: tuple[tuple[str, str], ...]
     reply: str | None
+    usage: Usage | None = None  # contract 1.3: none recorded
 
 
 def _rows(category: Category, calls: list[Call], inputs: dict, **kw: object) -> pl.DataFrame:

@@ -1,0 +1,340 @@
+"""Usage (contract 1.3) through a whole run: a dump without it (contract 1.2) scores as it
+did, its usage null; with it, every table carries it, and the standings inherit it from
+their task rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from flows import runs
+from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
+from schemas.tables import (
+    REPLIES_WITHOUT_USAGE,
+    TABLES,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+)
+from simulator import simulate
+from tests.tables import read_table
+
+MEASURES = tuple(USAGE_DTYPES)
+USAGE_COLUMNS = {*MEASURES, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE, "mean_tokens"}
+AGGREGATES = ("task_scores", "category_scores", "model_scores")
+STANDINGS = ("task_standings", "category_standings", "standings")
+
+
+def _without_usage(dump: Path, nights: dict[str, int]) -> None:
+    """A contract 1.2 dump (no usage columns): simulated nights of ``episodes`` each."""
+    for night, seed in nights.items():
+        simulate(dump, episodes=240, seed=seed, date=night, usage=False)
+
+
+def _with_usage(source: Path, target: Path, drop_every: int = 0) -> None:
+    """``source``'s files with usage on every assistant row, made from the row itself
+    (tokens from its turn and text, a cost and latency from them); ``drop_every``: every
+    so many assistant rows carry none (usage recorded for some calls only)."""
+    for path in sorted(source.rglob("*.parquet")):
+        frame = pl.read_parquet(path)
+        assistant = pl.col("role") == "assistant"
+        recorded = assistant
+        if drop_every:
+            recorded = assistant & (pl.col("turn") % drop_every != 0)
+        tokens = (pl.col("content").str.len_chars().fill_null(0) // 4 + 1).cast(pl.Int64)
+        frame = frame.with_columns(
+            pl.when(recorded).then(pl.col("turn").cast(pl.Int64) * 100 + 7).alias(INPUT_TOKENS),
+            pl.when(recorded).then(tokens).alias(OUTPUT_TOKENS),
+            pl.when(recorded).then(tokens.cast(pl.Float64) * 1.5e-6 + 1e-7).alias(COST_USD),
+            pl.when(recorded).then(pl.col("turn").cast(pl.Float64) * 10.25).alias(LATENCY_MS),
+        )
+        out = target / path.relative_to(source)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(out)
+    for marker in source.rglob("_SUCCESS"):
+        (target / marker.relative_to(source)).touch()
+
+
+def _tables(out: Path) -> dict[str, pl.DataFrame]:
+    return {name: read_table(out, name) for name in TABLES if name != "imports"}
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same two nights scored as a 1.2 dump and with usage on every assistant row."""
+    tmp = tmp_path_factory.mktemp("usage")
+    old, new = tmp / "old-dump", tmp / "new-dump"
+    _without_usage(old, {"2026-12-01": 1, "2026-12-02": 2})
+    _with_usage(old, new)
+    runs.score(old, tmp / "old-out")
+    runs.score(new, tmp / "new-out")
+    return {"old": _tables(tmp / "old-out"), "new": _tables(tmp / "new-out"), "out": tmp}
+
+
+def test_a_dump_without_usage_scores_as_the_same_dump_with_it(
+    scored: dict[str, Any],
+) -> None:
+    """Every table of the 1.2 dump is the usage dump's but for the usage columns (and the
+    input fingerprints: other files; and the token signal, which needs tokens): usage never
+    changes a score, an interval, a rank, a comparison or a reject."""
+    for name, old in scored["old"].items():
+        new = scored["new"][name]
+        if name == "signals":  # the token signal is there only where tokens are recorded
+            new = new.filter(pl.col("signal") != "tokens_spent_vs_score")
+            assert old.filter(pl.col("signal") == "tokens_spent_vs_score").is_empty()
+        assert old.columns == new.columns, name
+        ignored = [c for c in old.columns if c in USAGE_COLUMNS or c == "input_fingerprint"]
+        assert_frame_equal(old.drop(ignored), new.drop(ignored), check_exact=True)
+
+
+def test_a_dump_without_usage_has_null_usage_never_zero(
+    scored: dict[str, Any],
+) -> None:
+    episodes = scored["old"]["episode_scores"]
+    assert episodes.height > 0
+    for column in (*MEASURES, REPLIES_WITHOUT_USAGE):
+        assert episodes[column].null_count() == episodes.height, column
+    for name in (*AGGREGATES, *STANDINGS):
+        table = scored["old"][name]
+        assert table.height > 0
+        for column in (*MEASURES, *(["mean_tokens"] if "mean_tokens" in table.columns else [])):
+            assert table[column].null_count() == table.height, (name, column)
+        assert set(table[USAGE_EPISODES].to_list()) == {0}, name  # none record usage
+        assert set(table[USAGE_INCOMPLETE].to_list()) == {0}, name
+
+
+def test_every_episode_and_aggregate_carries_its_usage(
+    scored: dict[str, Any],
+) -> None:
+    """With usage on every assistant row: each episode's is the sum of its rows', and
+    every aggregate's the sum of its episodes' (polars group_by, independently)."""
+    tables = scored["new"]
+    episodes = tables["episode_scores"]
+    assert episodes[INPUT_TOKENS].null_count() == 0
+    assert set(episodes[REPLIES_WITHOUT_USAGE].to_list()) == {0}
+    for name, key in (
+        ("task_scores", ["dump_date", "model", "category", "task"]),
+        ("category_scores", ["dump_date", "model", "category"]),
+        ("model_scores", ["dump_date", "model"]),
+    ):
+        want = episodes.group_by(key).agg(
+            pl.len().alias(USAGE_EPISODES), *(pl.col(m).sum() for m in MEASURES)
+        )
+        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES)
+        joined = got.join(want, on=key, suffix="_want")
+        assert joined.height == got.height == want.height
+        for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS):
+            assert (joined[column] == joined[f"{column}_want"]).all(), (name, column)
+        for column in (COST_USD, LATENCY_MS):
+            gap = (joined[column] - joined[f"{column}_want"]).abs().max()
+            assert isinstance(gap, float) and gap <= 1e-9, (name, column)
+
+
+def test_the_standings_carry_the_usage_of_their_task_rows(
+    scored: dict[str, Any],
+) -> None:
+    """The standing's task rows are their nights' task rows, usage and all; its category
+    and model rows total them (the latest night's results: here every model ran every task
+    on both nights, so the standing as of the second night is that night)."""
+    tables = scored["new"]
+    tasks = tables["task_standings"].drop("as_of", "input_fingerprint")
+    cells = tables["task_scores"].drop("input_fingerprint")
+    assert_frame_equal(
+        tasks.join(cells, on=["dump_date", "model", "task"], how="anti"),
+        tasks.clear(),
+    )
+    joined = tasks.join(cells, on=["dump_date", "model", "task"], suffix="_night")
+    for column in (USAGE_EPISODES, *MEASURES):
+        assert (joined[column] == joined[f"{column}_night"]).all(), column
+    standings = tables["standings"].rename({"as_of": "dump_date"})
+    models = tables["model_scores"]
+    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES]
+    assert_frame_equal(
+        standings.select(keep).sort("dump_date", "model"),
+        models.select(keep).sort("dump_date", "model"),
+        check_exact=True,
+    )
+
+
+def test_usage_recorded_for_some_calls_is_summed_and_counted(tmp_path: Path) -> None:
+    """Every third assistant row without usage: the episodes' sums are of the rows that
+    have it, their replies without usage counted, and the aggregates count the episodes."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _without_usage(old, {"2026-12-01": 5})
+    _with_usage(old, new, drop_every=3)
+    runs.score(new, tmp_path / "out")
+    episodes = read_table(tmp_path / "out", "episode_scores")
+    rows = pl.concat([pl.read_parquet(p) for p in sorted(new.rglob("*.parquet"))])
+    replies = rows.filter(
+        (pl.col("role") == "assistant")
+        & pl.col("kind").is_in(["message", "action"])
+        & pl.col("content").is_not_null()
+    )
+    missing = replies.group_by("episode_id").agg(
+        pl.col(INPUT_TOKENS).is_null().sum().cast(pl.Int64).alias("want")
+    )
+    joined = episodes.join(missing, on="episode_id", how="left").with_columns(
+        pl.col("want").fill_null(0)
+    )
+    recorded = joined.filter(pl.col(INPUT_TOKENS).is_not_null())
+    assert (recorded[REPLIES_WITHOUT_USAGE] == recorded["want"]).all()
+    assert recorded[REPLIES_WITHOUT_USAGE].sum() > 0
+    tasks = read_table(tmp_path / "out", "task_scores")
+    incomplete = (episodes[REPLIES_WITHOUT_USAGE] > 0).sum()
+    assert tasks[USAGE_INCOMPLETE].sum() == incomplete
+
+
+def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Path) -> None:
+    """One model re-runs everything on the second night, the others do not: the standing
+    as of that night holds each model's latest results, and its usage is theirs (the
+    re-run model's that night's, the others' the first night's), totalled from its task
+    rows whatever night each comes from."""
+    from simulator.models import DEFAULT_MODELS
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    simulate(old, episodes=160, seed=1, date="2026-12-01", usage=False)
+    simulate(old, episodes=40, seed=2, date="2026-12-02", usage=False, models=DEFAULT_MODELS[1:2])
+    _with_usage(old, new)
+    runs.score(new, tmp_path / "out")
+    tables = {name: read_table(tmp_path / "out", name) for name in (*AGGREGATES, *STANDINGS)}
+    last = pl.col("as_of") == "2026-12-02"
+    tasks = tables["task_standings"].filter(last)
+    assert tasks["dump_date"].n_unique() == 2  # results of both nights
+    nights = tables["model_scores"].group_by("model").agg(pl.col("dump_date").max())
+    latest = tables["model_scores"].join(nights, on=["model", "dump_date"])
+    keep = ["model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES]
+    standing = tables["standings"].filter(last)
+    totals = tasks.group_by("model").agg(
+        pl.col(USAGE_EPISODES).sum(), *(pl.col(m).sum() for m in MEASURES)
+    )
+    joined = standing.join(totals, on="model", suffix="_tasks")
+    assert joined.height == standing.height == len(DEFAULT_MODELS)
+    for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS):
+        assert (joined[column] == joined[f"{column}_tasks"]).all(), column
+    for column in (COST_USD, LATENCY_MS):
+        gap = (joined[column] - joined[f"{column}_tasks"]).abs().max()
+        assert isinstance(gap, float) and gap <= 1e-9, column
+    # each model's latest night alone (every one of its tasks ran then) has the same usage
+    assert_frame_equal(
+        standing.select(keep).sort("model"), latest.select(keep).sort("model"), check_exact=True
+    )
+
+
+# --- the leaderboard on the terminal ----------------------------------------------------------
+
+
+def _leaderboard(cost: list[float | None], usage: list[int], incomplete: list[int]) -> list[str]:
+    from flows.summary import leaderboard_table
+    from schemas.comparisons import DEFAULT_LEVEL
+    from schemas.contract import Category
+
+    names = [
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.1-405B-Instruct-FP8",
+    ]
+    models = pl.DataFrame(
+        {
+            "model": names,
+            "rank": [1, 2, 3],
+            "score": [0.9, 0.8, 0.7],
+            "ci_low": [0.85, 0.75, 0.65],
+            "ci_high": [0.95, 0.85, 0.75],
+            "categories_covered": [6, 6, 6],
+            "ranked_among": [",".join(Category)] * 3,
+            "rank_low": [1, 2, 2],
+            "rank_high": [1, 3, 3],
+            "n_episodes": [135, 135, 135],
+            COST_USD: cost,
+            USAGE_EPISODES: usage,
+            USAGE_INCOMPLETE: incomplete,
+        },
+        schema_overrides={COST_USD: pl.Float64},
+    )
+    categories = pl.DataFrame(
+        {
+            "model": [m for m in names for _ in Category],
+            "category": [str(c) for _ in names for c in Category],
+            "score": [0.5] * (len(names) * len(Category)),
+        }
+    )
+    return leaderboard_table(models, categories, DEFAULT_LEVEL, width=100)
+
+
+def _column(lines: list[str], header: str) -> list[str]:
+    """The cells under ``header`` (right-aligned: they end where it ends), one per model
+    (on its first line, the one that starts with its rank)."""
+    end = lines[0].index(header) + len(header)
+    firsts = [line for line in lines[2:] if line.split() and line.split()[0].isdigit()]
+    return [line[:end].split()[-1] for line in firsts]
+
+
+def test_the_leaderboard_shows_cost_per_episode_where_some_model_has_usage() -> None:
+    """A cost column ($ per episode that records usage) within 100 columns, every name in
+    full; ``-`` for a model without cost; marked where some calls or episodes record none,
+    and the mark explained."""
+    lines = _leaderboard([13.5, None, 0.027], [135, 0, 27], [0, 0, 1])
+    assert max(len(line) for line in lines) <= 100
+    assert _column(lines, "$/ep.") == [f"{13.5 / 135:.3g}", "-", f"{0.027 / 27:.3g}*"]
+    assert lines[-1].startswith("* some of its calls or episodes record no usage")
+    start, end = lines[0].index("model"), lines[0].index("score") - 1
+    names = "".join(line[start:end].strip() for line in lines[2:-1])  # the model column
+    assert (
+        names.replace("ranks 2-3", "")
+        == "".join(f"meta-llama/Llama-3.1-{size}-Instruct" for size in ("8B", "70B", "405B"))
+        + "-FP8"
+    )
+
+
+def test_the_leaderboard_has_no_cost_column_without_usage() -> None:
+    lines = _leaderboard([None, None, None], [0, 0, 0], [0, 0, 0])
+    assert "$/ep." not in lines[0] and not lines[-1].startswith("*")
+
+
+@pytest.mark.parametrize("view", ["leaderboard", "night_leaderboard"])
+def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], view: str) -> None:
+    from flows.output import Output
+    from flows.sql import connect
+
+    con = connect(Output.at(scored["out"] / "new-out"))
+    got = con.execute(
+        f"SELECT model, cost_usd, usage_episodes, cost_per_episode FROM {view} ORDER BY model"
+    ).fetchall()
+    table, night = (
+        ("standings", "as_of") if view == "leaderboard" else ("model_scores", "dump_date")
+    )
+    rows = scored["new"][table].filter(pl.col(night) == pl.col(night).max()).sort("model")
+    assert got == [
+        (r["model"], r[COST_USD], r[USAGE_EPISODES], r[COST_USD] / r[USAGE_EPISODES])
+        for r in rows.to_dicts()
+    ]
+
+
+def test_the_token_signal_is_the_standings_tokens_per_episode_against_score(
+    scored: dict[str, Any],
+) -> None:
+    """LearningBench's H2 (tokens spent against score, runtime RL) on the usage recorded:
+    each task row's mean_tokens is its tokens in and out per episode that records usage,
+    and the signal is Spearman's rho of them against the scores (scipy, on the rows);
+    without usage the signal has no result."""
+    from scipy import stats
+
+    tables = scored["new"]
+    tasks = tables["task_standings"]
+    want = (tasks[INPUT_TOKENS] + tasks[OUTPUT_TOKENS]) / tasks[USAGE_EPISODES]
+    assert (tasks["mean_tokens"] == want).all()
+    last = tasks["as_of"].max()
+    rl = tasks.filter((pl.col("as_of") == last) & (pl.col("category") == "runtime_rl"))
+    signal = (
+        tables["signals"]
+        .filter((pl.col("as_of") == last) & (pl.col("signal") == "tokens_spent_vs_score"))
+        .row(0, named=True)
+    )
+    expected = stats.spearmanr(rl["mean_tokens"].to_numpy(), rl["score"].to_numpy())
+    assert signal["n_results"] == rl.height >= 3
+    assert signal["spearman"] == pytest.approx(expected.statistic)
+    old = scored["old"]["signals"].filter(pl.col("signal") == "tokens_spent_vs_score")
+    assert set(old["n_results"].to_list()) <= {0} and old["spearman"].null_count() == old.height

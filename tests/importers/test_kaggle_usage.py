@@ -1,0 +1,109 @@
+"""A harness run's usage (its requests' ``metrics``) as contract 1.3 rows: read from the JSON
+as proto3 writes it, on each request's reply row only, and judged by the scorer's rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from flows.importers.kaggle_files import Request, RunFileError, parse_run, usage_of
+from schemas.contract import Category, Status
+from tests.run import run_pipeline
+from transforms.kaggle_rows import Usage, episode_rows
+
+RUN = (
+    Path(__file__).parents[2]
+    / ".."
+    / "shared"
+    / "learningbench"
+    / "kaggle_runs"
+    / "google_gemini-2.5-flash"
+    / "chebyshev_point_rf_learning-run_id_Run_1_google_gemini-2.5-flash.run.json"
+)
+
+
+def test_metrics_as_proto3_writes_them() -> None:
+    assert usage_of({}, "m") is None  # nothing recorded: null, not 0
+    # int32 counts as numbers, dropped when 0; int64 costs and latency as decimal text
+    full = {
+        "inputTokens": 708,
+        "inputTokensCostNanodollars": "212400",
+        "outputTokensCostNanodollars": "149440000",
+        "totalBackendLatencyMs": "274068",
+    }
+    assert usage_of(full, "m") == Usage(708, 0, 212400 + 149440000, 274068)
+    assert usage_of({"outputTokens": 3}, "m") == Usage(0, 3, None, None)
+    assert Usage(1, 2, 212400, 7).columns() == {
+        "input_tokens": 1,
+        "output_tokens": 2,
+        "cost_usd": 212400 / 1e9,
+        "latency_ms": 7.0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("inputTokens", True, "true or false"),
+        ("outputTokens", 1.5, "a number"),
+        ("totalBackendLatencyMs", "12 ms", "text"),
+        ("inputTokensCostNanodollars", str(2**63), repr(str(2**63))),
+    ],
+)
+def test_a_metric_that_is_no_integer_names_its_field(field: str, value: Any, said: str) -> None:
+    raw = json.loads(RUN.read_bytes())
+    raw["conversations"][0]["requests"][2]["metrics"][field] = value
+    with pytest.raises(RunFileError) as error:
+        parse_run(json.dumps(raw).encode())
+    assert str(error.value) == (
+        f"field conversations[0].requests[2].metrics.{field} is {said}, not a 64-bit integer"
+    )
+
+
+def _rows(requests: list[Request]) -> pl.DataFrame:
+    return episode_rows(
+        run_id="r",
+        episode_id="e",
+        model="m",
+        task="t",
+        category=Category.ASSOCIATIVE_LEARNING,
+        start_time="2026-04-12T01:25:49.772005Z",
+        end_time=None,
+        requests=requests,
+        inputs={"items": [{"item_id": "q", "expected": "a", "answer": "a", "verdict": True}]},
+        status=Status.COMPLETED,
+        reported_score=1.0,
+    )
+
+
+def test_a_requests_usage_goes_on_its_reply_row_only() -> None:
+    """A request holding a failed call (two prompts, one reply): its usage on the reply's
+    row, none on the failed call's; a request without metrics leaves its row null."""
+    sent = (("user", "first"), ("user", "again"))
+    rows = _rows(
+        [
+            Request("c", sent, "a", Usage(10, 2, 3_000, 40)),
+            Request("c", (("user", "more"),), "b", None),
+        ]
+    )
+    assistant = rows.filter(pl.col("role") == "assistant", pl.col("kind") == "message")
+    assert assistant.select("content", "input_tokens", "cost_usd", "latency_ms").rows() == [
+        (None, None, None, None),
+        ("a", 10, 3e-6, 40.0),
+        ("b", None, None, None),
+    ]
+    scores, rejects = run_pipeline([{**r, "file": "f"} for r in rows.to_dicts()])
+    assert rejects.is_empty()
+    episode = scores.row(0, named=True)
+    assert (episode["input_tokens"], episode["replies_without_usage"]) == (10, 1)
+
+
+def test_a_negative_cost_in_a_run_is_written_and_rejected_by_the_scorer() -> None:
+    rows = _rows([Request("c", (("user", "x"),), "a", Usage(10, 2, -5, 40))])
+    scores, rejects = run_pipeline([{**r, "file": "f"} for r in rows.to_dicts()])
+    assert scores.is_empty()
+    assert rejects["rules"].to_list() == [["usage_invalid"]]
