@@ -28,6 +28,7 @@ from schemas.comparisons import (
     DIFF_LEVEL,
     DIFF_LEVEL_MODEL,
     LEVEL_NOT_COMPARABLE,
+    LEVEL_WATCH,
     MOVED_BY,
     N_TASKS,
     NEW_RANK,
@@ -71,6 +72,9 @@ COST_HEADER = "$/ep."  # contract 1.3: US dollars per episode that records usage
 PARTIAL_COST = "*"  # ... some of whose calls record none
 WIDTH = 100
 MODEL_WIDTH = 12  # the least a model's name is given before it folds
+# Lines of a per-night list a run prints (a rescore of a year of nights has hundreds); the
+# rest are counted on one line, and are in the run's --json record and its tables.
+MOST_NIGHT_LINES = 10
 
 
 # Off a terminal a table has no width to keep to: each row on one line, whatever it holds.
@@ -423,6 +427,11 @@ def standing_lines(outcome: Outcome) -> list[str]:
         names = ", ".join(printable(m) for m in sorted(rows[Col.MODEL].to_list()))
         lines.append(f"  new in the standing as of {printable(night)}: {names}")
     order = moved.filter(pl.col(CHANGE_KIND) != ChangeKind.NEW_MODEL)
+    # Every alert and not comparable change, the latest watches (a year's rescore has many).
+    watch = pl.col(ALERT_LEVEL) == LEVEL_WATCH
+    watches = order.filter(watch).sort(AS_OF).tail(MOST_NIGHT_LINES)
+    hidden = order.filter(watch).height - watches.height
+    order = pl.concat([order.filter(~watch), watches])
     for row in order.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
         change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
         if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
@@ -434,6 +443,8 @@ def standing_lines(outcome: Outcome) -> list[str]:
             f"  {row[ALERT_LEVEL]} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
             f"{row[SCOPE]} {row[CHANGE_KIND]}:{change}{q}{why}{reason}"
         )
+    if hidden:
+        lines.append(f"  … and {hidden} earlier watch(es) (table standing_changes; --json)")
     return lines
 
 
@@ -450,11 +461,19 @@ def formula_lines(outcome: Outcome) -> list[str]:
         for night, models in outcome.models_unscored.items()
         for model, why in models.items()
     ]
-    lines += [
+    absent = [
         f"ran nothing on {printable(night)} (but on the night before; not compared that night, "
         f"their standings keep their results): {', '.join(printable(m) for m in models)}"
-        for night, models in outcome.models_absent.items()
+        for night, models in sorted(outcome.models_absent.items())
     ]
+    if len(absent) > MOST_NIGHT_LINES:
+        earlier = len(absent) - MOST_NIGHT_LINES
+        absent = [
+            f"… {earlier} earlier night(s) where a model ran nothing (table regressions, "
+            "level not_comparable; --json)",
+            *absent[-MOST_NIGHT_LINES:],
+        ]
+    lines += absent
     if outcome.regressions_refreshed:
         lines.append(
             "regressions made again against the rescored nights before them: "

@@ -1,0 +1,63 @@
+"""``flows.summary``: what a run prints, and how much of it when a run scores many nights."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+import polars as pl
+
+from flows.output import Output
+from flows.runs import Outcome
+from flows.summary import MOST_NIGHT_LINES, formula_lines, standing_lines
+from schemas.tables import STANDING_CHANGES_TABLE
+
+NIGHTS = [(date(2026, 1, 1) + timedelta(days=d)).isoformat() for d in range(3 * MOST_NIGHT_LINES)]
+
+
+def _changes(levels: dict[str, str]) -> pl.DataFrame:
+    """standing_changes rows, one re-run per night of ``levels`` at its level."""
+    rows = [
+        {
+            "as_of": night,
+            "model": "m",
+            "scope": "overall",
+            "kind": "rerun",
+            "change": -0.02,
+            "ci_low": -0.03,
+            "ci_high": -0.01,
+            "q_bh": 0.01,
+            "level": level,
+        }
+        for night, level in levels.items()
+    ]
+    empty = STANDING_CHANGES_TABLE.empty()
+    return pl.concat([empty, pl.DataFrame(rows)], how="diagonal_relaxed").select(empty.columns)
+
+
+def test_a_year_of_nights_prints_every_alert_and_the_latest_watches(tmp_path: Path) -> None:
+    alerts = set(NIGHTS[:3])
+    levels = {night: "alert" if night in alerts else "watch" for night in NIGHTS}
+    lines = standing_lines(
+        Outcome("rescore", Output.at(tmp_path), standing_changes=_changes(levels))
+    )
+    shown = [line for line in lines if line.startswith("  watch")]
+    assert [line.split()[1] for line in shown] == NIGHTS[-MOST_NIGHT_LINES:]
+    assert [line.split()[1] for line in lines if line.startswith("  alert")] == sorted(alerts)
+    hidden = len(NIGHTS) - len(alerts) - MOST_NIGHT_LINES
+    assert lines[-1] == f"  … and {hidden} earlier watch(es) (table standing_changes; --json)"
+
+
+def test_a_few_nights_print_every_watch(tmp_path: Path) -> None:
+    levels = dict.fromkeys(NIGHTS[:MOST_NIGHT_LINES], "watch")
+    lines = standing_lines(
+        Outcome("nightly", Output.at(tmp_path), standing_changes=_changes(levels))
+    )
+    assert len(lines) == 1 + MOST_NIGHT_LINES and "…" not in "".join(lines)
+
+
+def test_models_that_ran_nothing_are_counted_past_the_latest_nights(tmp_path: Path) -> None:
+    absent = {night: ["m"] for night in reversed(NIGHTS)}
+    lines = formula_lines(Outcome("rescore", Output.at(tmp_path), models_absent=absent))
+    assert lines[0].startswith(f"… {len(NIGHTS) - MOST_NIGHT_LINES} earlier night(s) where")
+    assert [line.split()[3] for line in lines[1:]] == NIGHTS[-MOST_NIGHT_LINES:]
