@@ -29,8 +29,8 @@ from flows.comparisons import (
     compared,
     models_without_scores,
 )
-from flows.importers.kaggle import ImportReport
 from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
+from flows.importers.kaggle_report import ImportReport
 from flows.io import (
     DumpFile,
     InputError,

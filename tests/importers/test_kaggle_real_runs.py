@@ -10,8 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.importers.kaggle import ImportReport, import_runs
+from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_files import parse_run
+from flows.importers.kaggle_report import ImportReport
 from flows.storage.location import Location
 from schemas.kaggle import Outcome, Reason
 from tests.importers.kaggle_reference import reference_score

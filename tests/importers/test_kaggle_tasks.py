@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from flows.importers.kaggle import ImportReport, RunReport, import_runs
+from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import TASK_OUTPUT_LIMIT
+from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.storage.location import Location
 from schemas.kaggle import Outcome, Reason
 
