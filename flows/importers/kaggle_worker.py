@@ -53,10 +53,10 @@ class _Lines:
 
 
 class Worker:
-    """The replay worker process (``python -m flows.importers.kaggle_replay``): imports the
-    harness once, says it is ready, then replays one run per job in a forked child of its own
-    process group, whose id it sends before the result (so a worker that a task killed leaves
-    no task running: its group is ended here)."""
+    """The replay worker process (``python -m flows.importers.kaggle_worker_process``):
+    imports the harness once, says it is ready, then replays one run per job in a forked child
+    of its own process group, whose id it sends before the result (so a worker that a task
+    killed leaves no task running: its group is ended here)."""
 
     def __init__(self) -> None:
         # Everything the worker and its tasks put in temporary files goes here, removed when
@@ -64,7 +64,7 @@ class Worker:
         self.scratch = tempfile.mkdtemp(prefix="cogscore-worker-")
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": self.scratch}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "flows.importers.kaggle_replay"],
+            [sys.executable, "-m", "flows.importers.kaggle_worker_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

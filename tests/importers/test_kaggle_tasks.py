@@ -154,7 +154,7 @@ def _running(pid: int) -> bool:
 def test_a_task_that_ends_mid_result_while_its_child_holds_the_pipe_ends_at_once() -> None:
     """The worker's wait (no harness): a child that wrote part of its result and ended, its own
     child holding the pipe open, is seen to have ended, not waited for until the timeout."""
-    from flows.importers.kaggle_replay import _await
+    from flows.importers.kaggle_worker_process import _await
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()
