@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 
 from flows.cli.options import SqlFormat
 from flows.output import TABLES, Output, conform, empty_table
+from flows.storage.delta.tables import table_version
 from flows.storage.location import Location, storage_options
 from flows.storage.runs_table import RUNS
 
@@ -62,9 +63,7 @@ def _native(where: Location) -> Any:
 
 
 def _runs_version(output: Output) -> int | None:
-    from flows.storage import delta
-
-    return delta.table_version(output.location, RUNS)
+    return table_version(output.location, RUNS)
 
 
 _NESTED = frozenset({"list", "struct", "map", "array", "union"})
