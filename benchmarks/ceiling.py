@@ -44,7 +44,7 @@ def _files(dump: Path) -> list[Any]:
 
 def _target(out: Path, dump_file: Any) -> Any:
     """Where ``dump_file``'s night is staged under ``out`` (never committed)."""
-    from flows.storage.delta import StageTarget
+    from flows.storage.delta.staged import StageTarget
     from flows.storage.location import Location
     from schemas.contract import DUMP_DATE
 

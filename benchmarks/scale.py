@@ -489,27 +489,27 @@ def task_seconds(tasks: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def staged_commit(out: Any, night: str) -> dict[str, float]:
-    """Seconds of one Delta commit (``delta.commit_files``: the overwrite of a night) of 10
+    """Seconds of one Delta commit (``delta.staged.commit_files``: the overwrite of a night) of 10
     and of 100 staged files, each file a night's rows of one category, as Dask workers would
     stage them (``delta.write_data_files``), into a table of the output holding the night."""
     import polars as pl
 
-    from flows.storage import delta
+    from flows.storage.delta.staged import commit_files, write_data_files
 
     frame = out.read("episode_scores").filter(pl.col("dump_date") == night)
     table, one = "bench_staged_commit", frame.filter(pl.col("category") == frame["category"][0])
     staged = lambda files: [  # noqa: E731
-        delta.write_data_files(
+        write_data_files(
             out.location, table, one.slice(i * STAGED_ROWS, STAGED_ROWS), night, ("dump_date",)
         )
         for i in range(files)
     ]
-    delta.commit_files(out.location, table, night, staged(1))  # creates the table
+    commit_files(out.location, table, night, staged(1))  # creates the table
     seconds = {}
     for files in STAGED:
         files_staged = staged(files)
         started = time.perf_counter()
-        delta.commit_files(out.location, table, night, files_staged)
+        commit_files(out.location, table, night, files_staged)
         seconds[f"commit_{files}_files_s"] = time.perf_counter() - started
     return seconds
 
@@ -1215,8 +1215,8 @@ def report(results: dict[str, Any]) -> str:
             )
         out.append(
             "\nThe Delta commit alone, per file: files staged as workers would stage them "
-            "(`delta.write_data_files`, not timed), then one `delta.commit_files` of them all "
-            "(the overwrite of a night: the write path issue 17 asks for), timed:\n"
+            "(`delta.write_data_files`, not timed), then one `delta.staged.commit_files` of them "
+            "all (the overwrite of a night: the write path issue 17 asks for), timed:\n"
         )
         out.append(
             table(

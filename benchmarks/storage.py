@@ -35,7 +35,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from flows.storage import delta, objects
+from flows.storage import objects
+from flows.storage.delta.staged import commit_files, write_data_files
+from flows.storage.delta.tables import read_table, write_night
 from flows.storage.location import Location, polars_options, storage_options
 from schemas.tables import EPISODE_SCORES_DTYPES, PROVENANCE
 from tests.s3server import start_s3_server
@@ -95,26 +97,24 @@ def measure_writes(out: Location, frame: pl.DataFrame, repeat: int) -> dict[str,
     results = {
         "parquet_one_night": median(repeat, lambda: plain_parquet(fresh(), frame, night)),
         "delta_one_night_new_table": median(
-            repeat, lambda: delta.write_night(fresh(), "episode_scores", frame, night)
+            repeat, lambda: write_night(fresh(), "episode_scores", frame, night)
         ),
     }
     table = out.child("four_nights")
     for i, other in enumerate(NIGHTS):
-        delta.write_night(table, "episode_scores", episode_scores(frame.height, other, i), other)
+        write_night(table, "episode_scores", episode_scores(frame.height, other, i), other)
     results["delta_replace_one_of_four_nights"] = median(
-        repeat, lambda: delta.write_night(table, "episode_scores", frame, night)
+        repeat, lambda: write_night(table, "episode_scores", frame, night)
     )
 
     def staged() -> None:
-        files = delta.write_data_files(table, "episode_scores", frame, night)
-        delta.commit_files(table, "episode_scores", night, [files])
+        files = write_data_files(table, "episode_scores", frame, night)
+        commit_files(table, "episode_scores", night, [files])
 
     results["delta_staged_replace_one_of_four_nights"] = median(repeat, staged)
     results["delta_read_one_night"] = median(
         repeat,
-        lambda: (
-            delta.read_table(table, "episode_scores").filter(pl.col("dump_date") == night).collect()
-        ),
+        lambda: read_table(table, "episode_scores").filter(pl.col("dump_date") == night).collect(),
     )
     return results
 

@@ -4,8 +4,8 @@
 
 The output is deterministic (every episode draws from its own ``random.Random`` seeded by
 its night, model, task and instance). Expected answers are computed by the tasks' rule
-functions (imported from ``simulator.tasks``, which the dump simulator shares); the three
-models differ in skill:
+functions (imported from the modules of ``simulator.tasks``, which the dump simulator shares);
+the three models differ in skill:
 
 - ``oracle-large`` reasons correctly almost always and asks for few examples;
 - ``learner-medium`` falls for blocking and deceptive demonstrations, asks for more
@@ -50,9 +50,8 @@ from examples.dumpkit import (
 from schemas.contract import FILE, Category, Col, Kind, Match, Role, Status
 from schemas.rules import Rule
 
-# The tasks' rule functions live in the simulator (simulator/tasks.py), which reuses them.
-from simulator.tasks import (
-    CODES,
+# The tasks' rule functions live in the simulator (simulator/tasks/), which reuses them.
+from simulator.tasks.associative_learning import (
     CONFIRMED,
     NO,
     RULED_OUT,
@@ -60,16 +59,14 @@ from simulator.tasks import (
     UNKNOWN,
     YES,
     blocking_trials,
-    bubble_swaps,
     cue_statuses,
-    inversions,
-    mastermind_score,
     predict_compound,
-    random_mealy,
-    run_mealy,
-    velmari_plural,
 )
-from simulator.tasks import random_root as _root
+from simulator.tasks.language_learning import random_root as _root
+from simulator.tasks.language_learning import velmari_plural
+from simulator.tasks.observational_learning import random_mealy, run_mealy
+from simulator.tasks.procedural_learning import bubble_swaps, inversions
+from simulator.tasks.runtime_rl import CODES, mastermind_score
 
 SEED = 20261201
 NIGHTS = ("2026-11-30", "2026-12-01")

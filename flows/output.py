@@ -29,7 +29,7 @@ import polars as pl
 from deltalake.exceptions import CommitFailedError
 
 from flows.storage import delta, objects, runs_table
-from flows.storage.delta import StagedFiles, StageTarget
+from flows.storage.delta.staged import StagedFiles, StageTarget
 from flows.storage.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
 from flows.storage.lease import Lease, check_conditional_writes, lease_holder
 from flows.storage.location import Location

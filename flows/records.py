@@ -254,7 +254,7 @@ def run_record(
 
 
 def _imports(report: Any) -> dict[str, Any] | None:
-    """A nightly's import (``flows.importers.kaggle.ImportReport``), for the record."""
+    """A nightly's import (``flows.importers.kaggle_report.ImportReport``), for the record."""
     if report is None:
         return None
     missed = [r for r in report.runs if str(r.outcome) != "imported"]

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 import polars as pl
 
 from flows.comparisons import NightWatch
-from flows.importers.kaggle import ImportReport
 from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
+from flows.importers.kaggle_report import ImportReport
 from flows.io import (
     DumpFile,
     InputError,

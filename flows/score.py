@@ -28,7 +28,7 @@ from flows.io import (
     scan_together,
 )
 from flows.storage import delta
-from flows.storage.delta import StagedFiles, StageTarget
+from flows.storage.delta.staged import StagedFiles, StageTarget
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 from flows.cli.options import SqlFormat
 from flows.output import TABLES, Output, conform, empty_table
-from flows.storage import delta
+from flows.storage.delta.tables import table_version
 from flows.storage.location import Location, storage_options
 from flows.storage.runs_table import RUNS
 from flows.summary import printable, render, table_of_columns
@@ -64,8 +64,7 @@ def _native(where: Location) -> Any:
 
 
 def _runs_version(output: Output) -> int | None:
-
-    return delta.table_version(output.location, RUNS)
+    return table_version(output.location, RUNS)
 
 
 _NESTED = frozenset({"list", "struct", "map", "array", "union"})

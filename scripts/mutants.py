@@ -94,6 +94,9 @@ TARGETS: dict[str, list[str]] = {
     "transforms/compare/__init__.py": [_DEFAULTS, _COMPARE],
     "transforms/compare/preparation.py": [_COMPARE],
     "transforms/compare/variance.py": [_DEFAULTS, _COMPARE],
+    "transforms/compare/variance_within.py": [_DEFAULTS, _COMPARE],
+    "transforms/compare/variance_tasks.py": [_DEFAULTS, _COMPARE],
+    "transforms/compare/inference.py": [_DEFAULTS, _COMPARE],
     "transforms/compare/pairs.py": [_DEFAULTS, _COMPARE],
     # The modules of one or two functions: the tests of test_compare that call them (a
     # string names a parametrized case), then the flows' tests of their tables.

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.importers.kaggle import ImportReport, import_runs
+from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
+from flows.importers.kaggle_report import ImportReport
 from flows.storage.location import Location
 from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, FILE, Col
@@ -52,9 +53,9 @@ def import_rows(report: ImportReport, source: str, run_id: str, when: datetime) 
     every run it did not import, each with every reason; a run imported before and found
     unchanged (nothing written) is not repeated.
 
-    >>> from flows.importers.kaggle import RunReport
+    >>> from flows.importers.kaggle_report import RunReport
     >>> from datetime import UTC
-    >>> from flows.importers.kaggle import RunReport
+    >>> from flows.importers.kaggle_report import RunReport
     >>> rejected = RunReport("a/x.run.json", Outcome.REJECTED, reasons=["no_task_file"])
     >>> written = RunReport("a/y.run.json", Outcome.IMPORTED, file="dump_date=2026-04-12/y.pq",
     ...     written=True)

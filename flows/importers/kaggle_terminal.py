@@ -21,7 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from flows.importers.kaggle import ImportReport, RunReport
+from flows.importers.kaggle_report import ImportReport, RunReport
 from schemas.kaggle import Outcome
 
 

@@ -6,7 +6,8 @@ Modules, one concern each:
 - `errors`: `StorageError` and its kinds, one line naming the URL;
 - `objects`: the only module that talks to obstore (list, get, conditional put, delete);
 - `lease`: one run at a time per output (`Lease`, `check_conditional_writes`);
-- `delta`: one night replaced per table and commit (`write_night`, `read_table`, `vacuum`, ...);
+- `delta/`: one night replaced per table and commit: `nights`, `frames`, `tables` (`write_night`,
+  `read_table`, `vacuum`, ...), `layout`, `staged` (files staged by workers, committed once);
 - `runs_table`: the `runs` table, written last, whose rows pin every table's version.
 
 A dump on an object store is listed as `flows.io.DumpFile`s by `flows.io.list_objects`.

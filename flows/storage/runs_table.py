@@ -46,7 +46,15 @@ from typing import Any, Final
 import polars as pl
 from deltalake import CommitProperties, write_deltalake
 
-from flows.storage import delta
+from flows.storage.delta.nights import check_night
+from flows.storage.delta.tables import (
+    history,
+    read_table,
+    restore,
+    schema_mode_at,
+    table_version,
+    truncate,
+)
 from flows.storage.errors import StorageError, translate
 from flows.storage.location import Location, storage_options
 from schemas.tables import PINNING, RUN_COUNTS, RUNS_TABLE, RunStatus
@@ -84,7 +92,7 @@ class RunRow:
         unknown = set(self.counts) - set(RUN_COUNTS)
         if unknown:
             raise ValueError(f"unknown count columns {sorted(unknown)}")
-        delta.check_night(self.night)
+        check_night(self.night)
         return {
             "run_id": self.run_id,
             "kind": self.kind,
@@ -153,11 +161,11 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
             commit_properties=CommitProperties(custom_metadata=metadata),
             # Columns a newer cogscore adds (the 1.2 counts) join an older runs table;
             # its earlier rows read them as null.
-            schema_mode=delta.schema_mode_at(location, RUNS, frame.columns),
+            schema_mode=schema_mode_at(location, RUNS, frame.columns),
         )
     except Exception as exc:
         raise translate(exc, f"record run {first.run_id} in", where.display) from None
-    version = delta.table_version(location, RUNS)
+    version = table_version(location, RUNS)
     assert version is not None
     return version
 
@@ -165,9 +173,9 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
 def read_runs(location: Location, version: int | None = None) -> pl.DataFrame:
     """Every row of the runs table (none if no run was recorded), oldest run first; at
     ``version`` (None: the latest)."""
-    if version is None and delta.table_version(location, RUNS) is None:
+    if version is None and table_version(location, RUNS) is None:
         return RUNS_SCHEMA.to_frame()
-    rows = delta.read_table(location, RUNS, version).collect()
+    rows = read_table(location, RUNS, version).collect()
     # A runs table written by an earlier cogscore lacks the later columns: null there.
     missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
     rows = rows.with_columns(missing)
@@ -209,7 +217,7 @@ def read_pinned(location: Location, table: str, run_id: str | None = None) -> pl
     if table not in versions:
         run = run_id or "the latest succeeded run"
         raise StorageError(f"{run} recorded no version of {location.child(table).display}")
-    return delta.read_table(location, table, versions[table])
+    return read_table(location, table, versions[table])
 
 
 def night_fingerprints(location: Location) -> dict[str | None, str]:
@@ -235,19 +243,19 @@ def repair(location: Location, tables: Sequence[str]) -> dict[str, int]:
     pins = dict(latest.table_versions) if latest is not None else {}
     repaired: dict[str, int] = {}
     for table in tables:
-        version = delta.table_version(location, table)
+        version = table_version(location, table)
         if version is None:
             continue
         pinned = pins.get(table)
         if pinned is not None and version <= pinned:
             continue
         mark = {"repair": "restore" if pinned is not None else "empty", "to_version": pinned}
-        newer = delta.history(location, table, limit=None if pinned is None else version - pinned)
+        newer = history(location, table, limit=None if pinned is None else version - pinned)
         changes = [c for c in newer if c.get("operation") not in _NO_DATA_CHANGE]
         if not changes or all(changes[0].get(key) == value for key, value in mark.items()):
             continue  # only vacuums since, or repaired already by a run that then failed too
         if pinned is None:
-            repaired[table] = delta.truncate(location, table, mark)
+            repaired[table] = truncate(location, table, mark)
         else:
-            repaired[table] = delta.restore(location, table, pinned, mark)
+            repaired[table] = restore(location, table, pinned, mark)
     return repaired

@@ -202,7 +202,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     every row's 16-byte view of a text column."""
     from flows.io import discover
     from flows.score import score_and_stage
-    from flows.storage.delta import StageTarget
+    from flows.storage.delta.staged import StageTarget
     from flows.storage.location import Location
     from schemas.tables import HELD_DTYPES
     from simulator import simulate
@@ -235,8 +235,7 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     from flows.io import discover
     from flows.output import EPISODE_SCORES
     from flows.score import score_file, stage
-    from flows.storage import delta
-    from flows.storage.delta import StageTarget
+    from flows.storage.delta.staged import StageTarget, read_staged
     from flows.storage.location import Location
     from schemas.contract import Col
     from simulator import simulate
@@ -252,7 +251,7 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     assert part.scores[Col.EPISODE_ID].cast(pl.String).to_list() == sorted(ids.to_list())
     assert part.staged is not None and len(part.staged.adds) > 1
     for add in part.staged.adds:
-        one = delta.read_staged(target.location, EPISODE_SCORES, replace(part.staged, adds=[add]))
+        one = read_staged(target.location, EPISODE_SCORES, replace(part.staged, adds=[add]))
         assert one[Col.EPISODE_ID].is_sorted()
 
 

@@ -21,8 +21,10 @@ from typing import Any
 import polars as pl
 import pytest
 
-from flows.importers.kaggle import ImportReport, RunReport, import_runs, stored_digest
+from flows.importers.kaggle import import_runs
+from flows.importers.kaggle_dump import stored_digest
 from flows.importers.kaggle_files import parse_run
+from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.io import SUCCESS_MARKER, discover, marked_complete, scan
 from flows.storage.location import Location
 from schemas.kaggle import Outcome, Reason

@@ -14,8 +14,9 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.importers.kaggle import ImportReport, import_runs
+from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_files import ASSISTANT, parse_run
+from flows.importers.kaggle_report import ImportReport
 from flows.storage.location import Location
 from schemas.kaggle import Outcome, Reason
 from tests.importers.kaggle_reference import reference_score

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from flows.importers.kaggle import ImportReport, RunReport, import_runs
+from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import TASK_OUTPUT_LIMIT
+from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.storage.location import Location
 from schemas.kaggle import Outcome, Reason
 
@@ -153,7 +154,7 @@ def _running(pid: int) -> bool:
 def test_a_task_that_ends_mid_result_while_its_child_holds_the_pipe_ends_at_once() -> None:
     """The worker's wait (no harness): a child that wrote part of its result and ended, its own
     child holding the pipe open, is seen to have ended, not waited for until the timeout."""
-    from flows.importers.kaggle_replay import _await
+    from flows.importers.kaggle_worker_process import _await
 
     read_fd, write_fd = os.pipe()
     pid = os.fork()

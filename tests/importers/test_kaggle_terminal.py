@@ -15,7 +15,7 @@ RUN = "zai_glm-5/deceptive_stack_machine_obs_learning-run_id_Run_1_zai_glm-5.run
 DETAIL = "no task file registers the task name 'deceptive_stack_machine_obs_learning'"
 WARNING = "dump_date=2026-04-15 was complete already " + "and long " * 20
 PRINT = f"""
-from flows.importers.kaggle import ImportReport, RunReport
+from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.importers.kaggle_terminal import print_report
 from schemas.kaggle import Outcome
 run = RunReport({RUN!r}, Outcome.REJECTED, reasons=["no_task_file"], detail={DETAIL!r})

@@ -10,31 +10,29 @@ import pytest
 
 from schemas.contract import NEEDS_ITEMS, Category, Col, Kind, Match, Role, Status
 from simulator.models import DEFAULT_MODELS, PROFILES, Model, Skill, parse_model
-from simulator.tasks import (
-    CODES,
+from simulator.tasks import TASKS
+from simulator.tasks.associative_learning import (
     CONFIRMED,
     NO,
     RULED_OUT,
-    TASKS,
     UNDETERMINED,
     UNKNOWN,
     YES,
-    _mastermind_table,
-    bubble_swaps,
     cue_statuses,
+    predict_compound,
+)
+from simulator.tasks.concept_formation import hidden_numeric_rule
+from simulator.tasks.language_learning import plural_as_believed, random_root, velmari_plural
+from simulator.tasks.observational_learning import run_mealy, shifted_group_op
+from simulator.tasks.procedural_learning import bubble_swaps, inversions
+from simulator.tasks.runtime_rl import (
+    CODES,
+    _mastermind_table,
     hanoi_apply,
     hanoi_distances,
     hanoi_moves,
     hanoi_on_goal,
-    hidden_numeric_rule,
-    inversions,
     mastermind_score,
-    plural_as_believed,
-    predict_compound,
-    random_root,
-    run_mealy,
-    shifted_group_op,
-    velmari_plural,
 )
 from simulator.transcript import DT, Transcript
 

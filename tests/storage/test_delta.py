@@ -17,7 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flows.storage import delta, objects
+from flows.storage import objects
+from flows.storage.delta.layout import check_layout, uncommitted_files
+from flows.storage.delta.staged import _stats, commit_files, write_data_files
+from flows.storage.delta.tables import (
+    _options,
+    history,
+    read_table,
+    restore,
+    table_version,
+    table_versions,
+    vacuum,
+    write_night,
+)
 from flows.storage.errors import LegacyLayout, StorageError
 from flows.storage.location import Location
 from tests.s3server import free_port
@@ -26,7 +38,7 @@ from tests.storage.frames import night_frame
 
 def files_by_night(out: Location, table: str, version: int | None = None) -> dict:
     table_ = deltalake.DeltaTable(
-        out.child(table).uri, storage_options=delta._options(out), version=version
+        out.child(table).uri, storage_options=_options(out), version=version
     )
     actions = pa.table(table_.get_add_actions(flatten=True)).to_pylist()
     found: dict = {}
@@ -36,10 +48,10 @@ def files_by_night(out: Location, table: str, version: int | None = None) -> dic
 
 
 def test_one_night_replaced_other_nights_files_untouched(out):
-    assert delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01") == 0
-    v1 = delta.write_night(out, "scores", night_frame("2026-12-02", offset=100), "2026-12-02")
+    assert write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01") == 0
+    v1 = write_night(out, "scores", night_frame("2026-12-02", offset=100), "2026-12-02")
     before = files_by_night(out, "scores")
-    v2 = delta.write_night(
+    v2 = write_night(
         out,
         "scores",
         night_frame("2026-12-01", n=3, offset=50),
@@ -50,65 +62,61 @@ def test_one_night_replaced_other_nights_files_untouched(out):
     after = files_by_night(out, "scores")
     assert after["2026-12-02"] == before["2026-12-02"]  # the same files, not rewritten
     assert after["2026-12-01"].isdisjoint(before["2026-12-01"])
-    rows = delta.read_table(out, "scores").collect().sort("episode_id")
+    rows = read_table(out, "scores").collect().sort("episode_id")
     assert rows.filter(pl.col("dump_date") == "2026-12-01")["episode_id"].to_list() == [
         "e50",
         "e51",
         "e52",
     ]
     assert rows.filter(pl.col("dump_date") == "2026-12-02").height == 5
-    latest = delta.history(out, "scores")[0]
+    latest = history(out, "scores")[0]
     assert latest["operationParameters"]["predicate"] == "dump_date = '2026-12-01'"
     assert (latest["run_id"], latest["night"]) == ("run-7", "2026-12-01")
-    assert delta.table_version(out, "scores") == 2
-    assert delta.table_version(out, "absent") is None
-    assert delta.table_versions(out, ["scores", "absent"]) == {"scores": 2}
+    assert table_version(out, "scores") == 2
+    assert table_version(out, "absent") is None
+    assert table_versions(out, ["scores", "absent"]) == {"scores": 2}
 
 
 def test_time_travel_by_version(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame("2026-12-01", n=2, offset=9), "2026-12-01")
-    assert delta.read_table(out, "scores", version=0).collect().height == 5
-    assert delta.read_table(out, "scores", version=1).collect().height == 2
-    assert delta.read_table(out, "scores").collect().schema["dump_date"] == pl.String
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-01", n=2, offset=9), "2026-12-01")
+    assert read_table(out, "scores", version=0).collect().height == 5
+    assert read_table(out, "scores", version=1).collect().height == 2
+    assert read_table(out, "scores").collect().schema["dump_date"] == pl.String
 
 
 def test_undated_night_is_the_null_partition(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame(None, n=4), None)
-    delta.write_night(out, "scores", night_frame(None, n=2, offset=20), None)
-    rows = delta.read_table(out, "scores").collect()
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame(None, n=4), None)
+    write_night(out, "scores", night_frame(None, n=2, offset=20), None)
+    rows = read_table(out, "scores").collect()
     assert rows.filter(pl.col("dump_date").is_null())["episode_id"].sort().to_list() == [
         "e20",
         "e21",
     ]
     assert rows.filter(pl.col("dump_date") == "2026-12-01").height == 5
-    assert delta.history(out, "scores")[0]["operationParameters"]["predicate"] == (
-        "dump_date IS NULL"
-    )
+    assert history(out, "scores")[0]["operationParameters"]["predicate"] == ("dump_date IS NULL")
 
 
 def test_empty_frame_deletes_the_night(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
-    delta.write_night(out, "scores", night_frame("2026-12-01", n=0), "2026-12-01")
-    assert delta.read_table(out, "scores").collect()["dump_date"].unique().to_list() == [
-        "2026-12-02"
-    ]
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    write_night(out, "scores", night_frame("2026-12-01", n=0), "2026-12-01")
+    assert read_table(out, "scores").collect()["dump_date"].unique().to_list() == ["2026-12-02"]
 
 
 def test_rows_of_another_night_or_a_bad_night_are_refused_before_writing(tmp_path):
     out = Location.parse(str(tmp_path))
     mixed = pl.concat([night_frame("2026-12-01"), night_frame("2026-12-02")])
     with pytest.raises(ValueError, match="other nights"):
-        delta.write_night(out, "scores", mixed, "2026-12-01")
+        write_night(out, "scores", mixed, "2026-12-01")
     with pytest.raises(ValueError, match="other nights"):
-        delta.write_night(out, "scores", night_frame("2026-12-01"), None)
+        write_night(out, "scores", night_frame("2026-12-01"), None)
     for bad in ("2026-12-01' OR '1'='1", "2026-02-30", "20261201", "2026-12-01 "):
         with pytest.raises(ValueError):
-            delta.write_night(out, "scores", night_frame(bad), bad)
+            write_night(out, "scores", night_frame(bad), bad)
     with pytest.raises(ValueError, match="table name"):
-        delta.write_night(out, "../x", night_frame("2026-12-01"), "2026-12-01")
+        write_night(out, "../x", night_frame("2026-12-01"), "2026-12-01")
     assert not (tmp_path / "scores").exists()
 
 
@@ -122,8 +130,8 @@ def test_dtypes_are_made_delta_ready(tmp_path):
             "dump_date": pl.Series(["2026-12-01"] * 2).str.to_date(),
         }
     )
-    delta.write_night(out, "t", frame, "2026-12-01")
-    back = delta.read_table(out, "t").collect()
+    write_night(out, "t", frame, "2026-12-01")
+    back = read_table(out, "t").collect()
     assert back.schema == pl.Schema(
         {
             "model": pl.String,
@@ -137,8 +145,8 @@ def test_dtypes_are_made_delta_ready(tmp_path):
 
 def test_readers_we_did_not_write_see_the_same_rows(tmp_path, monkeypatch):
     out = Location.parse(str(tmp_path / "out"))
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame(None, n=2, offset=7), None)
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame(None, n=2, offset=7), None)
     uri = out.child("scores").uri
     arrow = deltalake.DeltaTable(uri).to_pyarrow_table()
     assert sorted(arrow.column("episode_id").to_pylist()) == sorted(
@@ -169,81 +177,77 @@ def _leave_uncommitted_files(out: Location, table: str) -> list[str]:
 
 
 def test_vacuum_removes_uncommitted_leftovers_and_keeps_committed_files(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
     leftovers = _leave_uncommitted_files(out, "scores")
     committed = files_by_night(out, "scores")
-    assert delta.vacuum(out, ["scores"], retain=timedelta(hours=1)) == []  # too young
-    planned = delta.vacuum(out, ["scores"], retain=timedelta(0), dry_run=True)
+    assert vacuum(out, ["scores"], retain=timedelta(hours=1)) == []  # too young
+    planned = vacuum(out, ["scores"], retain=timedelta(0), dry_run=True)
     assert sorted(planned) == sorted(f"scores/{key}" for key in leftovers)
-    assert delta.vacuum(out, ["scores", "absent"], retain=timedelta(0)) == planned
+    assert vacuum(out, ["scores", "absent"], retain=timedelta(0)) == planned
     remaining = {f.relative for f in objects.list_files(out.child("scores"))}
     assert remaining == {path for paths in committed.values() for path in paths}
-    assert delta.read_table(out, "scores").collect().height == 10
+    assert read_table(out, "scores").collect().height == 10
 
 
 def test_vacuum_keeps_the_versions_asked_for(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame("2026-12-01", offset=10), "2026-12-01")
-    kept = delta.vacuum(out, ["scores"], retain=timedelta(0), dry_run=True, keep={"scores": [0]})
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-01", offset=10), "2026-12-01")
+    kept = vacuum(out, ["scores"], retain=timedelta(0), dry_run=True, keep={"scores": [0]})
     assert kept == []
-    removed = delta.vacuum(out, ["scores"], retain=timedelta(0))
+    removed = vacuum(out, ["scores"], retain=timedelta(0))
     assert len(removed) == 1  # version 0's file: time travel to it is gone
-    assert delta.read_table(out, "scores").collect().height == 5
+    assert read_table(out, "scores").collect().height == 5
 
 
 def test_restore_makes_an_old_version_the_latest(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
-    assert delta.restore(out, "scores", 0) == 2
-    assert delta.read_table(out, "scores").collect()["dump_date"].unique().to_list() == [
-        "2026-12-01"
-    ]
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-02"), "2026-12-02")
+    assert restore(out, "scores", 0) == 2
+    assert read_table(out, "scores").collect()["dump_date"].unique().to_list() == ["2026-12-01"]
 
 
 def test_staged_files_commit_once_replacing_one_night(out):
-    first = delta.write_data_files(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    assert delta.table_version(out, "scores") is None  # staged: not a table yet
-    assert delta.commit_files(out, "scores", "2026-12-01", [first]) == 0
-    delta.commit_files(
+    first = write_data_files(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    assert table_version(out, "scores") is None  # staged: not a table yet
+    assert commit_files(out, "scores", "2026-12-01", [first]) == 0
+    commit_files(
         out,
         "scores",
         "2026-12-02",
-        [delta.write_data_files(out, "scores", night_frame("2026-12-02"), "2026-12-02")],
+        [write_data_files(out, "scores", night_frame("2026-12-02"), "2026-12-02")],
     )
     before = files_by_night(out, "scores")
     # two workers stage the new 2026-12-01; nobody sees their files before the commit
     workers = [
-        delta.write_data_files(
-            out, "scores", night_frame("2026-12-01", 2, 40 + 10 * w), "2026-12-01"
-        )
+        write_data_files(out, "scores", night_frame("2026-12-01", 2, 40 + 10 * w), "2026-12-01")
         for w in range(2)
     ]
-    assert delta.read_table(out, "scores").collect().height == 10
-    version = delta.commit_files(out, "scores", "2026-12-01", workers, {"run_id": "r9"})
-    assert version == 2 and delta.table_version(out, "scores") == 2
+    assert read_table(out, "scores").collect().height == 10
+    version = commit_files(out, "scores", "2026-12-01", workers, {"run_id": "r9"})
+    assert version == 2 and table_version(out, "scores") == 2
     after = files_by_night(out, "scores")
     assert after["2026-12-02"] == before["2026-12-02"]
     assert len(after["2026-12-01"]) == 2 and after["2026-12-01"].isdisjoint(before["2026-12-01"])
-    rows = delta.read_table(out, "scores").collect()
+    rows = read_table(out, "scores").collect()
     assert sorted(rows.filter(pl.col("dump_date") == "2026-12-01")["episode_id"].to_list()) == [
         "e40",
         "e41",
         "e50",
         "e51",
     ]
-    assert delta.history(out, "scores")[0]["run_id"] == "r9"
+    assert history(out, "scores")[0]["run_id"] == "r9"
     # the row count comes from the stats we wrote (numRecords)
-    table = deltalake.DeltaTable(out.child("scores").uri, storage_options=delta._options(out))
+    table = deltalake.DeltaTable(out.child("scores").uri, storage_options=_options(out))
     assert table.count() == 9
 
 
 def test_staged_undated_night(out):
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
-    delta.write_night(out, "scores", night_frame(None, n=3), None)
-    staged = delta.write_data_files(out, "scores", night_frame(None, n=1, offset=70), None)
-    delta.commit_files(out, "scores", None, [staged])
-    rows = delta.read_table(out, "scores").collect()
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame(None, n=3), None)
+    staged = write_data_files(out, "scores", night_frame(None, n=1, offset=70), None)
+    commit_files(out, "scores", None, [staged])
+    rows = read_table(out, "scores").collect()
     assert rows.filter(pl.col("dump_date").is_null())["episode_id"].to_list() == ["e70"]
     assert rows.filter(pl.col("dump_date") == "2026-12-01").height == 5
 
@@ -253,21 +257,21 @@ def test_staged_files_of_other_columns_are_refused_or_merged(tmp_path):
     columns); a staged file without one of the table's columns, or with another type, is
     refused."""
     out = Location.parse(str(tmp_path))
-    delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
     lacking = night_frame("2026-12-02").drop("model")
-    staged = delta.write_data_files(out, "scores", lacking, "2026-12-02")
+    staged = write_data_files(out, "scores", lacking, "2026-12-02")
     with pytest.raises(StorageError, match="staged columns differ"):
-        delta.commit_files(out, "scores", "2026-12-02", [staged])
+        commit_files(out, "scores", "2026-12-02", [staged])
     retyped = night_frame("2026-12-02").with_columns(pl.col("score").cast(pl.Int64))
-    staged = delta.write_data_files(out, "scores", retyped, "2026-12-02")
+    staged = write_data_files(out, "scores", retyped, "2026-12-02")
     with pytest.raises(StorageError, match="staged columns differ"):
-        delta.commit_files(out, "scores", "2026-12-02", [staged])
+        commit_files(out, "scores", "2026-12-02", [staged])
     extra = night_frame("2026-12-02").with_columns(pl.lit(1).alias("extra"))
-    staged = delta.write_data_files(out, "scores", extra, "2026-12-02")
+    staged = write_data_files(out, "scores", extra, "2026-12-02")
     with pytest.raises(ValueError, match="another night"):
-        delta.commit_files(out, "scores", "2026-12-03", [staged])
-    delta.commit_files(out, "scores", "2026-12-02", [staged])
-    both = delta.read_table(out, "scores").collect()
+        commit_files(out, "scores", "2026-12-03", [staged])
+    commit_files(out, "scores", "2026-12-02", [staged])
+    both = read_table(out, "scores").collect()
     by_night = dict(both.group_by("dump_date").agg(pl.col("extra").max()).iter_rows())
     assert by_night == {"2026-12-01": None, "2026-12-02": 1}
 
@@ -284,7 +288,7 @@ def test_unreachable_endpoint_fails_fast_naming_the_table():
     )
     started = time.monotonic()
     with pytest.raises(StorageError) as caught:
-        delta.write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
+        write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")
     assert time.monotonic() - started < 10
     assert (
         str(caught.value) == "cannot open table s3://bucket/out/scores: the endpoint is unreachable"
@@ -294,33 +298,33 @@ def test_unreachable_endpoint_fails_fast_naming_the_table():
 def test_missing_bucket_and_wrong_credentials(s3_server, bucket):
     missing = Location.parse("s3://no-such-bucket-here/out", s3_server.options)
     with pytest.raises(StorageError, match="no-such-bucket-here/out/scores: the bucket does not"):
-        delta.write_night(missing, "scores", night_frame("2026-12-01"), "2026-12-01")
+        write_night(missing, "scores", night_frame("2026-12-01"), "2026-12-01")
     wrong = Location.parse(
         f"s3://{bucket}/out", {**s3_server.options, "aws_secret_access_key": "wrong"}
     )
     with s3_server.authentication(), pytest.raises(StorageError, match="credentials were refused"):
-        delta.table_version(wrong, "scores")
+        table_version(wrong, "scores")
 
 
 def test_legacy_layout_is_refused(tmp_path):
     out = Location.parse(str(tmp_path))
     layout = {"scores": ("dump_date",)}
-    delta.check_layout(out, layout)  # empty: fine
+    check_layout(out, layout)  # empty: fine
     night = tmp_path / "scores" / "dump_date=2026-12-01"
     night.mkdir(parents=True)
     # What a first run killed before its commit leaves: no obstacle (vacuum deletes it).
     staged = night / "part-5fea540b-2ba2-4466-b179-825890065b1d.parquet"
     staged.write_bytes(b"x")
-    delta.check_layout(out, layout)
-    assert [f.relative for f in delta.uncommitted_files(out, "scores", ("dump_date",))] == [
+    check_layout(out, layout)
+    assert [f.relative for f in uncommitted_files(out, "scores", ("dump_date",))] == [
         "dump_date=2026-12-01/" + staged.name
     ]
     (night / "part-0.parquet").write_bytes(b"x")  # no cogscore run names a file so
     with pytest.raises(LegacyLayout, match="no Delta log"):
-        delta.check_layout(out, layout)
+        check_layout(out, layout)
     os.symlink(tmp_path / "_versions", tmp_path / "current")
     with pytest.raises(LegacyLayout, match="snapshot layout"):
-        delta.check_layout(out, {})
+        check_layout(out, {})
 
 
 def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
@@ -328,17 +332,17 @@ def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
     from the first night written with it; a frame without one of the table's columns is
     still refused (never a silent null)."""
     old = night_frame("2026-12-01")
-    assert delta.write_night(out, "scores", old, "2026-12-01") == 0
+    assert write_night(out, "scores", old, "2026-12-01") == 0
     new = night_frame("2026-12-02", offset=100).with_columns(pl.lit("i7").alias("instance_id"))
-    assert delta.write_night(out, "scores", new, "2026-12-02") == 1
-    both = delta.read_table(out, "scores").collect()
+    assert write_night(out, "scores", new, "2026-12-02") == 1
+    both = read_table(out, "scores").collect()
     by_night = dict(
         both.group_by("dump_date").agg(pl.col("instance_id").drop_nulls().unique()).iter_rows()
     )
     assert by_night == {"2026-12-01": [], "2026-12-02": ["i7"]}
-    assert "instance_id" not in delta.read_table(out, "scores", version=0).collect_schema()
+    assert "instance_id" not in read_table(out, "scores", version=0).collect_schema()
     with pytest.raises(Exception, match=r"(?i)schema"):
-        delta.write_night(out, "scores", night_frame("2026-12-03", offset=200), "2026-12-03")
+        write_night(out, "scores", night_frame("2026-12-03", offset=200), "2026-12-03")
 
 
 def test_reads_conform_to_the_table_model_whatever_version():
@@ -407,4 +411,4 @@ def test_a_data_files_statistics_are_its_values(rows: list[tuple[object, ...]]) 
         "l": pl.List(pl.String),
     }
     frame = pl.DataFrame(rows, schema=schema, orient="row")
-    assert json.loads(delta._stats(frame)) == reference_stats(frame)
+    assert json.loads(_stats(frame)) == reference_stats(frame)

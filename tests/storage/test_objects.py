@@ -143,7 +143,7 @@ def test_a_hung_endpoint_fails_within_the_timeouts_given():
     """A server that accepts connections and never answers: our options reach the client."""
     import socket
 
-    from flows.storage import delta
+    from flows.storage.delta.tables import table_version
 
     with socket.socket() as hung:
         hung.bind(("127.0.0.1", 0))
@@ -162,7 +162,7 @@ def test_a_hung_endpoint_fails_within_the_timeouts_given():
         )
         for attempt in (
             lambda: objects.list_files(location),
-            lambda: delta.table_version(location, "t"),
+            lambda: table_version(location, "t"),
         ):
             started = time.monotonic()
             with pytest.raises(StorageError, match="the endpoint is unreachable"):

@@ -7,7 +7,13 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from flows.storage import delta
+from flows.storage.delta.tables import (
+    read_table,
+    table_version,
+    table_versions,
+    vacuum,
+    write_night,
+)
 from flows.storage.errors import StorageError
 from flows.storage.runs_table import (
     RunRow,
@@ -33,7 +39,7 @@ def write_run(out, run_id: str, nights: dict, *, record: RunStatus | None, start
     """
     for night, offset in nights.items():
         for table in TABLES:
-            delta.write_night(
+            write_night(
                 out,
                 table,
                 night_frame(night, n=3, offset=offset),
@@ -42,7 +48,7 @@ def write_run(out, run_id: str, nights: dict, *, record: RunStatus | None, start
             )
     if record is None:
         return
-    versions = delta.table_versions(out, TABLES)
+    versions = table_versions(out, TABLES)
     started = T0 + timedelta(hours=start)
     record_run(
         out,
@@ -81,9 +87,9 @@ def test_readers_of_pinned_versions_never_see_half_a_run(out):
     write_run(out, "run-2", {"2026-12-01": 50}, record=None, start=1)
     for table in TABLES:
         assert episodes(read_pinned(out, table)) == ["e0", "e1", "e2"]
-        assert episodes(delta.read_table(out, table)) == ["e50", "e51", "e52"]  # latest: moved
+        assert episodes(read_table(out, table)) == ["e50", "e51", "e52"]  # latest: moved
     # and mid-run: one table written, the other not yet
-    delta.write_night(out, "episode_scores", night_frame("2026-12-02", 3, 90), "2026-12-02")
+    write_night(out, "episode_scores", night_frame("2026-12-02", 3, 90), "2026-12-02")
     assert episodes(read_pinned(out, "episode_scores"), "2026-12-02") == ["e10", "e11", "e12"]
     latest = latest_finished(out)
     assert latest is not None and latest.run_id == "run-1"
@@ -129,13 +135,13 @@ def test_no_succeeded_run_pins_nothing(out):
 def test_repair_brings_latest_back_to_the_pins(out):
     write_run(out, "run-1", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
     write_run(out, "run-2", {"2026-12-01": 50, "2026-12-02": 60}, record=None, start=1)
-    delta.write_night(out, "task_scores", night_frame("2026-12-02"), "2026-12-02")  # unpinned
+    write_night(out, "task_scores", night_frame("2026-12-02"), "2026-12-02")  # unpinned
     moved = repair(out, (*TABLES, "task_scores", "absent"))
     assert set(moved) == {"episode_scores", "model_scores", "task_scores"}
     for table in TABLES:
-        latest = delta.read_table(out, table).collect()
+        latest = read_table(out, table).collect()
         assert latest.equals(read_pinned(out, table).collect())
-    assert delta.read_table(out, "task_scores").collect().is_empty()
+    assert read_table(out, "task_scores").collect().is_empty()
     assert repair(out, TABLES) == {}  # latest is pinned content, but one version on
     # the dead run's nights are not recorded: nightly scores them again
     assert night_fingerprints(out) == {"2026-12-01": "fp-2026-12-01-0"}
@@ -143,7 +149,7 @@ def test_repair_brings_latest_back_to_the_pins(out):
 
 def test_a_run_that_scored_nothing_still_pins(out):
     write_run(out, "run-1", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
-    versions = delta.table_versions(out, TABLES)
+    versions = table_versions(out, TABLES)
     later = T0 + timedelta(days=1)
     record_run(out, [RunRow("run-2", "nightly", RunStatus.SUCCEEDED, later, later, None, versions)])
     assert latest_finished(out).run_id == "run-2"  # type: ignore[union-attr]
@@ -170,8 +176,8 @@ def test_rows_of_one_run_must_agree(tmp_path):
 def test_repair_leaves_a_vacuumed_table_alone(out):
     write_run(out, "run-1", {"2026-12-01": 0}, record=RunStatus.SUCCEEDED, start=0)
     write_run(out, "run-2", {"2026-12-01": 30}, record=RunStatus.SUCCEEDED, start=1)
-    assert delta.vacuum(out, TABLES, retain=timedelta(0))  # run-1's files: two commits each
-    assert delta.table_version(out, "episode_scores") == 3
+    assert vacuum(out, TABLES, retain=timedelta(0))  # run-1's files: two commits each
+    assert table_version(out, "episode_scores") == 3
     assert repair(out, TABLES) == {}
     assert episodes(read_pinned(out, "episode_scores")) == ["e30", "e31", "e32"]
 
@@ -195,7 +201,7 @@ def test_a_runs_table_of_an_earlier_cogscore_takes_the_new_count_columns(out) ->
     )
     assert (
         "episodes_score_mismatch"
-        not in pl.from_arrow(delta.read_table(out, "runs").collect().to_arrow()).columns
+        not in pl.from_arrow(read_table(out, "runs").collect().to_arrow()).columns
     )
     write_run(out, "new", {"2026-12-02": 3}, record=RunStatus.SUCCEEDED, start=1)
     runs = read_runs(out)

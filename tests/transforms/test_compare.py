@@ -50,8 +50,8 @@ from transforms.compare import (
     score_intervals,
     significance_tiers,
 )
+from transforms.compare.inference import inference
 from transforms.compare.preparation import Prepared, prepare
-from transforms.compare.variance import inference
 
 WITHIN = "within_tasks"  # the tasks fixed: the previous default design
 COLUMNS = ["dump_date", "model", "category", "task", "episode_id", "score", INSTANCE_ID]
@@ -1611,7 +1611,7 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     """Contrasts a - b take per-task sums (linear in the models); every other contrast the
     sum over clusters of the definition. Both on the same contrasts: the same variances."""
     from transforms.compare import pairs as pairing
-    from transforms.compare import variance
+    from transforms.compare import variance, variance_within
     from transforms.compare.preparation import prepare
 
     frame = mixed_design(seed)
@@ -1621,8 +1621,8 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     rows = contrasts.join(prep.weights, on=["__unit", "scope"])
     assert variance._two_units(contrasts)
     key = ["__cid", "__stratum"]
-    fast = variance._pair_within(prep, rows).sort(key)
-    slow = variance._within(prep, rows).sort(key).select(fast.columns)
+    fast = variance_within._pair_within(prep, rows).sort(key)
+    slow = variance_within._within(prep, rows).sort(key).select(fast.columns)
     assert fast.height == slow.height >= pairs.height
     assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
     assert fast["__var_within"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
@@ -1632,7 +1632,7 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
 def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     """A score's own interval takes each unit's per-task sums of squares; the same variances
     as the sum over clusters of the definition."""
-    from transforms.compare import variance
+    from transforms.compare import variance, variance_within
     from transforms.compare.preparation import prepare
 
     prep = prepare(mixed_design(seed), ["dump_date", "model"])
@@ -1643,8 +1643,8 @@ def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
         pl.concat([contrasts, contrasts])
     )
     key = ["__cid", "__stratum"]
-    fast = variance._own_within(prep, rows).sort(key)
-    slow = variance._within(prep, rows).sort(key).select(fast.columns)
+    fast = variance_within._own_within(prep, rows).sort(key)
+    slow = variance_within._within(prep, rows).sort(key).select(fast.columns)
     assert_frame_equal(
         fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15, check_dtypes=False
     )
@@ -1688,11 +1688,11 @@ def test_a_large_night_digested_a_task_at_a_time_equals_one_pass(
 ) -> None:
     """A large night is prepared and its clusters paired a task at a time; a small one at
     once. The same bits either way."""
-    from transforms.compare import preparation, variance
+    from transforms.compare import preparation, variance_within
 
     at_once = _large_night_cases()[entry]()  # type: ignore[operator]
     monkeypatch.setattr(preparation, "ATOMS_AT_ONCE", 0)
-    monkeypatch.setattr(variance, "ATOMS_AT_ONCE", 0)
+    monkeypatch.setattr(variance_within, "ATOMS_AT_ONCE", 0)
     piecewise = _large_night_cases()[entry]()  # type: ignore[operator]
     tables = at_once if isinstance(at_once, tuple) else (at_once,)
     pieces = piecewise if isinstance(piecewise, tuple) else (piecewise,)

@@ -24,10 +24,10 @@ from transforms.compare import (
     rescore_significance,
     score_intervals,
 )
+from transforms.compare.inference import inference
 from transforms.compare.pairs import comparisons_of
 from transforms.compare.ranks import rank_intervals_of
 from transforms.compare.scores import score_intervals_of
-from transforms.compare.variance import inference
 
 FUNCTIONS: list[Callable[..., Any]] = [
     comparisons_and_rank_intervals,

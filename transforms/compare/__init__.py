@@ -14,7 +14,8 @@ sample within each task (Miller, "Adding Error Bars to Evals", arXiv:2411.00640)
 before, the tasks fixed.
 
 - ``preparation``: the episodes digested once (units, task scores, cluster terms, weights);
-- ``variance``: the designs' variances and the inference from them;
+- ``variance``: the designs' variances (``variance_within``: tasks fixed, ``variance_tasks``:
+  tasks a sample); ``inference``: the intervals, p-values and MDE from them;
 - ``pairs``: ``model_comparisons``; ``scores``: ``score_intervals``;
 - ``ranks``: ``rank_intervals`` (joint, and the verdicts' rank bound), ``significance_tiers``;
 - ``regressions``: ``regressions``; ``rescore``: ``rescore_significance``,

@@ -43,14 +43,9 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import SCORE
+from transforms.compare.inference import detectable, inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
-from transforms.compare.variance import (
-    DEFAULT_DESIGN,
-    DesignChoice,
-    detectable,
-    inference,
-    variances,
-)
+from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
 COMPARISON_COLUMNS: Final = [

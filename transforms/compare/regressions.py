@@ -44,8 +44,9 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import FORMULA_VERSION, SCORE
 from transforms.compact import plain
+from transforms.compare.inference import inference
 from transforms.compare.preparation import Prepared, prepare
-from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, inference, variances
+from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.stats import adjust_over
 
 

@@ -36,9 +36,10 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from schemas.tables import SCORE
+from transforms.compare.inference import inference
 from transforms.compare.pairs import two_unit_contrasts
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
-from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, inference, variances
+from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.stats import adjust_over
 
 

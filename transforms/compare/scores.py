@@ -10,8 +10,9 @@ import polars as pl
 from schemas.comparisons import CI_HIGH, CI_LOW, DEFAULT_LEVEL, DESIGN, DF, SCOPE, SE, Work
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import SCORE, SCORE_RANGE
+from transforms.compare.inference import inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
-from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, inference, variances
+from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 
 # A standard error this small is the rounding of scores that are all the same (three
 # episodes of 0.1 centre on a mean of 0.10000000000000002: 1e-17), not a spread measured.

@@ -1,0 +1,175 @@
+"""A run's rows in the dump: its episode id, its file's key (its night's folder, a name from
+its id and a digest), the Parquet bytes with the run's content digest in their metadata,
+written only where other bytes are there; and what the dump holds already (``_Dump``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from flows.importers.kaggle_files import RUN_SUFFIX, RunRecord, TaskFile
+from flows.storage.errors import StorageError
+from flows.storage.location import Location
+from flows.storage.objects import get_object, list_files, put_if_absent, put_if_match
+from schemas.contract import DUMP_DATE, Status
+from schemas.kaggle import RUN_DIGEST_KEY, Reason
+from transforms.kaggle_rows import episode_rows
+
+# A dump file's name: the run id where it is made of these (the harness's own names are),
+# else with every other character as "_" (the digest after it keeps distinct runs apart).
+_UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]")
+_LABEL_LENGTH: Final = 150  # with the digest, ".parquet" and a writer's temporary suffix: < 255
+
+
+def run_id_of(relative: str) -> str:
+    """A run's id: its file's name without ``.run.json`` (task, harness run id, model).
+
+    >>> run_id_of("m/t-run_id_Run_1_m.run.json")
+    't-run_id_Run_1_m'
+    """
+    return relative.rsplit("/", 1)[-1].removesuffix(RUN_SUFFIX)
+
+
+def episode_id_of(run_id: str, record: RunRecord, distinct: bool = False) -> str:
+    """An episode's id: its run's id and start time (a run file name repeats per night);
+    ``distinct``: with its content's digest too, for a run that shares its file name and
+    start time with another run (``import_runs`` says which)."""
+    base = f"{run_id}@{record.start_time}"
+    return f"{base}#{record.digest[:12]}" if distinct else base
+
+
+def night_of(record: RunRecord, date: str | None) -> str:
+    return date or record.night
+
+
+def file_label(run_id: str) -> str:
+    """The start of a run's dump file name: its id where that is made of letters, digits,
+    ``.``, ``_`` and ``-`` (as the harness names runs), else with every other character as
+    ``_``, cut at 150 (a name that no reader takes for a pattern, hidden file or path; the
+    digest after it tells runs apart, and the rows keep the id as it is).
+
+    >>> file_label("t-run_id_Run_1_m"), file_label("run[1]"), file_label("_x y")
+    ('t-run_id_Run_1_m', 'run_1_', 'run_x_y')
+    """
+    label = _UNSAFE.sub("_", run_id)[:_LABEL_LENGTH]
+    return f"run{label}" if not label or label.startswith((".", "_")) else label
+
+
+def dump_key(run_id: str, record: RunRecord, date: str | None, distinct: bool = False) -> str:
+    """Where a run's rows go below DUMP_ROOT: its night's folder, a name from its id and a
+    digest of its episode id (a run file's name repeats on other nights and re-runs)."""
+    episode = episode_id_of(run_id, record, distinct)
+    digest = hashlib.sha256(episode.encode()).hexdigest()[:12]
+    return f"{DUMP_DATE}={night_of(record, date)}/{file_label(run_id)}-{digest}.parquet"
+
+
+def rows_of(
+    run_id: str,
+    record: RunRecord,
+    task: TaskFile,
+    result: dict[str, Any],
+    distinct: bool = False,
+) -> pl.DataFrame:
+    """The rows of one replayed run (``result``: what the replay worker sent back)."""
+    assert task.category is not None
+    errored = Reason.ERRORED in (result.get("notes") or [])
+    return episode_rows(
+        run_id=run_id,
+        episode_id=episode_id_of(run_id, record, distinct),
+        model=record.model,
+        task=record.task,
+        category=task.category,
+        start_time=record.start_time,
+        end_time=record.end_time,
+        requests=record.requests,
+        inputs=result.get("inputs") or {},
+        status=Status.ERROR if errored else Status.COMPLETED,
+        reported_score=record.reported_score,
+    )
+
+
+def parquet_bytes(frame: pl.DataFrame, digest: str) -> bytes:
+    """A frame as Parquet bytes, the run's content digest in the file's metadata: the same
+    frame and run give the same bytes (one row group)."""
+    buffer = io.BytesIO()
+    frame.write_parquet(
+        buffer,
+        compression="zstd",
+        statistics=True,
+        row_group_size=1 << 20,
+        metadata={RUN_DIGEST_KEY: digest},
+    )
+    return buffer.getvalue()
+
+
+def stored_digest(data: bytes) -> str | None:
+    """The run digest an imported file carries (None: a file written before they did, or
+    none of the importer's)."""
+    try:
+        metadata = pq.read_metadata(pa.BufferReader(data)).metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    value = metadata.get(RUN_DIGEST_KEY.encode())
+    return value.decode() if value else None
+
+
+def write_if_changed(out: Location, key: str, data: bytes) -> bool:
+    """Write ``data`` at ``key`` unless those bytes are there already (True: written)."""
+    current = get_object(out, key)
+    if current is None:
+        if put_if_absent(out, key, data) is None:  # another writer made it first
+            return write_if_changed(out, key, data)
+        return True
+    if current.data == data:
+        return False
+    return put_if_match(out, key, data, current.etag) is not None
+
+
+@dataclass
+class _Dump:
+    """What the dump holds, read as needed: the run digest of a file, the digests of a
+    night's files."""
+
+    out: Location
+    digests: dict[str, str | None] = field(default_factory=dict)
+    nights: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def digest_at(self, key: str) -> str | None:
+        if key not in self.digests:
+            current = get_object(self.out, key)
+            self.digests[key] = None if current is None else (stored_digest(current.data) or "")
+        return self.digests[key]
+
+    def night(self, night: str) -> dict[str, str]:
+        """digest -> file of every run imported into ``night`` (read once, when asked)."""
+        if night not in self.nights:
+            folder = f"{DUMP_DATE}={night}"
+            found: dict[str, str] = {}
+            for info in _listed_or_none(self.out.child(folder)):
+                key = f"{folder}/{info.relative}"
+                digest = self.digest_at(key)
+                if digest:
+                    found.setdefault(digest, key)
+            self.nights[night] = found
+        return self.nights[night]
+
+
+def _listed_or_none(location: Location) -> list[Any]:
+    """``list_files`` of a folder that may not exist yet (then nothing)."""
+    if location.is_local:
+        return list_files(location) if os.path.isdir(location.uri) else []
+    try:
+        return list_files(location)
+    except StorageError as error:
+        if "no objects there" in str(error):
+            return []
+        raise

@@ -1,0 +1,238 @@
+"""Staged files, for "workers write their files, the driver commits once per night":
+``write_data_files`` writes a night's Parquet files into the table folder (not yet part of the
+table) and returns their ``AddAction``s; ``commit_files`` and ``commit_nights`` commit any
+number of such stagings in one transaction (see ``flows.storage.delta``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable
+from deltalake import Schema as DeltaSchema
+from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
+
+from flows.storage import objects
+from flows.storage.delta.frames import _night_frame
+from flows.storage.delta.nights import NIGHT_COLUMN, NULL_PARTITION, check_night
+from flows.storage.delta.tables import _errors, _open, _options, _schema_mode, _table
+from flows.storage.errors import StorageError
+from flows.storage.location import Location, polars_options, storage_options
+
+
+@dataclass(frozen=True)
+class StageTarget:
+    """Where the episode scores of a night's files are staged, and their provenance."""
+
+    location: Location
+    night: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class StagedFiles:
+    """Files of one night written into a table folder but not committed (picklable)."""
+
+    night: str | None
+    adds: list[AddAction]
+    schema: pa.Schema = field(repr=False)
+    partition_by: tuple[str, ...]
+
+
+def _partition_path(partition_by: Sequence[str], values: Sequence[Any]) -> str:
+    parts = []
+    for column, value in zip(partition_by, values, strict=True):
+        text = NULL_PARTITION if value is None else quote(str(value), safe="-_.")
+        parts.append(f"{column}={text}")
+    return "/".join(parts)
+
+
+def _stats(data: pl.DataFrame) -> str:
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for name, dtype in data.schema.items():
+        column = data.get_column(name)
+        if dtype.is_nested():
+            continue
+        nulls[name] = column.null_count()
+        if column.null_count() == column.len():
+            continue
+        numeric = dtype.is_integer() or (dtype.is_float() and not column.is_nan().any())
+        short = dtype == pl.String and column.str.len_chars().max() <= 64  # type: ignore[operator]
+        if numeric or short:
+            minimum[name], maximum[name] = column.min(), column.max()
+        elif dtype == pl.Date:
+            minimum[name], maximum[name] = str(column.min()), str(column.max())
+    return json.dumps(
+        {"numRecords": data.height, "minValues": minimum, "maxValues": maximum, "nullCount": nulls}
+    )
+
+
+# A staged night's partitions written at once: encoding takes a core each, a store's put
+# waits on the network (the six categories of a 100,000-episode night's episode scores: 0.07
+# s -> 0.04 s on 2 cores).
+PARTITIONS_AT_ONCE: Final = 4
+
+
+def write_data_files(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    night: str | None,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+) -> StagedFiles:
+    """Write `frame` (one night) as Parquet files into `OUT/table/`, uncommitted.
+
+    One file per partition, named with a fresh UUID (`part-<uuid>.parquet`, so two workers
+    never collide), partition columns left out of the files as Delta does; `night` is the
+    value of the first (the night column). Readers do not see them until `commit_files`; a
+    killed run leaves them to `vacuum`.
+    """
+    check_night(night)
+    where = _table(location, table)
+    ready = _night_frame(frame, night, partition_by[0])
+    columns = list(partition_by)
+    groups = ready.partition_by(columns, as_dict=True, maintain_order=True) if ready.height else {}
+
+    def write(values: tuple[Any, ...], group: pl.DataFrame) -> AddAction:
+        key = f"{_partition_path(columns, values)}/part-{uuid.uuid4()}.parquet"
+        buffer = io.BytesIO()
+        data = group.drop(columns)
+        data.write_parquet(buffer, compression="snappy")
+        content = buffer.getvalue()
+        if objects.put_if_absent(where, key, content) is None:
+            raise StorageError(f"cannot stage {where.child(key).display}: it exists")
+        partitions = {
+            c: (None if v is None else str(v)) for c, v in zip(columns, values, strict=True)
+        }
+        return AddAction(key, len(content), partitions, int(time.time() * 1000), True, _stats(data))
+
+    if len(groups) > 1:  # encoded and put side by side (polars and the store release the GIL)
+        with ThreadPoolExecutor(min(len(groups), PARTITIONS_AT_ONCE)) as pool:
+            adds = list(pool.map(write, groups.keys(), groups.values()))
+    else:
+        adds = [write(values, group) for values, group in groups.items()]
+    return StagedFiles(night, adds, ready.to_arrow().schema, tuple(columns))
+
+
+def _same_columns(table: DeltaTable, schema: pa.Schema) -> bool:
+    """The table's columns are the staged files' (in any order), of the same types."""
+    ours = {f.name: str(f.type) for f in DeltaSchema.from_arrow(schema).fields}
+    return {f.name: str(f.type) for f in table.schema().fields} == ours
+
+
+def commit_files(
+    location: Location,
+    table: str,
+    night: str | None,
+    staged: Sequence[StagedFiles],
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace night `night` of `OUT/table` by the staged files, in one commit; the version."""
+    return commit_nights(location, table, [night], staged, commit_metadata)
+
+
+def _night_filter(
+    nights: Sequence[str | None], column: str = NIGHT_COLUMN
+) -> list[tuple[str, str, Any]]:
+    """The partition filter of ``nights`` (validated) in the night column ``column``: every
+    night of a dated run, or the undated night of an undated one (its partition value is
+    null, matched as "")."""
+    checked = [check_night(n) for n in nights]
+    if None in checked:
+        if len(checked) > 1:
+            raise ValueError("an undated night is replaced alone")
+        return [(column, "=", "")]
+    return [(column, "in", sorted(set(checked)))]
+
+
+def commit_nights(
+    location: Location,
+    table: str,
+    nights: Sequence[str | None],
+    staged: Sequence[StagedFiles],
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace nights ``nights`` of `OUT/table` by the staged files, in one commit (a
+    reader of the table's latest version sees all of them replaced, or none); the version.
+
+    ``staged`` holds at least one `StagedFiles` (for the columns), possibly of no file: a
+    night staged with no file is emptied. Every file must be of one of ``nights``."""
+    where = _table(location, table)
+    if not staged:
+        raise ValueError(f"nothing staged for {table}: not even its columns")
+    filters = _night_filter(nights, staged[0].partition_by[0])
+    if any(s.night not in nights for s in staged):
+        raise ValueError(f"files staged for another night than {', '.join(map(str, nights))}")
+    first = staged[0]
+    if any(s.schema != first.schema or s.partition_by != first.partition_by for s in staged):
+        raise ValueError(f"files staged for {table} differ in columns")
+    adds = [add for s in staged for add in s.adds]
+    properties = CommitProperties(
+        custom_metadata={**(commit_metadata or {}), "nights": ",".join(map(str, nights))}
+    )
+    with _errors("commit the nights of table", where):
+        existing = _open(where)
+        if existing is None:
+            create_table_with_add_actions(
+                where.uri,
+                DeltaSchema.from_arrow(first.schema),
+                adds,
+                mode="error",
+                partition_by=list(first.partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return 0  # a table's first version
+        if _schema_mode(existing, first.schema) == "merge":  # as write_night merges them
+            have = {f.name for f in existing.schema().fields}
+            ours = DeltaSchema.from_arrow(first.schema).fields
+            existing.alter.add_columns([f for f in ours if f.name not in have])
+        if not _same_columns(existing, first.schema):
+            raise StorageError(f"cannot commit to {where.display}: the staged columns differ")
+        existing.create_write_transaction(
+            list[AddAction | RemoveAction](adds),
+            mode="overwrite",
+            schema=first.schema,
+            partition_by=list(first.partition_by),
+            partition_filters=filters,
+            commit_properties=properties,
+        )
+        existing.update_incremental()  # the binding does not move the table to its commit
+        return existing.version()
+
+
+def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataFrame:
+    """The rows of staged (uncommitted) files, partition columns included."""
+    where = _table(location, table)
+    options = polars_options(storage_options(where))
+    frames = []
+    with _errors("read staged files of table", where):
+        for add in staged.adds:
+            uri = where.child(add.path).uri  # OUT may be named like a pattern: literal
+            frame = pl.read_parquet(uri, glob=False, storage_options=options)
+            values = {c: add.partition_values.get(c) for c in staged.partition_by}
+            frames.append(
+                frame.with_columns(pl.lit(v, pl.String).alias(c) for c, v in values.items())
+            )
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def discard(location: Location, table: str, staged: Sequence[StagedFiles]) -> None:
+    """Delete staged files that will never be committed (their night failed, or they were
+    written again): nothing else refers to them."""
+    _table(location, table)  # a valid table name
+    for files in staged:
+        for add in files.adds:
+            objects.delete(location, f"{table}/{add.path}")

@@ -1,0 +1,282 @@
+"""A Delta table's versions at OUT/<table>: opened, a night replaced (``write_night``) or rows
+appended in one commit, read at a version, its history, restored or emptied, vacuumed
+(see ``flows.storage.delta``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Final, Literal
+from urllib.parse import quote
+
+import polars as pl
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+
+from flows.storage.delta.frames import _arrow_stream, _night_frame, delta_ready
+from flows.storage.delta.nights import NIGHT_COLUMN, check_night, night_predicate
+from flows.storage.errors import StorageError, translate
+from flows.storage.location import Location, polars_options, storage_options
+from flows.storage.objects import list_files
+
+_TABLE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _table(location: Location, table: str) -> Location:
+    if not _TABLE.match(table):
+        raise ValueError(f"a table name is lower-case letters, digits and _, not {table!r}")
+    return location.child(table)
+
+
+def _options(location: Location) -> dict[str, str] | None:
+    return storage_options(location) or None
+
+
+@contextlib.contextmanager
+def _errors(action: str, where: Location) -> Iterator[None]:
+    try:
+        yield
+    except (StorageError, ValueError, CommitFailedError):  # a conflict: the caller may retry
+        raise
+    except Exception as exc:
+        raise translate(exc, action, where.display) from None
+
+
+def _open(where: Location) -> DeltaTable | None:
+    with _errors("open table", where):
+        try:
+            return DeltaTable(where.uri, storage_options=_options(where))
+        except TableNotFoundError:
+            return None
+
+
+def _commit(metadata: Mapping[str, Any] | None, night: str | None) -> CommitProperties:
+    return CommitProperties(custom_metadata={**(metadata or {}), "night": night})
+
+
+def write_night(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    night: str | None,
+    *,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Replace night `night` of `OUT/table` by `frame` in one commit; the new table version.
+
+    Every row of `frame` must belong to `night` (`ValueError` otherwise, before any write)
+    in its night column, the first of `partition_by` (`dump_date`, or a standing's
+    `as_of`). An empty frame deletes the night.
+    `commit_metadata` (JSON values: run id, formula versions...) goes into the commit, beside
+    `night`, and so into `history()`.
+    """
+    check_night(night)
+    where = _table(location, table)
+    # Plain Arrow strings, not polars' string views: a reader's filter (DuckDB over the
+    # Arrow dataset) compares its literals with the files' types, and has no kernel for views.
+    # Converted a slice at a time and streamed to delta-rs: a night's episode scores are
+    # never held twice (a whole-frame copy cost 450 MB at 1.5 M episodes).
+    column = partition_by[0]
+    ready = _arrow_stream(_night_frame(frame, night, column))
+    predicate = night_predicate(night, column)
+    properties = _commit(commit_metadata, night)
+    with _errors(f"write night {night} of table", where):
+        existing = _open(where)
+        if existing is None:
+            write_deltalake(
+                where.uri,
+                ready,
+                mode="overwrite",
+                predicate=predicate,
+                partition_by=list(partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return 0  # a table's first version
+        write_deltalake(
+            existing,
+            ready,
+            mode="overwrite",
+            predicate=predicate,
+            commit_properties=properties,
+            schema_mode=_schema_mode(existing, ready.schema),
+        )
+        return existing.version()
+
+
+def append_rows(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    *,
+    partition_by: Sequence[str] = (NIGHT_COLUMN,),
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Append ``frame`` to the log table `OUT/table` in one commit (creating it with
+    ``partition_by``); the new version. Nothing is replaced."""
+    where = _table(location, table)
+    ready = _arrow_stream(delta_ready(frame))
+    properties = CommitProperties(custom_metadata=dict(commit_metadata or {}))
+    with _errors("append to table", where):
+        existing = _open(where)
+        if existing is None:
+            write_deltalake(
+                where.uri,
+                ready,
+                mode="append",
+                partition_by=list(partition_by),
+                storage_options=_options(where),
+                commit_properties=properties,
+            )
+            return 0
+        write_deltalake(
+            existing,
+            ready,
+            mode="append",
+            commit_properties=properties,
+            schema_mode=_schema_mode(existing, ready.schema),
+        )
+        return existing.version()
+
+
+def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | None:
+    """ "merge" where `schema` adds columns to the table (a newer cogscore writing into an
+    output that an earlier one wrote): the table gains them, its other nights read them as
+    null. Otherwise None: a column the frame lacks stays an error, never a silent null."""
+    have = {f.name for f in table.schema().fields}
+    new = [name for name in schema.names if name not in have]
+    missing = have - set(schema.names)
+    return "merge" if new and not missing else None
+
+
+def schema_mode_at(
+    location: Location, table: str, columns: Sequence[str]
+) -> Literal["merge"] | None:
+    """``_schema_mode`` of the table at ``OUT/table`` (None where it does not exist yet)."""
+    existing = _open(_table(location, table))
+    if existing is None:
+        return None
+    have = {f.name for f in existing.schema().fields}
+    new = [c for c in columns if c not in have]
+    return "merge" if new and not have - set(columns) else None
+
+
+def table_version(location: Location, table: str) -> int | None:
+    """The latest version of `OUT/table`, or None if it is not a Delta table (yet)."""
+    existing = _open(_table(location, table))
+    return None if existing is None else existing.version()
+
+
+def table_versions(location: Location, tables: Sequence[str]) -> dict[str, int]:
+    """The latest version of each of `tables` that exists (what a run records when done)."""
+    versions = {table: table_version(location, table) for table in tables}
+    return {table: version for table, version in versions.items() if version is not None}
+
+
+def missing_files(location: Location, table: str, version: int) -> list[str]:
+    """The data files version ``version`` of ``OUT/table`` needs that are no longer there
+    (``vacuum`` deleted them): one listing of the table, not a request per file."""
+    where = _table(location, table)
+    with _errors(f"read version {version} of table", where):
+        pinned = DeltaTable(where.uri, version=version, storage_options=_options(where))
+        prefix = where.uri.rstrip("/") + "/"
+        needed = [uri.removeprefix(prefix) for uri in pinned.file_uris()]
+    if not needed:
+        return []
+    present = {info.relative for info in list_files(where)}
+    return [path for path in needed if path not in present]
+
+
+def read_table(location: Location, table: str, version: int | None = None) -> pl.LazyFrame:
+    """`OUT/table` at `version` (None: the latest) as a LazyFrame; `dump_date` a String."""
+    where = _table(location, table)
+    if _open(where) is None:
+        raise StorageError(f"cannot read {where.display}: no Delta table there")
+    with _errors(f"read version {version} of table", where):
+        if where.is_local and quote(where.uri, safe="/") != where.uri:
+            # polars' Delta reader takes the files' percent-encoded paths for paths (a folder
+            # "sp ace" is looked for as "sp%20ace"): such a folder is read through Arrow's
+            # own file system (filters still pushed down to the partitions).
+            from pyarrow import fs
+
+            native = fs.SubTreeFileSystem(where.uri, fs.LocalFileSystem())
+            table_at = DeltaTable(where.uri, version=version)
+            return pl.scan_pyarrow_dataset(table_at.to_pyarrow_dataset(filesystem=native))
+        options = polars_options(storage_options(where))
+        return pl.scan_delta(where.uri, version=version, storage_options=options)
+
+
+def history(location: Location, table: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The commits of `OUT/table`, newest first, each with our metadata (run id, night)."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        return []
+    with _errors("read the history of table", where):
+        return existing.history(limit)
+
+
+def restore(
+    location: Location,
+    table: str,
+    version: int,
+    commit_metadata: Mapping[str, Any] | None = None,
+) -> int:
+    """Make `version`'s content the latest of `OUT/table` (a new commit); the new version."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        raise StorageError(f"cannot restore {where.display}: no Delta table there")
+    with _errors(f"restore version {version} of table", where):
+        existing.restore(version, commit_properties=_commit(commit_metadata, None))
+        return DeltaTable(where.uri, storage_options=_options(where)).version()
+
+
+def truncate(
+    location: Location, table: str, commit_metadata: Mapping[str, Any] | None = None
+) -> int:
+    """Remove every row of `OUT/table` (a new commit; history and old versions stay)."""
+    where = _table(location, table)
+    existing = _open(where)
+    if existing is None:
+        raise StorageError(f"cannot empty {where.display}: no Delta table there")
+    with _errors("empty table", where):
+        existing.delete(commit_properties=_commit(commit_metadata, None))
+        return DeltaTable(where.uri, storage_options=_options(where)).version()
+
+
+def vacuum(
+    location: Location,
+    tables: Sequence[str],
+    retain: timedelta = timedelta(days=7),
+    dry_run: bool = False,
+    keep: Mapping[str, Sequence[int]] | None = None,
+) -> list[str]:
+    """Delete files no version of the last `retain` needs, and uncommitted leftovers.
+
+    Returns the deleted (or, with `dry_run`, deletable) files as `table/path`. Time travel to
+    versions older than `retain` stops working, except to the versions in `keep` (per table:
+    e.g. those the runs table pins). `retain` is counted in whole hours (delta-rs). Run it
+    only while holding the lease: a running writer's staged files look like leftovers.
+    """
+    removed: list[str] = []
+    for table in tables:
+        where = _table(location, table)
+        existing = _open(where)
+        if existing is None:
+            continue
+        with _errors("vacuum table", where):
+            paths = existing.vacuum(
+                retention_hours=int(retain.total_seconds() // 3600),
+                dry_run=dry_run,
+                enforce_retention_duration=False,
+                full=True,
+                keep_versions=list((keep or {}).get(table, ())) or None,
+            )
+        removed.extend(f"{table}/{path}" for path in sorted(paths))
+    return removed

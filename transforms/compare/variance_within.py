@@ -1,0 +1,165 @@
+"""The variance of contrasts with the tasks fixed (``within_tasks``, and ``two_level``'s
+stand-in for a stratum of one task): the cluster-robust variance with instances as clusters,
+``Σ_t Σ_g (Σ_u a_u w_{u,t} k_{u,t} D_{u,t,g})²``, per contrast and stratum; with the
+shortcuts for one unit's score and for ``a - b`` (``transforms.compare.variance``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import polars as pl
+
+from schemas.comparisons import N_PAIRS, Work
+from transforms.compare.preparation import ATOMS_AT_ONCE, TASK_KEY, Prepared
+
+_STRATUM: Final = [Work.CID, Work.STRATUM]
+
+
+def sum_or_null(value: pl.Expr, name: str) -> pl.Expr:
+    """The sum, null when any term is null (polars' sum skips nulls)."""
+    return pl.when(value.is_null().any()).then(None).otherwise(value.sum()).alias(name)
+
+
+def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``_within`` for contrasts ``a - b``, from per-task sufficient statistics instead of
+    one row per contrast and cluster (which grows with the square of the models):
+
+        Σ_t Σ_g (x_a D_a,g − x_b D_b,g)² = Σ_t x_a² S_a,t + x_b² S_b,t − 2 x_a x_b P_ab,t
+
+    with ``x = w · k`` per unit and task, ``S_u,t = Σ_g D_u,g²`` and
+    ``P_ab,t = Σ_g D_a,g D_b,g`` over the clusters both units have (the same algebra, summed
+    in another order)."""
+    weights = _scaled_weights(prep, rows)
+    self_part = _self_part(prep, weights)
+    side = [Work.CID, Work.UNIT, *TASK_KEY, Work.STRATUM, Work.TASK, Work.VALUE]
+    a_side = weights.filter(pl.col(Work.COEF) > 0).select(side)
+    b_side = weights.filter(pl.col(Work.COEF) < 0).select(side)
+    both = a_side.join(b_side.drop(Work.TASK, Work.STRATUM), on=[Work.CID, *TASK_KEY], suffix="_b")
+    needed = both.select(Work.UNIT, Work.UNIT + "_b").unique()
+    # A cluster's row meets every other unit's (units² rows per cluster), which for a whole
+    # night of millions of episodes took gigabytes: a large night a task at a time (the same
+    # sums; a small one at once, as a loop of small plans costs more than it saves).
+    large = prep.atoms.height > ATOMS_AT_ONCE
+    parts = prep.atoms.partition_by(Work.TASK, maintain_order=True) if large else [prep.atoms]
+    products = pl.concat([_cluster_products(atoms, needed) for atoms in parts]).sort(
+        Work.UNIT, Work.UNIT + "_b", Work.TASK
+    )
+    cross = (
+        both.join(products, on=[Work.UNIT, Work.UNIT + "_b", Work.TASK])
+        .sort(*_STRATUM, *TASK_KEY)
+        .group_by(*_STRATUM, maintain_order=True)
+        .agg(
+            (2.0 * pl.col(Work.VALUE) * pl.col(Work.VALUE + "_b") * pl.col(Work.CROSS))
+            .sum()
+            .alias(Work.CROSS),
+            pl.col(N_PAIRS).sum().cast(pl.Int64),
+            pl.col(Work.SHARED).sum(),
+        )
+    )
+    return (
+        self_part.join(cross, on=_STRATUM, how="left")
+        .with_columns(
+            # A sum of squares: never below 0, whatever the rounding of the expansion.
+            (pl.col(Work.VAR_WITHIN) - pl.col(Work.CROSS).fill_null(0.0)).clip(lower_bound=0.0),
+            pl.col(N_PAIRS).fill_null(0),
+            pl.col(Work.SHARED).fill_null(0),
+        )
+        .with_columns((pl.col(Work.CLUSTERS) - pl.col(N_PAIRS)).alias(Work.CLUSTERS))
+        .select(*_STRATUM, Work.VAR_WITHIN, Work.CLUSTERS, N_PAIRS, Work.SHARED, Work.TOTAL)
+    )
+
+
+def _scaled_weights(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with ``VALUE`` = w · k (a unit's weight in the task times its small-sample
+    factor), the unit's clusters ``G`` and the task's code."""
+    cell_terms = prep.cells.select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
+    weights = rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
+    weights = weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE))
+    return weights.join(prep.tasks, on=TASK_KEY)
+
+
+def _self_part(prep: Prepared, weights: pl.DataFrame) -> pl.DataFrame:
+    """Per contrast and stratum: ``Σ_u Σ_t (coef · w · k)² · Σ_g D_u,t,g²`` (each unit's own
+    terms), its episodes and clusters."""
+    # Sorted before every sum, so that the same input gives the same bits (a join's rows
+    # come in any order).
+    own = prep.atoms.group_by(Work.UNIT, Work.TASK, maintain_order=True).agg(
+        (pl.col(Work.DEV) ** 2).sum().alias(Work.SELF), pl.col(Work.N).sum().alias(Work.EPISODES)
+    )
+    terms = weights.join(own, on=[Work.UNIT, Work.TASK])
+    terms = terms.sort(*_STRATUM, *TASK_KEY, Work.UNIT)
+    return terms.group_by(*_STRATUM, maintain_order=True).agg(
+        sum_or_null(pl.col(Work.VALUE) ** 2 * pl.col(Work.SELF), Work.VAR_WITHIN),
+        pl.col(Work.EPISODES).sum().alias(Work.TOTAL),
+        pl.col(Work.G).sum().alias(Work.CLUSTERS),
+    )
+
+
+def _own_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """``_within`` for one unit's score (its interval): its own terms alone, from per-task
+    sums of squares (``_within`` would join every cluster of the unit once per scope that
+    holds its task: three rows an episode)."""
+    return (
+        _self_part(prep, _scaled_weights(prep, rows))
+        .with_columns(
+            pl.lit(0, pl.Int64).alias(N_PAIRS),
+            pl.lit(0, pl.UInt32).alias(Work.SHARED),
+        )
+        .select(*_STRATUM, Work.VAR_WITHIN, Work.CLUSTERS, N_PAIRS, Work.SHARED, Work.TOTAL)
+    )
+
+
+def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame:
+    """Per pair of units (``needed``) and task: ``Σ_g D_a,g D_b,g`` over their shared
+    clusters, how many, and the episodes on them (``_pair_within``), from ``atoms``."""
+    # Only clusters that more than one unit has can pair two units.
+    multi = atoms.group_by(Work.TASK, Work.CLUSTER).agg(pl.len().alias(Work.UNITS))
+    shared = atoms.join(multi.filter(pl.col(Work.UNITS) > 1), on=[Work.TASK, Work.CLUSTER])
+    return (
+        shared.join(needed, on=Work.UNIT)
+        .join(
+            shared,
+            left_on=[Work.UNIT + "_b", Work.TASK, Work.CLUSTER],
+            right_on=[Work.UNIT, Work.TASK, Work.CLUSTER],
+            suffix="_b",
+        )
+        .sort(Work.UNIT, Work.UNIT + "_b", Work.TASK, Work.CLUSTER)
+        .group_by(Work.UNIT, Work.UNIT + "_b", Work.TASK, maintain_order=True)
+        .agg(
+            (pl.col(Work.DEV) * pl.col(Work.DEV + "_b")).sum().alias(Work.CROSS),
+            pl.len().alias(N_PAIRS),
+            (pl.col(Work.N) + pl.col(Work.N + "_b")).sum().alias(Work.SHARED),
+        )
+    )
+
+
+def _within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
+    """Tasks fixed, per contrast and category: Σ_task Σ_cluster (Σ_unit coef · w · k ·
+    dev)², every unit's influence values scaled by its own small-sample factor; the
+    clusters, those shared by two units or more, and the episodes on them."""
+    return (
+        rows.join(prep.cells.select(Work.UNIT, *TASK_KEY, Work.K), on=[Work.UNIT, *TASK_KEY])
+        .join(prep.tasks, on=TASK_KEY)
+        .join(prep.atoms, on=[Work.UNIT, Work.TASK])
+        .with_columns(
+            (pl.col(Work.COEF) * pl.col(Work.W) * pl.col(Work.K) * pl.col(Work.DEV)).alias(
+                Work.VALUE
+            )
+        )
+        .sort(*_STRATUM, *TASK_KEY, Work.CLUSTER, Work.UNIT)
+        .group_by(*_STRATUM, *TASK_KEY, Work.CLUSTER, maintain_order=True)
+        .agg(
+            sum_or_null(pl.col(Work.VALUE), Work.VALUE),
+            pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
+            pl.col(Work.N).sum(),
+        )
+        .group_by(*_STRATUM, maintain_order=True)
+        .agg(
+            sum_or_null(pl.col(Work.VALUE) ** 2, Work.VAR_WITHIN),
+            pl.len().cast(pl.Int64).alias(Work.CLUSTERS),
+            (pl.col(Work.UNITS) > 1).sum().cast(pl.Int64).alias(N_PAIRS),
+            pl.col(Work.N).filter(pl.col(Work.UNITS) > 1).sum().alias(Work.SHARED),
+            pl.col(Work.N).sum().alias(Work.TOTAL),
+        )
+    )
