@@ -44,8 +44,8 @@ def _files(dump: Path) -> list[Any]:
 
 def _target(out: Path, dump_file: Any) -> Any:
     """Where ``dump_file``'s night is staged under ``out`` (never committed)."""
-    from flows.storage.delta.staged import StageTarget
-    from flows.storage.location import Location
+    from flows.store.delta.staged import StageTarget
+    from flows.store.location import Location
     from schemas.contract import DUMP_DATE
 
     night = dump_file.partitions.get(DUMP_DATE)

@@ -273,7 +273,7 @@ def check(out: Path, tasks: Path, categories: dict[str, str]) -> dict[str, Any]:
 
     from flows.importers.kaggle import import_runs
     from flows.importers.kaggle_files import parse_run
-    from flows.storage.location import Location
+    from flows.store.location import Location
     from schemas.kaggle import Outcome
     from tests.importers.kaggle_reference import reference_score
 

@@ -372,9 +372,9 @@ def wait_until_quiet(most: float, share: float = 0.1) -> tuple[float, float]:
 def timed_writes() -> Iterator[dict[str, list[float]]]:
     """Seconds of every ``delta.write_night`` (by table: the data files and the commit of one
     night, after validation) and ``runs_table.record_run`` (the run's commit), in this
-    process: flows.output calls them through their modules, so wrapping them there counts
+    process: flows.store.output calls them through their modules, so wrapping them there counts
     every call."""
-    from flows.storage import delta, runs_table
+    from flows.store import delta, runs_table
 
     seconds: dict[str, list[float]] = {}
 
@@ -494,7 +494,7 @@ def staged_commit(out: Any, night: str) -> dict[str, float]:
     stage them (``delta.write_data_files``), into a table of the output holding the night."""
     import polars as pl
 
-    from flows.storage.delta.staged import commit_files, write_data_files
+    from flows.store.delta.staged import commit_files, write_data_files
 
     frame = out.read("episode_scores").filter(pl.col("dump_date") == night)
     table, one = "bench_staged_commit", frame.filter(pl.col("category") == frame["category"][0])
@@ -543,8 +543,8 @@ def read_probe(endpoint: str, url: str) -> dict[str, list[str | None]]:
 def drive(name: str, episodes: int, round_: int, s3: str | None, extras: bool) -> dict[str, Any]:
     """One configuration on one night, in this fresh process: start-up, warm-up, the night.
     ``extras``: then the staged commit (local engine) and the read probe (S3, local engine)."""
-    from flows.output import Output
     from flows.runs import Mapper, dask_mapper, local_mapper, score
+    from flows.store.output import Output
 
     imported = time.perf_counter() - T0
     config = CONFIGS[name]

@@ -5,7 +5,7 @@ python -m benchmarks.storage [--rows 100000] [--repeat 5] [--objects 200]
 Starts a moto S3 server in its own process (tests/s3server.py) and measures, as medians of
 `--repeat` runs (one warm-up first):
 
-- listing `--objects` objects: `flows.storage.objects.list_files` (obstore) against boto3's
+- listing `--objects` objects: `flows.store.objects.list_files` (obstore) against boto3's
   `list_objects_v2` paginator (s3fs is not installed here and is not added);
 - writing one night of `--rows` episode-score rows (the columns and dtypes of
   `schemas.tables.EPISODE_SCORES_DTYPES` plus provenance: 25 columns) as plain Parquet (one file
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from flows.storage import objects
-from flows.storage.delta.staged import commit_files, write_data_files
-from flows.storage.delta.tables import read_table, write_night
-from flows.storage.location import Location, polars_options, storage_options
+from flows.store import objects
+from flows.store.delta.staged import commit_files, write_data_files
+from flows.store.delta.tables import read_table, write_night
+from flows.store.location import Location, polars_options, storage_options
 from schemas.tables import EPISODE_SCORES_DTYPES, PROVENANCE
 from tests.s3server import start_s3_server
 

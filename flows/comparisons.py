@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from flows.options import RegressionOptions
-from flows.output import EPISODE_SCORES, REJECTS
+from flows.store.output import EPISODE_SCORES, REJECTS
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import COMPARED_COLUMNS, STATUS
@@ -32,7 +32,7 @@ from transforms.compare.night import (
 )
 
 if TYPE_CHECKING:
-    from flows.output import Output
+    from flows.store.output import Output
 
 
 @dataclass

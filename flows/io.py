@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 
 from flows import prehash
 from flows.prehash import file_digest, parquet_below
-from flows.storage.errors import BadLocation, NothingThere
-from flows.storage.location import Location, polars_options, storage_options
-from flows.storage.objects import get_object, list_files
+from flows.store.errors import BadLocation, NothingThere
+from flows.store.location import Location, polars_options, storage_options
+from flows.store.objects import get_object, list_files
 from schemas.contract import DUMP_DATE
 from schemas.exits import ExitCode
 from transforms.ingest import partition_values

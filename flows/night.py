@@ -14,8 +14,8 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.comparisons import NightWatch
-from flows.output import REGRESSIONS
 from flows.score import ScoreResult, night_tables
+from flows.store.output import REGRESSIONS
 from transforms.aggregate import Bootstrap
 
 # Per night: (night, its result, its tables) -> more tables of that night.

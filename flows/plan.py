@@ -23,7 +23,7 @@ from flows.io import (
     one_layout,
 )
 from flows.io import dump_root as root_of
-from flows.output import Output
+from flows.store.output import Output
 from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import describe, ordered, split_key, version_of

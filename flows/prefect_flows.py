@@ -41,8 +41,9 @@ from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
 from flows.io import DumpFile, content_digest, modified_ns
 from flows.options import RUN_OPTIONS, run_options
+from flows.present.report import write_report
+from flows.present.summary import outcome_markdown
 from flows.records import ended
-from flows.report import write_report
 from flows.score import (
     SCORER_CODE,
     FilePart,
@@ -51,8 +52,7 @@ from flows.score import (
     score_batch,
     stage,
 )
-from flows.storage.location import ENV_OPTIONS
-from flows.summary import outcome_markdown
+from flows.store.location import ENV_OPTIONS
 from flows.version import COGSCORE_VERSION
 
 

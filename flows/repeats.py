@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.output import EPISODE_SCORES, Output
+from flows.store.output import EPISODE_SCORES, Output
 from schemas.contract import DUMP_DATE, Col
 
 _SEEDS = (0x5EED1, 0x5EED2)

@@ -35,25 +35,8 @@ from flows.io import (
     one_layout,
 )
 from flows.io import dump_root as root_of
-from flows.logs import log
-from flows.logs import run_id as run_id_var
 from flows.night import NightHook, tables_of_night
 from flows.options import RunOptions
-from flows.output import (
-    CATEGORY_SCORES,
-    EPISODE_SCORES,
-    MODEL_SCORES,
-    REGRESSIONS,
-    RESCORE_DIFF,
-    TASK_SCORES,
-    DryRun,
-    Output,
-    TableWriter,
-    empty_table,
-    fault_point,
-    night_levels,
-    record_failure,
-)
 from flows.plan import (
     NightlyPlan,
     check_places,
@@ -66,6 +49,8 @@ from flows.plan import (
     ready,
     rescored_versions,
 )
+from flows.present.logs import log
+from flows.present.logs import run_id as run_id_var
 from flows.records import Verdict, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
@@ -83,8 +68,23 @@ from flows.score import (
     vanished,
 )
 from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
-from flows.storage.errors import StorageError
-from flows.storage.runs_table import RunRow
+from flows.store.errors import StorageError
+from flows.store.output import (
+    CATEGORY_SCORES,
+    EPISODE_SCORES,
+    MODEL_SCORES,
+    REGRESSIONS,
+    RESCORE_DIFF,
+    TASK_SCORES,
+    DryRun,
+    Output,
+    TableWriter,
+    empty_table,
+    fault_point,
+    night_levels,
+    record_failure,
+)
+from flows.store.runs_table import RunRow
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
     run_details,

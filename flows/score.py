@@ -27,8 +27,8 @@ from flows.io import (
     scan,
     scan_together,
 )
-from flows.storage import delta
-from flows.storage.delta.staged import StagedFiles, StageTarget
+from flows.store import delta
+from flows.store.delta.staged import StagedFiles, StageTarget
 from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema

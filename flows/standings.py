@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from flows.options import RegressionOptions
-from flows.output import (
+from flows.store.output import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
     MODEL_COMPARISONS,

@@ -1,4 +1,5 @@
-"""The warehouse tables of a run: aggregates and provenance (written through ``flows.output``).
+"""The warehouse tables of a run: aggregates and provenance (written through
+``flows.store.output``).
 
 Every table is per ``dump_date`` (a night is the unit of reporting) and carries
 ``scorer_version`` and the ``input_fingerprint`` of its night's input files.
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
+from flows.store.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
 from schemas.contract import DUMP_DATE
 from schemas.tables import INPUT_FINGERPRINT, SCORER_VERSION
 from transforms.aggregate import (

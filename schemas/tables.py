@@ -796,7 +796,7 @@ VIEWS: Final = {
     ),
 }
 
-# Every table a run writes but the runs table (``flows.storage.runs_table``), by name.
+# Every table a run writes but the runs table (``flows.store.runs_table``), by name.
 TABLES: Final[dict[str, Table]] = {
     t.name: t
     for t in (
@@ -814,7 +814,7 @@ TABLES: Final[dict[str, Table]] = {
 }
 
 
-# --- the runs table (``flows.storage.runs_table``): a row per run and night, appended last ---
+# --- the runs table (``flows.store.runs_table``): a row per run and night, appended last ---
 
 
 class RunStatus(StrEnum):

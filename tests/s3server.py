@@ -41,7 +41,7 @@ class S3Server:
 
     @property
     def options(self) -> dict[str, str]:
-        """Storage options as polars, deltalake and `flows.storage` take them."""
+        """Storage options as polars, deltalake and `flows.store` take them."""
         return {
             "aws_endpoint_url": self.endpoint,
             "aws_region": REGION,

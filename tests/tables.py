@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 from deltalake import DeltaTable
 
-from flows.output import CORE_TABLES, TABLES
+from flows.store.output import CORE_TABLES, TABLES
 from schemas.tables import RUN_COUNTS
 
 

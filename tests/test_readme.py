@@ -14,7 +14,7 @@ import typer.main
 
 from flows.cli import app
 from flows.records import RECORD_KEYS
-from flows.storage.runs_table import RUNS, RUNS_SCHEMA
+from flows.store.runs_table import RUNS, RUNS_SCHEMA
 from schemas.exits import ExitCode
 from schemas.tables import TABLES
 

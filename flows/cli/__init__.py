@@ -19,8 +19,8 @@ import typer
 from typer._click.exceptions import BadParameter, ClickException, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
-from flows.logs import configure, log
-from flows.native import NativeStderr
+from flows.present.logs import configure, log
+from flows.present.native import NativeStderr
 from flows.version import COGSCORE_VERSION
 
 
@@ -203,7 +203,7 @@ LAST_WORDS: list[str] = []  # the error line, printed once everything else has b
 
 def run(args: list[str] | None = None) -> None:
     """The ``cogscore`` command. The arguments as typed are kept for the run record; what
-    native libraries print on stderr passes through ``flows.native``'s filter (no Rust panic
+    native libraries print on stderr passes through ``flows.present.native``'s filter (no Rust panic
     text); a temporary Prefect server is stopped before the error line, so that the error
     line is the last thing on stderr. The process ends with the command: what it made is
     not garbage-collected on the way out (``gc.freeze``: the final collection took 0.1-0.2 s

@@ -1,4 +1,5 @@
-"""``cogscore explain``: from a score down to the turns that earned it (``flows.explain``)."""
+"""``cogscore explain``: from a score down to the turns that earned it
+(``flows.present.explain``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 
 from flows.cli import app
 from flows.cli.options import AsOfOpt, OutArg, StorageOpt, refused, use_storage_options
-from flows.storage.errors import StorageError
+from flows.store.errors import StorageError
 
 
 @app.command()
@@ -44,9 +45,9 @@ def explain(
     components, the score found again from the transcript and the harness's reported score.
     The transcript is read from the dump the output was scored from (refused if that file
     changed since)."""
-    from flows.explain import ExplainError, Which, explanation_lines
-    from flows.explain import explain as explain_episode
-    from flows.output import Output
+    from flows.present.explain import ExplainError, Which, explanation_lines
+    from flows.present.explain import explain as explain_episode
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     if episode is None and (model is None or task is None):

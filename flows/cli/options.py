@@ -14,7 +14,7 @@ import typer
 
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
-from flows.storage.location import ENV_OPTIONS, parse_storage_options
+from flows.store.location import ENV_OPTIONS, parse_storage_options
 from schemas.tables import View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,7 +56,7 @@ class Engine(StrEnum):
 
 
 class SqlFormat(StrEnum):
-    """How ``cogscore sql`` prints a result (``flows.sql.formatted``): never a value cut."""
+    """How ``cogscore sql`` prints a result (``flows.store.sql.formatted``): never a value cut."""
 
     TABLE = "table"
     CSV = "csv"

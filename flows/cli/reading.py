@@ -23,7 +23,7 @@ from flows.cli.options import (
     use_storage_options,
     writable,
 )
-from flows.storage.errors import StorageError
+from flows.store.errors import StorageError
 from schemas.tables import VIEWS, View
 
 
@@ -55,8 +55,8 @@ def report(
     storage_option: StorageOpt = None,
 ) -> None:
     """Write one self-contained HTML page (charts, data and plotly.js inline) of OUT's tables."""
-    from flows.output import Output
-    from flows.report import ReportError, write_report
+    from flows.present.report import ReportError, write_report
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     writable(html_file, "--html", folder=False)
@@ -108,7 +108,7 @@ def vacuum(
     """Delete data files no table version of the last --retain needs, and the files of
     killed runs never committed. Never run by any other command; --as-of to runs older than
     --retain stops working. Only Parquet data files are deleted."""
-    from flows.output import Output
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     hours = _retention(retain)
@@ -140,8 +140,8 @@ def unlock(
     until its lease expires (6 h). Check first that the run is not going. Refused when
     another run holds the lease or the run is alive on this host. The next run repairs what
     the killed run left."""
-    from flows.output import Output
-    from flows.storage.lease import break_lease
+    from flows.store.lease import break_lease
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     try:
@@ -158,9 +158,9 @@ def history(
     storage_option: StorageOpt = None,
 ) -> None:
     """The runs recorded in OUT, newest first."""
-    from flows.output import Output
-    from flows.status import as_json, history_lines
-    from flows.status import history as runs_of
+    from flows.present.status import as_json, history_lines
+    from flows.present.status import history as runs_of
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     try:
@@ -191,9 +191,9 @@ def status(
     """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
     table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
     from flows.io import InputError
-    from flows.output import Output
-    from flows.status import as_json, status_lines
-    from flows.status import status as status_of
+    from flows.present.status import as_json, status_lines
+    from flows.present.status import status as status_of
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     try:
@@ -241,14 +241,14 @@ def compare(
     the night's own episodes): the difference a - b, its interval (at the level of the run
     that scored the night), the Holm-corrected p-value, the verdict and the minimum
     detectable effect."""
-    from flows.output import Output
-    from flows.status import (
+    from flows.present.status import (
         CompareChoiceError,
         as_json,
         comparison_lines,
         comparisons,
         night_level,
     )
+    from flows.store.output import Output
 
     use_storage_options(storage_option)
     try:
@@ -289,8 +289,8 @@ def sql(
 ) -> None:
     """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
     views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
-    from flows.output import Output
-    from flows.sql import connect, formatted
+    from flows.store.output import Output
+    from flows.store.sql import connect, formatted
 
     use_storage_options(storage_option)
     # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.

@@ -36,7 +36,7 @@ from flows.cli.options import (
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RunOptions, run_options
 from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
-from flows.storage.errors import ServiceUnreachable, StorageError
+from flows.store.errors import ServiceUnreachable, StorageError
 from schemas.exits import ExitCode
 from schemas.tables import View
 
@@ -139,7 +139,7 @@ def _run(
     from datetime import datetime as clock
 
     from flows.io import InputError
-    from flows.summary import outcome_lines, printable
+    from flows.present.summary import outcome_lines, printable
 
     started, t0 = clock.now(UTC), time.perf_counter()
     chosen = engine_of(engine)
@@ -164,7 +164,7 @@ def _run(
             outcome = flow(**kwargs, **options.parameters(kind))
         else:
             from flows import runs
-            from flows.terminal import progress_for
+            from flows.present.terminal import progress_for
 
             progress = progress_for(quiet or bool(os.environ.get("COGSCORE_QUIET")))
             mapper = (
@@ -196,7 +196,7 @@ def _run(
         for line in outcome_lines(outcome, view):
             typer.echo(line)
         if report is not None and error is None:
-            from flows.report import ReportError, write_report
+            from flows.present.report import ReportError, write_report
 
             try:
                 typer.echo(f"report: {write_report(outcome.out, report, view=view)}")

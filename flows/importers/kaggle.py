@@ -40,9 +40,9 @@ from flows.importers.kaggle_plan import _list_runs, _place, _plan, _Planned, _re
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.importers.kaggle_worker import HarnessMissing, WorkerGone, _Workers
 from flows.io import SUCCESS_MARKER
-from flows.storage.errors import StorageError
-from flows.storage.location import Location
-from flows.storage.objects import put_if_absent
+from flows.store.errors import StorageError
+from flows.store.location import Location
+from flows.store.objects import put_if_absent
 from schemas.kaggle import IMPORTED_WITH_NOTE, Outcome, Reason
 
 

@@ -11,8 +11,8 @@ from typing import Annotated
 import typer
 
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT, TASK_OUTPUT_LIMIT
-from flows.storage.errors import StorageError
-from flows.storage.location import ENV_OPTIONS, Location, parse_storage_options
+from flows.store.errors import StorageError
+from flows.store.location import ENV_OPTIONS, Location, parse_storage_options
 
 RunsArg = Annotated[
     str,

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from flows.importers.kaggle_files import RUN_SUFFIX, RunRecord, TaskFile
-from flows.storage.errors import StorageError
-from flows.storage.location import Location
-from flows.storage.objects import get_object, list_files, put_if_absent, put_if_match
+from flows.store.errors import StorageError
+from flows.store.location import Location
+from flows.store.objects import get_object, list_files, put_if_absent, put_if_match
 from schemas.contract import DUMP_DATE, Status
 from schemas.kaggle import RUN_DIGEST_KEY, Reason
 from transforms.kaggle_rows import episode_rows

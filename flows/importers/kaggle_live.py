@@ -30,7 +30,7 @@ from flows.importers.kaggle_dump import dump_key, parquet_bytes, rows_of, write_
 from flows.importers.kaggle_files import RUN_SUFFIX, TaskFile, parse_run
 from flows.importers.kaggle_replay import _harness, conclude, run_captured
 from flows.importers.kaggle_report import RunReport
-from flows.storage.location import Location
+from flows.store.location import Location
 from schemas.contract import Category
 from schemas.kaggle import IMPORTED_WITH_NOTE, UPSTREAM_CATEGORIES, Outcome
 

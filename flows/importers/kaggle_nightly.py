@@ -13,7 +13,7 @@ import polars as pl
 from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_report import ImportReport
-from flows.storage.location import Location
+from flows.store.location import Location
 from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.kaggle import Outcome

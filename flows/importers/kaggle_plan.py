@@ -21,9 +21,9 @@ from flows.importers.kaggle_files import (
     runs_below,
 )
 from flows.importers.kaggle_report import RunReport
-from flows.storage.errors import StorageError
-from flows.storage.location import Location
-from flows.storage.objects import get_object, list_files
+from flows.store.errors import StorageError
+from flows.store.location import Location
+from flows.store.objects import get_object, list_files
 from schemas.kaggle import Outcome, Reason
 
 

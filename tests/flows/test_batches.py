@@ -136,7 +136,7 @@ def test_the_driver_writes_one_chunk_at_a_time_and_waits_for_the_last(
     import threading
     import time
 
-    from flows.storage import delta
+    from flows.store import delta
 
     real, real_staging, lock = delta.write_data_files, score_module.staging, threading.Lock()
     chunks, written, behind, tables = [0], [0], [], []
@@ -190,9 +190,9 @@ def test_a_chunk_that_cannot_be_written_fails_the_run_and_commits_nothing(
     thread: raised when the run waits for it, before any table is committed."""
     import threading
 
-    from flows.output import Output
-    from flows.storage import delta
-    from flows.storage.errors import StorageError
+    from flows.store import delta
+    from flows.store.errors import StorageError
+    from flows.store.output import Output
 
     real = delta.write_data_files
 

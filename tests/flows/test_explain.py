@@ -15,13 +15,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-import flows.explain
+import flows.present.explain
 from flows import runs
 from flows.cli import app
-from flows.explain import ExplainError, Which, explain, read_transcripts
 from flows.importers.kaggle import import_runs
-from flows.output import Output
-from flows.storage.location import Location
+from flows.present.explain import ExplainError, Which, explain, read_transcripts
+from flows.store.location import Location
+from flows.store.output import Output
 from tests.learningbench import LEARNINGBENCH, TASKS
 from tests.tables import read_table
 
@@ -108,17 +108,17 @@ def test_many_episodes_read_at_once_are_each_what_explain_shows(
     episodes = read_table(scored / "out", "episode_scores")
     output = Output.at(scored / "out")
     files: list[str] = []
-    read_one = flows.explain._transcripts
+    read_one = flows.present.explain._transcripts
 
     def counted(dump_file, ids):  # type: ignore[no-untyped-def]
         files.append(dump_file.relative)
         return read_one(dump_file, ids)
 
-    monkeypatch.setattr(flows.explain, "_transcripts", counted)
+    monkeypatch.setattr(flows.present.explain, "_transcripts", counted)
     read = read_transcripts(output, episodes, output.state())
     assert sorted(files) == sorted(set(episodes["file"].to_list()))  # each file once
     assert read.unreadable == {} and read.rows is None
-    monkeypatch.setattr(flows.explain, "_transcripts", read_one)
+    monkeypatch.setattr(flows.present.explain, "_transcripts", read_one)
     for episode_id in episodes["episode_id"].to_list():
         alone = explain(output, Which(episode_id))
         of = pl.col("episode_id") == episode_id
@@ -148,4 +148,4 @@ def test_a_changed_file_leaves_its_episodes_unread_and_reads_the_others(
     assert set(read.turns["episode_id"]) == set(episodes["episode_id"][2:])
     nothing = read_transcripts(output, episodes.head(2), state)
     assert nothing.turns.is_empty() and nothing.items.is_empty()
-    assert nothing.items.columns[1:] == list(flows.explain.ITEM_COLUMNS)
+    assert nothing.items.columns[1:] == list(flows.present.explain.ITEM_COLUMNS)

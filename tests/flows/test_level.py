@@ -16,7 +16,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.output import Output
+from flows.store.output import Output
 from schemas.comparisons import DEFAULT_LEVEL
 from simulator.dump import simulate_dump
 from simulator.models import DEFAULT_MODELS, Model, Skill

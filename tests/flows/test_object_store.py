@@ -12,8 +12,8 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.output import CORE_TABLES, Output
-from flows.storage.location import Location
+from flows.store.location import Location
+from flows.store.output import CORE_TABLES, Output
 from tests.s3server import S3Server
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
@@ -46,7 +46,7 @@ def test_score_nightly_rescore_report_and_sql_on_s3(s3_env: S3Server, tmp_path: 
     # A reader cogscore did not write: deltalake straight from the bucket.
     versions = remote.versions()
     where = Location.parse(url).child("episode_scores")
-    from flows.storage.location import storage_options
+    from flows.store.location import storage_options
 
     arrow = DeltaTable(
         where.uri, version=versions["episode_scores"], storage_options=storage_options(where)
@@ -204,7 +204,7 @@ def test_a_concurrent_commit_on_the_same_nights_is_retried_once_then_a_clear_err
 ) -> None:
     from deltalake.exceptions import CommitFailedError
 
-    from flows.storage import delta
+    from flows.store import delta
 
     real, calls = delta.commit_nights, {"n": 0, "fail": 1}
 
@@ -277,7 +277,7 @@ def test_the_old_snapshot_layout_gets_a_message_saying_what_to_do(tmp_path: Path
 def test_a_store_that_ignores_conditional_writes_is_refused_unless_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows.storage import objects
+    from flows.store import objects
 
     monkeypatch.setattr(objects, "put_if_absent", lambda *_: "an-etag")  # always "created"
     output = cli("score", EXAMPLE_DUMP, "--out", tmp_path / "out", "--engine", "local", code=2)
@@ -434,7 +434,7 @@ def test_explain_reads_a_transcript_from_an_s3_dump(s3_env: S3Server, tmp_path: 
     what the run recorded, checked without downloading it), and refused once it changed."""
     import polars as pl
 
-    from flows.explain import ExplainError, Which, explain
+    from flows.present.explain import ExplainError, Which, explain
 
     bucket = s3_env.create_bucket()
     dump = upload(s3_env, EXAMPLE_DUMP, bucket)

@@ -53,7 +53,7 @@ def test_help_shows_defaults_in_words_not_swallowed_as_markup() -> None:
 def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     import polars as pl
 
-    from flows.summary import leaderboard_table
+    from flows.present.summary import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
 
     names = [
@@ -98,8 +98,8 @@ def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_hol
     import shutil
 
     from flows import runs
-    from flows.output import Output
-    from flows.storage.lease import Lease
+    from flows.store.lease import Lease
+    from flows.store.output import Output
 
     dump = tmp_path / "dump"
     shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-11-30", dump / "dump_date=2026-11-30")
@@ -149,9 +149,9 @@ def record_of(args: list[str], code: int) -> dict[str, object]:
 
 
 def test_the_json_run_record_and_the_exit_codes(tmp_path: Path) -> None:
-    from flows.output import Output
     from flows.records import RECORD_KEYS
-    from flows.storage.lease import Lease
+    from flows.store.lease import Lease
+    from flows.store.output import Output
     from schemas.exits import ExitCode
 
     out = str(tmp_path / "out")
@@ -294,7 +294,7 @@ def test_every_option_of_the_production_commands_has_an_environment_variable(
     monkeypatch.setenv("COGSCORE_ENGINE", "local")
     monkeypatch.setenv("COGSCORE_FORMULA", "procedural_learning=v1 runtime_rl=v1")
     assert "nightly: 2 night(s) scored" in run("nightly")
-    from flows.output import Output
+    from flows.store.output import Output
 
     state = Output.at(tmp_path / "from-env").state()
     assert state["formula_set"]["procedural_learning"] == "v1"
@@ -330,8 +330,8 @@ def test_compare_prints_every_pair_with_the_difference_of_the_model_scores(
 
 
 def test_the_read_commands_follow_the_same_exit_codes(tmp_path: Path) -> None:
-    from flows.output import Output
-    from flows.storage.lease import Lease
+    from flows.store.lease import Lease
+    from flows.store.output import Output
 
     out = tmp_path / "out"
     run("score", str(EXAMPLE_DUMP), "--out", str(out), "--engine", "local")

@@ -126,8 +126,8 @@ def test_a_night_whose_every_episode_is_a_harness_error_fails_the_run_visibly(
 ) -> None:
     import polars as pl
 
-    from flows.output import Output
-    from flows.report import write_report
+    from flows.present.report import write_report
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     night_of_errors(dump, "2026-12-02")
@@ -157,7 +157,7 @@ def test_a_model_whose_every_episode_is_a_harness_error_is_named_not_dropped(
 ) -> None:
     import polars as pl
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     night_of_errors(dump, "2026-12-02", models={"oracle-large"})
@@ -199,7 +199,7 @@ def test_a_night_folder_that_is_a_symbolic_link_is_scored_and_its_target_recorde
 ) -> None:
     import shutil
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     elsewhere = tmp_path / "harness-output"
     shutil.copytree(EXAMPLE_DUMP / "dump_date=2026-12-01", elsewhere / "night")
@@ -244,7 +244,7 @@ def test_another_dump_root_into_an_output_is_refused_unless_the_dump_moved(
 ) -> None:
     import shutil
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     production, staging, out = tmp_path / "production", tmp_path / "staging", tmp_path / "out"
     shutil.copytree(EXAMPLE_DUMP, production)
@@ -299,9 +299,9 @@ def test_a_dead_runs_lease_from_another_host_is_broken_by_unlock_and_named_when_
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from flows.output import Output
-    from flows.storage import objects
-    from flows.storage.lease import LEASE_KEY, Holder, Lease
+    from flows.store import objects
+    from flows.store.lease import LEASE_KEY, Holder, Lease
+    from flows.store.output import Output
 
     out = tmp_path / "out"
     assert cli("score", str(EXAMPLE_DUMP), "--out", str(out))[0] == 0
@@ -332,7 +332,7 @@ def test_a_rescore_makes_the_next_nights_regressions_again_against_the_new_basel
 ) -> None:
     import polars as pl
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     night_of_errors(dump, "2026-12-02", models=set())  # a third night, nothing spoiled
@@ -354,7 +354,7 @@ def test_a_rescore_makes_the_next_nights_regressions_again_against_the_new_basel
 def test_a_rescored_night_delivered_again_keeps_its_rescored_versions(tmp_path: Path) -> None:
     import polars as pl
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     assert cli("nightly", str(dump), "--out", str(out))[0] == 0
@@ -381,7 +381,7 @@ def test_a_rescored_night_delivered_again_keeps_its_rescored_versions(tmp_path: 
 def test_a_night_that_repeats_another_nights_episodes_fails_unwritten(tmp_path: Path) -> None:
     import shutil
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     assert cli("nightly", str(dump), "--out", str(out))[0] == 0
@@ -464,7 +464,7 @@ def test_each_error_is_one_line_with_its_documented_exit_code(
 def test_ctrl_c_in_a_read_command_is_one_line_and_exit_130(
     scored_out: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flows import status
+    from flows.present import status
 
     def interrupted(*args: object) -> list[str]:
         raise KeyboardInterrupt
@@ -480,8 +480,8 @@ def test_an_internal_error_in_a_read_command_is_one_line_and_exit_1(
     """As the scoring commands' (README "Exit codes": 1), where it was a traceback."""
     from typer.testing import CliRunner
 
-    from flows import status
     from flows.cli import app
+    from flows.present import status
 
     def broken(*args: object) -> list[str]:
         raise RuntimeError("an invariant broke\nsecond line")
@@ -500,7 +500,7 @@ def test_an_internal_error_in_a_read_command_is_one_line_and_exit_1(
 def test_help_still_answers_and_a_report_not_written_leaves_no_partial_file(
     scored_out: Path, tmp_path: Path
 ) -> None:
-    from flows.report import write_report
+    from flows.present.report import write_report
 
     code, text, _ = cli("score", "--help")
     assert code == 0 and "Usage: " in text and "--out" in text and "error: " not in text
@@ -596,7 +596,7 @@ def test_rust_panic_text_on_stderr_is_dropped_and_the_rest_passed_on() -> None:
     )
     code = (
         "import os, sys\n"
-        "from flows.native import NativeStderr\n"
+        "from flows.present.native import NativeStderr\n"
         "with NativeStderr():\n"
         "    os.write(2, b'native line\\n')\n"
         f"    os.write(2, {panic!r})\n"
@@ -645,7 +645,7 @@ def test_ctrl_c_is_one_line_exit_130_recorded_and_marks_no_night(
     import signal
     import time
 
-    from flows.output import PAUSE_AT, PAUSE_FLAG, Output
+    from flows.store.output import PAUSE_AT, PAUSE_FLAG, Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     assert cli("nightly", str(dump), "--out", str(out))[0] == 0
@@ -702,7 +702,7 @@ def test_off_a_terminal_no_value_is_cut_or_folded(tmp_path: Path) -> None:
 
     import polars as pl
 
-    from flows.output import Output
+    from flows.store.output import Output
 
     long = "meta-llama/Llama-3.1-405B-Instruct-FP8-" + "extended-context-" * 3 + "a" * 8
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
@@ -788,8 +788,8 @@ def test_sql_reads_a_local_output_with_no_python_in_arrows_io(scored_out: Path) 
     Arrow's own file system."""
     from pyarrow import fs
 
-    from flows.output import Output
-    from flows.sql import connect
+    from flows.store.output import Output
+    from flows.store.sql import connect
 
     registered: dict[str, object] = {}
 

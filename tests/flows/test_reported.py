@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.output import Output
-from flows.report import reported_section
-from flows.status import status, status_lines
+from flows.present.report import reported_section
+from flows.present.status import status, status_lines
+from flows.store.output import Output
 from schemas.contract import REPORTED_SCORE, VERDICT, Category
 from tests.dumps import answer, episode, episode_end, item, write_dump
 from tests.tables import read_table

@@ -12,8 +12,8 @@ import pytest
 
 from flows import runs
 from flows.io import InputError
-from flows.output import TABLES
 from flows.score import score_dump
+from flows.store.output import TABLES
 from schemas.contract import DUMP_DATE, FILE
 from schemas.rules import Rule
 from tests.dumps import built_counts, rule_dump, write_dump
@@ -202,8 +202,8 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     every row's 16-byte view of a text column."""
     from flows.io import discover
     from flows.score import score_and_stage
-    from flows.storage.delta.staged import StageTarget
-    from flows.storage.location import Location
+    from flows.store.delta.staged import StageTarget
+    from flows.store.location import Location
     from schemas.tables import HELD_DTYPES
     from simulator import simulate
     from transforms.registry import resolve
@@ -233,10 +233,10 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     (``assemble``), so each staged part holds its episodes so, and its data files are
     written so; the scoring plan hands them in category order."""
     from flows.io import discover
-    from flows.output import EPISODE_SCORES
     from flows.score import score_file, stage
-    from flows.storage.delta.staged import StageTarget, read_staged
-    from flows.storage.location import Location
+    from flows.store.delta.staged import StageTarget, read_staged
+    from flows.store.location import Location
+    from flows.store.output import EPISODE_SCORES
     from schemas.contract import Col
     from simulator import simulate
     from transforms.registry import resolve

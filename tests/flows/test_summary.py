@@ -1,4 +1,5 @@
-"""``flows.summary``: what a run prints, and how much of it when a run scores many nights."""
+"""``flows.present.summary``: what a run prints, and how much of it when a run scores many
+nights."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 
 import polars as pl
 
-from flows.output import Output
+from flows.present.summary import MOST_NIGHT_LINES, formula_lines, standing_lines
 from flows.runs import Outcome
-from flows.summary import MOST_NIGHT_LINES, formula_lines, standing_lines
+from flows.store.output import Output
 from schemas.tables import STANDING_CHANGES_TABLE
 
 NIGHTS = [(date(2026, 1, 1) + timedelta(days=d)).isoformat() for d in range(3 * MOST_NIGHT_LINES)]

@@ -227,7 +227,7 @@ def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Pa
 
 
 def _leaderboard(cost: list[float | None], usage: list[int], incomplete: list[int]) -> list[str]:
-    from flows.summary import leaderboard_table
+    from flows.present.summary import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
     from schemas.contract import Category
 
@@ -296,8 +296,8 @@ def test_the_leaderboard_has_no_cost_column_without_usage() -> None:
 
 @pytest.mark.parametrize("view", ["leaderboard", "night_leaderboard"])
 def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], view: str) -> None:
-    from flows.output import Output
-    from flows.sql import connect
+    from flows.store.output import Output
+    from flows.store.sql import connect
 
     con = connect(Output.at(scored["out"] / "new-out"))
     got = con.execute(

@@ -22,10 +22,10 @@ from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.options import run_options
-from flows.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
 from flows.runs import score as run
 from flows.score import score_dump
-from flows.sql import connect
+from flows.store.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
+from flows.store.sql import connect
 from flows.warehouse import aggregate
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
 from transforms.aggregate import Bootstrap, _group_seed
@@ -545,8 +545,8 @@ def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
     other night's model and category files gone, it is the same."""
     import shutil
 
-    from flows.output import Output, night_levels
-    from flows.summary import leaderboard_lines
+    from flows.present.summary import leaderboard_lines
+    from flows.store.output import Output, night_levels
     from schemas.tables import View
 
     def board(out: Path, view: View) -> list[str]:

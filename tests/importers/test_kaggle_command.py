@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from flows.importers.kaggle import import_runs
-from flows.storage.location import Location
-from flows.storage.objects import get_bytes
+from flows.store.location import Location
+from flows.store.objects import get_bytes
 from tests.s3server import S3Server
 
 BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"

@@ -26,7 +26,7 @@ from flows.importers.kaggle_dump import stored_digest
 from flows.importers.kaggle_files import parse_run
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.io import SUCCESS_MARKER, discover, marked_complete, scan
-from flows.storage.location import Location
+from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 
 BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"

@@ -16,7 +16,7 @@ from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_files import index_tasks
 from flows.importers.kaggle_live import record_rows
 from flows.importers.kaggle_replay import _harness, _load_task
-from flows.storage.location import Location
+from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 
 TASKS = Path(__file__).parents[2] / ".." / "shared" / "learningbench" / "tasks"

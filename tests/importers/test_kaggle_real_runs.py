@@ -17,7 +17,7 @@ from flows import runs
 from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_files import ASSISTANT, parse_run
 from flows.importers.kaggle_report import ImportReport
-from flows.storage.location import Location
+from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 from tests.importers.kaggle_reference import reference_score
 from tests.tables import read_table

@@ -20,7 +20,7 @@ import pytest
 from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import TASK_OUTPUT_LIMIT
 from flows.importers.kaggle_report import ImportReport, RunReport
-from flows.storage.location import Location
+from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 
 BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"

@@ -1,4 +1,4 @@
-"""``cogscore report`` (``flows.report.page``): the page of a simulated two-night warehouse
+"""``cogscore report`` (``flows.present.report.page``): the page of a simulated two-night warehouse
 (with a rescore), drawn in headless Chromium; names that hold markup are shown as text."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from flows import runs
 from flows.cli import app
-from flows.report import read_warehouse, render, round_rows, script_json
+from flows.present.report import read_warehouse, render, round_rows, script_json
 from simulator import simulate
 from tests.report.browser import Browser, find_chromium
 
@@ -189,7 +189,7 @@ def test_score_against_cost_is_drawn_per_model_from_the_standing(warehouse: Path
     """The simulated dumps record usage: one point per model, at its standing's cost per
     episode that records usage (cost_usd / usage_episodes) and its score; the table lists
     the same."""
-    from flows.report.page import build_sections
+    from flows.present.report.page import build_sections
     from tests.tables import read_table
 
     _, sections = build_sections(read_warehouse(warehouse), None)

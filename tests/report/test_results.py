@@ -1,4 +1,4 @@
-"""The report's Results section (``flows.report.results``): the model × task matrix of the
+"""The report's Results section (``flows.present.report.results``): the model × task matrix of the
 standing, which reproduces LearningBench's ``leaderboard_score_matrix.csv`` from its published
 table, and whose every cell opens its episodes' explanation in the page, drawn in headless
 Chromium: on the published table (1,890 imported scores), on the 13 real runs (12 episodes
@@ -20,12 +20,11 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.explain import Which, explain
 from flows.importers.kaggle import import_runs
 from flows.importers.scores import CATEGORY_NAMES, import_scores
-from flows.output import Output
-from flows.report import read_warehouse, render
-from flows.report.results import (
+from flows.present.explain import Which, explain
+from flows.present.report import read_warehouse, render
+from flows.present.report.results import (
     CELL_EPISODES,
     CELL_MORE_IDS,
     EPISODE_MAX_CHARS,
@@ -36,7 +35,8 @@ from flows.report.results import (
     budget,
     fold,
 )
-from flows.storage.location import Location
+from flows.store.location import Location
+from flows.store.output import Output
 from schemas.tables import View
 from simulator import simulate
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS

@@ -1,4 +1,4 @@
-"""``flows.report.shape``: the report's own intervals (round scores, components, accuracy,
+"""``flows.present.report.shape``: the report's own intervals (round scores, components, accuracy,
 solve rates) are the textbook ones at the level they are given, held to scipy and
 statsmodels."""
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from flows.report.shape import mean_interval, solve_rates
+from flows.present.report.shape import mean_interval, solve_rates
 from schemas.contract import Category, Col
 
 LEVELS = (0.80, 0.90, 0.95, 0.99)

@@ -20,8 +20,8 @@ import flows.score
 from flows import runs
 from flows.cli import app
 from flows.io import DumpFile
-from flows.output import PAUSE_AT, PAUSE_FLAG, Output
-from flows.storage.lease import Lease
+from flows.store.lease import Lease
+from flows.store.output import PAUSE_AT, PAUSE_FLAG, Output
 from tests.dumps import example_dump_counts
 from tests.s3server import S3Server
 from tests.tables import (
@@ -301,7 +301,7 @@ def test_a_first_run_that_fills_the_disk_leaves_an_output_the_next_run_repairs(
     and completes; no half-written file is left."""
     import errno
 
-    from flows.storage import objects, runs_table
+    from flows.store import objects, runs_table
 
     out, clean = tmp_path / "out", tmp_path / "clean"
     runs.nightly(EXAMPLE_DUMP, clean)
@@ -338,9 +338,9 @@ def test_kill_9_during_the_first_run_into_a_bucket_then_the_next_run_completes(
     next run repairs the output and completes, vacuum at its default deletes the files."""
     from polars.testing import assert_frame_equal
 
-    from flows.output import CORE_TABLES
-    from flows.storage import objects
-    from flows.storage.errors import NothingThere
+    from flows.store import objects
+    from flows.store.errors import NothingThere
+    from flows.store.output import CORE_TABLES
 
     for name, value in s3_server.env.items():
         monkeypatch.setenv(name, value)

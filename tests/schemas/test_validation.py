@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.output import CORE_TABLES
 from flows.runs import local_mapper, score
+from flows.store.output import CORE_TABLES
 from schemas.models import schema_of
 from schemas.tables import TABLES
 from schemas.validation import passes, validate

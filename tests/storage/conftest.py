@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.storage.location import Location
+from flows.store.location import Location
 from tests.s3server import S3Server
 
 

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flows.storage import objects
-from flows.storage.delta.layout import check_layout, uncommitted_files
-from flows.storage.delta.staged import _stats, commit_files, write_data_files
-from flows.storage.delta.tables import (
+from flows.store import objects
+from flows.store.delta.layout import check_layout, uncommitted_files
+from flows.store.delta.staged import _stats, commit_files, write_data_files
+from flows.store.delta.tables import (
     _options,
     history,
     read_table,
@@ -30,8 +30,8 @@ from flows.storage.delta.tables import (
     vacuum,
     write_night,
 )
-from flows.storage.errors import LegacyLayout, StorageError
-from flows.storage.location import Location
+from flows.store.errors import LegacyLayout, StorageError
+from flows.store.location import Location
 from tests.s3server import free_port
 from tests.storage.frames import night_frame
 
@@ -346,7 +346,7 @@ def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
 
 
 def test_reads_conform_to_the_table_model_whatever_version():
-    from flows.output import conform, empty_table
+    from flows.store.output import conform, empty_table
 
     model = empty_table("model_scores")
     old = model.drop("rank_low", "rank_high", "tier", "ranked_among", "n_ranked")

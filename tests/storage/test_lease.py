@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from flows.storage import lease as lease_module
-from flows.storage import objects
-from flows.storage.errors import LeaseLost, OutputBusy, UnsafeStore
-from flows.storage.lease import LEASE_KEY, Holder, Lease, check_conditional_writes
+from flows.store import lease as lease_module
+from flows.store import objects
+from flows.store.errors import LeaseLost, OutputBusy, UnsafeStore
+from flows.store.lease import LEASE_KEY, Holder, Lease, check_conditional_writes
 
 
 def _stored_holder(out) -> Holder:

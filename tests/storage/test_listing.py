@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from flows.io import list_objects
-from flows.storage import objects
-from flows.storage.errors import StorageError
+from flows.store import objects
+from flows.store.errors import StorageError
 
 
 def _parquet(rows: int) -> bytes:
@@ -38,7 +38,7 @@ def test_list_objects_with_partitions_and_versions(out):
     assert [f.partitions.get("dump_date") for f in files] == ["2026-12-01", "2026-12-02", None]
     assert files[0].path == dump.child("dump_date=2026-12-01/part-0.parquet").uri
     # polars reads what was listed, with the location's options
-    from flows.storage.location import polars_options, storage_options
+    from flows.store.location import polars_options, storage_options
 
     frame = pl.read_parquet(files[0].path, storage_options=polars_options(storage_options(dump)))
     assert frame.height == 3

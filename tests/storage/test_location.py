@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from flows.storage.errors import StorageError
-from flows.storage.location import Location, parse_storage_options, redact, storage_options
+from flows.store.errors import StorageError
+from flows.store.location import Location, parse_storage_options, redact, storage_options
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCY"
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from flows.storage import objects
-from flows.storage.errors import StorageError
-from flows.storage.location import Location
+from flows.store import objects
+from flows.store.errors import StorageError
+from flows.store.location import Location
 from tests.s3server import free_port
 
 
@@ -143,7 +143,7 @@ def test_a_hung_endpoint_fails_within_the_timeouts_given():
     """A server that accepts connections and never answers: our options reach the client."""
     import socket
 
-    from flows.storage.delta.tables import table_version
+    from flows.store.delta.tables import table_version
 
     with socket.socket() as hung:
         hung.bind(("127.0.0.1", 0))

@@ -7,15 +7,15 @@ from datetime import UTC, datetime, timedelta
 import polars as pl
 import pytest
 
-from flows.storage.delta.tables import (
+from flows.store.delta.tables import (
     read_table,
     table_version,
     table_versions,
     vacuum,
     write_night,
 )
-from flows.storage.errors import StorageError
-from flows.storage.runs_table import (
+from flows.store.errors import StorageError
+from flows.store.runs_table import (
     RunRow,
     latest_finished,
     night_fingerprints,
@@ -158,7 +158,7 @@ def test_a_run_that_scored_nothing_still_pins(out):
 
 
 def test_rows_of_one_run_must_agree(tmp_path):
-    from flows.storage.location import Location
+    from flows.store.location import Location
 
     out = Location.parse(str(tmp_path))
     row = RunRow("r", "score", RunStatus.SUCCEEDED, T0, T0, "2026-12-01", {"t": 1})
@@ -190,7 +190,7 @@ def test_a_runs_table_of_an_earlier_cogscore_takes_the_new_count_columns(out) ->
     where = out.child("runs")
     from deltalake import write_deltalake
 
-    from flows.storage.location import storage_options
+    from flows.store.location import storage_options
 
     write_deltalake(
         where.uri,
@@ -213,7 +213,7 @@ def test_a_runs_table_of_an_earlier_cogscore_takes_the_new_count_columns(out) ->
 def test_the_rows_written_meet_the_runs_tables_declaration(tmp_path) -> None:
     """``schemas.tables.RUNS_TABLE`` is what ``record_run`` writes: its columns, in order,
     of their dtypes, nulls only where declared, a status of the declared values."""
-    from flows.storage.location import Location
+    from flows.store.location import Location
     from schemas.tables import RUNS_TABLE
 
     out = Location.parse(str(tmp_path))
@@ -237,7 +237,7 @@ def test_the_rows_written_meet_the_runs_tables_declaration(tmp_path) -> None:
 def test_an_outputs_runs_read_again_is_the_tables_latest_version(out):
     """``Output.runs`` keeps the rows it read by the table's version: asked again, it gives
     the rows of every run recorded since, never the ones it read before them."""
-    from flows.output import Output
+    from flows.store.output import Output
 
     output = Output(out)
     assert output.runs().is_empty()

@@ -11,7 +11,7 @@ from typing import Any, Final
 import polars as pl
 import pyarrow as pa
 
-from flows.storage.delta.nights import NIGHT_COLUMN
+from flows.store.delta.nights import NIGHT_COLUMN
 from schemas.tables import NIGHT_COLUMNS
 
 

@@ -1,5 +1,5 @@
 """What an output holds and what ran into it: ``cogscore status`` and ``cogscore history``,
-built from the runs table (``flows.output``), as lines for the terminal or as JSON."""
+built from the runs table (``flows.store.output``), as lines for the terminal or as JSON."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import polars as pl
 from rich.markup import escape
 
 from flows.io import is_night
-from flows.output import Output, describe_unfinished, night_levels
 from flows.plan import nights_off_set, plan_nightly
-from flows.storage.lease import lease_holder
-from flows.summary import printable, render, table_of_columns
+from flows.present.summary import printable, render, table_of_columns
+from flows.store.lease import lease_holder
+from flows.store.output import Output, describe_unfinished, night_levels
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,

@@ -1,6 +1,6 @@
 """The Results section: the model × task matrix of the task scores as the benchmark stands as
 of the night shown (``--view night``: the night's own), tasks grouped by category, sortable,
-each cell opening the explanation of its episode(s) (``flows.explain``) in a panel of the
+each cell opening the explanation of its episode(s) (``flows.present.explain``) in a panel of the
 same page. The matrix and the explanations are JSON in two ``<script type=application/json>``
 elements, drawn by a little inline JavaScript (``MATRIX_JS``), every name and content put in
 the page as text (``textContent``), never as markup.
@@ -36,10 +36,10 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.explain import episode_header, read_transcripts
-from flows.output import EPISODE_SCORES
-from flows.report.figures import Section, script_json
-from flows.report.read import Warehouse
+from flows.present.explain import episode_header, read_transcripts
+from flows.present.report.figures import Section, script_json
+from flows.present.report.read import Warehouse
+from flows.store.output import EPISODE_SCORES
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
 from schemas.tables import FORMULA_VERSION, SCORE, VIEWS, View

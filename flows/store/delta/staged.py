@@ -1,7 +1,7 @@
 """Staged files, for "workers write their files, the driver commits once per night":
 ``write_data_files`` writes a night's Parquet files into the table folder (not yet part of the
 table) and returns their ``AddAction``s; ``commit_files`` and ``commit_nights`` commit any
-number of such stagings in one transaction (see ``flows.storage.delta``).
+number of such stagings in one transaction (see ``flows.store.delta``).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from deltalake import CommitProperties, DeltaTable
 from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
-from flows.storage import objects
-from flows.storage.delta.frames import _night_frame
-from flows.storage.delta.nights import NIGHT_COLUMN, NULL_PARTITION, check_night
-from flows.storage.delta.tables import _errors, _open, _options, _schema_mode, _table
-from flows.storage.errors import StorageError
-from flows.storage.location import Location, polars_options, storage_options
+from flows.store import objects
+from flows.store.delta.frames import _night_frame
+from flows.store.delta.nights import NIGHT_COLUMN, NULL_PARTITION, check_night
+from flows.store.delta.tables import _errors, _open, _options, _schema_mode, _table
+from flows.store.errors import StorageError
+from flows.store.location import Location, polars_options, storage_options
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,9 @@ vacuum), ``layout`` (what OUT may hold; the files killed runs leave), ``staged``
 staged by workers, committed by the driver).
 """
 
-from flows.storage.delta.layout import check_layout, check_path, uncommitted_files
-from flows.storage.delta.staged import commit_nights, discard, read_staged, write_data_files
-from flows.storage.delta.tables import (
+from flows.store.delta.layout import check_layout, check_path, uncommitted_files
+from flows.store.delta.staged import commit_nights, discard, read_staged, write_data_files
+from flows.store.delta.tables import (
     append_rows,
     missing_files,
     read_table,
@@ -57,7 +57,7 @@ from flows.storage.delta.tables import (
     write_night,
 )
 
-# flows/output.py and flows/score.py call these as ``delta.<name>`` and may change only in
+# flows/store/output.py and flows/score.py call these as ``delta.<name>`` and may change only in
 # their imports while another change to them is in flight: the package's names for them,
 # until those calls name the modules above.
 __all__ = [

@@ -33,8 +33,8 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, PreconditionError
 from obstore.store import LocalStore, from_url
 
-from flows.storage.errors import NothingThere, StorageError, translate
-from flows.storage.location import Location, duration, storage_options
+from flows.store.errors import NothingThere, StorageError, translate
+from flows.store.location import Location, duration, storage_options
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, ObjectStore, RetryConfig

@@ -38,9 +38,9 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Final, Self
 
-from flows.storage import objects
-from flows.storage.errors import LeaseLost, OutputBusy, StorageError, UnlockRefused, UnsafeStore
-from flows.storage.location import Location
+from flows.store import objects
+from flows.store.errors import LeaseLost, OutputBusy, StorageError, UnlockRefused, UnsafeStore
+from flows.store.location import Location
 
 LEASE_KEY: Final = "_cogscore_lease.json"
 PROBE_PREFIX: Final = "_cogscore_probe"

@@ -1,14 +1,14 @@
 """The output ``OUT``: one boundary that every reader and writer of the tables goes through.
 
 ``OUT`` is a local folder or an object-store URL (``s3://bucket/prefix``). Every table is a
-Delta Lake table at ``OUT/<table>`` (``flows.storage.delta``), partitioned by ``dump_date``;
+Delta Lake table at ``OUT/<table>`` (``flows.store.delta``), partitioned by ``dump_date``;
 a run replaces each night it scored with one predicate overwrite per table, then appends its
-rows to ``OUT/runs`` (``flows.storage.runs_table``): that commit, made last, names the
+rows to ``OUT/runs`` (``flows.store.runs_table``): that commit, made last, names the
 version of every table, and is the commit point. cogscore's own readers (the terminal, the
 report, the next run) read the versions that the latest finished run named, so they never
 see half of a run; ``as_of`` reads them as any earlier run left them.
 
-A run holds ``OUT``'s lease (``flows.storage.lease``) from before its first write to after
+A run holds ``OUT``'s lease (``flows.store.lease``) from before its first write to after
 its commit; before writing, it repairs what a crashed run left (tables brought back to the
 pinned versions). What the manifest used to say (the input, each night's fingerprint, files
 and formula versions, the output's formula set) is read back from the runs table:
@@ -28,12 +28,12 @@ from typing import Any, Final, Protocol
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
-from flows.storage import delta, objects, runs_table
-from flows.storage.delta.staged import StagedFiles, StageTarget
-from flows.storage.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
-from flows.storage.lease import Lease, check_conditional_writes, lease_holder
-from flows.storage.location import Location
-from flows.storage.runs_table import RUNS, RunRow
+from flows.store import delta, objects, runs_table
+from flows.store.delta.staged import StagedFiles, StageTarget
+from flows.store.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
+from flows.store.lease import Lease, check_conditional_writes, lease_holder
+from flows.store.location import Location
+from flows.store.runs_table import RUNS, RunRow
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.tables import (
     CATEGORY_SCORES_TABLE,

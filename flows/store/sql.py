@@ -12,13 +12,13 @@ import polars as pl
 from deltalake import DeltaTable
 
 from flows.cli.options import SqlFormat
-from flows.output import TABLES, Output, conform, empty_table
-from flows.storage.delta.tables import table_version
-from flows.storage.location import Location, storage_options
-from flows.storage.runs_table import RUNS
-from flows.summary import printable, render, table_of_columns
+from flows.present.summary import printable, render, table_of_columns
+from flows.store.delta.tables import table_version
+from flows.store.location import Location, storage_options
+from flows.store.output import TABLES, Output, conform, empty_table
+from flows.store.runs_table import RUNS
 
-VIEWS = Path(__file__).resolve().parents[1] / "sql" / "views.sql"
+VIEWS = Path(__file__).resolve().parents[2] / "sql" / "views.sql"
 
 
 def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:

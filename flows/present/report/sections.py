@@ -1,6 +1,6 @@
 """The sections of the report, one function each: the figures of a shaped frame, the text
 that says what they show, and a table where one helps. Every interval is labelled with the
-level it was made at (``level``: the shown night's, ``flows.output.night_levels``)."""
+level it was made at (``level``: the shown night's, ``flows.store.output.night_levels``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.colors import qualitative
 
-from flows.report.figures import (
+from flows.present.report.figures import (
     Section,
     error_bars,
     fmt,
@@ -20,7 +20,7 @@ from flows.report.figures import (
     layout,
     per_model_traces,
 )
-from flows.report.shape import PER_EPISODE, UNKNOWN
+from flows.present.report.shape import PER_EPISODE, UNKNOWN
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     FORMULA_VERSIONS,
@@ -530,7 +530,7 @@ def over_time_section(
     date order; a line never joins nights scored with other formula versions (each set of
     versions is a line of its own), and the nights scored with versions other than the
     output's set are marked (x) and named. ``levels``: each night's interval level
-    (``flows.output.night_levels``)."""
+    (``flows.store.output.night_levels``)."""
     key, title = (
         ("standings", "Standings across nights") if standing else ("nights", "Across nights")
     )

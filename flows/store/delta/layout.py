@@ -14,11 +14,11 @@ from urllib.parse import unquote
 
 from deltalake import DeltaTable
 
-from flows.storage import objects
-from flows.storage.delta.nights import _NIGHT, NIGHT_COLUMN, NULL_PARTITION
-from flows.storage.delta.tables import _errors, _open, _table
-from flows.storage.errors import BadLocation, LegacyLayout, NothingThere
-from flows.storage.location import Location
+from flows.store import objects
+from flows.store.delta.nights import _NIGHT, NIGHT_COLUMN, NULL_PARTITION
+from flows.store.delta.tables import _errors, _open, _table
+from flows.store.errors import BadLocation, LegacyLayout, NothingThere
+from flows.store.location import Location
 
 # What delta-rs cannot take in a local table's path (deltalake 1.6, measured): `[`, `]`, `^`
 # and `|` make it panic (its file URL's host), `%XX` is decoded (the log is then looked for
@@ -33,7 +33,7 @@ def check_path(location: Location) -> None:
     >>> check_path(Location.parse("/data/out[1]"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    flows.storage.errors.BadLocation: /data/out[1]: a local output's path cannot hold '[' ...
+    flows.store.errors.BadLocation: /data/out[1]: a local output's path cannot hold '[' ...
     """
     bad = _UNUSABLE.search(location.uri) if location.is_local else None
     if bad is not None:

@@ -46,8 +46,8 @@ from typing import Any, Final
 import polars as pl
 from deltalake import CommitProperties, write_deltalake
 
-from flows.storage.delta.nights import check_night
-from flows.storage.delta.tables import (
+from flows.store.delta.nights import check_night
+from flows.store.delta.tables import (
     history,
     read_table,
     restore,
@@ -55,8 +55,8 @@ from flows.storage.delta.tables import (
     table_version,
     truncate,
 )
-from flows.storage.errors import StorageError, translate
-from flows.storage.location import Location, storage_options
+from flows.store.errors import StorageError, translate
+from flows.store.location import Location, storage_options
 from schemas.tables import PINNING, RUN_COUNTS, RUNS_TABLE, RunStatus
 
 RUNS: Final = RUNS_TABLE.name

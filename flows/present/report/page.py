@@ -15,13 +15,12 @@ import plotly
 import polars as pl
 from plotly.offline import get_plotlyjs
 
-from flows.output import Output, night_levels
 from flows.plan import nights_off_set
-from flows.report.figures import Section, palette, script_json
-from flows.report.read import ReportError, Warehouse, read_warehouse, round_rows
-from flows.report.results import MATRIX_JS, results_section
-from flows.report.results import STYLE as RESULTS_STYLE
-from flows.report.sections import (
+from flows.present.report.figures import Section, palette, script_json
+from flows.present.report.read import ReportError, Warehouse, read_warehouse, round_rows
+from flows.present.report.results import MATRIX_JS, results_section
+from flows.present.report.results import STYLE as RESULTS_STYLE
+from flows.present.report.sections import (
     changes_section,
     comparisons_section,
     cost_section,
@@ -37,7 +36,7 @@ from flows.report.sections import (
     reported_section,
     runtime_rl_section,
 )
-from flows.report.shape import (
+from flows.present.report.shape import (
     accuracy_by_examples,
     category_profile,
     diff_rows,
@@ -56,7 +55,8 @@ from flows.report.shape import (
     score_and_cost,
     solve_rates,
 )
-from flows.status import runs_not_imported
+from flows.present.status import runs_not_imported
+from flows.store.output import Output, night_levels
 from schemas.comparisons import (
     DEFAULT_LEVEL,
 )
@@ -255,7 +255,7 @@ def _episode_sections(
 def attention_html(wh: Warehouse, night: str | None) -> str:
     """What must not pass silently: nights whose latest attempt failed (not written), and
     the shown night's models with episodes but none scored (absent from its leaderboard)."""
-    from flows.status import failed_nights
+    from flows.present.status import failed_nights
 
     items = [
         f"<li>night <b>{html.escape(n)}</b> failed: {html.escape(why)}</li>"

@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from flows.storage.errors import BadLocation, StorageError
+from flows.store.errors import BadLocation, StorageError
 
 # Object stores delta-rs and obstore both support (abfs[s] and az are Azure's two spellings).
 OBJECT_SCHEMES: Final = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss"})
@@ -124,7 +124,7 @@ class Location:
         >>> Location.parse("ftp://host/x")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        flows.storage.errors.BadLocation: unsupported URL ftp://host/x: use a local path, ...
+        flows.store.errors.BadLocation: unsupported URL ftp://host/x: use a local path, ...
         """
         opts = {k.lower(): v for k, v in (options or {}).items()}
         match = _SCHEME.match(text)

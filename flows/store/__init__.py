@@ -1,7 +1,10 @@
-"""The store boundary: Delta tables in OUT, the runs table that pins them, a lease.
+"""The store: OUT, its Delta tables, the runs table that pins them, a lease, SQL over them.
 
 Modules, one concern each:
 
+- `output`: `Output`, the one boundary the engine and the readers go through (what OUT holds,
+  a run's writes, every read at a pinned version);
+- `sql`: `cogscore sql` (DuckDB over the tables at the versions a run pinned);
 - `location`: a URI plus storage options (`Location`, `storage_options`, `redact`);
 - `errors`: `StorageError` and its kinds, one line naming the URL;
 - `objects`: the only module that talks to obstore (list, get, conditional put, delete);

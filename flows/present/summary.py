@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from flows.output import CORE_TABLES, MODEL_SCORES, Output
 from flows.records import unscored_line
+from flows.store.output import CORE_TABLES, MODEL_SCORES, Output
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -255,7 +255,7 @@ def leaderboard_lines(
     """The leaderboard of ``out``'s latest night: the standing as of it (each model's latest
     result on every task, whenever it ran), or with ``view`` night the night's own episodes
     alone; its intervals labelled with the night's level (``levels``:
-    ``flows.output.night_levels``). Only the latest night's partitions are read (not months
+    ``flows.store.output.night_levels``). Only the latest night's partitions are read (not months
     of history). An output with no standing yet (written by an earlier cogscore) shows its
     night, and says so."""
     tables = VIEWS[view]

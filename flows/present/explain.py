@@ -24,11 +24,11 @@ from typing import Any, Final
 import polars as pl
 
 from flows.io import DumpFile, InputError, content_digest, read_schema, scan
-from flows.output import EPISODE_SCORES, Output
+from flows.present.summary import printable
 from flows.standings import TASK_STANDINGS
-from flows.storage import objects
-from flows.storage.location import Location
-from flows.summary import printable
+from flows.store import objects
+from flows.store.location import Location
+from flows.store.output import EPISODE_SCORES, Output
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REPORTED
 from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES

@@ -1,6 +1,6 @@
 """A Delta table's versions at OUT/<table>: opened, a night replaced (``write_night``) or rows
 appended in one commit, read at a version, its history, restored or emptied, vacuumed
-(see ``flows.storage.delta``).
+(see ``flows.store.delta``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
-from flows.storage.delta.frames import _arrow_stream, _night_frame, delta_ready
-from flows.storage.delta.nights import NIGHT_COLUMN, check_night, night_predicate
-from flows.storage.errors import StorageError, translate
-from flows.storage.location import Location, polars_options, storage_options
-from flows.storage.objects import list_files
+from flows.store.delta.frames import _arrow_stream, _night_frame, delta_ready
+from flows.store.delta.nights import NIGHT_COLUMN, check_night, night_predicate
+from flows.store.errors import StorageError, translate
+from flows.store.location import Location, polars_options, storage_options
+from flows.store.objects import list_files
 
 _TABLE: Final = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -17,8 +17,8 @@ written as ``\\u003c``, ``\\u003e``, ``\\u0026``).
 
 from __future__ import annotations
 
-from flows.report.figures import Section, fmt, label, palette
-from flows.report.page import (
+from flows.present.report.figures import Section, fmt, label, palette
+from flows.present.report.page import (
     attention_html,
     build_sections,
     provenance_html,
@@ -26,9 +26,9 @@ from flows.report.page import (
     script_json,
     write_report,
 )
-from flows.report.read import ReportError, Warehouse, read_warehouse, round_rows
-from flows.report.sections import SHORT, reported_section
-from flows.report.shape import UNKNOWN
+from flows.present.report.read import ReportError, Warehouse, read_warehouse, round_rows
+from flows.present.report.sections import SHORT, reported_section
+from flows.present.report.shape import UNKNOWN
 
 __all__ = [
     "SHORT",
