@@ -37,7 +37,7 @@ TARGET_ROWS_PER_S = 3e6
 
 
 def _files(dump: Path) -> list[Any]:
-    from flows.io import discover
+    from flows.store.dumps import discover
 
     return discover(dump)
 

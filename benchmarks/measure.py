@@ -72,8 +72,8 @@ def scorer(dump: Path) -> dict[str, float]:
     ``assemble`` and ``night_tables`` (the aggregates, with the bootstrap)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from flows.io import discover
     from flows.score import assemble, night_tables, score_file
+    from flows.store.dumps import discover
     from transforms.aggregate import Bootstrap
     from transforms.registry import resolve
 
@@ -118,7 +118,7 @@ def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
     if what == "floor":
         return floor(dump, repeat)
     if what == "hash":
-        from flows.io import file_digest
+        from flows.store.dumps import file_digest
 
         t = time.perf_counter()
         for path in files(dump):
@@ -133,7 +133,7 @@ def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
                 scored(dump.parent / "e100", Path(out) / "tiny")
             return scored(dump, Path(out) / "out")
     if what == "reference":
-        from flows.io import discover
+        from flows.store.dumps import discover
         from schemas.contract import DUMP_DATE, FILE
         from tests.reference import reference_score
 

@@ -402,8 +402,8 @@ def _warm_worker(tiny: str) -> dict[str, Any]:
     the worker's polars threads."""
     import polars as pl
 
-    from flows.io import discover
     from flows.score import score_file
+    from flows.store.dumps import discover
     from transforms.registry import resolve
 
     for f in discover(tiny):
@@ -427,8 +427,8 @@ def _worker_peak(dask_worker: Any = None) -> float:
 def _file_working_set(root: str) -> float:
     """In a Dask worker: MiB its resident memory rises while it scores the first file of the
     dump at ``root`` (the result dropped)."""
-    from flows.io import discover
     from flows.score import score_file
+    from flows.store.dumps import discover
     from transforms.registry import resolve
 
     first = discover(root)[0]
@@ -516,10 +516,10 @@ def staged_commit(out: Any, night: str) -> dict[str, float]:
 
 def read_probe(endpoint: str, url: str) -> dict[str, list[str | None]]:
     """Which GETs each step of reading one dump file makes on its own (the ``Range`` header
-    of each): the footer reads of ``flows.io.row_count`` and ``read_schema``, then a whole
+    of each): the footer reads of ``flows.store.dumps.row_count`` and ``read_schema``, then a whole
     ``score_file`` (which calls both, then scans the columns it needs)."""
-    from flows.io import discover, read_schema, row_count
     from flows.score import score_file
+    from flows.store.dumps import discover, read_schema, row_count
     from transforms.registry import resolve
 
     first = discover(url)[0]

@@ -1,6 +1,7 @@
 """The structure of cogscore's product code, measured with Python's ``ast``: import cycles
 among its modules (imports inside functions counted), the modules over a size, the functions
-with many positional parameters, and the imports of project modules made inside functions.
+with many positional parameters, the imports of project modules made inside functions, and
+the imports that go up the layers (``LAYERS``).
 
     python -m benchmarks.structure [--json]
 
@@ -21,6 +22,31 @@ PACKAGES = ("flows", "transforms", "schemas", "simulator")
 MOST_LINES = 500
 MOST_POSITIONAL = 6
 MOST_INNER_IMPORTS = 40
+
+# The layers, lowest first: a module imports its own layer and those below it. The store
+# and the importers know nothing of scoring; the engine (flows' own modules: plan, run and
+# score nights) hands its results to the faces and never prints them; the entry points (the
+# command line, the Prefect flows) sit on top. The simulator writes dumps from the schemas.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("schemas", ("schemas",)),
+    ("transforms", ("transforms",)),
+    ("simulator", ("simulator",)),
+    ("store", ("flows.store",)),
+    ("importers", ("flows.importers",)),
+    ("engine", ("flows",)),
+    ("present", ("flows.present",)),
+    ("entry", ("flows.cli", "flows.prefect_flows")),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in ``LAYERS`` of the layer ``module`` belongs to (its longest prefix)."""
+    best, length = -1, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+                best, length = index, len(prefix)
+    return best
 
 
 @dataclass
@@ -67,6 +93,16 @@ class Structure:
                 visit(node)
         return sorted(found)
 
+    def upward(self) -> list[str]:
+        """The imports that go up the layers: ``module -> target (layer -> layer)``."""
+        found = []
+        for module, targets in sorted(self.edges.items()):
+            for target in sorted(targets):
+                low, high = layer_of(module), layer_of(target)
+                if high > low:
+                    found.append(f"{module} -> {target} ({LAYERS[low][0]} -> {LAYERS[high][0]})")
+        return found
+
     def summary(self) -> dict[str, object]:
         return {
             "modules": len(self.modules),
@@ -78,6 +114,7 @@ class Structure:
             ],
             # import statements (of project modules) inside functions
             "inner_imports": len({(m, line) for m, line, _ in self.inner_imports}),
+            "upward_imports": self.upward(),
         }
 
 
@@ -172,6 +209,9 @@ def main() -> None:
     print(f"modules over {MOST_LINES} lines: {summary['over_lines']}")
     print(f"functions over {MOST_POSITIONAL} positional parameters: {summary['over_positional']}")
     print(f"imports of project modules inside functions: {summary['inner_imports']}")
+    print(f"imports up the layers: {len(summary['upward_imports'])}")  # type: ignore[arg-type]
+    for line in summary["upward_imports"]:  # type: ignore[attr-defined]
+        print("  " + line)
 
 
 if __name__ == "__main__":

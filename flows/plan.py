@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flows.io import (
+from flows.store.dumps import (
     DumpFile,
     InputError,
     check_writable,
@@ -22,11 +22,11 @@ from flows.io import (
     marked_complete,
     one_layout,
 )
-from flows.io import dump_root as root_of
+from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output
-from flows.version import COGSCORE_VERSION
 from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import describe, ordered, split_key, version_of
+from schemas.version import COGSCORE_VERSION
 from transforms.registry import VERSIONS, chosen, resolve
 
 

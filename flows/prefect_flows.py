@@ -39,7 +39,6 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
-from flows.io import DumpFile, content_digest, modified_ns
 from flows.options import RUN_OPTIONS, run_options
 from flows.present.report import write_report
 from flows.present.summary import outcome_markdown
@@ -52,8 +51,9 @@ from flows.score import (
     score_batch,
     stage,
 )
+from flows.store.dumps import DumpFile, content_digest, modified_ns
 from flows.store.location import ENV_OPTIONS
-from flows.version import COGSCORE_VERSION
+from schemas.version import COGSCORE_VERSION
 
 
 def batch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:

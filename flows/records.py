@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from flows.version import COGSCORE_VERSION
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -24,6 +23,7 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
 from schemas.tables import AS_OF
+from schemas.version import COGSCORE_VERSION
 
 
 def exit_code_of(error: BaseException) -> ExitCode:

@@ -26,15 +26,8 @@ import polars as pl
 from flows.comparisons import NightWatch
 from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
 from flows.importers.kaggle_report import ImportReport
-from flows.io import (
-    DumpFile,
-    InputError,
-    content_digest,
-    discover,
-    local_path,
-    one_layout,
-)
-from flows.io import dump_root as root_of
+from flows.logs import log
+from flows.logs import run_id as run_id_var
 from flows.night import NightHook, tables_of_night
 from flows.options import RunOptions
 from flows.plan import (
@@ -49,8 +42,6 @@ from flows.plan import (
     ready,
     rescored_versions,
 )
-from flows.present.logs import log
-from flows.present.logs import run_id as run_id_var
 from flows.records import Verdict, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import (
@@ -68,6 +59,15 @@ from flows.score import (
     vanished,
 )
 from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
+from flows.store.dumps import (
+    DumpFile,
+    InputError,
+    content_digest,
+    discover,
+    local_path,
+    one_layout,
+)
+from flows.store.dumps import dump_root as root_of
 from flows.store.errors import StorageError
 from flows.store.output import (
     CATEGORY_SCORES,
@@ -85,7 +85,6 @@ from flows.store.output import (
     record_failure,
 )
 from flows.store.runs_table import RunRow
-from flows.version import COGSCORE_VERSION
 from flows.warehouse import (
     run_details,
     with_provenance,
@@ -104,6 +103,7 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
 from schemas.tables import AS_OF, COMPARED_COLUMNS, PROVENANCE, RULES, TABLES, RunStatus
+from schemas.version import COGSCORE_VERSION
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance
 from transforms.compare.night import ABSENT, compared, models_without_scores, nothing_scored

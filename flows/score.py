@@ -17,7 +17,9 @@ from typing import Any, Final, TypeVar
 
 import polars as pl
 
-from flows.io import (
+from flows.store import delta
+from flows.store.delta.staged import StagedFiles, StageTarget
+from flows.store.dumps import (
     DumpFile,
     content_digest,
     discover,
@@ -27,9 +29,6 @@ from flows.io import (
     scan,
     scan_together,
 )
-from flows.store import delta
-from flows.store.delta.staged import StagedFiles, StageTarget
-from flows.version import COGSCORE_VERSION
 from flows.warehouse import aggregate, with_provenance
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
 from schemas.rules import Rule
@@ -50,6 +49,7 @@ from schemas.tables import (
     EpisodeStatus,
 )
 from schemas.validation import validate
+from schemas.version import COGSCORE_VERSION
 from transforms.aggregate import Bootstrap, component_sums
 from transforms.compact import compact, owned
 from transforms.duplicates import KEY as DUPLICATE_KEY

@@ -672,6 +672,14 @@ class View(StrEnum):
     NIGHT = "night"
 
 
+class SqlFormat(StrEnum):
+    """How ``cogscore sql`` prints a result (``flows.present.sql.formatted``): never a value cut."""
+
+    TABLE = "table"
+    CSV = "csv"
+    JSON = "json"
+
+
 @dataclass(frozen=True)
 class ViewTables:
     """The tables a view reads: model rows, category rows, pairwise comparisons, task rows

@@ -19,9 +19,9 @@ import typer
 from typer._click.exceptions import BadParameter, ClickException, NoSuchOption, UsageError
 from typer.core import TyperGroup
 
-from flows.present.logs import configure, log
+from flows.logs import configure, log
 from flows.present.native import NativeStderr
-from flows.version import COGSCORE_VERSION
+from schemas.version import COGSCORE_VERSION
 
 
 class OneLineErrors(TyperGroup):

@@ -55,14 +55,6 @@ class Engine(StrEnum):
     PREFECT = "prefect"
 
 
-class SqlFormat(StrEnum):
-    """How ``cogscore sql`` prints a result (``flows.store.sql.formatted``): never a value cut."""
-
-    TABLE = "table"
-    CSV = "csv"
-    JSON = "json"
-
-
 def engine_of(engine: Engine) -> Engine:
     if engine is Engine.AUTO:
         return Engine.PREFECT if os.environ.get("PREFECT_API_URL") else Engine.LOCAL

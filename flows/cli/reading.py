@@ -16,7 +16,6 @@ from flows.cli.options import (
     AsOfOpt,
     JsonOpt,
     OutArg,
-    SqlFormat,
     StorageOpt,
     ViewOpt,
     refused,
@@ -24,7 +23,7 @@ from flows.cli.options import (
     writable,
 )
 from flows.store.errors import StorageError
-from schemas.tables import VIEWS, View
+from schemas.tables import VIEWS, SqlFormat, View
 
 
 @app.command()
@@ -159,7 +158,7 @@ def history(
 ) -> None:
     """The runs recorded in OUT, newest first."""
     from flows.present.status import as_json, history_lines
-    from flows.present.status import history as runs_of
+    from flows.state import history as runs_of
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -190,9 +189,9 @@ def status(
 ) -> None:
     """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
     table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
-    from flows.io import InputError
     from flows.present.status import as_json, status_lines
-    from flows.present.status import status as status_of
+    from flows.state import status as status_of
+    from flows.store.dumps import InputError
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -241,13 +240,8 @@ def compare(
     the night's own episodes): the difference a - b, its interval (at the level of the run
     that scored the night), the Holm-corrected p-value, the verdict and the minimum
     detectable effect."""
-    from flows.present.status import (
-        CompareChoiceError,
-        as_json,
-        comparison_lines,
-        comparisons,
-        night_level,
-    )
+    from flows.present.status import as_json, comparison_lines
+    from flows.state import CompareChoiceError, comparisons, night_level
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -289,8 +283,8 @@ def sql(
 ) -> None:
     """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
     views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
+    from flows.present.sql import connect, formatted
     from flows.store.output import Output
-    from flows.store.sql import connect, formatted
 
     use_storage_options(storage_option)
     # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows import prehash
 from flows.cli import LAST_WORDS, TYPED, app, command_line, internal_error, say
 from flows.cli.options import (
     DaskOpt,
@@ -36,6 +35,7 @@ from flows.cli.options import (
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.options import RunOptions, run_options
 from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
+from flows.store import prehash
 from flows.store.errors import ServiceUnreachable, StorageError
 from schemas.exits import ExitCode
 from schemas.tables import View
@@ -138,8 +138,8 @@ def _run(
     from datetime import UTC
     from datetime import datetime as clock
 
-    from flows.io import InputError
     from flows.present.summary import outcome_lines, printable
+    from flows.store.dumps import InputError
 
     started, t0 = clock.now(UTC), time.perf_counter()
     chosen = engine_of(engine)

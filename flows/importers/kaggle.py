@@ -39,7 +39,7 @@ from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_plan import _list_runs, _place, _plan, _Planned, _read
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.importers.kaggle_worker import HarnessMissing, WorkerGone, _Workers
-from flows.io import SUCCESS_MARKER
+from flows.store.dumps import SUCCESS_MARKER
 from flows.store.errors import StorageError
 from flows.store.location import Location
 from flows.store.objects import put_if_absent

@@ -91,7 +91,7 @@ def import_kaggle(
     not imported is reported with its reason, and one bad run never stops the others."""
     from flows.importers.kaggle import import_runs
     from flows.importers.kaggle_terminal import ImportProgress, print_report
-    from flows.io import is_night
+    from flows.store.dumps import is_night
 
     if date is not None and not is_night(date):
         raise typer.BadParameter(f"{date!r} is not a date YYYY-MM-DD", param_hint="--date")

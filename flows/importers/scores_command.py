@@ -54,7 +54,7 @@ def import_scores_command(
     importing the same table again writes nothing, a copy of one imported is reported. Scores
     lie in [0, 1]: a table mostly above 1 (0-100) is refused. Every row not imported is
     reported with every reason."""
-    from flows.io import is_night
+    from flows.store.dumps import is_night
 
     if date is not None and not is_night(date):
         raise typer.BadParameter(f"{date!r} is not a date YYYY-MM-DD", param_hint="--date")

@@ -23,10 +23,10 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.io import DumpFile, InputError, content_digest, read_schema, scan
 from flows.present.summary import printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
+from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import EPISODE_SCORES, Output
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col

@@ -1,17 +1,16 @@
-"""The store: OUT, its Delta tables, the runs table that pins them, a lease, SQL over them.
+"""The store: OUT, its Delta tables, the runs table that pins them, a lease; the dumps read.
 
 Modules, one concern each:
 
 - `output`: `Output`, the one boundary the engine and the readers go through (what OUT holds,
   a run's writes, every read at a pinned version);
-- `sql`: `cogscore sql` (DuckDB over the tables at the versions a run pinned);
 - `location`: a URI plus storage options (`Location`, `storage_options`, `redact`);
 - `errors`: `StorageError` and its kinds, one line naming the URL;
 - `objects`: the only module that talks to obstore (list, get, conditional put, delete);
 - `lease`: one run at a time per output (`Lease`, `check_conditional_writes`);
 - `delta/`: one night replaced per table and commit: `nights`, `frames`, `tables` (`write_night`,
   `read_table`, `vacuum`, ...), `layout`, `staged` (files staged by workers, committed once);
-- `runs_table`: the `runs` table, written last, whose rows pin every table's version.
-
-A dump on an object store is listed as `flows.io.DumpFile`s by `flows.io.list_objects`.
+- `runs_table`: the `runs` table, written last, whose rows pin every table's version;
+- `dumps`, `prehash`: the input side: a dump's files (`DumpFile`, local or listed from an
+  object store by `list_objects`), read by their literal names; hashed while a command starts.
 """

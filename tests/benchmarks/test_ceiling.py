@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import ceiling
-from flows.io import discover
+from flows.store.dumps import discover
 from simulator import simulate
 
 

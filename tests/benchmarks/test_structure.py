@@ -43,3 +43,25 @@ def test_imports_inside_functions_are_the_few_that_keep_start_up_fast() -> None:
     """The command line imports the engine, the store and the report when a command runs
     (``cogscore --help`` loads no Arrow, Delta or Prefect); other modules import at the top."""
     assert structure.measure().summary()["inner_imports"] <= structure.MOST_INNER_IMPORTS
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    """The store and the importers know nothing of scoring, the engine prints nothing, the
+    entry points sit on top (``structure.LAYERS``)."""
+    assert structure.measure().upward() == []
+
+
+def test_an_import_up_the_layers_is_found() -> None:
+    """The measurement can fail: the store importing the engine, or the engine a face, goes
+    up; the face importing the engine goes down."""
+    found = structure.Structure(
+        edges={
+            "flows.store.output": {"flows.score"},
+            "flows.runs": {"flows.present.summary", "flows.store.output"},
+            "flows.present.summary": {"flows.runs"},
+        }
+    )
+    assert found.upward() == [
+        "flows.runs -> flows.present.summary (engine -> present)",
+        "flows.store.output -> flows.score (store -> engine)",
+    ]

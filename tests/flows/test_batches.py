@@ -14,8 +14,8 @@ from deltalake import DeltaTable
 
 from flows import runs
 from flows import score as score_module
-from flows.io import DumpFile
 from flows.score import batches
+from flows.store.dumps import DumpFile
 from simulator import simulate
 from tests.dumps import rule_dump, write_dump
 from tests.tables import last_run, read_tables

@@ -229,7 +229,7 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
     import boto3
 
     from flows import runs
-    from flows.io import DumpFile
+    from flows.store.dumps import DumpFile
 
     root = upload(s3_env, EXAMPLE_DUMP)
     bucket = root.removeprefix("s3://").split("/")[0]
@@ -290,8 +290,8 @@ def _score_a_file_on_counting_s3(
     """``score_file`` on the one file of ``dump``, uploaded to a moto server in its own
     process that counts requests: the file's part and the GETs of it, in order."""
     from benchmarks.scale import s3_requests, start_counting_s3, upload
-    from flows.io import discover
     from flows.score import score_file
+    from flows.store.dumps import discover
     from transforms.registry import resolve
 
     server = start_counting_s3()
@@ -340,7 +340,7 @@ def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     import pyarrow.parquet as pq
 
     from benchmarks.scale import byte_range, column_ranges, merged, overlap
-    from flows.io import discover
+    from flows.store.dumps import discover
     from schemas.contract import INSTANCE_ID, Col
     from simulator import simulate
 

@@ -788,8 +788,8 @@ def test_sql_reads_a_local_output_with_no_python_in_arrows_io(scored_out: Path) 
     Arrow's own file system."""
     from pyarrow import fs
 
+    from flows.present.sql import connect
     from flows.store.output import Output
-    from flows.store.sql import connect
 
     registered: dict[str, object] = {}
 

@@ -14,9 +14,9 @@ from prefect.utilities.callables import parameter_schema
 from prefect.utilities.schema_tools import validate
 
 from flows import prefect_flows
-from flows.io import DumpFile
 from flows.prefect_flows import batch_cache_key
 from flows.score import SCORER_CODE, code_digest
+from flows.store.dumps import DumpFile
 from transforms.registry import resolve
 
 ROOT = Path(__file__).parents[2]

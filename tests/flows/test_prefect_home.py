@@ -16,8 +16,8 @@ from prefect.settings import (
 )
 
 from flows import prefect_flows
-from flows.io import DumpFile, discover
 from flows.score import batches
+from flows.store.dumps import DumpFile, discover
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 

@@ -1,4 +1,4 @@
-"""A dump hashed while the command starts up (``flows.prehash``): a run is given a digest
+"""A dump hashed while the command starts up (``flows.store.prehash``): a run is given a digest
 only for the very file that was hashed, once; anything else it hashes itself."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows import prehash
 from flows.cli import app
-from flows.io import content_digest, discover
+from flows.store import prehash
+from flows.store.dumps import content_digest, discover
 from tests.tables import last_run
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"

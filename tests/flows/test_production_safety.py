@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 import transforms.registry
 from flows import prefect_flows, runs
 from flows.cli import app
-from flows.io import DumpFile
 from flows.prefect_flows import batch_cache_key
+from flows.present.sql import connect
+from flows.store.dumps import DumpFile
 from flows.store.output import Output
-from flows.store.sql import connect
 from flows.warehouse import git_commit
 from schemas.contract import Category
 from simulator import simulate

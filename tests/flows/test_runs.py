@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.io import InputError
+from flows.store.dumps import InputError
 from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
 from transforms.registry import DEFAULTS as _DEFAULTS
@@ -154,7 +154,7 @@ def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
 
     from benchmarks.scale import _stream_index, _stream_since, task_seconds
     from flows import score as score_module
-    from flows.io import discover
+    from flows.store.dumps import discover
 
     with Client(dask_cluster.scheduler_address) as client, pytest.MonkeyPatch.context() as patch:
         # A task per file, as the benchmark's dumps (files of 10,000 episodes) have; this

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows import runs
-from flows.io import InputError
 from flows.score import score_dump
+from flows.store.dumps import InputError
 from flows.store.output import TABLES
 from schemas.contract import DUMP_DATE, FILE
 from schemas.rules import Rule
@@ -200,9 +200,9 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     grows by at most 100 bytes an episode): the slim columns, compact, and the reject rows
     of its unscored episodes (not their rows); counted in Arrow buffer bytes, which count
     every row's 16-byte view of a text column."""
-    from flows.io import discover
     from flows.score import score_and_stage
     from flows.store.delta.staged import StageTarget
+    from flows.store.dumps import discover
     from flows.store.location import Location
     from schemas.tables import HELD_DTYPES
     from simulator import simulate
@@ -232,9 +232,9 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     """A night's parts join in (file, episode id) order without sorting the night
     (``assemble``), so each staged part holds its episodes so, and its data files are
     written so; the scoring plan hands them in category order."""
-    from flows.io import discover
     from flows.score import score_file, stage
     from flows.store.delta.staged import StageTarget, read_staged
+    from flows.store.dumps import discover
     from flows.store.location import Location
     from flows.store.output import EPISODE_SCORES
     from schemas.contract import Col

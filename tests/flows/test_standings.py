@@ -234,8 +234,8 @@ def test_the_terminal_the_record_and_the_views_show_the_standing(tmp_path: Path)
     from typer.testing import CliRunner
 
     from flows.cli import app
+    from flows.present.sql import connect
     from flows.store.output import Output
-    from flows.store.sql import connect
 
     dump, out = tmp_path / "dump", tmp_path / "out"
     _import(tmp_path, dump, _night(N1, FIRST), "first")

@@ -296,8 +296,8 @@ def test_the_leaderboard_has_no_cost_column_without_usage() -> None:
 
 @pytest.mark.parametrize("view", ["leaderboard", "night_leaderboard"])
 def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], view: str) -> None:
+    from flows.present.sql import connect
     from flows.store.output import Output
-    from flows.store.sql import connect
 
     con = connect(Output.at(scored["out"] / "new-out"))
     got = con.execute(

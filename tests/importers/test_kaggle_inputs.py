@@ -25,7 +25,7 @@ from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_dump import stored_digest
 from flows.importers.kaggle_files import parse_run
 from flows.importers.kaggle_report import ImportReport, RunReport
-from flows.io import SUCCESS_MARKER, discover, marked_complete, scan
+from flows.store.dumps import SUCCESS_MARKER, discover, marked_complete, scan
 from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 
@@ -152,8 +152,8 @@ def test_a_bad_run_file_is_its_own_reason_naming_what_is_wrong(layout: dict) -> 
 
 
 def test_every_run_file_name_round_trips_through_the_dump(layout: dict) -> None:
-    """What the scorer reads of the dump (flows.io) holds each imported run's rows under its
-    file name as it is: a name read as a pattern (``run[1]``) or too long to append to, or
+    """What the scorer reads of the dump (flows.store.dumps) holds each imported run's rows
+    under its file name as it is: a name read as a pattern (``run[1]``) or too long to append to, or
     bytes that are not UTF-8 (as ``\\xNN``), loses nothing."""
     report, out = layout["second"], layout["out"]
     read = []

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.importers.scores import import_scores
-from flows.io import discover
+from flows.store.dumps import discover
 from schemas.contract import REPORTED_SCORE
 from tests.learningbench import LEADERBOARD, TASKS
 

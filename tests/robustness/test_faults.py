@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 import flows.score
 from flows import runs
 from flows.cli import app
-from flows.io import DumpFile
+from flows.store.dumps import DumpFile
 from flows.store.lease import Lease
 from flows.store.output import PAUSE_AT, PAUSE_FLAG, Output
 from tests.dumps import example_dump_counts

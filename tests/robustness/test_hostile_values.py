@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from flows import runs
 from flows.cli import app
-from flows.io import InputError
+from flows.store.dumps import InputError
 from tests.dumps import answer, episode, item, write_dump
 from tests.tables import last_run, read_table
 

@@ -1,4 +1,4 @@
-"""Dump listings (``flows.io.list_objects``), local and on moto: partitions, versions,
+"""Dump listings (``flows.store.dumps.list_objects``), local and on moto: partitions, versions,
 and what changes them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import time
 import polars as pl
 import pytest
 
-from flows.io import list_objects
 from flows.store import objects
+from flows.store.dumps import list_objects
 from flows.store.errors import StorageError
 
 

@@ -55,7 +55,7 @@ from flows.present.report.shape import (
     score_and_cost,
     solve_rates,
 )
-from flows.present.status import runs_not_imported
+from flows.state import failed_nights, runs_not_imported
 from flows.store.output import Output, night_levels
 from schemas.comparisons import (
     DEFAULT_LEVEL,
@@ -255,8 +255,6 @@ def _episode_sections(
 def attention_html(wh: Warehouse, night: str | None) -> str:
     """What must not pass silently: nights whose latest attempt failed (not written), and
     the shown night's models with episodes but none scored (absent from its leaderboard)."""
-    from flows.present.status import failed_nights
-
     items = [
         f"<li>night <b>{html.escape(n)}</b> failed: {html.escape(why)}</li>"
         for n, why in failed_nights(wh.out, wh.manifest).items()

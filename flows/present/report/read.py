@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from flows.io import DumpFile, scan
 from flows.present.report.shape import of_night
+from flows.store.dumps import DumpFile, scan
 from flows.store.output import Output
 from schemas.contract import DUMP_DATE, Col, Kind
 from schemas.exits import ExitCode

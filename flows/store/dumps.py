@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 import polars as pl
 import pyarrow.parquet as pq
 
-from flows import prehash
-from flows.prehash import file_digest, parquet_below
+from flows.store import prehash
 from flows.store.errors import BadLocation, NothingThere
 from flows.store.location import Location, polars_options, storage_options
 from flows.store.objects import get_object, list_files
+from flows.store.prehash import file_digest, parquet_below
 from schemas.contract import DUMP_DATE
 from schemas.exits import ExitCode
 from transforms.ingest import partition_values
@@ -66,7 +66,7 @@ def local_path(text: str | Path, what: str) -> Path:
 
     >>> local_path("s3://bucket/out", "output")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    flows.io.InputError: output s3://bucket/out: URLs (s3://, …) are not supported yet; ...
+    flows.store.dumps.InputError: output s3://bucket/out: URLs (s3://, …) are not supported yet; ...
     """
     if _URL.match(str(text)):
         raise InputError(
@@ -238,7 +238,7 @@ def row_count(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
 
 def content_digest(dump_file: DumpFile) -> str:
     """What identifies the file's content: the sha256 of a local file's bytes (hashed while
-    the command started, ``flows.prehash``, where it was and the file is unchanged); an
+    the command started, ``flows.store.prehash``, where it was and the file is unchanged); an
     object's ETag as the store gave it at listing (``etag:…``: the store's own content
     identity, read without downloading the object)."""
     if dump_file.is_local:

@@ -11,12 +11,12 @@ from typing import Any
 import polars as pl
 from deltalake import DeltaTable
 
-from flows.cli.options import SqlFormat
 from flows.present.summary import printable, render, table_of_columns
 from flows.store.delta.tables import table_version
 from flows.store.location import Location, storage_options
 from flows.store.output import TABLES, Output, conform, empty_table
 from flows.store.runs_table import RUNS
+from schemas.tables import SqlFormat
 
 VIEWS = Path(__file__).resolve().parents[2] / "sql" / "views.sql"
 
