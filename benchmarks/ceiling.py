@@ -81,7 +81,7 @@ def first_rows(dump_file: Any) -> int:
 def threads(dump: Path, repeat: int) -> dict[str, float]:
     """The local engine's mapper (its threads, polars' default pool) over every file, its
     last chunk's write waited for (``settled``: a run waits for it before the commit)."""
-    from flows.runs import local_mapper
+    from flows.mappers import local_mapper
     from flows.score import settled
     from transforms.registry import resolve
 

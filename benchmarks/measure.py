@@ -57,7 +57,8 @@ def needed_read(dump: Path) -> dict[str, float]:
 
 def scored(dump: Path, out: Path) -> dict[str, float]:
     """The scorer's run (``flows.runs.score``, local, tables written) into ``out``."""
-    from flows.runs import local_mapper, score
+    from flows.mappers import local_mapper
+    from flows.runs import score
 
     t = time.perf_counter()
     outcome = score(dump, out, (), local_mapper)

@@ -459,7 +459,7 @@ def _stream_since(index: int, dask_scheduler: Any = None) -> list[dict[str, Any]
     ]
 
 
-# The function ``flows.runs.dask_mapper`` submits one task per file (its key names it): it
+# The function ``flows.mappers.dask_mapper`` submits one task per file (its key names it): it
 # scores the file and stages its rows.
 FILE_TASK = "score_and_stage"
 
@@ -543,7 +543,8 @@ def read_probe(endpoint: str, url: str) -> dict[str, list[str | None]]:
 def drive(name: str, episodes: int, round_: int, s3: str | None, extras: bool) -> dict[str, Any]:
     """One configuration on one night, in this fresh process: start-up, warm-up, the night.
     ``extras``: then the staged commit (local engine) and the read probe (S3, local engine)."""
-    from flows.runs import Mapper, dask_mapper, local_mapper, score
+    from flows.mappers import Mapper, dask_mapper, local_mapper
+    from flows.runs import score
     from flows.store.output import Output
 
     imported = time.perf_counter() - T0
@@ -651,7 +652,7 @@ def drive(name: str, episodes: int, round_: int, s3: str | None, extras: bool) -
                 _file_working_set, night_root, workers=[one]
             )[one]
         if config.engine == "local":
-            from flows.runs import FILES_AT_ONCE
+            from flows.mappers import FILES_AT_ONCE
 
             result["files_at_once"] = FILES_AT_ONCE
         if extras and config.engine == "local":

@@ -24,8 +24,10 @@ from flows.store.dumps import (
 )
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output
+from flows.store.runs_table import RunRow
 from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import describe, ordered, split_key, version_of
+from schemas.tables import RunStatus
 from schemas.version import COGSCORE_VERSION
 from transforms.registry import VERSIONS, chosen, resolve
 
@@ -300,3 +302,30 @@ def plan_nightly(
         else:
             unchanged.append(night)
     return NightlyPlan(nights, digests, new, changed, unchanged, waiting, gone)
+
+
+def check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
+    """A run replaces only the nights it scores: an undated dump cannot go into an output of
+    nights (it would replace them all), nor nights into an undated output."""
+    if not state or state.get("partitioned_by_dump_date", True) == dated:
+        return
+    if dated:
+        raise InputError(
+            f"{output} holds the scores of an undated dump (no dump_date); scoring nights into "
+            "it would replace them: give another --out"
+        )
+    raise InputError(
+        f"{output} holds nights ({', '.join(sorted(state.get('nights', {}))[:3])}, …); an "
+        "undated dump would replace them all: put its files in a dump_date=YYYY-MM-DD "
+        "folder, or give another --out"
+    )
+
+
+def state_after(state: Mapping[str, Any], rows: Sequence[RunRow], level: float) -> dict[str, Any]:
+    """``state`` with the nights of ``rows`` as they would be (a dry run's view; ``level``:
+    the run's)."""
+    nights = dict(state.get("nights", {}))
+    for row in rows:
+        if row.night is not None and row.status is RunStatus.SUCCEEDED:
+            nights[row.night] = {"formula_versions": dict(row.formula_versions), "level": level}
+    return {**state, "nights": nights}

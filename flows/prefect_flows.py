@@ -39,7 +39,10 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
+from flows.job import RunContext, new_run_id
+from flows.mappers import FILES_AT_ONCE
 from flows.options import RUN_OPTIONS, run_options
+from flows.outcome import Outcome
 from flows.present.report import write_report
 from flows.present.summary import outcome_markdown
 from flows.records import ended
@@ -223,7 +226,7 @@ def prefect_mapper(
     return parts
 
 
-def _publish(outcome: runs.Outcome) -> runs.Outcome:
+def _publish(outcome: Outcome) -> Outcome:
     get_run_logger().info(
         "%s run: scored nights %s, unchanged %s, %.1f s",
         outcome.kind,
@@ -239,7 +242,7 @@ def _publish(outcome: runs.Outcome) -> runs.Outcome:
     return outcome
 
 
-def _context(kind: str, storage_options: list[str] | None, **given: Any) -> runs.RunContext:
+def _context(kind: str, storage_options: list[str] | None, **given: Any) -> RunContext:
     """The run's context, its options from the flow's parameters (``given``; null: the
     worker's environment variables, as on the command line; ``flows.options``). Its record
     names the flow run: one id in Prefect's UI and in OUT/runs. ``storage_options``
@@ -249,8 +252,8 @@ def _context(kind: str, storage_options: list[str] | None, **given: Any) -> runs
     cache_days()  # a bad COGSCORE_CACHE_DAYS fails the run here, before any file's task
     if storage_options:
         os.environ[ENV_OPTIONS] = ",".join(storage_options)
-    return runs.RunContext(
-        run_id=str(flow_run.id or runs.new_run_id()),
+    return RunContext(
+        run_id=str(flow_run.id or new_run_id()),
         command=f"prefect flow cogscore-{kind} ({flow_run.name})",
         engine="prefect",
         options=run_options(**given),
@@ -284,11 +287,11 @@ def run_parameters(kind: str) -> Callable[[F], F]:
 
 def _files_at_once() -> TaskRunner[PrefectFuture[Any]]:
     """The flows' task runner: as many files at once as the local engine scores
-    (``runs.FILES_AT_ONCE``), unless ``PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS`` says
+    (``FILES_AT_ONCE``), unless ``PREFECT_TASKS_RUNNER_THREAD_POOL_MAX_WORKERS`` says
     otherwise. Prefect's default runs every submitted task at once: every file of a night
     in memory together (a night of 1.5 M episodes peaked at 19 GiB against 0.8 locally)."""
     configured = prefect.settings.get_current_settings().tasks.runner.thread_pool_max_workers
-    runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(configured or runs.FILES_AT_ONCE)
+    runner: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(configured or FILES_AT_ONCE)
     return cast(TaskRunner[PrefectFuture[Any]], runner)  # a runner of these futures
 
 
@@ -300,7 +303,7 @@ def score_flow(
     formulas: list[str] | None = None,
     storage_options: list[str] | None = None,
     **run: Any,
-) -> runs.Outcome:
+) -> Outcome:
     """Score every file of the dump at ``input_root`` into the tables under ``out``.
     ``strict``: the flow ends Failed when any input was not scored; ``fail_on_regression``
     (default COGSCORE_FAIL_ON_REGRESSION): when a regression alert fires."""
@@ -324,7 +327,7 @@ def nightly_flow(
     task_memory: int | None = None,
     report: str | None = None,
     **run: Any,
-) -> runs.Outcome:
+) -> Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). A harness
     benchmark's nightly (the deployment ``harness-nightly``): ``runs_to_import`` and
@@ -382,7 +385,7 @@ def rescore_flow(
     diff_out: Path | str | None = None,
     storage_options: list[str] | None = None,
     **run: Any,
-) -> runs.Outcome:
+) -> Outcome:
     """Rescore a range of nights with chosen formula versions; write what it moved
     (``dry_run``: compute and show it, change nothing)."""
     context = _context("rescore", storage_options, **run)

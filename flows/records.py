@@ -48,7 +48,7 @@ class RunFailed(Exception):
 
 
 def ended(outcome: Any) -> Any:
-    """``outcome`` (a ``flows.runs.Outcome``), or ``RunFailed`` where its verdict is not
+    """``outcome`` (a ``flows.outcome.Outcome``), or ``RunFailed`` where its verdict is not
     success."""
     if outcome.verdict.code is ExitCode.SUCCESS:
         return outcome
@@ -191,7 +191,7 @@ def run_record(
     error: str | None = None,
     output: str | None = None,
 ) -> dict[str, Any]:
-    """The record of a command run; ``outcome`` (a ``flows.runs.Outcome``) where it ran."""
+    """The record of a command run; ``outcome`` (a ``flows.outcome.Outcome``) where it ran."""
     status = run_status(exit_code, outcome is not None and outcome.result is not None)
     record: dict[str, Any] = dict.fromkeys(RECORD_KEYS)
     record |= {
@@ -267,7 +267,7 @@ def _imports(report: Any) -> dict[str, Any] | None:
 
 
 def _moved(changes: Any) -> list[dict[str, Any]]:
-    """The standing changes a run reports (``flows.runs._noticed``), for the record."""
+    """The standing changes a run reports (``flows.outcome.noticed``), for the record."""
     if changes is None or changes.is_empty():
         return []
 

@@ -164,13 +164,13 @@ def _run(
             outcome = flow(**kwargs, **options.parameters(kind))
         else:
             from flows import runs
+            from flows.job import RunContext
+            from flows.mappers import dask_mapper, local_mapper_with
             from flows.present.terminal import progress_for
 
             progress = progress_for(quiet or bool(os.environ.get("COGSCORE_QUIET")))
-            mapper = (
-                runs.dask_mapper(dask_address) if dask_address else runs.local_mapper_with(progress)
-            )
-            context = runs.RunContext(
+            mapper = dask_mapper(dask_address) if dask_address else local_mapper_with(progress)
+            context = RunContext(
                 command=command_line(), engine="local", progress=progress, options=options
             )
             run = getattr(runs, kind)

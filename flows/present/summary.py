@@ -8,7 +8,6 @@ import io
 import shutil
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import polars as pl
 from rich import box
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from flows.outcome import Outcome, RunSummary
 from flows.records import unscored_line
 from flows.store.output import CORE_TABLES, MODEL_SCORES, Output
 from schemas.comparisons import (
@@ -41,9 +41,6 @@ from schemas.comparisons import (
 from schemas.contract import COST_USD, DUMP_DATE, REPORTED_SCORE, Category, Col
 from schemas.tables import AS_OF, N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE, VIEWS, View
 from schemas.tables import Table as TableSpec
-
-if TYPE_CHECKING:
-    from flows.runs import Outcome, RunSummary
 
 
 def printable(text: object) -> str:

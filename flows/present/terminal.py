@@ -18,13 +18,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from flows.runs import NoProgress
-from flows.runs import Progress as RunProgress
+from flows.mappers import NoProgress
+from flows.mappers import Progress as RunProgress
 from flows.score import FileReport
 
 
 class TerminalProgress:
-    """A ``flows.runs.Progress`` drawn on stderr; use as a context manager."""
+    """A ``flows.mappers.Progress`` drawn on stderr; use as a context manager."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
-from flows import runs
+from flows import mappers, runs
 from flows import score as score_module
 from flows.score import batches
 from flows.store.dumps import DumpFile
@@ -222,7 +222,7 @@ def test_the_local_engine_holds_no_scored_file_once_it_is_staged(
     simulate(dump, date="2026-12-01", episodes=1200, seed=5, episodes_per_file=50)
     monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file,
     monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # each staged at once
-    score = runs.score_batch
+    score = mappers.score_batch
     scored: list[weakref.ref[object]] = []
     alive: list[int] = []
 
@@ -233,9 +233,9 @@ def test_the_local_engine_holds_no_scored_file_once_it_is_staged(
         scored.append(weakref.ref(part.scores))
         return part
 
-    monkeypatch.setattr(runs, "score_batch", tracked)
+    monkeypatch.setattr(mappers, "score_batch", tracked)
     runs.score(dump, out)
     assert len(scored) == len(list(dump.rglob("*.parquet"))) >= 20
     # Those scored or waiting (IN_FLIGHT), the one being staged, and the one before it
     # whose write the stager waits for: a few, however many files the night has.
-    assert max(alive) <= runs.IN_FLIGHT + 2, alive
+    assert max(alive) <= mappers.IN_FLIGHT + 2, alive

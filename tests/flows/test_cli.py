@@ -98,7 +98,7 @@ def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
     import threading
     import time
 
-    from flows import prefect_flows, runs
+    from flows import mappers, prefect_flows
     from flows import score as score_module
 
     monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file, as many as files
@@ -117,7 +117,7 @@ def test_the_prefect_flows_score_as_many_files_at_once_as_the_local_engine(
 
     monkeypatch.setattr(prefect_flows, "score_batch", counted)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
-    assert most[0] == runs.FILES_AT_ONCE
+    assert most[0] == mappers.FILES_AT_ONCE
 
 
 def test_the_prefect_flows_stage_each_file_before_scoring_more(
@@ -128,7 +128,7 @@ def test_the_prefect_flows_stage_each_file_before_scoring_more(
     a night was scored before the first was staged."""
     import threading
 
-    from flows import prefect_flows, runs
+    from flows import mappers, prefect_flows
     from flows import score as score_module
 
     monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file, as many as files
@@ -150,7 +150,7 @@ def test_the_prefect_flows_stage_each_file_before_scoring_more(
     monkeypatch.setattr(prefect_flows, "score_batch", scored)
     monkeypatch.setattr(prefect_flows, "stage", staged)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
-    assert waiting[0] == 0 and 1 <= most[0] <= runs.FILES_AT_ONCE
+    assert waiting[0] == 0 and 1 <= most[0] <= mappers.FILES_AT_ONCE
 
 
 def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
@@ -163,11 +163,11 @@ def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
     import gc
     import weakref
 
-    from flows import prefect_flows, runs
+    from flows import job, prefect_flows
     from flows import score as score_module
 
     monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file
-    score, assemble = prefect_flows.score_batch, runs.assemble
+    score, assemble = prefect_flows.score_batch, job.assemble
     scored: list[weakref.ref[object]] = []
     alive: list[int] = []
 
@@ -182,7 +182,7 @@ def test_the_prefect_flows_hold_no_scored_file_once_it_is_staged(
         return assemble(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(prefect_flows, "score_batch", tracked)
-    monkeypatch.setattr(runs, "assemble", assembling)
+    monkeypatch.setattr(job, "assemble", assembling)
     cogscore("nightly", EXAMPLE_DUMP, "--out", tmp_path / "flow", "--engine", "prefect")
     nights = {p.parent.name for p in EXAMPLE_DUMP.rglob("*.parquet")}
     assert len(scored) == len(list(EXAMPLE_DUMP.rglob("*.parquet")))

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from flows import runs
 from flows.cli import app
+from flows.job import RunContext
 from flows.options import run_options
 from schemas.exits import ExitCode
 from simulator.dump import simulate_dump
@@ -243,7 +244,7 @@ def test_a_change_in_harness_errors_is_not_a_regression(tmp_path: Path) -> None:
 
 
 def test_a_baseline_of_the_mean_of_k_nights(three_nights: Path, tmp_path: Path) -> None:
-    context = runs.RunContext(options=run_options(baseline="mean", baseline_nights=2))
+    context = RunContext(options=run_options(baseline="mean", baseline_nights=2))
     runs.nightly(three_nights, tmp_path / "out", context=context)
     table = read_table(tmp_path / "out", "regressions")
     last = table.filter(pl.col("dump_date") == NIGHTS[-1])

@@ -229,6 +229,7 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
     import boto3
 
     from flows import runs
+    from flows.mappers import local_mapper
     from flows.store.dumps import DumpFile
 
     root = upload(s3_env, EXAMPLE_DUMP)
@@ -244,7 +245,7 @@ def test_an_object_deleted_between_listing_and_reading_fails_its_night_only(
             )  # fmt: skip
             client.delete_object(Bucket=bucket, Key=f"dump/{victim.relative}")
         assert all(isinstance(f, DumpFile) for f in files)
-        return runs.local_mapper(files, formulas, digests, target)
+        return local_mapper(files, formulas, digests, target)
 
     outcome = runs.nightly(root, tmp_path / "out", mapper=deleting)
     assert outcome.nights_scored == ["2026-11-30"]

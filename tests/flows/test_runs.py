@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from flows import runs
+from flows.mappers import dask_mapper
 from flows.store.dumps import InputError
 from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
@@ -138,7 +139,7 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     runs.score(dump, tmp_path / "local")
-    runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
+    runs.score(dump, tmp_path / "dask", mapper=dask_mapper(dask_cluster.scheduler_address))
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
@@ -161,7 +162,7 @@ def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
         # dump's small files would be scored in batches.
         patch.setattr(score_module, "BATCH_BYTES", 0)
         index = client.run_on_scheduler(_stream_index)
-        runs.score(dump, tmp_path / "dask", mapper=runs.dask_mapper(dask_cluster.scheduler_address))
+        runs.score(dump, tmp_path / "dask", mapper=dask_mapper(dask_cluster.scheduler_address))
         seconds = task_seconds(client.run_on_scheduler(_stream_since, index))
     assert seconds["tasks"] == len(discover(dump))
     assert seconds["compute_sum_s"] > 0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import polars as pl
 
+from flows.outcome import Outcome
 from flows.present.summary import MOST_NIGHT_LINES, formula_lines, standing_lines
-from flows.runs import Outcome
 from flows.store.output import Output
 from schemas.tables import STANDING_CHANGES_TABLE
 

@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 
 from flows import runs
+from flows.job import RunContext
 from flows.options import run_options
 from flows.present.sql import connect
 from flows.runs import score as run
@@ -305,7 +306,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     out = tmp_path / "out"
     run(EXAMPLE_DUMP, out)
     both = {t: read(out, t) for t in CORE_TABLES}
-    moved = runs.RunContext(options=run_options(input_root_changed=True))  # the night, elsewhere
+    moved = RunContext(options=run_options(input_root_changed=True))  # the night, elsewhere
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.runs import local_mapper, score
+from flows.mappers import local_mapper
+from flows.runs import score
 from flows.store.output import CORE_TABLES
 from schemas.models import schema_of
 from schemas.tables import TABLES
