@@ -480,7 +480,6 @@ def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, s
 
 
 def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow]:
-
     now = datetime.now(UTC)
     return [replace(row, finished=now, details=dict(details)) for row in rows]
 
