@@ -17,7 +17,7 @@ written as ``\\u003c``, ``\\u003e``, ``\\u0026``).
 
 from __future__ import annotations
 
-from flows.present.report.figures import Section, fmt, label, palette
+from flows.present.report.figures import SHORT, Section, fmt, label, palette
 from flows.present.report.page import (
     attention_html,
     build_sections,
@@ -26,8 +26,8 @@ from flows.present.report.page import (
     script_json,
     write_report,
 )
+from flows.present.report.quality import reported_section
 from flows.present.report.read import ReportError, Warehouse, read_warehouse, round_rows
-from flows.present.report.sections import SHORT, reported_section
 from flows.present.report.shape import UNKNOWN
 
 __all__ = [

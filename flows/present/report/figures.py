@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import plotly.graph_objects as go
 import polars as pl
 from plotly.colors import qualitative
 
-from schemas.contract import Col
+from schemas.contract import Category, Col
+
+# The categories' names, short enough for an axis.
+SHORT: Final = {
+    c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
+}
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:

@@ -16,7 +16,19 @@ import polars as pl
 from plotly.offline import get_plotlyjs
 
 from flows.plan import nights_off_set
+from flows.present.report.categories import (
+    examples_section,
+    procedural_section,
+    profile_section,
+    runtime_rl_section,
+)
 from flows.present.report.figures import Section, palette, script_json
+from flows.present.report.quality import (
+    diff_section,
+    health_section,
+    quality_section,
+    reported_section,
+)
 from flows.present.report.read import ReportError, Warehouse, read_warehouse, round_rows
 from flows.present.report.results import MATRIX_JS, results_section
 from flows.present.report.results import STYLE as RESULTS_STYLE
@@ -24,17 +36,9 @@ from flows.present.report.sections import (
     changes_section,
     comparisons_section,
     cost_section,
-    diff_section,
-    examples_section,
-    health_section,
     leaderboard_section,
     over_time_section,
-    procedural_section,
-    profile_section,
-    quality_section,
     regressions_section,
-    reported_section,
-    runtime_rl_section,
 )
 from flows.present.report.shape import (
     accuracy_by_examples,

@@ -1,4 +1,5 @@
-"""The sections of the report, one function each: the figures of a shaped frame, the text
+"""The report's sections on the standing and how it moved (leaderboard, cost, comparisons,
+regressions, over time, changes), one function each: the figures of a shaped frame, the text
 that says what they show, and a table where one helps. Every interval is labelled with the
 level it was made at (``level``: the shown night's, ``flows.store.output.night_levels``)."""
 
@@ -10,17 +11,16 @@ from typing import Any, Final
 
 import plotly.graph_objects as go
 import polars as pl
-from plotly.colors import qualitative
 
 from flows.present.report.figures import (
+    SHORT,
     Section,
     error_bars,
     fmt,
     label,
     layout,
-    per_model_traces,
 )
-from flows.present.report.shape import PER_EPISODE, UNKNOWN
+from flows.present.report.shape import PER_EPISODE
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     FORMULA_VERSIONS,
@@ -31,7 +31,6 @@ from schemas.contract import (
     INPUT_TOKENS,
     LATENCY_MS,
     OUTPUT_TOKENS,
-    REPORTED_SCORE,
     Category,
     Col,
 )
@@ -40,15 +39,9 @@ from schemas.tables import (
     NEWEST_NIGHT,
     OLDEST_NIGHT,
     SCORE,
-    SCORE_MISMATCH,
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
-    VERDICT_MISMATCHES,
 )
-
-SHORT: Final = {
-    c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
-}
 
 
 def leaderboard_section(
@@ -340,184 +333,6 @@ def regressions_section(
     )
 
 
-def profile_section(
-    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float
-) -> Section:
-    fig = go.Figure()
-    per_model_traces(
-        fig,
-        profile,
-        colours,
-        Col.CATEGORY,
-        SCORE,
-        low="ci_low",
-        high="ci_high",
-        x_label=lambda c: label(SHORT.get(c, c)),
-    )
-    layout(
-        fig,
-        f"Category scores per model, {night} ({level:.0%} interval, two-level design)",
-        "category",
-        "category score (0-1)",
-        barmode="group",
-    )
-    fig.update_yaxes(range=[0, 1.05])
-    return Section(
-        "profile",
-        "Category profile",
-        "Mean of the model's task scores in each category (table <code>category_scores</code>).",
-        [fig],
-    )
-
-
-def procedural_section(
-    curve: pl.DataFrame | None,
-    where: str,
-    components: pl.DataFrame,
-    transfer: pl.DataFrame,
-    colours: dict[str, str],
-    *,
-    night: str,
-    level: float,
-) -> Section:
-    figures = []
-    if curve is not None and not curve.is_empty():
-        fig = go.Figure()
-        per_model_traces(
-            fig, curve, colours, Col.ROUND, "mean", kind="line", low="low", high="high"
-        )
-        layout(
-            fig,
-            f"Learning curve: mean round score by practice round, {night}",
-            "practice round",
-            f"mean round score (0-1, {level:.0%} interval)",
-        )
-        fig.update_xaxes(dtick=1)
-        text = (
-            "Round scores are not in the warehouse tables: they are "
-            f"{html.escape(where)} (<code>kind = round_end</code>: episode_id, round, value), "
-            "joined to <code>episode_scores</code> for the model; only scored episodes count."
-        )
-    else:
-        fig = go.Figure()
-        per_model_traces(fig, components, colours, "component", "mean", low="low", high="high")
-        layout(
-            fig,
-            f"Procedural learning components per model, {night}",
-            "component",
-            f"mean component (0-1, {level:.0%} interval)",
-            barmode="group",
-        )
-        text = (
-            f"No learning curve: {html.escape(where)}. Shown instead: the mean of each "
-            "procedural component of <code>episode_scores</code>."
-        )
-    figures.append(fig)
-    box = go.Figure()
-    for model in colours:
-        rows = transfer.filter(pl.col(Col.MODEL) == model)
-        if not rows.is_empty():
-            box.add_trace(
-                go.Box(
-                    y=rows["transfer"].to_list(),
-                    name=label(model),
-                    marker={"color": colours[model]},
-                    boxmean=True,
-                )
-            )
-    layout(
-        box,
-        f"Transfer test score per episode, {night}",
-        "model",
-        "transfer score (0-1)",
-        showlegend=False,
-    )
-    figures.append(box)
-    return Section(
-        "procedural",
-        "Procedural learning",
-        text + " The transfer score is the episode's test score (dashed line: mean).",
-        figures,
-    )
-
-
-def runtime_rl_section(
-    rates: pl.DataFrame, steps: pl.DataFrame, colours: dict[str, str], night: str, level: float
-) -> Section:
-    solve = go.Figure()
-    per_model_traces(
-        solve, rates, colours, Col.TASK, "rate", low="low", high="high", hover=" solved"
-    )
-    layout(
-        solve,
-        f"Runtime RL solve rate per model and task, {night}",
-        "task",
-        f"episodes solved (fraction, {level:.0%} Wilson interval)",
-        barmode="group",
-    )
-    solve.update_yaxes(range=[0, 1.05])
-    box = go.Figure()
-    for model in colours:
-        rows = steps.filter(pl.col(Col.MODEL) == model)
-        if not rows.is_empty():
-            box.add_trace(
-                go.Box(
-                    x=[label(t) for t in rows[Col.TASK].to_list()],
-                    y=rows["steps"].to_list(),
-                    name=label(model),
-                    marker={"color": colours[model]},
-                )
-            )
-    layout(
-        box,
-        f"Steps to solve, solved episodes, {night}",
-        "task",
-        "actions before the solving feedback (steps)",
-        boxmode="group",
-    )
-    return Section(
-        "runtime-rl",
-        "Runtime RL",
-        "Solve rate: share of episodes with a solving feedback; steps: <code>steps</code> of "
-        "<code>episode_scores</code> (solved episodes only).",
-        [solve, box],
-    )
-
-
-def examples_section(
-    curves: dict[Category, pl.DataFrame], colours: dict[str, str], night: str, level: float
-) -> Section:
-    figures = []
-    for category, frame in curves.items():
-        fig = go.Figure()
-        per_model_traces(
-            fig,
-            frame,
-            colours,
-            "examples_used",
-            "mean",
-            kind="line",
-            low="low",
-            high="high",
-            x_label=lambda v: v,
-        )
-        layout(
-            fig,
-            f"{SHORT[category].capitalize()}: accuracy against examples used, {night}",
-            "examples used (count)",
-            f"mean test accuracy (0-1, {level:.0%} interval)",
-        )
-        fig.update_yaxes(range=[-0.05, 1.05])
-        figures.append(fig)
-    return Section(
-        "examples",
-        "Concept formation and language learning",
-        "Mean test accuracy of the episodes that used the same number of examples "
-        "(<code>examples_used</code>, <code>accuracy</code> of <code>episode_scores</code>).",
-        figures,
-    )
-
-
 def over_time_section(
     history: pl.DataFrame,
     colours: dict[str, str],
@@ -621,237 +436,4 @@ def changes_section(flagged: pl.DataFrame, night: str) -> Section:
         after="<table><thead><tr><th>level</th><th>kind</th><th>model</th><th>scope</th>"
         "<th>before</th><th>now</th><th>change</th><th>interval</th><th>q (BH)</th>"
         f"<th>moved by</th><th>why not comparable</th></tr></thead><tbody>{rows}</tbody></table>",
-    )
-
-
-def count_step(counts: pl.DataFrame, by: str) -> int:
-    """A whole-number tick step for stacked counts of ``episodes`` per ``by`` (about 8 ticks)."""
-    most = counts.group_by(by).agg(pl.col("episodes").sum()).select(pl.col("episodes").max())
-    return max(1, -(-int(most.item() or 0) // 8))
-
-
-def quality_section(
-    reasons: pl.DataFrame, errors: pl.DataFrame, colours: dict[str, str], night: str
-) -> Section:
-    figures, notes = [], []
-    models = {**colours, UNKNOWN: "#888888"}
-    if reasons.is_empty():
-        notes.append("no episode was rejected")
-    else:
-        fig = go.Figure()
-        per_model_traces(fig, reasons, models, "rule", "episodes", hover=" episodes")
-        layout(
-            fig,
-            f"Rejected episodes by rule broken and model, {night}",
-            "rule (schemas/rules.py)",
-            "rejected episodes (count)",
-            barmode="stack",
-        )
-        fig.update_yaxes(dtick=count_step(reasons, "rule"))
-        figures.append(fig)
-    if errors.is_empty():
-        notes.append("no harness error")
-    else:
-        fig = go.Figure()
-        for i, (day,) in enumerate(errors.select(DUMP_DATE).unique(maintain_order=True).rows()):
-            rows = errors.filter(pl.col(DUMP_DATE) == day)
-            fig.add_trace(
-                go.Bar(
-                    x=[label(m) for m in rows[Col.MODEL].to_list()],
-                    y=rows["episodes"].to_list(),
-                    name=label(day),
-                    marker={"color": qualitative.Pastel[i % len(qualitative.Pastel)]},
-                )
-            )
-        layout(
-            fig,
-            "Harness errors by model and night",
-            "model",
-            "episodes ended by a harness error (count)",
-            barmode="stack",
-            legend_title_text="night",
-        )
-        fig.update_yaxes(dtick=count_step(errors, Col.MODEL))
-        figures.append(fig)
-    return Section(
-        "quality",
-        "Data quality",
-        "Episodes not scored (table <code>rejects</code>): rejected for breaking contract rules "
-        "(an episode counts under every rule it broke), or ended by a harness error"
-        + (f"; {', '.join(notes)}" if notes else "")
-        + ".",
-        figures,
-    )
-
-
-def diff_section(diff: pl.DataFrame, colours: dict[str, str]) -> Section:
-    figures = []
-    for (day,) in diff.select(DUMP_DATE).unique(maintain_order=True).rows():
-        rows = diff.filter(pl.col(DUMP_DATE) == day)
-        changed = rows.filter(pl.col("old_formula") != pl.col("new_formula"))
-        formulas = ", ".join(
-            f"{SHORT.get(w, w)} {o} → {n}"
-            for w, o, n in changed.filter(~pl.col("overall"))
-            .select("what", "old_formula", "new_formula")
-            .unique()
-            .sort("what")
-            .rows()
-        )
-        fig = go.Figure()
-        per_model_traces(
-            fig,
-            rows,
-            colours,
-            "what",
-            "delta",
-            hover=" change",
-            x_label=lambda w: label(SHORT.get(w, w)),
-        )
-        layout(
-            fig,
-            f"Rescore of {day}: new minus old score ({formulas or 'same formulas'})",
-            "overall score and category",
-            "score change (new - old, points of 0-1)",
-            barmode="group",
-        )
-        figures.append(fig)
-    overall = diff.filter(pl.col("overall")).sort(DUMP_DATE, "new_rank", Col.MODEL)
-
-    table_rows = "".join(
-        f"<tr><td>{html.escape(str(r[DUMP_DATE]))}</td><td>{html.escape(r[Col.MODEL])}</td>"
-        f"<td>{fmt(r['old_score'])}</td><td>{fmt(r['new_score'])}</td>"
-        f"<td>{fmt(r['delta'], '+.3f')}</td>"
-        f"<td>{r['old_rank'] or '-'} → {r['new_rank'] or '-'}</td></tr>"
-        for r in overall.iter_rows(named=True)
-    )
-    table = (
-        "<table><thead><tr><th>night</th><th>model</th><th>old score</th><th>new score</th>"
-        f"<th>change</th><th>rank</th></tr></thead><tbody>{table_rows}</tbody></table>"
-    )
-    return Section(
-        "rescore",
-        "What the last rescore changed",
-        "Table <code>rescore_diff</code>: the change of each model's overall score and of "
-        "each category score, new formula minus old.",
-        figures,
-        table,
-    )
-
-
-REPORTED_LISTED: Final = 20
-
-
-def reported_section(episodes: pl.DataFrame) -> Section | None:
-    """Contract 1.2: the night's episodes scored other than the harness reported (counted,
-    the first ones listed) and those whose item verdicts differ from the harness's. None
-    where the night has no reported score and no recorded verdict."""
-    if SCORE_MISMATCH not in episodes.columns:
-        return None  # scored before contract 1.2
-    reported = episodes.filter(pl.col(REPORTED_SCORE).is_not_null())
-    judged = episodes.filter(pl.col(VERDICT_MISMATCHES).is_not_null())
-    if reported.is_empty() and judged.is_empty():
-        return None
-    differ = reported.filter(pl.col(SCORE_MISMATCH)).sort(Col.EPISODE_ID)
-    verdicts = judged.filter(pl.col(VERDICT_MISMATCHES) > 0).height
-    text = (
-        f"<p>{differ.height} of {reported.height} episode(s) with a reported score were scored "
-        "otherwise (float64 inequality; column <code>score_mismatch</code>); "
-        f"{verdicts} of {judged.height} episode(s) with recorded verdicts have items whose "
-        "verdict differs from the harness's (<code>verdict_mismatches</code>).</p>"
-    )
-    rows = "".join(
-        f"<tr><td>{html.escape(str(r[Col.EPISODE_ID]))}</td><td>{html.escape(str(r[Col.TASK]))}"
-        f"</td><td>{html.escape(str(r[Col.MODEL]))}</td><td>{r[SCORE]!r}</td>"
-        f"<td>{r[REPORTED_SCORE]!r}</td></tr>"
-        for r in differ.head(REPORTED_LISTED).iter_rows(named=True)
-    )
-    table = (
-        "<table><thead><tr><th>episode</th><th>task</th><th>model</th><th>score</th>"
-        f"<th>reported</th></tr></thead><tbody>{rows}</tbody></table>"
-        if rows
-        else ""
-    )
-    return Section("reported", "Reported scores", text, after=table)
-
-
-def health_section(
-    stable: pl.DataFrame,
-    tasks: pl.DataFrame,
-    categories: pl.DataFrame,
-    signals: pl.DataFrame,
-    night: str,
-) -> Section:
-    """The benchmark's health as it stands (``transforms.health``), each figure with a
-    sentence on what it means."""
-    notes: list[str] = []
-    widest = stable.sort("n_models", "n_tasks", descending=True).head(1)
-    if widest.height and widest["loo_spearman_mean"][0] is not None:
-        r = widest.row(0, named=True)
-        notes.append(
-            f"<b>Stability.</b> Leaving any one of the {r['n_tasks']} tasks out, the ranking of "
-            f"the {r['n_models']} models that ran them all keeps a Spearman correlation of "
-            f"{r['loo_spearman_mean']:.4f} on average with the full ranking (at least "
-            f"{r['loo_spearman_min']:.4f}), and no model moves more than "
-            f"{r['loo_max_rank_change']} place(s): no single task decides the leaderboard."
-        )
-    else:
-        notes.append(
-            "<b>Stability.</b> No three models ran the same tasks yet: leaving one task out "
-            "says nothing."
-        )
-    stuck = tasks.filter(pl.col("at_ceiling") | pl.col("at_floor"))
-    named = ", ".join(
-        f"{html.escape(t)} ({'every model 1' if c else 'every model 0'})"
-        for t, c in stuck.select(Col.TASK, "at_ceiling").rows()
-    )
-    notes.append(
-        f"<b>Tasks at ceiling or floor</b> (they cannot tell models apart): {named or 'none'}."
-    )
-    weakest = tasks.filter(pl.col("discrimination").is_not_null()).sort("discrimination").head(5)
-    if weakest.height:
-        notes.append(
-            "<b>Least discriminating tasks</b> (Spearman correlation, over the models, of the "
-            "task's score with their score on the other tasks; near 0 or below, the task ranks "
-            "models unlike the rest of the benchmark): "
-            + ", ".join(
-                f"{html.escape(t)} ({d:+.2f})"
-                for t, d in weakest.select(Col.TASK, "discrimination").rows()
-            )
-            + "."
-        )
-    meaning = {
-        "examples_requested_vs_score": "do the models that ask for fewer examples score "
-        "higher? (LearningBench's H1: the best learners need the least evidence)",
-        "tokens_spent_vs_score": "do the runs that spend more tokens score lower? "
-        "(LearningBench's H2: token spend is a failure signal)",
-    }
-    for row in signals.iter_rows(named=True):
-        rho = "-" if row["spearman"] is None else f"{row['spearman']:+.3f}"
-        p = "-" if row["p_value"] is None else f"{row['p_value']:.3g}"
-        notes.append(
-            f"<b>{html.escape(row['signal'])}</b>: Spearman {rho} (p {p}, {row['n_results']} "
-            f"results): {meaning.get(row['signal'], '')}."
-        )
-    if signals.is_empty():
-        notes.append(
-            "<b>Behavioural signals</b>: no data (no result records the examples it requested "
-            "or the tokens it spent)."
-        )
-    rows = "".join(
-        f"<tr><td>{html.escape(SHORT.get(r[Col.CATEGORY], r[Col.CATEGORY]))}</td>"
-        f"<td>{html.escape(r['best_model'])}</td><td>{r['best_score']:.3f}</td>"
-        f"<td>{html.escape(r['worst_model'])}</td><td>{r['worst_score']:.3f}</td></tr>"
-        for r in categories.iter_rows(named=True)
-    )
-    table = (
-        "<table><thead><tr><th>category</th><th>best model</th><th>score</th>"
-        f"<th>worst model</th><th>score</th></tr></thead><tbody>{rows}</tbody></table>"
-    )
-    return Section(
-        "health",
-        "Benchmark health",
-        f"The benchmark as it stands as of {html.escape(night)} (tables <code>stability</code>, "
-        "<code>task_health</code>, <code>category_health</code>, <code>signals</code>).<br>"
-        + "<br>".join(notes),
-        after=table,
     )

@@ -1,0 +1,203 @@
+"""The report's sections of one category each: the models' profile across categories,
+procedural learning's steps and rounds, runtime RL's efficiency, and accuracy against the
+examples used (concept formation, language learning)."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+import polars as pl
+
+from flows.present.report.figures import (
+    SHORT,
+    Section,
+    label,
+    layout,
+    per_model_traces,
+)
+from schemas.contract import (
+    Category,
+    Col,
+)
+from schemas.tables import (
+    SCORE,
+)
+
+
+def profile_section(
+    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    fig = go.Figure()
+    per_model_traces(
+        fig,
+        profile,
+        colours,
+        Col.CATEGORY,
+        SCORE,
+        low="ci_low",
+        high="ci_high",
+        x_label=lambda c: label(SHORT.get(c, c)),
+    )
+    layout(
+        fig,
+        f"Category scores per model, {night} ({level:.0%} interval, two-level design)",
+        "category",
+        "category score (0-1)",
+        barmode="group",
+    )
+    fig.update_yaxes(range=[0, 1.05])
+    return Section(
+        "profile",
+        "Category profile",
+        "Mean of the model's task scores in each category (table <code>category_scores</code>).",
+        [fig],
+    )
+
+
+def procedural_section(
+    curve: pl.DataFrame | None,
+    where: str,
+    components: pl.DataFrame,
+    transfer: pl.DataFrame,
+    colours: dict[str, str],
+    *,
+    night: str,
+    level: float,
+) -> Section:
+    figures = []
+    if curve is not None and not curve.is_empty():
+        fig = go.Figure()
+        per_model_traces(
+            fig, curve, colours, Col.ROUND, "mean", kind="line", low="low", high="high"
+        )
+        layout(
+            fig,
+            f"Learning curve: mean round score by practice round, {night}",
+            "practice round",
+            f"mean round score (0-1, {level:.0%} interval)",
+        )
+        fig.update_xaxes(dtick=1)
+        text = (
+            "Round scores are not in the warehouse tables: they are "
+            f"{html.escape(where)} (<code>kind = round_end</code>: episode_id, round, value), "
+            "joined to <code>episode_scores</code> for the model; only scored episodes count."
+        )
+    else:
+        fig = go.Figure()
+        per_model_traces(fig, components, colours, "component", "mean", low="low", high="high")
+        layout(
+            fig,
+            f"Procedural learning components per model, {night}",
+            "component",
+            f"mean component (0-1, {level:.0%} interval)",
+            barmode="group",
+        )
+        text = (
+            f"No learning curve: {html.escape(where)}. Shown instead: the mean of each "
+            "procedural component of <code>episode_scores</code>."
+        )
+    figures.append(fig)
+    box = go.Figure()
+    for model in colours:
+        rows = transfer.filter(pl.col(Col.MODEL) == model)
+        if not rows.is_empty():
+            box.add_trace(
+                go.Box(
+                    y=rows["transfer"].to_list(),
+                    name=label(model),
+                    marker={"color": colours[model]},
+                    boxmean=True,
+                )
+            )
+    layout(
+        box,
+        f"Transfer test score per episode, {night}",
+        "model",
+        "transfer score (0-1)",
+        showlegend=False,
+    )
+    figures.append(box)
+    return Section(
+        "procedural",
+        "Procedural learning",
+        text + " The transfer score is the episode's test score (dashed line: mean).",
+        figures,
+    )
+
+
+def runtime_rl_section(
+    rates: pl.DataFrame, steps: pl.DataFrame, colours: dict[str, str], night: str, level: float
+) -> Section:
+    solve = go.Figure()
+    per_model_traces(
+        solve, rates, colours, Col.TASK, "rate", low="low", high="high", hover=" solved"
+    )
+    layout(
+        solve,
+        f"Runtime RL solve rate per model and task, {night}",
+        "task",
+        f"episodes solved (fraction, {level:.0%} Wilson interval)",
+        barmode="group",
+    )
+    solve.update_yaxes(range=[0, 1.05])
+    box = go.Figure()
+    for model in colours:
+        rows = steps.filter(pl.col(Col.MODEL) == model)
+        if not rows.is_empty():
+            box.add_trace(
+                go.Box(
+                    x=[label(t) for t in rows[Col.TASK].to_list()],
+                    y=rows["steps"].to_list(),
+                    name=label(model),
+                    marker={"color": colours[model]},
+                )
+            )
+    layout(
+        box,
+        f"Steps to solve, solved episodes, {night}",
+        "task",
+        "actions before the solving feedback (steps)",
+        boxmode="group",
+    )
+    return Section(
+        "runtime-rl",
+        "Runtime RL",
+        "Solve rate: share of episodes with a solving feedback; steps: <code>steps</code> of "
+        "<code>episode_scores</code> (solved episodes only).",
+        [solve, box],
+    )
+
+
+def examples_section(
+    curves: dict[Category, pl.DataFrame], colours: dict[str, str], night: str, level: float
+) -> Section:
+    figures = []
+    for category, frame in curves.items():
+        fig = go.Figure()
+        per_model_traces(
+            fig,
+            frame,
+            colours,
+            "examples_used",
+            "mean",
+            kind="line",
+            low="low",
+            high="high",
+            x_label=lambda v: v,
+        )
+        layout(
+            fig,
+            f"{SHORT[category].capitalize()}: accuracy against examples used, {night}",
+            "examples used (count)",
+            f"mean test accuracy (0-1, {level:.0%} interval)",
+        )
+        fig.update_yaxes(range=[-0.05, 1.05])
+        figures.append(fig)
+    return Section(
+        "examples",
+        "Concept formation and language learning",
+        "Mean test accuracy of the episodes that used the same number of examples "
+        "(<code>examples_used</code>, <code>accuracy</code> of <code>episode_scores</code>).",
+        figures,
+    )
