@@ -34,9 +34,10 @@ from flows.plan import (
     nights_off_set,
     state_after,
 )
+from flows.reading import vanished
 from flows.records import error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
-from flows.score import assemble, settled, vanished
+from flows.score import assemble, settled
 from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
 from flows.store.dumps import DumpFile, content_digest
 from flows.store.errors import StorageError

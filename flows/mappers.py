@@ -12,9 +12,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
 from typing import Protocol
 
+from flows.reading import FileReport
 from flows.score import (
     FilePart,
-    FileReport,
     Stager,
     StageTarget,
     batches,

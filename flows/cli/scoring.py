@@ -138,7 +138,8 @@ def _run(
     from datetime import UTC
     from datetime import datetime as clock
 
-    from flows.present.summary import outcome_lines, printable
+    from flows.present.summary import outcome_lines
+    from flows.present.text import printable
     from flows.store.dumps import InputError
 
     started, t0 = clock.now(UTC), time.perf_counter()

@@ -20,7 +20,7 @@ from rich.progress import (
 
 from flows.mappers import NoProgress
 from flows.mappers import Progress as RunProgress
-from flows.score import FileReport
+from flows.reading import FileReport
 
 
 class TerminalProgress:

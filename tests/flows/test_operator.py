@@ -53,7 +53,7 @@ def test_help_shows_defaults_in_words_not_swallowed_as_markup() -> None:
 def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
     import polars as pl
 
-    from flows.present.summary import leaderboard_table
+    from flows.present.leaderboard import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
 
     names = [

@@ -259,7 +259,7 @@ def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
     tmp_path: Path,
 ) -> None:
     """pandera (pandas with it) costs about 1.2 s of CPU to import: a run whose rows and
-    tables pass never imports it (``schemas.validation``, ``flows.score._validated``).
+    tables pass never imports it (``schemas.validation``, ``flows.reading._validated``).
     Nor scipy.stats (0.55 s of CPU; its t distribution is ``scipy.special``'s ``stdtr`` and
     ``stdtrit``, which the comparisons call directly)."""
     import subprocess
@@ -283,11 +283,11 @@ def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
 
 
 def test_the_canonical_rows_are_the_rows_pandera_s_model_declares() -> None:
-    """``flows.score._validated`` passes the canonical schema without asking pandera: it must
+    """``flows.reading._validated`` passes the canonical schema without asking pandera: it must
     be the schema ``DumpRows`` accepts, and any other dtype goes to pandera, which refuses."""
     import pandera.errors
 
-    from flows.score import _validated
+    from flows.reading import _validated
     from schemas.contract import canonical_schema
     from schemas.rows import DumpRows
 

@@ -227,7 +227,7 @@ def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Pa
 
 
 def _leaderboard(cost: list[float | None], usage: list[int], incomplete: list[int]) -> list[str]:
-    from flows.present.summary import leaderboard_table
+    from flows.present.leaderboard import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
     from schemas.contract import Category
 

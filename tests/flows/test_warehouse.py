@@ -546,7 +546,7 @@ def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
     other night's model and category files gone, it is the same."""
     import shutil
 
-    from flows.present.summary import leaderboard_lines
+    from flows.present.leaderboard import leaderboard_lines
     from flows.store.output import Output, night_levels
     from schemas.tables import View
 

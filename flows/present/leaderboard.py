@@ -1,0 +1,232 @@
+"""The leaderboard printed after a run and by ``cogscore leaderboard``: the standing (or a
+night's own scores), its coverage groups, rank bounds, intervals and cost per episode, read
+back from the tables the run wrote (so the terminal shows what a dashboard will show)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+from rich.markup import escape
+
+from flows.present.text import line_width, printable, render, table_of_columns
+from flows.store.output import Output
+from schemas.comparisons import (
+    DEFAULT_LEVEL,
+    N_TASKS,
+    SCORE_BY_CATEGORY,
+)
+from schemas.contract import COST_USD, Category, Col
+from schemas.tables import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE, VIEWS, View
+from schemas.tables import Table as TableSpec
+
+# Headers short enough that the leaderboard of six categories and a cost fits in 100 columns.
+COLUMN = {
+    Category.ASSOCIATIVE_LEARNING: "assoc.",
+    Category.CONCEPT_FORMATION: "concept",
+    Category.LANGUAGE_LEARNING: "lang.",
+    Category.OBSERVATIONAL_LEARNING: "obs.",
+    Category.RUNTIME_RL: "RL",
+    Category.PROCEDURAL_LEARNING: "proc.",
+}
+
+
+COST_HEADER = "$/ep."  # contract 1.3: US dollars per episode that records usage
+
+
+PARTIAL_COST = "*"  # ... some of whose calls record none
+
+
+MODEL_WIDTH = 12  # the least a model's name is given before it folds
+
+
+def leaderboard_table(
+    models: pl.DataFrame, categories: pl.DataFrame, level: float, width: int | None = None
+) -> list[str]:
+    """Rank, model (in full; under it the rank's interval where it spans more than one
+    place), the overall score (each task weighs the same: the benchmark's own) with its
+    interval, the best rank the Holm verdicts leave it (``UB``: 1 + the models significantly
+    better), the score with each category weighing the same (``by cat.``), the tasks it
+    averages, then each category's score, as text lines. Models are
+    ranked among those covering the same categories: the widest coverage first, each
+    coverage group ranked on its own and, where there are several, introduced by a line
+    saying which categories its models cover (two "rank 1" rows are never unexplained),
+    its columns aligned with the others'. An interval that cannot be measured (no spread)
+    shows ``-``. ``width``: as ``render``'s."""
+    present = [c for c in Category if c in set(categories[Col.CATEGORY])]
+    by_model = {
+        (m, c): s for m, c, s in categories.select(Col.MODEL, Col.CATEGORY, SCORE).iter_rows()
+    }
+    order = models.sort(
+        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    # The tasks each model's score averages, where they are not the same for all (a model
+    # that ran half the tasks says so on its line; else the title says how many).
+    tasks = N_TASKS in order.columns and order[N_TASKS].n_unique() > 1
+    cost = COST_USD in order.columns and order[COST_USD].is_not_null().any()
+    rows = [
+        _leaderboard_cells(row, present, by_model, tasks, cost)
+        for row in order.iter_rows(named=True)
+    ]
+    headers = ["rank", "model", "score", f"{level:.0%} interval", "UB", "by cat."]
+    headers += ["tasks"] * tasks + [COST_HEADER] * cost + [COLUMN[c] for c in present]
+    # Every group's table gets the same column widths: they read as one table. The model's
+    # column takes what the others leave (its names fold there where they must).
+    widths = [max(len(_plain(cells[i])) for cells in [headers, *rows]) for i in range(len(headers))]
+    room = line_width(width) - (sum(widths) - widths[1]) - (len(widths) - 1)
+    widths[1] = max(min(widths[1], room), MODEL_WIDTH)
+    groups = order["ranked_among"].to_list()
+    lines: list[str] = []
+    for group in dict.fromkeys(groups):
+        if len(set(groups)) > 1:
+            lines.append(group_line(group, groups.count(group)))
+        table = table_of_columns()
+        table.show_header = not lines or len(lines) == 1
+        table.padding = (0, 0, 0, 0)  # one space between columns (the box's), no padding
+        for i, header in enumerate(headers):
+            table.add_column(
+                header,
+                justify="left" if i in (1, 3) else "right",
+                no_wrap=i != 1,
+                overflow="fold",
+                width=widths[i],
+            )
+        for cells, member in zip(rows, groups, strict=True):
+            if member == group:
+                table.add_row(*cells)
+        lines += render(table, width)
+    if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)] for cells in rows):
+        lines.append(
+            f"{PARTIAL_COST} some of its calls or episodes record no usage: "
+            "the cost leaves them out"
+        )
+    return lines
+
+
+def cost_per_episode(row: Mapping[str, object]) -> str:
+    """A model's cost per episode in US dollars (contract 1.3: its total over the episodes
+    that record usage, per such episode), three significant places; ``-`` where none
+    records a cost; marked where some calls or episodes record none (the cost leaves them
+    out).
+
+    >>> cost_per_episode({"cost_usd": 0.5, "usage_episodes": 4, "n_episodes": 4})
+    '0.125'
+    >>> cost_per_episode({"cost_usd": 3e-5, "usage_episodes": 1, "n_episodes": 2})
+    '3.0e-05*'
+    >>> cost_per_episode({"cost_usd": None, "usage_episodes": 0, "n_episodes": 2})
+    '-'
+    """
+    total, episodes = row.get(COST_USD), row.get(USAGE_EPISODES)
+    if not isinstance(total, float) or not isinstance(episodes, int) or episodes == 0:
+        return "-"
+    each = total / episodes
+    text = f"{each:.3g}" if each >= 1e-3 else f"{each:.1e}"
+    scored = row.get(N_EPISODES)
+    partial = bool(row.get(USAGE_INCOMPLETE)) or (isinstance(scored, int) and episodes < scored)
+    return text + (PARTIAL_COST if partial else "")
+
+
+def _plain(cell: str) -> str:
+    """A cell's widest line as shown (its markup and escapes removed)."""
+    from rich.text import Text
+
+    return max(Text.from_markup(cell).plain.split("\n"), key=len)
+
+
+def group_line(group: str, models: int) -> str:
+    """The line that introduces a coverage group of the leaderboard.
+
+    >>> group_line("concept_formation,runtime_rl", 3)
+    'ranked among the 3 model(s) covering concept, RL:'
+    """
+    names = ", ".join(COLUMN.get(Category(c), c) for c in group.split(",") if c in CATEGORIES)
+    return f"ranked among the {models} model(s) covering {names}:"
+
+
+CATEGORIES = frozenset(str(c) for c in Category)
+
+
+def _leaderboard_cells(
+    row: Mapping[str, object],
+    present: list[Category],
+    by_model: Mapping[tuple[str, str], float],
+    tasks: bool,
+    cost: bool = False,
+) -> list[str]:
+    model = str(row[Col.MODEL])
+    cells = [f"{by_model[(model, c)]:.3f}" if (model, c) in by_model else "-" for c in present]
+    # The rank's interval goes under the name (the model column wraps; 100 columns hold no
+    # wider rank column).
+    low, high = row.get("rank_low"), row.get("rank_high")
+    spans = low is not None and (low, high) != (row["rank"],) * 2
+    under = f"\n[dim]ranks {low}-{high}[/dim]" if spans else ""
+    bound = row.get("rank_ub")  # (null: a night scored before the column existed)
+    by_category = row.get(SCORE_BY_CATEGORY)
+    return [
+        str(row["rank"]),
+        escape(printable(model)) + under,
+        f"{row[SCORE]:.3f}",
+        interval(row.get("ci_low"), row.get("ci_high")),  # type: ignore[arg-type]
+        "-" if bound is None else str(bound),
+        "-" if by_category is None else f"{by_category:.3f}",
+        *([str(row[N_TASKS])] if tasks else []),
+        *([cost_per_episode(row)] if cost else []),
+        *cells,
+    ]
+
+
+def interval(low: float | None, high: float | None) -> str:
+    """``[low, high]`` to three places, ``-`` where there is none.
+
+    >>> interval(0.1234, 0.5), interval(None, None)
+    ('[0.123, 0.500]', '-')
+    """
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
+
+
+def leaderboard_lines(
+    out: Output, levels: Mapping[str | None, float], view: View = View.STANDING
+) -> list[str]:
+    """The leaderboard of ``out``'s latest night: the standing as of it (each model's latest
+    result on every task, whenever it ran), or with ``view`` night the night's own episodes
+    alone; its intervals labelled with the night's level (``levels``:
+    ``flows.store.output.night_levels``). Only the latest night's partitions are read (not months
+    of history). An output with no standing yet (written by an earlier cogscore) shows its
+    night, and says so."""
+    tables = VIEWS[view]
+    latest = max((night for night in levels if night is not None), default=None)
+    models = _rows_of_night(out, tables.models, latest)
+    if models.is_empty() and view is View.STANDING:
+        shown = leaderboard_lines(out, levels, View.NIGHT)
+        return ["(no standing in this output yet: the night's own tables)", *shown]
+    if models.is_empty() and latest is not None:  # the latest night scored nothing
+        models = out.read(tables.models.name)
+        latest = models[tables.night].max()  # type: ignore[assignment]
+        models = models.filter(pl.col(tables.night) == latest)
+    if models.is_empty():
+        return ["no episode was scored"]
+    categories = _rows_of_night(out, tables.categories, latest)
+    level = levels.get(latest, DEFAULT_LEVEL)  # a night no run recorded: the default's
+    of = f" {printable(latest)}" if latest else ""
+    what = (
+        f"standing as of{of} (each model's latest result on every task"
+        if view is View.STANDING
+        else f"leaderboard of the night{of} (its episodes alone"
+    )
+    counts = models[N_TASKS].unique().to_list() if N_TASKS in models.columns else []
+    each = f"{counts[0]} task(s) each; " if len(counts) == 1 else ""
+    cost = COST_USD in models.columns and models[COST_USD].is_not_null().any()
+    priced = f"; {COST_HEADER}: US dollars per episode" if cost else ""
+    title = (
+        f"{what}; {each}score: each task weighs the same; by cat.: each category; "
+        f"{level:.0%} intervals{priced}):"
+    )
+    return [title, *leaderboard_table(models, categories, level)]
+
+
+def _rows_of_night(out: Output, table: TableSpec, night: str | None) -> pl.DataFrame:
+    """The rows of ``table`` of ``night`` (its night column; None: the undated one)."""
+    column = pl.col(table.night)
+    chosen = column.is_null() if night is None else column == night
+    return out.scan(table.name).filter(chosen).collect()
