@@ -8,7 +8,7 @@ Starts a moto S3 server in its own process (tests/s3server.py) and measures, as 
 - listing `--objects` objects: `flows.store.objects.list_files` (obstore) against boto3's
   `list_objects_v2` paginator (s3fs is not installed here and is not added);
 - writing one night of `--rows` episode-score rows (the columns and dtypes of
-  `schemas.tables.EPISODE_SCORES_DTYPES` plus provenance: 25 columns) as plain Parquet (one file
+  `schemas.columns.EPISODE_SCORES_DTYPES` plus provenance: 25 columns) as plain Parquet (one file
   under `dump_date=…/`) and as a Delta table (`delta.write_night`, creating the table),
   locally and on S3;
 - replacing that night in a Delta table that holds four nights (`write_night`: one
@@ -39,7 +39,7 @@ from flows.store import objects
 from flows.store.delta.staged import commit_files, write_data_files
 from flows.store.delta.tables import read_table, write_night
 from flows.store.location import Location, polars_options, storage_options
-from schemas.tables import EPISODE_SCORES_DTYPES, PROVENANCE
+from schemas.columns import EPISODE_SCORES_DTYPES, PROVENANCE
 from tests.s3server import start_s3_server
 
 NIGHTS = ("2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04")

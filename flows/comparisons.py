@@ -16,9 +16,9 @@ import polars as pl
 
 from flows.options import RegressionOptions
 from flows.store.output import EPISODE_SCORES, REJECTS
+from schemas.columns import COMPARED_COLUMNS, STATUS
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import COMPARED_COLUMNS, STATUS
 from transforms.compact import plain
 from transforms.compare import DEFAULT_DESIGN, DesignChoice, regressions
 from transforms.compare.night import (

@@ -56,10 +56,11 @@ from flows.store.output import (
 )
 from flows.store.runs_table import RunRow
 from flows.warehouse import run_details, with_provenance
+from schemas.columns import AS_OF, PROVENANCE, RunStatus
 from schemas.comparisons import ALERT_LEVEL, REASON
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
-from schemas.tables import AS_OF, PROVENANCE, TABLES, RunStatus
+from schemas.tables import TABLES
 from schemas.version import COGSCORE_VERSION
 from transforms.compare import check_design
 from transforms.compare.night import ABSENT, models_without_scores

@@ -18,6 +18,7 @@ from flows.importers.kaggle_report import ImportReport
 from flows.records import Verdict
 from flows.score import MISMATCHES_LISTED, ScoreResult
 from flows.store.output import Output
+from schemas.columns import AS_OF, RULES
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE_KIND,
@@ -29,7 +30,6 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import AS_OF, RULES
 from transforms.compare.night import nothing_scored
 
 

@@ -25,9 +25,9 @@ from flows.store.dumps import (
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output
 from flows.store.runs_table import RunRow
+from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import describe, ordered, split_key, version_of
-from schemas.tables import RunStatus
 from schemas.version import COGSCORE_VERSION
 from transforms.registry import VERSIONS, chosen, resolve
 

@@ -20,16 +20,9 @@ from flows.store.dumps import (
     scan,
     scan_together,
 )
+from schemas.columns import REASONS, REJECTS_DTYPES, ROWS, RULES, STATUS, EpisodeStatus
 from schemas.contract import DUMP_DATE, FILE, canonical_schema
 from schemas.rules import Rule
-from schemas.tables import (
-    REASONS,
-    REJECTS_DTYPES,
-    ROWS,
-    RULES,
-    STATUS,
-    EpisodeStatus,
-)
 from transforms.ingest import normalise, schema_problems
 
 

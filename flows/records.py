@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from schemas.columns import AS_OF
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -22,7 +23,6 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
-from schemas.tables import AS_OF
 from schemas.version import COGSCORE_VERSION
 
 

@@ -27,8 +27,8 @@ from flows.store.output import (
     TableWriter,
 )
 from flows.warehouse import with_provenance
+from schemas.columns import COMPARED_COLUMNS, PROVENANCE
 from schemas.contract import DUMP_DATE
-from schemas.tables import COMPARED_COLUMNS, PROVENANCE
 from schemas.version import COGSCORE_VERSION
 from transforms.compact import plain
 from transforms.compare import check_design, rescore_significance

@@ -35,8 +35,8 @@ from flows.store.dumps import InputError, discover, one_layout
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output, TableWriter, night_levels
 from flows.store.runs_table import RunRow
+from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE
-from schemas.tables import RunStatus
 from schemas.version import COGSCORE_VERSION
 
 

@@ -27,15 +27,11 @@ from flows.store.dumps import (
     modified_ns,
 )
 from flows.warehouse import aggregate, with_provenance
-from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
-from schemas.rules import Rule
-from schemas.tables import (
+from schemas.columns import (
     EPISODE_SCORES_DTYPES,
-    EPISODE_SCORES_TABLE,
     FEEDBACK_OUT_OF_RANGE,
     HELD_DTYPES,
     REJECTS_DTYPES,
-    REJECTS_TABLE,
     ROWS,
     SCORE,
     SCORE_MISMATCH,
@@ -43,6 +39,9 @@ from schemas.tables import (
     VERDICT_MISMATCHES,
     EpisodeStatus,
 )
+from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
+from schemas.rules import Rule
+from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE
 from schemas.validation import validate
 from schemas.version import COGSCORE_VERSION
 from transforms.aggregate import Bootstrap, component_sums

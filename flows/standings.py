@@ -34,21 +34,14 @@ from flows.store.output import (
     empty_table,
 )
 from flows.warehouse import above_tasks
+from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
 from schemas.contract import DUMP_DATE, Col
+from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.tables import (
-    AS_OF,
-    CATEGORY_HEALTH_TABLE,
     CATEGORY_STANDINGS_TABLE,
-    COMPARED_COLUMNS,
-    NEWEST_NIGHT,
-    OLDEST_NIGHT,
-    PROVENANCE,
-    SIGNALS_TABLE,
-    STABILITY_TABLE,
     STANDING_CHANGES_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDINGS_TABLE,
-    TASK_HEALTH_TABLE,
     TASK_STANDINGS_TABLE,
 )
 from transforms import health

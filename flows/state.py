@@ -15,6 +15,7 @@ from flows.plan import nights_off_set, plan_nightly
 from flows.store.dumps import is_night
 from flows.store.lease import lease_holder
 from flows.store.output import Output, night_levels
+from schemas.columns import PROVENANCE, RunStatus
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     MODEL_A,
@@ -23,7 +24,8 @@ from schemas.comparisons import (
     SCOPE,
 )
 from schemas.contract import Category
-from schemas.tables import IMPORTS_TABLE, PROVENANCE, VIEWS, RunStatus, View
+from schemas.tables import IMPORTS_TABLE
+from schemas.views import VIEWS, View
 from transforms.compare import model_comparisons
 from transforms.compare.night import nothing_scored
 

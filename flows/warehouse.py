@@ -19,8 +19,8 @@ from typing import Any, Final
 import polars as pl
 
 from flows.store.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
+from schemas.columns import INPUT_FINGERPRINT, SCORER_VERSION
 from schemas.contract import DUMP_DATE
-from schemas.tables import INPUT_FINGERPRINT, SCORER_VERSION
 from transforms.aggregate import (
     Bootstrap,
     category_scores,

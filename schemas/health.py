@@ -6,6 +6,23 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+import polars as pl
+
+from schemas.columns import (
+    AS_OF,
+    CATEGORIES,
+    PROVENANCE_RULES,
+    Column,
+    Table,
+    count_column,
+    real_column,
+    text_column,
+)
+from schemas.comparisons import N_TASKS
+from schemas.contract import (
+    Col,
+)
+
 # stability: leave one task out, per group of models that ran the same tasks
 N_MODELS: Final = "n_models"
 LOO_SPEARMAN_MEAN: Final = "loo_spearman_mean"
@@ -38,3 +55,75 @@ class Signal(StrEnum):
     EXAMPLES = "examples_requested_vs_score"
     # runtime RL: tokens spent against score (H2)
     TOKENS = "tokens_spent_vs_score"
+
+
+STABILITY_TABLE: Final = Table(
+    "stability",
+    {
+        AS_OF: text_column(nullable=True),
+        N_MODELS: count_column(1),
+        N_TASKS: count_column(1),
+        LOO_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        LOO_SPEARMAN_MIN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        LOO_MAX_RANK_CHANGE: count_column(nullable=True),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    sort=(N_MODELS, N_TASKS),
+)
+
+
+TASK_HEALTH_TABLE: Final = Table(
+    "task_health",
+    {
+        AS_OF: text_column(nullable=True),
+        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.TASK: text_column(),
+        N_MODELS: count_column(1),
+        MEAN: real_column(),
+        SPREAD: real_column(nullable=True, ge=0.0),
+        LOWEST: real_column(),
+        HIGHEST: real_column(),
+        AT_CEILING: Column(pl.Boolean()),
+        AT_FLOOR: Column(pl.Boolean()),
+        DISCRIMINATION: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    sort=(Col.CATEGORY, Col.TASK),
+)
+
+
+CATEGORY_HEALTH_TABLE: Final = Table(
+    "category_health",
+    {
+        AS_OF: text_column(nullable=True),
+        Col.CATEGORY: text_column(isin=CATEGORIES),
+        N_MODELS: count_column(1),
+        BEST_MODEL: text_column(),
+        BEST_SCORE: real_column(),
+        WORST_MODEL: text_column(),
+        WORST_SCORE: real_column(),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    sort=(Col.CATEGORY,),
+)
+
+
+SIGNALS_TABLE: Final = Table(
+    "signals",
+    {
+        AS_OF: text_column(nullable=True),
+        SIGNAL: text_column(isin=tuple(s.value for s in Signal)),
+        N_RESULTS: count_column(),
+        SPEARMAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        P_VALUE: real_column(nullable=True, unit=True),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    sort=(SIGNAL,),
+)
+
+
+HEALTH_TABLES: Final = (STABILITY_TABLE, TASK_HEALTH_TABLE, CATEGORY_HEALTH_TABLE, SIGNALS_TABLE)

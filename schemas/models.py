@@ -12,7 +12,8 @@ from functools import cache
 import pandera.polars as pa
 
 from schemas.checks import FRAME_CHECKS
-from schemas.tables import TABLES, Column, Table
+from schemas.columns import Column, Table
+from schemas.tables import TABLES
 
 
 def _frame_check(name: str) -> pa.Check:

@@ -25,7 +25,8 @@ import re
 import polars as pl
 
 from schemas.checks import FRAME_CHECKS
-from schemas.tables import TABLES, Column, Table
+from schemas.columns import Column, Table
+from schemas.tables import TABLES
 
 
 def validate(table: Table | str, frame: pl.DataFrame) -> pl.DataFrame:

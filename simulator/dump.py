@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from schemas.columns import EpisodeStatus
 from schemas.contract import (
     COST_USD,
     INPUT_TOKENS,
@@ -61,7 +62,6 @@ from schemas.contract import (
     Kind,
 )
 from schemas.rules import Rule
-from schemas.tables import EpisodeStatus
 from simulator.faults import FAULTS, crash
 from simulator.models import DEFAULT_MODELS, Model
 from simulator.tasks import TASKS, Task
@@ -109,7 +109,7 @@ class Expected:
     """What the scorer must report for an episode the simulator spoiled on purpose."""
 
     file: str  # relative to the dump root, as in the scorer's ``file`` column
-    status: str  # ``rejected`` or ``harness_error`` (schemas.tables.EpisodeStatus)
+    status: str  # ``rejected`` or ``harness_error`` (schemas.columns.EpisodeStatus)
     rules: tuple[str, ...]  # the rule codes, exactly
     fault: str  # the fault's name (simulator.faults), or ``crash``
 

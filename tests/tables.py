@@ -11,7 +11,7 @@ import polars as pl
 from deltalake import DeltaTable
 
 from flows.store.output import CORE_TABLES, TABLES
-from schemas.tables import RUN_COUNTS
+from schemas.columns import RUN_COUNTS
 
 
 def latest_versions(out: Path | str) -> dict[str, int]:

@@ -29,6 +29,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
+from schemas.columns import FORMULA_VERSION, N_EPISODES, RANK, SCORE, STD, Component
 from schemas.comparisons import (
     CATEGORIES_COVERED,
     CI_HIGH,
@@ -44,7 +45,6 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import DUMP_DATE, FILE, Col
-from schemas.tables import FORMULA_VERSION, N_EPISODES, RANK, SCORE, STD, Component
 from transforms.usage import EPISODE_COLUMNS, TOTALS, rolled_up, task_usage, usage_sums, with_usage
 
 TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.columns import SCORE, Component
 from schemas.contract import Category
-from schemas.tables import SCORE, Component
 from transforms.formulas import formula
 
 COMPONENTS: tuple[Component, ...] = (Component.CORRECT_COUNT, Component.N_ITEMS, Component.ACCURACY)

@@ -1,7 +1,7 @@
 """A night's episodes held compact: text of few distinct values as Categorical.
 
 A scored night reaches its reduction (aggregates, comparisons, regressions) as a few
-columns per episode (``schemas.tables.HELD_DTYPES``). As String each text value costs a
+columns per episode (``schemas.columns.HELD_DTYPES``). As String each text value costs a
 16-byte view per row (and its bytes, where longer than 12); as Categorical, 4 bytes. polars
 frees categories once no frame uses them. Joins need both sides in the same dtype: the
 small frames a reduction makes are turned back into text (``plain``) before they meet the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.tables import HELD_DTYPES
+from schemas.columns import HELD_DTYPES
 
 
 def compact(frame: pl.DataFrame) -> pl.DataFrame:

@@ -16,8 +16,8 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import SCORE, Component
 from schemas.contract import Category
-from schemas.tables import SCORE, Component
 from transforms.formulas import formula
 
 EXAMPLES: str = "n_examples"

@@ -7,6 +7,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import FORMULA_VERSION, RANK, SCORE
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,
@@ -34,7 +35,6 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
-from schemas.tables import FORMULA_VERSION, RANK, SCORE
 
 KEY: Final = [DUMP_DATE, Col.MODEL, DIFF_LEVEL, Col.CATEGORY]
 

@@ -12,9 +12,9 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import N_ROWS, REASONS, REJECTS_DTYPES, ROWS, RULES, STATUS, EpisodeStatus
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.rules import Rule
-from schemas.tables import N_ROWS, REASONS, REJECTS_DTYPES, ROWS, RULES, STATUS, EpisodeStatus
 from transforms.episodes import KEY
 from transforms.rules import OTHER_FILES
 

@@ -25,6 +25,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import Component
 from schemas.contract import Category
 from schemas.formulas import (
     ALL_TASKS,
@@ -35,7 +36,6 @@ from schemas.formulas import (
     split_key,
     task_key,
 )
-from schemas.tables import Component
 
 Scorer = Callable[[pl.LazyFrame], pl.LazyFrame]
 

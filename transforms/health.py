@@ -29,6 +29,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import AS_OF, MEAN_TOKENS, SCORE, Component
 from schemas.comparisons import N_TASKS
 from schemas.contract import Category, Col
 from schemas.health import (
@@ -53,7 +54,6 @@ from schemas.health import (
     WORST_SCORE,
     Signal,
 )
-from schemas.tables import AS_OF, MEAN_TOKENS, SCORE, Component
 from transforms.aggregate import MEAN_PREFIX, mean_in_order
 
 # Working columns (never written).

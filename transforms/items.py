@@ -10,8 +10,8 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import VERDICT_MISMATCHES, Component
 from schemas.contract import DEFAULT_MATCH, VERDICT, Category, Col, Kind, Match
-from schemas.tables import VERDICT_MISMATCHES, Component
 from transforms.episodes import SEGMENT, of_kind
 from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.columns import SCORE, Component
 from schemas.contract import Category
-from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
 from transforms.formulas import formula
 from transforms.items import POSITIONAL_MEAN

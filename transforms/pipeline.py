@@ -20,9 +20,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from schemas.contract import REPORTED_SCORE, Category, Col, Kind
-from schemas.formulas import REPORTED, task_versions, version_of
-from schemas.tables import (
+from schemas.columns import (
     EPISODE_SCORES_DTYPES,
     FEEDBACK_OUT_OF_RANGE,
     FORMULA_VERSION,
@@ -35,6 +33,8 @@ from schemas.tables import (
     Component,
     EpisodeStatus,
 )
+from schemas.contract import REPORTED_SCORE, Category, Col, Kind
+from schemas.formulas import REPORTED, task_versions, version_of
 from transforms import procedural, runtime_rl
 from transforms.episodes import SEGMENT, episode_facts, in_episode_order, of_kind
 from transforms.formulas import Registered

@@ -14,8 +14,8 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import SCORE, Component
 from schemas.contract import Category, Col, Kind
-from schemas.tables import SCORE, Component
 from transforms.associative import fraction_correct
 from transforms.episodes import SEGMENT, of_kind
 from transforms.formulas import formula

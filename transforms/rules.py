@@ -21,6 +21,7 @@ from typing import Final, Literal
 
 import polars as pl
 
+from schemas.columns import REASONS, RULES, STATUS, EpisodeStatus
 from schemas.contract import (
     COST_USD,
     EPISODE_CONSTANT,
@@ -39,7 +40,6 @@ from schemas.contract import (
     Status,
 )
 from schemas.rules import Rule
-from schemas.tables import REASONS, RULES, STATUS, EpisodeStatus
 from transforms.params import PARAMS_MESSAGE, PARAMS_RULE
 from transforms.text import INTEGER_LITERAL, py_strip
 

@@ -21,8 +21,8 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import FEEDBACK_OUT_OF_RANGE, SCORE, Component
 from schemas.contract import Category, Col, Kind
-from schemas.tables import FEEDBACK_OUT_OF_RANGE, SCORE, Component
 from transforms.episodes import SEGMENT, of_kind
 from transforms.formulas import formula
 from transforms.rounding import python_round4

@@ -20,6 +20,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import AS_OF, FORMULA_VERSION, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE_SCORE,
@@ -53,7 +54,7 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import AS_OF, FORMULA_VERSION, SCORE, STANDING_CHANGES_TABLE
+from schemas.tables import STANDING_CHANGES_TABLE
 
 CELL: Final = [Col.MODEL, Col.CATEGORY, Col.TASK]
 # cell_changes columns (working names: never written).

@@ -26,6 +26,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import MEAN_TOKENS, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.contract import (
     FILE,
     INPUT_TOKENS,
@@ -35,7 +36,6 @@ from schemas.contract import (
     USAGE_ROLE,
     Col,
 )
-from schemas.tables import MEAN_TOKENS, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 
 MEASURES: Final = tuple(USAGE_DTYPES)
 # A row column (working name) of score_rows' cached table: a reply turn with no usage.

@@ -15,7 +15,7 @@ import typer
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
 from flows.store.location import ENV_OPTIONS, parse_storage_options
-from schemas.tables import View
+from schemas.views import View
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -23,7 +23,8 @@ from flows.cli.options import (
     writable,
 )
 from flows.store.errors import StorageError
-from schemas.tables import VIEWS, SqlFormat, View
+from schemas.columns import SqlFormat
+from schemas.views import VIEWS, View
 
 
 @app.command()

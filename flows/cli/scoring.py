@@ -38,7 +38,7 @@ from flows.records import RunFailed, ended, error_line, exit_code_of, run_record
 from flows.store import prehash
 from flows.store.errors import ServiceUnreachable, StorageError
 from schemas.exits import ExitCode
-from schemas.tables import View
+from schemas.views import View
 
 if TYPE_CHECKING:
     from flows.importers.kaggle_nightly import Harvest

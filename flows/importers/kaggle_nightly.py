@@ -14,9 +14,10 @@ from flows.importers.kaggle import import_runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_report import ImportReport
 from flows.store.location import Location
+from schemas.columns import SCORER_VERSION
 from schemas.contract import DUMP_DATE, FILE, Col
 from schemas.kaggle import Outcome
-from schemas.tables import IMPORTS_TABLE, SCORER_VERSION
+from schemas.tables import IMPORTS_TABLE
 from schemas.version import COGSCORE_VERSION
 
 IMPORTS = IMPORTS_TABLE.name

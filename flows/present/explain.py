@@ -29,9 +29,9 @@ from flows.store import objects
 from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import EPISODE_SCORES, Output
+from schemas.columns import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REPORTED
-from schemas.tables import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
 from transforms.episodes import SEGMENT, in_episode_order
 from transforms.ingest import normalise
 from transforms.items import item_verdicts

@@ -11,14 +11,15 @@ from rich.markup import escape
 
 from flows.present.text import line_width, printable, render, table_of_columns
 from flows.store.output import Output
+from schemas.columns import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE
+from schemas.columns import Table as TableSpec
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     N_TASKS,
     SCORE_BY_CATEGORY,
 )
 from schemas.contract import COST_USD, Category, Col
-from schemas.tables import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE, VIEWS, View
-from schemas.tables import Table as TableSpec
+from schemas.views import VIEWS, View
 
 # Headers short enough that the leaderboard of six categories and a cost fits in 100 columns.
 COLUMN = {

@@ -16,7 +16,7 @@ from flows.store.delta.tables import table_version
 from flows.store.location import Location, storage_options
 from flows.store.output import TABLES, Output, conform, empty_table
 from flows.store.runs_table import RUNS
-from schemas.tables import SqlFormat
+from schemas.columns import SqlFormat
 
 VIEWS = Path(__file__).resolve().parents[2] / "sql" / "views.sql"
 

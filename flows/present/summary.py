@@ -12,6 +12,7 @@ from flows.present.leaderboard import leaderboard_lines
 from flows.present.text import printable, render, table_of_columns
 from flows.records import unscored_line
 from flows.store.output import CORE_TABLES, MODEL_SCORES, Output
+from schemas.columns import AS_OF, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -30,7 +31,7 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Col
-from schemas.tables import AS_OF, SCORE, View
+from schemas.views import View
 
 FENCE = "`" * 3
 

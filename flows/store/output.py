@@ -34,21 +34,19 @@ from flows.store.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
 from flows.store.lease import Lease, check_conditional_writes, lease_holder
 from flows.store.location import Location
 from flows.store.runs_table import RUNS, RunRow
+from schemas.columns import NIGHT_COLUMNS, PINNING, RunStatus
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.tables import (
     CATEGORY_SCORES_TABLE,
     EPISODE_SCORES_TABLE,
     MODEL_COMPARISONS_TABLE,
     MODEL_SCORES_TABLE,
-    NIGHT_COLUMNS,
-    PINNING,
     REGRESSIONS_TABLE,
     REJECTS_TABLE,
     RESCORE_DIFF_TABLE,
     STANDING_TABLES,
     TABLES,
     TASK_SCORES_TABLE,
-    RunStatus,
 )
 from schemas.validation import validate
 

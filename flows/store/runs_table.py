@@ -57,7 +57,8 @@ from flows.store.delta.tables import (
 )
 from flows.store.errors import StorageError, translate
 from flows.store.location import Location, storage_options
-from schemas.tables import PINNING, RUN_COUNTS, RUNS_TABLE, RunStatus
+from schemas.columns import PINNING, RUN_COUNTS, RunStatus
+from schemas.tables import RUNS_TABLE
 
 RUNS: Final = RUNS_TABLE.name
 RUNS_SCHEMA: Final = pl.Schema(RUNS_TABLE.dtypes)

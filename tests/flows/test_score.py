@@ -204,7 +204,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     from flows.store.delta.staged import StageTarget
     from flows.store.dumps import discover
     from flows.store.location import Location
-    from schemas.tables import HELD_DTYPES
+    from schemas.columns import HELD_DTYPES
     from simulator import simulate
     from transforms.registry import resolve
 

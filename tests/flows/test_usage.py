@@ -12,13 +12,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from flows import runs
+from schemas.columns import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
-from schemas.tables import (
-    REPLIES_WITHOUT_USAGE,
-    TABLES,
-    USAGE_EPISODES,
-    USAGE_INCOMPLETE,
-)
+from schemas.tables import TABLES
 from simulator import simulate
 from tests.tables import read_table
 

@@ -548,7 +548,7 @@ def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
 
     from flows.present.leaderboard import leaderboard_lines
     from flows.store.output import Output, night_levels
-    from schemas.tables import View
+    from schemas.views import View
 
     def board(out: Path, view: View) -> list[str]:
         output = Output.at(out)

@@ -37,7 +37,7 @@ from flows.present.report.results import (
 )
 from flows.store.location import Location
 from flows.store.output import Output
-from schemas.tables import View
+from schemas.views import View
 from simulator import simulate
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS
 from tests.report.browser import Browser, find_chromium

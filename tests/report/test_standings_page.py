@@ -15,7 +15,7 @@ from flows import runs
 from flows.importers.scores import import_scores
 from flows.present.report import read_warehouse, render
 from flows.present.report.page import build_sections
-from schemas.tables import View
+from schemas.views import View
 
 # Nights given out of date order in the table: the page must put them in order.
 ROWS = [

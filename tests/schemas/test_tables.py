@@ -37,19 +37,15 @@ def test_a_value_outside_zero_to_one_is_refused(
 
 
 def test_the_columns_a_staged_night_holds_include_every_column_its_comparisons_read() -> None:
-    from schemas.tables import COMPARED_COLUMNS, EPISODE_SCORES_TABLE, HELD_DTYPES
+    from schemas.columns import COMPARED_COLUMNS, HELD_DTYPES
+    from schemas.tables import EPISODE_SCORES_TABLE
 
     assert set(COMPARED_COLUMNS) <= set(HELD_DTYPES) <= set(EPISODE_SCORES_TABLE.columns)
 
 
 def test_each_table_is_its_rows_as_scored_plus_the_provenance() -> None:
-    from schemas.tables import (
-        EPISODE_SCORES_DTYPES,
-        EPISODE_SCORES_TABLE,
-        PROVENANCE,
-        REJECTS_DTYPES,
-        REJECTS_TABLE,
-    )
+    from schemas.columns import EPISODE_SCORES_DTYPES, PROVENANCE, REJECTS_DTYPES
+    from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE
 
     assert EPISODE_SCORES_TABLE.dtypes == {**EPISODE_SCORES_DTYPES, **PROVENANCE}
     assert REJECTS_TABLE.dtypes == {**REJECTS_DTYPES, **PROVENANCE}

@@ -25,7 +25,7 @@ from flows.store.runs_table import (
     repair,
     versions_as_of,
 )
-from schemas.tables import RunStatus
+from schemas.columns import RunStatus
 from tests.storage.frames import night_frame
 
 TABLES = ("episode_scores", "model_scores")

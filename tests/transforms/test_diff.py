@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.columns import FORMULA_VERSION, RANK, SCORE
 from schemas.comparisons import (
     DELTA,
     DIFF_LEVEL,
@@ -22,7 +23,6 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
-from schemas.tables import FORMULA_VERSION, RANK, SCORE
 from transforms.diff import KEY, reported_alone, rescore_diff, with_significance
 
 CATEGORY = "procedural_learning"

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from schemas.columns import STATUS, Component
 from schemas.contract import FILE, Col
-from schemas.tables import STATUS, Component
 from tests.dumps import Row
 from tests.run import chunked, rows_frame, run_pipeline
 from tests.strategies import dumps

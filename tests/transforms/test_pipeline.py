@@ -26,10 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flows.score import score_dump
-from schemas.contract import DUMP_DATE, FILE, Category, Col
-from schemas.formulas import version_of
-from schemas.rules import Rule
-from schemas.tables import (
+from schemas.columns import (
     EPISODE_SCORES_DTYPES,
     FORMULA_VERSION,
     N_ROWS,
@@ -40,6 +37,9 @@ from schemas.tables import (
     STATUS,
     EpisodeStatus,
 )
+from schemas.contract import DUMP_DATE, FILE, Category, Col
+from schemas.formulas import version_of
+from schemas.rules import Rule
 from tests.dumps import Row, rule_dump, write_dump
 from tests.reference import SCORE_FIELDS, ReferenceResult, reference_score
 from tests.run import run_pipeline

@@ -10,8 +10,8 @@ from typing import Any
 import polars as pl
 import pytest
 
+from schemas.columns import Component
 from schemas.contract import Category, Col, Kind
-from schemas.tables import Component
 from tests.reference import formulas as ref
 from tests.reference.test_reference import answer, episode, item, round_end
 from tests.run import run_pipeline

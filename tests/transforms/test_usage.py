@@ -11,8 +11,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schemas.columns import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
-from schemas.tables import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
 from tests.run import run_pipeline
 from transforms.aggregate import category_scores, component_sums, model_scores
 from transforms.usage import task_usage

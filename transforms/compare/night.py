@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from schemas.columns import COMPARED_COLUMNS, PROVENANCE, STATUS, EpisodeStatus
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE,
@@ -36,7 +37,7 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import COMPARED_COLUMNS, PROVENANCE, REGRESSIONS_TABLE, STATUS, EpisodeStatus
+from schemas.tables import REGRESSIONS_TABLE
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import (

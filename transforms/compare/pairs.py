@@ -9,6 +9,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
+from schemas.columns import SCORE
 from schemas.comparisons import (
     A_BETTER,
     B_BETTER,
@@ -42,7 +43,6 @@ from schemas.comparisons import (
     Work,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import SCORE
 from transforms.compare.inference import detectable, inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances

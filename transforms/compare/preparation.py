@@ -16,9 +16,9 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import SCORE
 from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from schemas.tables import SCORE
 from transforms.aggregate import mean_in_order
 from transforms.compact import plain
 

@@ -14,6 +14,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import SCORE
 from schemas.comparisons import (
     A_BETTER,
     B_BETTER,
@@ -36,7 +37,6 @@ from schemas.comparisons import (
     Work,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import SCORE
 from transforms.compare.pairs import comparisons_of
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice

@@ -9,6 +9,7 @@ from typing import Final, Literal
 
 import polars as pl
 
+from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE,
@@ -42,7 +43,6 @@ from schemas.comparisons import (
     Work,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import FORMULA_VERSION, SCORE
 from transforms.compact import plain
 from transforms.compare.inference import inference
 from transforms.compare.preparation import Prepared, prepare

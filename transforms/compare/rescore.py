@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from schemas.columns import SCORE
 from schemas.comparisons import (
     CHANGE,
     CI_HIGH,
@@ -35,7 +36,6 @@ from schemas.comparisons import (
     Work,
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from schemas.tables import SCORE
 from transforms.compare.inference import inference
 from transforms.compare.pairs import two_unit_contrasts
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare

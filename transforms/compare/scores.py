@@ -7,9 +7,9 @@ from typing import Final
 
 import polars as pl
 
+from schemas.columns import SCORE, SCORE_RANGE
 from schemas.comparisons import CI_HIGH, CI_LOW, DEFAULT_LEVEL, DESIGN, DF, SCOPE, SE, Work
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import SCORE, SCORE_RANGE
 from transforms.compare.inference import inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances

@@ -16,12 +16,10 @@ from flows.present.report.figures import (
     layout,
     per_model_traces,
 )
+from schemas.columns import SCORE
 from schemas.contract import (
     Category,
     Col,
-)
-from schemas.tables import (
-    SCORE,
 )
 
 

@@ -61,20 +61,14 @@ from flows.present.report.shape import (
 )
 from flows.state import failed_nights, runs_not_imported
 from flows.store.output import Output, night_levels
+from schemas.columns import AS_OF, INPUT_FINGERPRINT, STATUS
 from schemas.comparisons import (
     DEFAULT_LEVEL,
 )
 from schemas.contract import DUMP_DATE, Category, Col
-from schemas.tables import (
-    AS_OF,
-    HEALTH_TABLES,
-    INPUT_FINGERPRINT,
-    STANDING_CHANGES_TABLE,
-    STANDINGS_TABLE,
-    STATUS,
-    VIEWS,
-    View,
-)
+from schemas.health import HEALTH_TABLES
+from schemas.tables import STANDING_CHANGES_TABLE, STANDINGS_TABLE
+from schemas.views import VIEWS, View
 
 
 def build_sections(

@@ -20,15 +20,11 @@ from flows.present.report.figures import (
     per_model_traces,
 )
 from flows.present.report.shape import UNKNOWN
+from schemas.columns import SCORE, SCORE_MISMATCH, VERDICT_MISMATCHES
 from schemas.contract import (
     DUMP_DATE,
     REPORTED_SCORE,
     Col,
-)
-from schemas.tables import (
-    SCORE,
-    SCORE_MISMATCH,
-    VERDICT_MISMATCHES,
 )
 
 

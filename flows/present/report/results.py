@@ -41,9 +41,10 @@ from flows.present.explain import episode_header, read_transcripts
 from flows.present.report.figures import Section, script_json
 from flows.present.report.read import Warehouse
 from flows.store.output import EPISODE_SCORES
+from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
-from schemas.tables import FORMULA_VERSION, SCORE, VIEWS, View
+from schemas.views import VIEWS, View
 
 CELL_EPISODES: Final = 3  # episodes explained per cell
 CELL_MORE_IDS: Final = 5  # ids of the cell's other episodes listed

@@ -21,6 +21,14 @@ from flows.present.report.figures import (
     layout,
 )
 from flows.present.report.shape import PER_EPISODE
+from schemas.columns import (
+    N_EPISODES,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
+    SCORE,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+)
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     FORMULA_VERSIONS,
@@ -33,14 +41,6 @@ from schemas.contract import (
     OUTPUT_TOKENS,
     Category,
     Col,
-)
-from schemas.tables import (
-    N_EPISODES,
-    NEWEST_NIGHT,
-    OLDEST_NIGHT,
-    SCORE,
-    USAGE_EPISODES,
-    USAGE_INCOMPLETE,
 )
 
 

@@ -8,6 +8,18 @@ from typing import Final, TypeVar
 
 import polars as pl
 
+from schemas.columns import (
+    N_EPISODES,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
+    RANK,
+    RULES,
+    SCORE,
+    STATUS,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+    EpisodeStatus,
+)
 from schemas.comparisons import (
     ALERT_LEVEL,
     CATEGORIES_COVERED,
@@ -60,18 +72,6 @@ from schemas.contract import (
     OUTPUT_TOKENS,
     Category,
     Col,
-)
-from schemas.tables import (
-    N_EPISODES,
-    NEWEST_NIGHT,
-    OLDEST_NIGHT,
-    RANK,
-    RULES,
-    SCORE,
-    STATUS,
-    USAGE_EPISODES,
-    USAGE_INCOMPLETE,
-    EpisodeStatus,
 )
 
 UNKNOWN: Final = "(unknown)"

@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from flows.store.delta.nights import NIGHT_COLUMN
-from schemas.tables import NIGHT_COLUMNS
+from schemas.columns import NIGHT_COLUMNS
 
 
 def _instance(dtype: Any) -> pl.DataType:

@@ -9,8 +9,8 @@ import re
 from datetime import date
 from typing import Final
 
+from schemas.columns import NIGHT_COLUMNS
 from schemas.contract import DUMP_DATE
-from schemas.tables import NIGHT_COLUMNS
 
 NIGHT_COLUMN: Final = DUMP_DATE
 NULL_PARTITION: Final = "__HIVE_DEFAULT_PARTITION__"
