@@ -12,9 +12,9 @@ from typing import Annotated, Any
 import typer
 
 from flows.cli import app
+from flows.cli.import_kaggle import import_kaggle
+from flows.cli.import_scores import import_scores_command
 from flows.cli.options import writable
-from flows.importers.kaggle_command import import_kaggle
-from flows.importers.scores_command import import_scores_command
 
 
 @app.command()

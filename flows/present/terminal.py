@@ -28,17 +28,7 @@ class TerminalProgress:
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TextColumn("left"),
-            TimeRemainingColumn(),
-            console=self.console,
-            transient=False,
-        )
+        self.bar = progress_bar("rate", self.console)
         self.files = self.bar.add_task("files", total=None, rate="", start=False)
         self.nights = self.bar.add_task("nights", total=None, rate="", start=False)
         self.rows, self.began = 0, time.perf_counter()
@@ -76,12 +66,31 @@ class TerminalProgress:
 
 
 def progress_for(quiet: bool) -> TerminalProgress | NoProgress:
-    """The terminal's progress where stderr is a terminal that can redraw (rich's
-    "interactive": not ``TERM=dumb``) and quiet is not asked for."""
+    """The terminal's progress where a person watches (``watched_console``)."""
+    console = watched_console(quiet)
+    return NoProgress() if console is None else TerminalProgress(console)
+
+
+def watched_console(quiet: bool) -> Console | None:
+    """stderr, where a person watches it: a terminal that can redraw (rich's "interactive":
+    not a pipe, a file or ``TERM=dumb``) and quiet not asked for; None elsewhere."""
     console = Console(stderr=True)
-    if quiet or not console.is_interactive:
-        return NoProgress()
-    return TerminalProgress(console)
+    return None if quiet or not console.is_interactive else console
 
 
-__all__ = ["RunProgress", "TerminalProgress", "progress_for"]
+def progress_bar(field: str, console: Console) -> Progress:
+    """The progress bar every command draws: what it does, the bar, done of total, the
+    task's ``field`` (a rate, the last done), time spent and time left."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(f"{{task.fields[{field}]}}"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+
+
+__all__ = ["RunProgress", "TerminalProgress", "progress_bar", "progress_for", "watched_console"]

@@ -16,7 +16,7 @@ DETAIL = "no task file registers the task name 'deceptive_stack_machine_obs_lear
 WARNING = "dump_date=2026-04-15 was complete already " + "and long " * 20
 PRINT = f"""
 from flows.importers.kaggle_report import ImportReport, RunReport
-from flows.importers.kaggle_terminal import print_report
+from flows.present.imports import print_report
 from schemas.kaggle import Outcome
 run = RunReport({RUN!r}, Outcome.REJECTED, reasons=["no_task_file"], detail={DETAIL!r})
 print_report(ImportReport([run], 1.0, warnings=[{WARNING!r}]))

@@ -90,7 +90,7 @@ def import_kaggle(
     (_SUCCESS) when the import ends; importing the same runs again writes nothing. Every run
     not imported is reported with its reason, and one bad run never stops the others."""
     from flows.importers.kaggle import import_runs
-    from flows.importers.kaggle_terminal import ImportProgress, print_report
+    from flows.present.imports import ImportProgress, print_report
     from flows.store.dumps import is_night
 
     if date is not None and not is_night(date):

@@ -11,42 +11,22 @@ from typing import Self
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from flows.importers.kaggle_report import ImportReport, RunReport
+from flows.present.terminal import progress_bar, watched_console
 from schemas.kaggle import Outcome
 
 
-def terminal_wanted(enabled: bool) -> bool:
-    """A progress display only for a person: stderr a terminal that can draw one."""
-    return enabled and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
-
-
 class ImportProgress:
-    """Runs replayed of their total, runs a second, time left; a no-op when not wanted."""
+    """Runs replayed of their total, the last run's task, time left; a no-op where no person
+    watches (``flows.present.terminal.watched_console``)."""
 
     def __init__(self, enabled: bool) -> None:
-        self.bar: Progress | None = None
-        if terminal_wanted(enabled):
-            self.bar = Progress(
-                TextColumn("replaying runs"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[last]}"),
-                TimeElapsedColumn(),
-                TextColumn("left"),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
-            self.task = self.bar.add_task("runs", total=None, last="")
+        console = watched_console(quiet=not enabled)
+        self.bar = None if console is None else progress_bar("last", console)
+        if self.bar is not None:
+            self.task = self.bar.add_task("replaying runs", total=None, last="")
 
     def begin(self, runs: int) -> None:
         if self.bar is not None:
