@@ -73,7 +73,8 @@ def scorer(dump: Path) -> dict[str, float]:
     ``assemble`` and ``night_tables`` (the aggregates, with the bootstrap)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from flows.score import assemble, night_tables, score_file
+    from flows.night import night_tables
+    from flows.score import assemble, score_file
     from flows.store.dumps import discover
     from transforms.aggregate import Bootstrap
     from transforms.registry import resolve

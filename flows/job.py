@@ -55,7 +55,7 @@ from flows.store.output import (
     record_failure,
 )
 from flows.store.runs_table import RunRow
-from flows.warehouse import run_details, with_provenance
+from flows.provenance import run_details, with_provenance
 from schemas.columns import AS_OF, PROVENANCE, RunStatus
 from schemas.comparisons import ALERT_LEVEL, REASON
 from schemas.contract import DUMP_DATE, Col

@@ -5,6 +5,7 @@ where the workers did not stage them), the task, category and model aggregates w
 intervals, the rank intervals, tiers and pairwise comparisons, the regressions against its
 baseline nights (``flows.comparisons.NightWatch`` holds the history they need), and what a
 run adds for the night (a rescore's diff). No provenance yet: the writer adds it.
+``above_tasks`` makes the tables above the task scores for the standings as well.
 """
 
 from __future__ import annotations
@@ -14,9 +15,24 @@ from collections.abc import Callable
 import polars as pl
 
 from flows.comparisons import NightWatch
-from flows.score import ScoreResult, night_tables
-from flows.store.output import REGRESSIONS
-from transforms.aggregate import Bootstrap
+from flows.score import ScoreResult
+from flows.store.output import (
+    CATEGORY_SCORES,
+    MODEL_COMPARISONS,
+    MODEL_SCORES,
+    REGRESSIONS,
+    TASK_SCORES,
+)
+from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE
+from transforms.aggregate import (
+    Bootstrap,
+    category_scores,
+    model_scores,
+    task_replicates,
+    task_scores,
+)
+from transforms.compact import plain
+from transforms.compare.night import night_comparisons
 
 # Per night: (night, its result, its tables) -> more tables of that night.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
@@ -35,3 +51,50 @@ def tables_of_night(
     if more is not None:
         tables |= more(night, result, tables)
     return tables
+
+
+def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
+    """The tables of one night's result (or of an undated dump's): its episode scores and
+    rejects, and their task, category and model aggregates (no provenance yet)."""
+    counts = result.counts
+    if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
+        raise RuntimeError(f"row accounting does not balance: {counts}")
+    # Staged episode scores are in OUT already (committed with the night's other tables).
+    episodes = {} if result.staged is not None else {EPISODE_SCORES_TABLE.name: result.scores}
+    return {
+        **episodes,
+        REJECTS_TABLE.name: result.rejects,
+        **aggregate(result.scores, bootstrap, result.sums),
+    }
+
+
+def aggregate(
+    scores: pl.DataFrame, bootstrap: Bootstrap, sums: pl.DataFrame | None = None
+) -> dict[str, pl.DataFrame]:
+    """Task, category and model scores of the episode scores, with their intervals; the
+    models' rank intervals and tiers, and every pair of models compared. ``sums``: the
+    files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
+    only the slim columns."""
+    lazy = scores.lazy()
+    task_reps = task_replicates(lazy, bootstrap)  # the task intervals only
+    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
+    # Per task and up: few rows, as text (the episodes' keys may be compact).
+    task_frame = plain(tasks.collect())
+    return {TASK_SCORES: task_frame, **above_tasks(task_frame, scores, bootstrap)}
+
+
+def above_tasks(
+    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+) -> dict[str, pl.DataFrame]:
+    """The category and model scores of task scores ``tasks`` (text keys), with their
+    intervals, ranks and tiers, and the pairwise comparisons, from the episode scores
+    ``scores`` behind them (a night's, or a standing's)."""
+    categories = category_scores(tasks.lazy())
+    models = model_scores(tasks.lazy(), categories)
+    category_frame, model_frame = pl.collect_all([categories, models])
+    night = night_comparisons(model_frame, category_frame, scores, bootstrap)
+    return {
+        CATEGORY_SCORES: night.categories,
+        MODEL_SCORES: night.models,
+        MODEL_COMPARISONS: night.comparisons,
+    }

@@ -26,7 +26,7 @@ from flows.store.output import (
     Output,
     TableWriter,
 )
-from flows.warehouse import with_provenance
+from flows.provenance import with_provenance
 from schemas.columns import COMPARED_COLUMNS, PROVENANCE
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION

@@ -26,7 +26,7 @@ from flows.store.dumps import (
     discover,
     modified_ns,
 )
-from flows.warehouse import aggregate, with_provenance
+from flows.provenance import with_provenance
 from schemas.columns import (
     EPISODE_SCORES_DTYPES,
     FEEDBACK_OUT_OF_RANGE,
@@ -41,10 +41,10 @@ from schemas.columns import (
 )
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
 from schemas.rules import Rule
-from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE
+from schemas.tables import EPISODE_SCORES_TABLE
 from schemas.validation import validate
 from schemas.version import COGSCORE_VERSION
-from transforms.aggregate import Bootstrap, component_sums
+from transforms.aggregate import component_sums
 from transforms.compact import compact, owned
 from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
@@ -472,18 +472,3 @@ def score_dump(
 def _sorted(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     # polars does not keep row order through group_by/joins: sort for identical output.
     return frame.sort(by, nulls_last=True)
-
-
-def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
-    """The tables of one night's result (or of an undated dump's): its episode scores and
-    rejects, and their task, category and model aggregates (no provenance yet)."""
-    counts = result.counts
-    if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
-        raise RuntimeError(f"row accounting does not balance: {counts}")
-    # Staged episode scores are in OUT already (committed with the night's other tables).
-    episodes = {} if result.staged is not None else {EPISODE_SCORES_TABLE.name: result.scores}
-    return {
-        **episodes,
-        REJECTS_TABLE.name: result.rejects,
-        **aggregate(result.scores, bootstrap, result.sums),
-    }

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from flows.night import above_tasks
 from flows.options import RegressionOptions
 from flows.store.output import (
     CATEGORY_SCORES,
@@ -33,7 +34,6 @@ from flows.store.output import (
     Output,
     empty_table,
 )
-from flows.warehouse import above_tasks
 from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE

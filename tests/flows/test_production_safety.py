@@ -21,7 +21,7 @@ from flows.prefect_flows import batch_cache_key
 from flows.present.sql import connect
 from flows.store.dumps import DumpFile
 from flows.store.output import Output
-from flows.warehouse import git_commit
+from flows.provenance import git_commit
 from schemas.contract import Category
 from simulator import simulate
 from tests.tables import read_table, read_tables

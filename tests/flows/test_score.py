@@ -179,7 +179,7 @@ def test_rows_staged_where_scored_equal_the_tables_of_the_whole_night(
     run does) gives the same tables, bit for bit."""
     from polars.testing import assert_frame_equal
 
-    from flows.score import night_tables
+    from flows.night import night_tables
     from transforms.aggregate import Bootstrap
 
     runs.score(dated_rule_dir, tmp_path)

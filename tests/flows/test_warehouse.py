@@ -22,12 +22,12 @@ from scipy import stats as scipy_stats
 
 from flows import runs
 from flows.job import RunContext
+from flows.night import aggregate
 from flows.options import run_options
 from flows.present.sql import connect
 from flows.runs import score as run
 from flows.score import score_dump
 from flows.store.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
-from flows.warehouse import aggregate
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
 from transforms.aggregate import Bootstrap, _group_seed
 from transforms.registry import DEFAULTS as _DEFAULTS

@@ -1,8 +1,6 @@
-"""The warehouse tables of a run: aggregates and provenance (written through
-``flows.store.output``).
-
-Every table is per ``dump_date`` (a night is the unit of reporting) and carries
-``scorer_version`` and the ``input_fingerprint`` of its night's input files.
+"""What every row a run writes carries: ``scorer_version`` and the ``input_fingerprint`` of
+its night's input files (``with_provenance``), and what the run records of where it ran
+(``run_details``: the bootstrap, the libraries' versions, the commit, the platform).
 """
 
 from __future__ import annotations
@@ -18,52 +16,13 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.store.output import CATEGORY_SCORES, MODEL_COMPARISONS, MODEL_SCORES, TASK_SCORES
 from schemas.columns import INPUT_FINGERPRINT, SCORER_VERSION
 from schemas.contract import DUMP_DATE
 from transforms.aggregate import (
     Bootstrap,
-    category_scores,
-    model_scores,
-    task_replicates,
-    task_scores,
 )
-from transforms.compact import plain
-from transforms.compare.night import night_comparisons
 
 LIBRARIES: Final = ("polars", "pyarrow", "pandera", "prefect", "numpy", "deltalake", "obstore")
-
-
-def aggregate(
-    scores: pl.DataFrame, bootstrap: Bootstrap, sums: pl.DataFrame | None = None
-) -> dict[str, pl.DataFrame]:
-    """Task, category and model scores of the episode scores, with their intervals; the
-    models' rank intervals and tiers, and every pair of models compared. ``sums``: the
-    files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
-    only the slim columns."""
-    lazy = scores.lazy()
-    task_reps = task_replicates(lazy, bootstrap)  # the task intervals only
-    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
-    # Per task and up: few rows, as text (the episodes' keys may be compact).
-    task_frame = plain(tasks.collect())
-    return {TASK_SCORES: task_frame, **above_tasks(task_frame, scores, bootstrap)}
-
-
-def above_tasks(
-    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
-) -> dict[str, pl.DataFrame]:
-    """The category and model scores of task scores ``tasks`` (text keys), with their
-    intervals, ranks and tiers, and the pairwise comparisons, from the episode scores
-    ``scores`` behind them (a night's, or a standing's)."""
-    categories = category_scores(tasks.lazy())
-    models = model_scores(tasks.lazy(), categories)
-    category_frame, model_frame = pl.collect_all([categories, models])
-    night = night_comparisons(model_frame, category_frame, scores, bootstrap)
-    return {
-        CATEGORY_SCORES: night.categories,
-        MODEL_SCORES: night.models,
-        MODEL_COMPARISONS: night.comparisons,
-    }
 
 
 def with_provenance(
