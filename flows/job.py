@@ -34,6 +34,7 @@ from flows.plan import (
     nights_off_set,
     state_after,
 )
+from flows.provenance import run_details, with_provenance
 from flows.reading import vanished
 from flows.records import error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
@@ -55,7 +56,7 @@ from flows.store.output import (
     record_failure,
 )
 from flows.store.runs_table import RunRow
-from flows.provenance import run_details, with_provenance
+from flows.store.state import OutputState
 from schemas.columns import AS_OF, PROVENANCE, RunStatus
 from schemas.comparisons import ALERT_LEVEL, REASON
 from schemas.contract import DUMP_DATE, Col
@@ -97,7 +98,7 @@ _PLAN_ATTEMPTS = 3
 def held_run(
     output: Output,
     context: RunContext,
-    prepare: Callable[[dict[str, Any]], Work],
+    prepare: Callable[[OutputState], Work],
     dry_run: bool = False,
 ) -> Outcome:
     """Read the output's state once, ``prepare`` the run from it (what can refuse the run
@@ -141,7 +142,7 @@ class Job:
 def score_nights(
     job: Job,
     writer: TableWriter,
-    state: Mapping[str, Any],
+    state: OutputState,
     mapper: Mapper,
     context: RunContext,
 ) -> Outcome:
@@ -173,11 +174,11 @@ def score_nights(
     watch = NightWatch(
         output,
         context.options.regression,
-        state.get("nights", {}) if dated else (),
+        state.nights if dated else (),
         design=check_design(bootstrap.design),
         level=bootstrap.level,
     )
-    seen = SeenIds(output, frozenset(state.get("nights", {})))
+    seen = SeenIds(output, frozenset(state.nights))
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
@@ -214,7 +215,7 @@ def score_nights(
                 name, with_provenance(table, COGSCORE_VERSION, fingerprints, column), night
             )
 
-    held = sorted(state.get("nights", {})) if dated else []
+    held = sorted(state.nights) if dated else []
     standings = None if dry_run else Standings(output, bootstrap, context.options.regression)
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
@@ -230,7 +231,7 @@ def score_nights(
         standing is made from that (an earlier night may have changed)."""
         if night in to_stand and night in held:
             assert night is not None
-            fingerprints[night] = state["nights"][night]["input_fingerprint"]
+            fingerprints[night] = state.nights[night].input_fingerprint
             stand(night, night_from_output(output, night))
             restood.append(night)
 
@@ -242,7 +243,7 @@ def score_nights(
         for night in sorted({*groups, *job.refresh, *to_stand}, key=lambda n: n or ""):
             if night not in groups:  # not scored: its regressions or its standing again
                 assert night is not None
-                fingerprints[night] = state["nights"][night]["input_fingerprint"]
+                fingerprints[night] = state.nights[night].input_fingerprint
                 if night in job.refresh:  # its baseline changed: its regressions again
                     table = watch.again(night, night_levels(state)[night])
                     flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
@@ -399,7 +400,7 @@ def score_nights(
     outcome.dry_run = dry_run
     outcome.run_id = context.run_id
     outcome.formula_set = describe_set(pinned)
-    outcome.nights_off_set = nights_off_set({**after, "formula_set": outcome.formula_set})
+    outcome.nights_off_set = nights_off_set(replace(after, formula_set=outcome.formula_set))
     outcome.seconds = time.perf_counter() - t0
     return outcome
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from flows.store.dumps import (
     DumpFile,
@@ -25,6 +24,7 @@ from flows.store.dumps import (
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output
 from flows.store.runs_table import RunRow
+from flows.store.state import NightState, OutputState
 from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE, Category
 from schemas.formulas import describe, ordered, split_key, version_of
@@ -55,7 +55,7 @@ def _contains(outer: str, inner: str) -> bool:
 
 
 def check_places(
-    dump_root: Path | str, output: Output, state: Mapping[str, Any], input_changed: bool
+    dump_root: Path | str, output: Output, state: OutputState, input_changed: bool
 ) -> None:
     """Refuse, before any work (``InputError``), an output and a dump that overlap (the
     output's files would become input), and another dump root for an output that holds
@@ -72,7 +72,7 @@ def check_places(
             f"the output {here} lies {inside} {there}: its tables would be read as input; "
             "give an --out outside the dump root (and the dump outside the output)"
         )
-    before = state.get("input")
+    before = state.input
     if before and before != str(dump_root) and not input_changed:
         raise InputError(
             f"{output} holds nights scored from {before}; this run reads {dump_root}. "
@@ -127,11 +127,11 @@ def _unknown(versions: Mapping[str, str]) -> dict[str, str]:
         raise InputError(f"a formula set: {error}") from None
 
 
-def formula_set(state: Mapping[str, Any]) -> dict[str, str] | None:
+def formula_set(state: OutputState) -> dict[str, str] | None:
     """The formula versions an output scores with (None: a new output). A category the
     output never named takes this release's default; a task the output never named takes
     its category's pinned version (a task's own default does not enter a pinned set)."""
-    recorded = state.get("formula_set")
+    recorded = state.formula_set
     if not recorded:
         return None
     pinned = ordered(recorded)
@@ -145,7 +145,7 @@ def formula_set(state: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 def formulas_for(
-    out: Output | Path | str, asked: Sequence[str], state: Mapping[str, Any] | None = None
+    out: Output | Path | str, asked: Sequence[str], state: OutputState | None = None
 ) -> dict[str, str]:
     """The versions ``score`` and ``nightly`` use: the output's set, whatever this release's
     defaults are (a new output: ``asked``, else the newest). Asking for another version
@@ -178,14 +178,14 @@ def _category_task(key: str) -> tuple[str, str | None]:
     return str(category), task
 
 
-def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
+def nights_off_set(state: OutputState) -> dict[str, str]:
     """The output's nights scored with versions other than its set: what differs, by night."""
     pinned = formula_set(state)
     if pinned is None:
         return {}
     off = {}
-    for night, entry in state.get("nights", {}).items():
-        versions = entry.get("formula_versions") or {}
+    for night, entry in state.nights.items():
+        versions = entry.formula_versions
         # A key either side names (a task's own entry, else its category's version).
         differ = {
             k: _version_in(versions, k) or "none"
@@ -198,7 +198,7 @@ def nights_off_set(state: Mapping[str, Any]) -> dict[str, str]:
 
 
 def rescored_versions(
-    state: Mapping[str, Any], nights: Sequence[str], versions: Mapping[str, str]
+    state: OutputState, nights: Sequence[str], versions: Mapping[str, str]
 ) -> dict[str, dict[str, str]]:
     """The versions each of ``nights`` was last scored with, where they differ from
     ``versions`` (the output's set): a night of a rescored range, delivered again, is scored
@@ -209,7 +209,7 @@ def rescored_versions(
     for night in nights:
         if night not in off:
             continue
-        recorded = state["nights"][night].get("formula_versions") or {}
+        recorded = state.nights[night].formula_versions
         own = ordered({**versions, **recorded})
         if unknown := _unknown(own):
             raise InputError(
@@ -257,7 +257,7 @@ def plan_nightly(
     out: Output | Path | str,
     verify: bool = False,
     require_marker: bool = False,
-    state: Mapping[str, Any] | None = None,
+    state: OutputState | None = None,
     listed: Sequence[DumpFile] | None = None,
 ) -> NightlyPlan:
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
@@ -273,9 +273,9 @@ def plan_nightly(
         )
     present = {f.partitions[DUMP_DATE] for f in files}
     files, waiting = ready(dump_root, files, require_marker)
-    earlier = (output.state() if state is None else state).get("nights", {})
+    earlier = (output.state() if state is None else state).nights
     gone = sorted(set(earlier) - present)
-    known = {entry["file"]: entry for night in earlier.values() for entry in night.get("files", [])}
+    known = {file["file"]: file for night in earlier.values() for file in night.files}
     digests = {}
     nights: dict[str, list[DumpFile]] = {}
     for f in files:
@@ -297,17 +297,17 @@ def plan_nightly(
         now = fingerprint((f.relative, digests[f.relative]) for f in night_files)
         if night not in earlier:
             new.append(night)
-        elif earlier[night].get("input_fingerprint") != now:
+        elif earlier[night].input_fingerprint != now:
             changed.append(night)
         else:
             unchanged.append(night)
     return NightlyPlan(nights, digests, new, changed, unchanged, waiting, gone)
 
 
-def check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
+def check_layout(output: Output, state: OutputState, dated: bool) -> None:
     """A run replaces only the nights it scores: an undated dump cannot go into an output of
     nights (it would replace them all), nor nights into an undated output."""
-    if not state or state.get("partitioned_by_dump_date", True) == dated:
+    if state.is_new or state.partitioned_by_dump_date == dated:
         return
     if dated:
         raise InputError(
@@ -315,17 +315,17 @@ def check_layout(output: Output, state: Mapping[str, Any], dated: bool) -> None:
             "it would replace them: give another --out"
         )
     raise InputError(
-        f"{output} holds nights ({', '.join(sorted(state.get('nights', {}))[:3])}, …); an "
+        f"{output} holds nights ({', '.join(sorted(state.nights)[:3])}, …); an "
         "undated dump would replace them all: put its files in a dump_date=YYYY-MM-DD "
         "folder, or give another --out"
     )
 
 
-def state_after(state: Mapping[str, Any], rows: Sequence[RunRow], level: float) -> dict[str, Any]:
+def state_after(state: OutputState, rows: Sequence[RunRow], level: float) -> OutputState:
     """``state`` with the nights of ``rows`` as they would be (a dry run's view; ``level``:
     the run's)."""
-    nights = dict(state.get("nights", {}))
+    nights = dict(state.nights)
     for row in rows:
         if row.night is not None and row.status is RunStatus.SUCCEEDED:
-            nights[row.night] = {"formula_versions": dict(row.formula_versions), "level": level}
-    return {**state, "nights": nights}
+            nights[row.night] = NightState.of_row(row, level)
+    return replace(state, nights=nights)

@@ -5,7 +5,7 @@ each night and for the standings after it (``later_nights``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from flows.job import Job, RunContext, no_diff, score_nights
 from flows.mappers import Mapper
 from flows.outcome import Outcome
 from flows.plan import formula_set
+from flows.provenance import with_provenance
 from flows.score import ScoreResult
 from flows.store.dumps import DumpFile, local_path
 from flows.store.output import (
@@ -26,7 +27,7 @@ from flows.store.output import (
     Output,
     TableWriter,
 )
-from flows.provenance import with_provenance
+from flows.store.state import OutputState
 from schemas.columns import COMPARED_COLUMNS, PROVENANCE
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION
@@ -64,7 +65,7 @@ def rescore_nights(
     dump_root: Path | str,
     output: Output,
     writer: TableWriter,
-    state: Mapping[str, Any],
+    state: OutputState,
     *,
     formulas: Sequence[str],
     files: Sequence[DumpFile],
@@ -78,7 +79,7 @@ def rescore_nights(
     pinned = formula_set(state)
     versions = overlay(pinned or resolve(), formulas)
     bootstrap = context.options.bootstrap
-    every_night = set(state.get("nights", {})) <= set(nights)
+    every_night = set(state.nights) <= set(nights)
     old = _old_tables(output, nights)  # before this run replaces them
     diffs: list[pl.DataFrame] = []
     not_rescored: list[int] = []  # per night: reported scores alone, left as they are
@@ -134,9 +135,7 @@ def rescore_nights(
         finish=finish,
         per_night=per_night,
         new_set=versions if every_night or pinned is None else pinned,
-        refresh=later_nights(
-            sorted(state.get("nights", {})), nights, context.options.regression.span
-        ),
+        refresh=later_nights(sorted(state.nights), nights, context.options.regression.span),
     )
     outcome = score_nights(job, writer, state, mapper, context)
     outcome.diff = _diff_table(diffs)

@@ -35,6 +35,7 @@ from flows.store.dumps import InputError, discover, one_layout
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output, TableWriter, night_levels
 from flows.store.runs_table import RunRow
+from flows.store.state import OutputState
 from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION
@@ -45,7 +46,7 @@ def _nothing_to_do(
     dump_root: Path | str,
     output: Output,
     writer: TableWriter,
-    state: Mapping[str, Any],
+    state: OutputState,
     *,
     context: RunContext,
     details: Mapping[str, Any] | None = None,
@@ -62,8 +63,8 @@ def _nothing_to_do(
         table_versions={},
         scorer_version=COGSCORE_VERSION,
         input=str(dump_root),
-        partitioned=state.get("partitioned_by_dump_date"),
-        formula_set=state.get("formula_set", {}),
+        partitioned=state.partitioned_by_dump_date,
+        formula_set=state.formula_set,
         details={
             **(details or {}),
             "engine": context.engine,
@@ -77,7 +78,7 @@ def _nothing_to_do(
     outcome.run_id = context.run_id
     outcome.level = context.options.level
     outcome.levels = night_levels(state)
-    outcome.formula_set = dict(state.get("formula_set", {}))
+    outcome.formula_set = dict(state.formula_set)
     outcome.nights_off_set = nights_off_set(state)
     return outcome
 
@@ -97,7 +98,7 @@ def score(
     listed = one_layout(input_root, discover(input_root))
     files, waiting = ready(input_root, listed, context.options.require_marker)
 
-    def prepare(state: dict[str, Any]) -> Work:
+    def prepare(state: OutputState) -> Work:
         check_places(input_root, output, state, context.options.input_root_changed)
         versions = formulas_for(output, formulas, state)
         if not files:
@@ -140,7 +141,7 @@ def nightly(
     listed = discover(dump_root) if imported is None or imported.imported else []
     plans: list[NightlyPlan] = []
 
-    def prepare(state: dict[str, Any]) -> Work:
+    def prepare(state: OutputState) -> Work:
         check_places(dump_root, output, state, context.options.input_root_changed)
         versions = formulas_for(output, formulas, state)
         marker = context.options.require_marker
@@ -169,7 +170,7 @@ def nightly(
         return work
 
     def scoring(
-        plan: NightlyPlan, versions: dict[str, str], details: dict[str, Any], state: Any
+        plan: NightlyPlan, versions: dict[str, str], details: dict[str, Any], state: OutputState
     ) -> Work:
         if not plan.to_score:
             return lambda w: _nothing_to_do(
@@ -228,7 +229,7 @@ def rescore(
     if not nights:
         raise InputError(f"no dump_date partition of {dump_root} lies in the range given")
 
-    def prepare(state: dict[str, Any]) -> Work:
+    def prepare(state: OutputState) -> Work:
         check_places(dump_root, output, state, context.options.input_root_changed)
         return lambda writer: rescore_nights(
             dump_root, output, writer, state, formulas=formulas, files=files, nights=nights,

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from flows.provenance import with_provenance
 from flows.reading import FileReport, decodes, read_batch, read_file, reject_file, retrying
 from flows.store import delta
 from flows.store.delta.staged import StagedFiles, StageTarget
@@ -26,7 +27,6 @@ from flows.store.dumps import (
     discover,
     modified_ns,
 )
-from flows.provenance import with_provenance
 from schemas.columns import (
     EPISODE_SCORES_DTYPES,
     FEEDBACK_OUT_OF_RANGE,

@@ -15,6 +15,7 @@ from flows.plan import nights_off_set, plan_nightly
 from flows.store.dumps import is_night
 from flows.store.lease import lease_holder
 from flows.store.output import Output, night_levels
+from flows.store.state import OutputState
 from schemas.columns import PROVENANCE, RunStatus
 from schemas.comparisons import (
     DEFAULT_LEVEL,
@@ -64,7 +65,7 @@ def history(output: Output) -> pl.DataFrame:
     )
 
 
-def failed_nights(output: Output, state: dict[str, Any] | None = None) -> dict[str, str]:
+def failed_nights(output: Output, state: OutputState | None = None) -> dict[str, str]:
     """The nights that failed, with why: those whose latest attempt failed unwritten (a
     file vanished while it was read: the next run scores them again), and those written
     with no episode scored (every one a harness error or rejected: their rejects are in
@@ -74,9 +75,9 @@ def failed_nights(output: Output, state: dict[str, Any] | None = None) -> dict[s
         night: nothing_scored(
             counts.get("episodes_harness_error", 0), counts.get("episodes_rejected", 0)
         )
-        + f" (run {entry['run_id']})"
-        for night, entry in state.get("nights", {}).items()
-        if not (counts := entry.get("counts") or {}).get("episodes_scored", 1)
+        + f" (run {entry.run_id})"
+        for night, entry in state.nights.items()
+        if not (counts := entry.counts).get("episodes_scored", 1)
     }
     rows = output.runs().filter(pl.col("night").is_not_null())
     if not rows.is_empty():
@@ -94,32 +95,32 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
     runs, table versions, lease holder); with ``dump_root``, its nights new, changed,
     unchanged or without their _SUCCESS marker."""
     state = output.state()
-    nights = state.get("nights", {})
+    nights = state.nights
     report: dict[str, Any] = {
         "output": output.display,
         # An output no run finished in: what a killed (or failed) first run left.
         "unfinished": None if output.runs_version() is not None else output.unfinished(),
         "nights": sorted(nights),
-        "formula_set": state.get("formula_set", {}),
+        "formula_set": dict(state.formula_set),
         "nights_off_set": nights_off_set(state),
         "unscored": {
             night: {
-                c: entry.get("counts", {}).get(c)
+                c: entry.counts.get(c)
                 for c in ("episodes_rejected", "episodes_harness_error", "files_rejected")
             }
             for night, entry in nights.items()
         },
         "nights_failed": failed_nights(output, state),
         "models_unscored": {
-            night: entry["models_unscored"]
+            night: dict(entry.models_unscored)
             for night, entry in nights.items()
-            if entry.get("models_unscored")
+            if entry.models_unscored
         },
         # Contract 1.2: per night, episodes scored other than the harness reported, and
         # with verdicts other than the harness's (null: scored before cogscore counted them).
         "mismatches": {
             night: {
-                c: entry.get("counts", {}).get(c)
+                c: entry.counts.get(c)
                 for c in ("episodes_score_mismatch", "episodes_verdict_mismatch")
             }
             for night, entry in nights.items()

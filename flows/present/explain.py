@@ -29,6 +29,7 @@ from flows.store import objects
 from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import EPISODE_SCORES, Output
+from flows.store.state import OutputState
 from schemas.columns import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REPORTED
@@ -140,7 +141,7 @@ class Transcripts:
 def read_transcripts(
     output: Output,
     episodes: pl.DataFrame,
-    state: dict[str, Any],
+    state: OutputState,
     keep_rows: bool = False,
 ) -> Transcripts:
     """The transcripts of ``episodes`` (``episode_id``, ``dump_date``, ``file``: rows of
@@ -252,15 +253,16 @@ def _standing_night(output: Output, model: str, task: str, as_of: str | None) ->
     return str(cell[DUMP_DATE][0])
 
 
-def _scored_file(output: Output, state: dict[str, Any], night: str | None, file: str) -> DumpFile:
+def _scored_file(output: Output, state: OutputState, night: str | None, file: str) -> DumpFile:
     """The dump file the output scored the night's episodes from, as it was then: refused
     where it is gone or its content changed since (its sha256 is in the runs table,
     ``state``)."""
-    entry = state.get("nights", {}).get(night) if night is not None else state.get("undated")
-    recorded = next((f for f in (entry or {}).get("files", []) if f.get("file") == file), None)
+    entry = state.nights.get(night) if night is not None else state.undated
+    files = entry.files if entry is not None else ()
+    recorded = next((f for f in files if f.get("file") == file), None)
     if entry is None or recorded is None:
         raise ExplainError(f"the runs table of {output} records no input file {file!r} of {night}")
-    root = str(entry.get("input") or state.get("input") or "")
+    root = str(entry.input or state.input or "")
     if "://" in root:  # an object: its ETag (what the run recorded), read without its content
         version = objects.version_of(Location.parse(root), file) or "(gone)"
         dump_file = DumpFile(f"{root.rstrip('/')}/{file}", file, version=version)

@@ -12,7 +12,7 @@ A run holds ``OUT``'s lease (``flows.store.lease``) from before its first write 
 its commit; before writing, it repairs what a crashed run left (tables brought back to the
 pinned versions). What the manifest used to say (the input, each night's fingerprint, files
 and formula versions, the output's formula set) is read back from the runs table:
-``Output.state``.
+``Output.state`` (``flows.store.state``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from flows.store.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
 from flows.store.lease import Lease, check_conditional_writes, lease_holder
 from flows.store.location import Location
 from flows.store.runs_table import RUNS, RunRow
+from flows.store.state import OutputState
 from schemas.columns import NIGHT_COLUMNS, PINNING, RunStatus
-from schemas.comparisons import DEFAULT_LEVEL
 from schemas.tables import (
     CATEGORY_SCORES_TABLE,
     EPISODE_SCORES_TABLE,
@@ -233,50 +233,11 @@ class Output:
         nights = [pl.col(c).cast(pl.String) for c in NIGHT_COLUMNS if c in schema]
         return conform(table, frame.with_columns(nights) if nights else frame)
 
-    def state(self, as_of: str | None = None) -> dict[str, Any]:
+    def state(self, as_of: str | None = None) -> OutputState:
         """What the output holds, from its runs table: the input, the formula set, whether it
         is a dump of nights, and per night its input fingerprint, formula versions, counts
-        and files (the latest finished run that scored each). Empty for a new output."""
-        rows = self.pinned_rows(as_of)
-        if rows.is_empty():
-            return {}
-        latest = RunRow.from_record(rows.row(-1, named=True))
-        scored = rows.filter(pl.col("input_fingerprint").is_not_null())
-        nights: dict[str, Any] = {}
-        undated: dict[str, Any] | None = None
-        for record in scored.iter_rows(named=True):  # later rows replace earlier ones
-            row = RunRow.from_record(record)
-            entry = {
-                "input_fingerprint": row.input_fingerprint,
-                "formula_versions": dict(row.formula_versions),
-                "counts": dict(row.counts),
-                "files": list(row.files),
-                "run_id": row.run_id,
-                "input": row.input,
-                "models_unscored": dict(row.details.get("models_unscored", {}).get(row.night, {})),
-                "level": recorded_level(row.details),
-            }
-            if row.night is None:
-                undated = entry
-            else:
-                nights[row.night] = entry
-        state: dict[str, Any] = {
-            "run_id": latest.run_id,
-            "input": latest.input,
-            "formula_set": dict(latest.formula_set),
-            "partitioned_by_dump_date": bool(latest.partitioned),
-            "scorer_version": latest.scorer_version,
-            "finished": latest.finished.isoformat(),
-            "nights": dict(sorted(nights.items())),
-            **{
-                k: v
-                for k, v in latest.details.items()
-                if k in ("bootstrap", "libraries", "cogscore_commit")
-            },
-        }
-        if undated is not None:
-            state["undated"] = undated
-        return state
+        and files (the latest finished run that scored each). ``is_new`` for a new output."""
+        return OutputState.of_runs(self.pinned_rows(as_of))
 
     # --- upkeep -------------------------------------------------------------------------------
 
@@ -350,24 +311,12 @@ def describe_unfinished(left: Mapping[str, Any]) -> str:
     )
 
 
-def recorded_level(details: Mapping[str, Any]) -> float:
-    """The level of the intervals a run wrote, as its row in the runs table records it (a
-    run before the level was an option recorded none: it used the default).
-
-    >>> recorded_level({"bootstrap": {"level": 0.9}}), recorded_level({})
-    (0.9, 0.95)
-    """
-    return float(details.get("bootstrap", {}).get("level", DEFAULT_LEVEL))
-
-
-def night_levels(state: Mapping[str, Any]) -> dict[str | None, float]:
+def night_levels(state: OutputState) -> dict[str | None, float]:
     """The level of each night's intervals (``None``: an undated dump's), from
     ``Output.state``: the level of the run that scored the night."""
-    levels: dict[str | None, float] = {
-        night: entry.get("level", DEFAULT_LEVEL) for night, entry in state.get("nights", {}).items()
-    }
-    if "undated" in state:
-        levels[None] = state["undated"].get("level", DEFAULT_LEVEL)
+    levels: dict[str | None, float] = {night: entry.level for night, entry in state.nights.items()}
+    if state.undated is not None:
+        levels[None] = state.undated.level
     return levels
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -134,8 +135,8 @@ def test_a_changed_file_leaves_its_episodes_unread_and_reads_the_others(
     shutil.copytree(scored / "out", out)
     output = Output.at(out)
     state = output.state()
-    state = {**state, "input": str(dump)}
-    state["nights"] = {n: {**e, "input": str(dump)} for n, e in state["nights"].items()}
+    nights = {n: replace(e, input=str(dump)) for n, e in state.nights.items()}
+    state = replace(state, input=str(dump), nights=nights)
     episodes = read_table(out, "episode_scores").sort("episode_id")
     changed, gone = episodes.row(0, named=True), episodes.row(1, named=True)
     with (dump / changed["file"]).open("ab") as file:

@@ -151,8 +151,8 @@ def test_a_rescore_at_another_level_leaves_the_nights_it_did_not_rescore_at_thei
         "--since", first, "--until", first, "--engine", "local", "--level", other,
     )  # fmt: skip
     assert f"regressions made again against the rescored nights before them: {second}" in printed
-    nights = Output.at(out).state()["nights"]
-    assert (nights[first]["level"], nights[second]["level"]) == (other, LEVEL)
+    nights = Output.at(out).state().nights
+    assert (nights[first].level, nights[second].level) == (other, LEVEL)
     first_night = cogscore("compare", out, "--date", first)
     assert _percent(other) in first_night and _percent(LEVEL) not in first_night
     _labels_say_the_level(cogscore("compare", out, "--date", second))

@@ -158,8 +158,8 @@ def test_a_dump_on_s3_scores_as_the_same_dump_on_disk(s3_env: S3Server, tmp_path
             check_row_order=False,
         )
     state = remote.state()
-    assert state["input"] == root
-    files = [f for night in state["nights"].values() for f in night["files"]]
+    assert state.input == root
+    files = [f for night in state.nights.values() for f in night.files]
     assert files and all(f["sha256"].startswith("etag:") for f in files)  # no download
     assert "nothing new" in cli("nightly", root, "--out", tmp_path / "remote", "--engine", "local")
     page = tmp_path / "page.html"
@@ -403,7 +403,7 @@ def test_the_prefect_engine_scores_nightly_from_and_into_the_object_store(
             local.read(table).drop("input_fingerprint"),
             check_row_order=False,
         )
-    assert sorted(remote.state()["nights"]) == [n.removeprefix("dump_date=") for n in nights]
+    assert sorted(remote.state().nights) == [n.removeprefix("dump_date=") for n in nights]
     cached = list((prefect_home / "storage").glob("cogscore-file-*"))
     # Each night's small files scored once, as one batch (``flows.score.batches``).
     assert len(cached) == len(nights)

@@ -127,7 +127,7 @@ def test_history_lists_the_runs_newest_first_and_status_says_what_the_output_hol
     assert report["nights_off_set"] == {"2026-12-01": "procedural_learning=v1"}
     assert (
         report["unscored"]["2026-11-30"]["episodes_harness_error"]
-        == (Output.at(out).state()["nights"]["2026-11-30"]["counts"]["episodes_harness_error"])
+        == (Output.at(out).state().nights["2026-11-30"].counts["episodes_harness_error"])
     )
     assert "a-run-in-flight" in report["lease"]
     assert report["dump"]["new"] == ["2026-12-02"]
@@ -297,7 +297,7 @@ def test_every_option_of_the_production_commands_has_an_environment_variable(
     from flows.store.output import Output
 
     state = Output.at(tmp_path / "from-env").state()
-    assert state["formula_set"]["procedural_learning"] == "v1"
+    assert state.formula_set["procedural_learning"] == "v1"
 
 
 def test_compare_prints_every_pair_with_the_difference_of_the_model_scores(

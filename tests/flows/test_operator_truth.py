@@ -211,13 +211,11 @@ def test_a_night_folder_that_is_a_symbolic_link_is_scored_and_its_target_recorde
     code, _, record = cli("nightly", str(dump), "--out", str(out), "--strict", "--json")
     assert record is not None and record["nights_scored"] == ["2026-11-30", "2026-12-01"]
     assert code == 3  # the example dump's rejects: strict, but nothing was skipped
-    files = Output.at(out).state()["nights"]["2026-12-01"]["files"]
+    files = Output.at(out).state().nights["2026-12-01"].files
     assert [f["link_target"] for f in files] == [
         str((elsewhere / "night" / f["file"].split("/")[-1]).resolve()) for f in files
     ]
-    assert all(
-        f["link_target"] is None for f in Output.at(out).state()["nights"]["2026-11-30"]["files"]
-    )
+    assert all(f["link_target"] is None for f in Output.at(out).state().nights["2026-11-30"].files)
     assert json.loads(stdout("status", str(out), str(dump), "--json"))["dump"]["unchanged"] == [
         "2026-11-30",
         "2026-12-01",
@@ -258,7 +256,7 @@ def test_another_dump_root_into_an_output_is_refused_unless_the_dump_moved(
     assert code == 2
     assert Output.at(out).runs().height == before  # refused before any work
     moved = cli("nightly", str(staging), "--out", str(out), "--input-root-changed")
-    assert moved[0] == 0 and Output.at(out).state()["input"] == str(staging)
+    assert moved[0] == 0 and Output.at(out).state().input == str(staging)
 
 
 def test_nights_whose_input_is_gone_are_named_by_nightly_and_status(tmp_path: Path) -> None:
@@ -390,7 +388,7 @@ def test_a_night_that_repeats_another_nights_episodes_fails_unwritten(tmp_path: 
     assert code == 3 and record is not None
     why = record["nights_failed"]["2026-12-02"]  # type: ignore[index]
     assert why.startswith("not written: ") and "already scored on 2026-12-01" in why
-    assert "2026-12-02" not in Output.at(out).state()["nights"]
+    assert "2026-12-02" not in Output.at(out).state().nights
     assert "2026-12-02" in json.loads(stdout("status", str(out), "--json"))["nights_failed"]
     # Within one run as well: a night copied into a new night of the same run.
     again = tmp_path / "again"

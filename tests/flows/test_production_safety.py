@@ -19,9 +19,9 @@ from flows import prefect_flows, runs
 from flows.cli import app
 from flows.prefect_flows import batch_cache_key
 from flows.present.sql import connect
+from flows.provenance import git_commit
 from flows.store.dumps import DumpFile
 from flows.store.output import Output
-from flows.provenance import git_commit
 from schemas.contract import Category
 from simulator import simulate
 from tests.tables import read_table, read_tables
@@ -319,7 +319,7 @@ def test_relative_paths_keep_the_previous_snapshot_and_report_from_anywhere(
     # Every file of the first run is still there (time travel to it works).
     assert first.items() <= after.items(), "files of the previous version were deleted"
     state = Output.at(work / "out").state()
-    assert state["input"] == str(work / "dump")
+    assert state.input == str(work / "dump")
     assert Output.at("out").display == str(work / "out")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -416,8 +416,8 @@ def test_the_manifest_records_the_installed_version_and_the_input_absolute(
     monkeypatch.chdir(EXAMPLE_DUMP.parent)
     runs.score(EXAMPLE_DUMP.name, tmp_path / "out")
     state = Output.at(tmp_path / "out").state()
-    assert state["scorer_version"] == metadata.version("cogscore")
-    assert state["input"] == str(EXAMPLE_DUMP.resolve())
+    assert state.scorer_version == metadata.version("cogscore")
+    assert state.input == str(EXAMPLE_DUMP.resolve())
 
 
 # --- 6. no traceback for any input -------------------------------------------------------------

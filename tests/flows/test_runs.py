@@ -53,7 +53,7 @@ def test_nightly_scores_new_then_nothing_then_only_what_changed(dump: Path, tmp_
     copy_night(dump / f"dump_date={NIGHTS[1]}", dump / "dump_date=2026-12-02")
     new = runs.nightly(dump, out)
     assert new.nights_scored == ["2026-12-02"]
-    assert sorted(new.out.state()["nights"]) == [*NIGHTS, "2026-12-02"]
+    assert sorted(new.out.state().nights) == [*NIGHTS, "2026-12-02"]
     log = run_rows(out).group_by("run_id", maintain_order=True).agg("status", "night")
     assert [(s[0], [n for n in ns if n]) for s, ns in log.select("status", "night").rows()] == [
         ("succeeded", list(NIGHTS)),

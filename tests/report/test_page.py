@@ -7,6 +7,7 @@ import html
 import json
 import re
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -73,8 +74,8 @@ def test_nothing_is_loaded_from_elsewhere(page: str) -> None:
 def test_the_page_states_versions_fingerprints_and_sources(warehouse: Path, page: str) -> None:
     manifest = read_warehouse(warehouse).manifest
     for night in NIGHTS:
-        assert manifest["nights"][night]["input_fingerprint"] in page
-    default = read_warehouse(warehouse).manifest["formula_set"]["procedural_learning"]
+        assert manifest.nights[night].input_fingerprint in page
+    default = read_warehouse(warehouse).manifest.formula_set["procedural_learning"]
     assert default != "v1" and f"procedural_learning={default}" in page  # the first night
     assert "procedural_learning=v1" in page  # the rescored one
     assert "round_end rows of 1 input file(s)" in page
@@ -94,8 +95,8 @@ def test_the_page_states_versions_fingerprints_and_sources(warehouse: Path, page
 def test_without_the_input_the_page_shows_the_procedural_components(warehouse: Path) -> None:
     wh = read_warehouse(warehouse)
     gone = str(warehouse / "gone")
-    nights = {n: {**e, "input": gone} for n, e in wh.manifest["nights"].items()}
-    wh.manifest = {**wh.manifest, "input": gone, "nights": nights}
+    nights = {n: replace(e, input=gone) for n, e in wh.manifest.nights.items()}
+    wh.manifest = replace(wh.manifest, input=gone, nights=nights)
     assert round_rows(wh.manifest, "2026-12-01")[0] is None
     page = render(wh)
     assert "No learning curve: the input file" in page

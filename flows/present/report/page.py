@@ -257,11 +257,11 @@ def attention_html(wh: Warehouse, night: str | None) -> str:
         f"<li>night <b>{html.escape(n)}</b> failed: {html.escape(why)}</li>"
         for n, why in failed_nights(wh.out, wh.manifest).items()
     ]
-    entry = wh.manifest.get("nights", {}).get(night, {}) if night is not None else {}
+    entry = wh.manifest.nights.get(night) if night is not None else None
     items += [
         f"<li>model <b>{html.escape(model)}</b> has no score on {html.escape(str(night))}: "
         f"{html.escape(why)} (not ranked)</li>"
-        for model, why in entry.get("models_unscored", {}).items()
+        for model, why in (entry.models_unscored if entry is not None else {}).items()
     ]
     if not items:
         return ""
@@ -282,15 +282,16 @@ def provenance_html(wh: Warehouse, night: str | None) -> str:
             f"<td><code>{html.escape(versions)}</code></td></tr>"
         )
     m = wh.manifest
-    boot = m.get("bootstrap", {})
+    boot = m.bootstrap or {}
+    finished = "?" if m.finished is None else m.finished.isoformat()
+    commit = "?" if m.cogscore_commit is None else m.cogscore_commit
     return (
         "<table class='prov'><thead><tr><th>night</th><th>input fingerprint</th>"
         f"<th>formula versions</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f"<p>Tables in <code>{html.escape(str(wh.out))}</code>, last run finished "
-        f"{html.escape(str(m.get('finished', '?')))} (scorer "
-        f"{html.escape(str(m.get('scorer_version', '?')))}, commit "
-        f"<code>{html.escape(str(m.get('cogscore_commit', '?')))[:12]}</code>), input "
-        f"<code>{html.escape(str(m.get('input', '?')))}</code>. Intervals: "
+        f"{html.escape(finished)} (scorer {html.escape(str(m.scorer_version))}, commit "
+        f"<code>{html.escape(commit)[:12]}</code>), input "
+        f"<code>{html.escape(str(m.input))}</code>. Intervals: "
         f"{html.escape(_share(boot.get('level')))} intervals, sampling design "
         f"{html.escape(str(boot.get('design', 'within_tasks (before issue 29)')))}, "
         f"{html.escape(str(boot.get('resamples', '?')))} bootstrap resamples, seed "

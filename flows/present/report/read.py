@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import polars as pl
 
 from flows.present.report.shape import of_night
 from flows.store.dumps import DumpFile, scan
 from flows.store.output import Output
+from flows.store.state import OutputState
 from schemas.contract import DUMP_DATE, Col, Kind
 from schemas.exits import ExitCode
 
@@ -31,7 +32,7 @@ class Warehouse:
     history is not read whole for one night's page."""
 
     out: Output
-    manifest: dict[str, Any]  # what the output holds (``Output.state``)
+    manifest: OutputState  # what the output holds (``Output.state``)
     as_of: str | None = None
     read: dict[str, pl.DataFrame] = field(default_factory=dict)
 
@@ -53,22 +54,19 @@ def read_warehouse(out: Output | Path | str, as_of: str | None = None) -> Wareho
     """The tables of ``out`` as its latest finished run (or run ``as_of``) left them."""
     out = Output.at(out)
     warehouse = Warehouse(out, out.state(as_of), as_of)
-    if not warehouse.manifest or warehouse["model_scores"].is_empty():
+    if warehouse.manifest.is_new or warehouse["model_scores"].is_empty():
         raise ReportError(f"{out} holds no scores: run cogscore score or nightly into it first")
     return warehouse
 
 
-def round_rows(manifest: dict[str, Any], night: str | None) -> tuple[pl.DataFrame | None, str]:
+def round_rows(manifest: OutputState, night: str | None) -> tuple[pl.DataFrame | None, str]:
     """The ``round_end`` rows (episode_id, round, value) of the night's input files, read from
     the dump named in the manifest, and where they came from; ``None`` and why not when a
     file is gone or changed since it was scored (its size or modification time differ)."""
-    entry = (
-        manifest.get("nights", {}).get(night, {})
-        if night is not None
-        else manifest.get("undated", {})
-    )
-    root = str(entry.get("input") or manifest.get("input") or "")
-    entries = [e for e in entry.get("files", []) if e.get("status") == "scored"]
+    entry = manifest.nights.get(night) if night is not None else manifest.undated
+    root = str((entry.input if entry is not None else None) or manifest.input or "")
+    recorded_files = entry.files if entry is not None else ()
+    entries = [e for e in recorded_files if e.get("status") == "scored"]
     if not entries:
         return None, "the manifest lists no scored input file for this night"
     files = [_input_file(root, e["file"]) for e in entries]
