@@ -30,10 +30,6 @@ from schemas.comparisons import (
     CI_LOW,
     DESIGN,
     DF,
-    LEVEL_ALERT,
-    LEVEL_NONE,
-    LEVEL_NOT_COMPARABLE,
-    LEVEL_WATCH,
     MARGIN,
     MDE,
     MOVED_BY,
@@ -55,6 +51,7 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from schemas.tables import STANDING_CHANGES_TABLE
+from transforms.compare.regressions import alert_level
 
 CELL: Final = [Col.MODEL, Col.CATEGORY, Col.TASK]
 # cell_changes columns (working names: never written).
@@ -289,16 +286,6 @@ def standing_changes(
         .then(pl.col(MDE) if margin is None else pl.lit(float(margin)))
         .alias(MARGIN)
     )
-    drop = pl.col(CHANGE) < 0
-    level = (
-        pl.when(~comparable)
-        .then(pl.lit(LEVEL_NOT_COMPARABLE))
-        .when(drop & (pl.col(Q_BH) < alpha) & (-pl.col(CHANGE) > pl.col(MARGIN)))
-        .then(pl.lit(LEVEL_ALERT))
-        .when(drop & (pl.col(P_VALUE) < alpha))
-        .then(pl.lit(LEVEL_WATCH))
-        .otherwise(pl.lit(LEVEL_NONE))
-    )
     reason = (
         pl.when(pl.col(CHANGE_KIND) == ChangeKind.NEW_MODEL)
         .then(pl.lit("no standing before: its first results"))
@@ -322,7 +309,7 @@ def standing_changes(
         rows.with_columns(
             pl.lit(as_of, pl.String).alias(AS_OF),
             pl.lit(previous_as_of, pl.String).alias(PREVIOUS_AS_OF),
-            level.alias(ALERT_LEVEL),
+            alert_level(comparable, alpha).alias(ALERT_LEVEL),
             reason.alias(REASON),
         )
         .select(pl.col(c).cast(STANDING_CHANGES_TABLE.dtypes[c]) for c in _OWN)

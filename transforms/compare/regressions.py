@@ -198,8 +198,28 @@ def regressions(
         (pl.col(MDE) if margin is None else pl.lit(float(margin))).alias(MARGIN),
     )
     table = adjust_over(table, Work.P_FAMILY, [DUMP_DATE], "bh", Q_BH)
+    return (
+        table.with_columns(
+            alert_level(comparable, alpha).alias(ALERT_LEVEL), pl.col(N_PAIRS).fill_null(0)
+        )
+        .sort(DUMP_DATE, Col.MODEL, SCOPE)
+        .select(columns)
+    )
+
+
+def alert_level(comparable: pl.Expr, alpha: float) -> pl.Expr:
+    """A change's level (README "Comparisons and statistics"): ``not_comparable`` where it
+    cannot be tested; a drop significant after Benjamini-Hochberg (``q_bh`` < ``alpha``) and
+    larger than its margin an ``alert``; a drop with ``p_value`` < ``alpha`` a ``watch``;
+    else ``none``. Of a night's regressions and of the standings' changes alike.
+
+    >>> frame = pl.DataFrame({CHANGE: [-0.3, -0.3, -0.01, 0.2], Q_BH: [0.01, 0.2, 0.5, 0.01],
+    ...     P_VALUE: [0.001, 0.01, 0.4, 0.001], MARGIN: [0.1, 0.1, 0.1, 0.1]})
+    >>> frame.select(alert_level(pl.lit(True), 0.05)).to_series().to_list()
+    ['alert', 'watch', 'none', 'none']
+    """
     drop = pl.col(CHANGE) < 0
-    alert_level = (
+    return (
         pl.when(~comparable)
         .then(pl.lit(LEVEL_NOT_COMPARABLE))
         .when(drop & (pl.col(Q_BH) < alpha) & (-pl.col(CHANGE) > pl.col(MARGIN)))
@@ -207,11 +227,6 @@ def regressions(
         .when(drop & (pl.col(P_VALUE) < alpha))
         .then(pl.lit(LEVEL_WATCH))
         .otherwise(pl.lit(LEVEL_NONE))
-    )
-    return (
-        table.with_columns(alert_level.alias(ALERT_LEVEL), pl.col(N_PAIRS).fill_null(0))
-        .sort(DUMP_DATE, Col.MODEL, SCOPE)
-        .select(columns)
     )
 
 
