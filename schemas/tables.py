@@ -468,7 +468,7 @@ TABLES: Final[dict[str, Table]] = {
 
 # Written by cogscore alone (``RunRow.record``), not validated on write: the nullable columns
 # are those a row may leave null or rows of earlier versions lack
-# (``tests/storage/test_runs_table.py`` holds the rows written to this).
+# (``tests/store/test_runs_table.py`` holds the rows written to this).
 RUNS_TABLE: Final = Table(
     "runs",
     {

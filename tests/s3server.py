@@ -4,7 +4,7 @@ Its own process because moto's in-process `ThreadedMotoServer` shares the GIL wi
 and delta-rs calls (`DeltaTable.history()`, `is_deltatable()`) then hang until the object
 store's timeout (lake notes). werkzeug's request log is silenced: a line per request costs time
 and buries failures. moto honours `If-None-Match: *` and `If-Match` on PUT (checked by
-tests/storage/test_s3server.py), which the lease and delta-rs's commits rely on.
+tests/store/test_s3server.py), which the lease and delta-rs's commits rely on.
 
 Reusable from any test folder: `from tests.s3server import start_s3_server`.
 """

@@ -26,7 +26,7 @@ from flows.store.runs_table import (
     versions_as_of,
 )
 from schemas.columns import RunStatus
-from tests.storage.frames import night_frame
+from tests.store.frames import night_frame
 
 TABLES = ("episode_scores", "model_scores")
 T0 = datetime(2026, 12, 2, 2, 0, tzinfo=UTC)

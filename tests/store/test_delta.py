@@ -33,7 +33,7 @@ from flows.store.delta.tables import (
 from flows.store.errors import LegacyLayout, StorageError
 from flows.store.location import Location
 from tests.s3server import free_port
-from tests.storage.frames import night_frame
+from tests.store.frames import night_frame
 
 
 def files_by_night(out: Location, table: str, version: int | None = None) -> dict:
