@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from flows.options import RegressionOptions
-from flows.store.output import EPISODE_SCORES, REJECTS
+from flows.store.catalog import EPISODE_SCORES, REJECTS
 from schemas.columns import COMPARED_COLUMNS, STATUS
 from schemas.comparisons import DEFAULT_LEVEL
 from schemas.contract import DUMP_DATE, Col

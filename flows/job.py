@@ -40,23 +40,20 @@ from flows.records import error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import assemble, settled
 from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
-from flows.store.dumps import DumpFile, content_digest
-from flows.store.errors import StorageError
-from flows.store.output import (
+from flows.store.catalog import (
     EPISODE_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
     TASK_SCORES,
-    DryRun,
-    Output,
-    TableWriter,
     empty_table,
     fault_point,
-    night_levels,
-    record_failure,
 )
+from flows.store.dumps import DumpFile, content_digest
+from flows.store.errors import StorageError
+from flows.store.output import Output, night_levels
 from flows.store.runs_table import RunRow
 from flows.store.state import OutputState
+from flows.store.writer import DryRun, TableWriter, record_failure
 from schemas.columns import AS_OF, PROVENANCE, RunStatus
 from schemas.comparisons import ALERT_LEVEL, REASON
 from schemas.contract import DUMP_DATE, Col

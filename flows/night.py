@@ -16,7 +16,7 @@ import polars as pl
 
 from flows.comparisons import NightWatch
 from flows.score import ScoreResult
-from flows.store.output import (
+from flows.store.catalog import (
     CATEGORY_SCORES,
     MODEL_COMPARISONS,
     MODEL_SCORES,

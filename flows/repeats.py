@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.store.output import EPISODE_SCORES, Output
+from flows.store.catalog import EPISODE_SCORES
+from flows.store.output import Output
 from schemas.contract import DUMP_DATE, Col
 
 _SEEDS = (0x5EED1, 0x5EED2)

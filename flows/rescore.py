@@ -18,16 +18,11 @@ from flows.outcome import Outcome
 from flows.plan import formula_set
 from flows.provenance import with_provenance
 from flows.score import ScoreResult
+from flows.store.catalog import CATEGORY_SCORES, EPISODE_SCORES, MODEL_SCORES, RESCORE_DIFF
 from flows.store.dumps import DumpFile, local_path
-from flows.store.output import (
-    CATEGORY_SCORES,
-    EPISODE_SCORES,
-    MODEL_SCORES,
-    RESCORE_DIFF,
-    Output,
-    TableWriter,
-)
+from flows.store.output import Output
 from flows.store.state import OutputState
+from flows.store.writer import TableWriter
 from schemas.columns import COMPARED_COLUMNS, PROVENANCE
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION

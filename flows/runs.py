@@ -33,9 +33,10 @@ from flows.plan import (
 from flows.rescore import in_range, rescore_nights
 from flows.store.dumps import InputError, discover, one_layout
 from flows.store.dumps import dump_root as root_of
-from flows.store.output import Output, TableWriter, night_levels
+from flows.store.output import Output, night_levels
 from flows.store.runs_table import RunRow
 from flows.store.state import OutputState
+from flows.store.writer import TableWriter
 from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION

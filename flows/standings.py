@@ -25,15 +25,15 @@ import polars as pl
 
 from flows.night import above_tasks
 from flows.options import RegressionOptions
-from flows.store.output import (
+from flows.store.catalog import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
     MODEL_COMPARISONS,
     MODEL_SCORES,
     TASK_SCORES,
-    Output,
     empty_table,
 )
+from flows.store.output import Output
 from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE

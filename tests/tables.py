@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 from deltalake import DeltaTable
 
-from flows.store.output import CORE_TABLES, TABLES
+from flows.store.catalog import CORE_TABLES
+from flows.store.output import TABLES
 from schemas.columns import RUN_COUNTS
 
 

@@ -26,9 +26,10 @@ import polars as pl
 from flows.present.text import printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
+from flows.store.catalog import EPISODE_SCORES
 from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
 from flows.store.location import Location
-from flows.store.output import EPISODE_SCORES, Output
+from flows.store.output import Output
 from flows.store.state import OutputState
 from schemas.columns import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col

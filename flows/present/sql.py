@@ -12,9 +12,10 @@ import polars as pl
 from deltalake import DeltaTable
 
 from flows.present.text import printable, render, table_of_columns
+from flows.store.catalog import conform, empty_table
 from flows.store.delta.tables import table_version
 from flows.store.location import Location, storage_options
-from flows.store.output import TABLES, Output, conform, empty_table
+from flows.store.output import TABLES, Output
 from flows.store.runs_table import RUNS
 from schemas.columns import SqlFormat
 

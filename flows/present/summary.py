@@ -11,7 +11,8 @@ from flows.outcome import Outcome, RunSummary
 from flows.present.leaderboard import leaderboard_lines
 from flows.present.text import printable, render, table_of_columns
 from flows.records import unscored_line
-from flows.store.output import CORE_TABLES, MODEL_SCORES, Output
+from flows.store.catalog import CORE_TABLES, MODEL_SCORES
+from flows.store.output import Output
 from schemas.columns import AS_OF, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,

@@ -3,7 +3,9 @@
 Modules, one concern each:
 
 - `output`: `Output`, the one boundary the engine and the readers go through (what OUT holds,
-  a run's writes, every read at a pinned version);
+  every read at a pinned version, a run's lease); `state`: what it holds, typed;
+- `writer`: a run's writes (`Writer`, `DryRun`), one commit per table, the runs table last;
+- `catalog`: the tables by name, their layout, an empty or conformed frame of each;
 - `location`: a URI plus storage options (`Location`, `storage_options`, `redact`);
 - `errors`: `StorageError` and its kinds, one line naming the URL;
 - `objects`: the only module that talks to obstore (list, get, conditional put, delete);

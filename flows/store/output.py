@@ -19,79 +19,30 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any
 
 import polars as pl
-from deltalake.exceptions import CommitFailedError
 
 from flows.store import delta, objects, runs_table
-from flows.store.delta.staged import StagedFiles, StageTarget
-from flows.store.errors import LegacyLayout, NoOutput, StorageError, UnknownRun
+from flows.store.catalog import ALL_TABLES, LAYOUTS, conform, empty_table
+from flows.store.errors import LegacyLayout, NoOutput, UnknownRun
 from flows.store.lease import Lease, check_conditional_writes, lease_holder
 from flows.store.location import Location
-from flows.store.runs_table import RUNS, RunRow
+from flows.store.runs_table import RUNS
 from flows.store.state import OutputState
-from schemas.columns import NIGHT_COLUMNS, PINNING, RunStatus
+from flows.store.writer import Writer
+from schemas.columns import NIGHT_COLUMNS, PINNING
 from schemas.tables import (
-    CATEGORY_SCORES_TABLE,
-    EPISODE_SCORES_TABLE,
-    MODEL_COMPARISONS_TABLE,
-    MODEL_SCORES_TABLE,
-    REGRESSIONS_TABLE,
-    REJECTS_TABLE,
-    RESCORE_DIFF_TABLE,
-    STANDING_TABLES,
     TABLES,
-    TASK_SCORES_TABLE,
 )
-from schemas.validation import validate
-
-EPISODE_SCORES: Final = EPISODE_SCORES_TABLE.name
-REJECTS: Final = REJECTS_TABLE.name
-TASK_SCORES: Final = TASK_SCORES_TABLE.name
-CATEGORY_SCORES: Final = CATEGORY_SCORES_TABLE.name
-MODEL_SCORES: Final = MODEL_SCORES_TABLE.name
-RESCORE_DIFF: Final = RESCORE_DIFF_TABLE.name  # written by rescores only
-MODEL_COMPARISONS: Final = MODEL_COMPARISONS_TABLE.name
-REGRESSIONS: Final = REGRESSIONS_TABLE.name
-# The tables every run writes (rescore_diff only a rescore).
-CORE_TABLES: Final = (
-    EPISODE_SCORES,
-    REJECTS,
-    TASK_SCORES,
-    CATEGORY_SCORES,
-    MODEL_SCORES,
-    MODEL_COMPARISONS,
-    REGRESSIONS,
-    *(table.name for table in STANDING_TABLES),
-)
-ALL_TABLES: Final = (*TABLES, RUNS)
-# Each table's partition columns, as its folders are laid out (the runs table has none).
-LAYOUTS: Final[Mapping[str, tuple[str, ...]]] = {
-    **{name: spec.partition_by for name, spec in TABLES.items()},
-    RUNS: (),
-}
-
 
 # A store that ignores conditional writes is refused unless this is set (at the user's risk:
 # two writers could overwrite each other's commits there).
 ALLOW_UNSAFE = "COGSCORE_ALLOW_UNSAFE_STORE"
-PAUSE_AT = "COGSCORE_PAUSE_AT"  # fault injection for tests: a point name, and
-PAUSE_FLAG = "COGSCORE_PAUSE_FLAG"  # a file to create when the run reaches it
-
-
-def fault_point(name: str) -> None:
-    """Where tests kill a run (kill -9): with ``COGSCORE_PAUSE_AT=name`` the run writes the
-    flag file and waits there. Does nothing otherwise."""
-    if os.environ.get(PAUSE_AT) == name:
-        import time
-
-        Path(os.environ[PAUSE_FLAG]).write_text(name)
-        time.sleep(300)
 
 
 @dataclass(frozen=True)
@@ -327,223 +278,3 @@ def _check_legacy(location: Location) -> None:
             f"{location.display} holds tables of an earlier cogscore (manifest.json): score "
             "into a new folder (a rescore of every night rebuilds the tables from the dumps)"
         )
-
-
-def empty_table(table: str) -> pl.DataFrame:
-    """A table no run wrote: no rows, the columns of its model (a regex column left out)."""
-    if table == RUNS:
-        return runs_table.RUNS_SCHEMA.to_frame()
-    return TABLES[table].empty()
-
-
-def conform(table: str, frame: pl.LazyFrame) -> pl.LazyFrame:
-    """``frame`` (a version of ``table``) with the model's columns first, in its order, those
-    it lacks as nulls (written before a newer cogscore added them), then any others."""
-    if table not in TABLES:
-        return frame
-    have = frame.collect_schema()
-    model = empty_table(table).schema
-    known = [
-        pl.col(name) if name in have else pl.lit(None, dtype).alias(name)
-        for name, dtype in model.items()
-    ]
-    return frame.select(*known, *(name for name in have if name not in model))
-
-
-def in_order(frame: pl.DataFrame, order: Sequence[str]) -> bool:
-    """Whether ``frame`` is sorted by ``order`` already (no nulls in its keys): a night's
-    episode scores come sorted, and a second sort of them cost 800 MB at 1.5 M episodes.
-
-    >>> in_order(pl.DataFrame({"a": [1, 1, 2], "b": ["y", "z", "a"]}), ["a", "b"])
-    True
-    >>> in_order(pl.DataFrame({"a": [1, 1, 2], "b": ["z", "y", "a"]}), ["a", "b"])
-    False
-    """
-    if frame.height < 2 or frame.select(pl.any_horizontal(pl.col(order).is_null().any())).item():
-        return frame.height < 2
-    later = pl.lit(True)  # rows equal on every key are in order
-    for key in reversed(order):
-        here, before = pl.col(key), pl.col(key).shift(1)
-        later = (here > before) | ((here == before) & later)
-    return bool(frame.select(later.slice(1).all()).item())
-
-
-class TableWriter(Protocol):
-    """What a run writes through: its nights' tables staged one night at a time, then
-    committed at once (``Writer``), or only checked (``DryRun``)."""
-
-    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
-        """Where the workers stage a night's episode rows (None: they keep them)."""
-        ...
-
-    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        """Night ``night`` of ``table`` will be ``frame`` (checked now)."""
-        ...
-
-    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
-        """Night ``night`` of ``table`` will be the files the workers staged."""
-        ...
-
-    def discard(self, staged: Sequence[StagedFiles]) -> None:
-        """Staged episode rows of a night that failed: never to be committed."""
-        ...
-
-    def append(self, table: str, frame: pl.DataFrame) -> None:
-        """Rows to append to the log table ``table`` at the commit (checked now)."""
-        ...
-
-    def night_done(self) -> None: ...
-
-    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
-        """Every table's staged nights at once, then the run's rows: the versions."""
-        ...
-
-
-@dataclass
-class DryRun:
-    """Stands for a writer in a dry run: checks each table as ``Writer`` does, writes
-    nothing, records nothing."""
-
-    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
-        return None
-
-    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-
-        validate(table, frame)
-
-    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
-        raise AssertionError("a dry run stages no files")
-
-    def discard(self, staged: Sequence[StagedFiles]) -> None:
-        pass
-
-    def append(self, table: str, frame: pl.DataFrame) -> None:
-
-        validate(table, frame)
-
-    def night_done(self) -> None:
-        pass
-
-    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
-        return {}
-
-
-@dataclass
-class Writer:
-    """Writes one run's tables into ``OUT``: each night's tables staged as data files as the
-    night is done (memory holds one night), then, once every night is, one commit per table
-    replacing all the run's nights of it, and the run's rows in ``runs`` last (the commit
-    point). A reader of any table's latest version sees the whole run or none of it."""
-
-    output: Output
-    lease: Lease
-    run_id: str
-    staged: dict[str, dict[str | None, list[StagedFiles]]] = field(default_factory=dict)
-    appended: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
-
-    def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
-        return StageTarget(self.output.location, night, fingerprint)
-
-    def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
-        """Validate ``frame`` (pandera, data included) and stage it as night ``night`` of
-        ``table`` (an empty frame empties the night)."""
-
-        spec = TABLES[table]
-        validate(spec, frame)  # one query; pandera's report if it fails
-        order = list(spec.sort)
-        ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
-        files = delta.write_data_files(
-            self.output.location, table, ordered, night, partition_by=spec.partition_by
-        )
-        self.stage_files(table, night, [files])
-
-    def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
-        """Stage the files the workers wrote (validated there) as night ``night`` of
-        ``table``; none: the night holds no rows."""
-        if not staged:
-            self.stage(table, empty_table(table), night)
-            return
-        self.staged.setdefault(table, {}).setdefault(night, []).extend(staged)
-
-    def discard(self, staged: Sequence[StagedFiles]) -> None:
-        delta.discard(self.output.location, EPISODE_SCORES, staged)
-
-    def append(self, table: str, frame: pl.DataFrame) -> None:
-        """Validate ``frame`` and keep it to append to the log table ``table`` at the
-        commit (a log's rows are few: a run's)."""
-
-        self.appended.setdefault(table, []).append(validate(table, frame))
-
-    def night_done(self) -> None:
-        """A night is staged: push the lease's expiry (a long rescore keeps it)."""
-        self.lease.renew()
-
-    def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
-        """Each table's staged nights in one commit (every table readable, rows or not),
-        then the run's rows, each naming every table's version: the commit point."""
-        versions: dict[str, int] = {}
-        for table, spec in TABLES.items():
-            nights = self.staged.get(table)
-            if added := self.appended.get(table):
-                versions[table] = delta.append_rows(
-                    self.output.location,
-                    table,
-                    pl.concat(added),
-                    partition_by=spec.partition_by,
-                    commit_metadata={"run_id": self.run_id},
-                )
-            elif nights:
-                versions[table] = self._commit_nights(table, nights)
-            elif (version := delta.table_version(self.output.location, table)) is not None:
-                versions[table] = version
-            else:
-                versions[table] = delta.write_night(
-                    self.output.location,
-                    table,
-                    empty_table(table),
-                    None,
-                    partition_by=spec.partition_by,
-                    commit_metadata={"run_id": self.run_id},
-                )
-        fault_point("before-commit")
-        stamped = [_with_versions(row, versions) for row in rows]
-        runs_table.record_run(self.output.location, stamped)
-        fault_point("after-commit")
-        return versions
-
-    def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
-        """The staged nights of ``table`` in one commit; the table's version it made."""
-        staged = [files for night in nights.values() for files in night]
-        for attempt in (1, 2):  # another writer committed to these nights meanwhile: once more
-            try:
-                version = delta.commit_nights(
-                    self.output.location, table, list(nights), staged, {"run_id": self.run_id}
-                )
-                break
-            except CommitFailedError as error:
-                if attempt == 2:
-                    raise StorageError(
-                        f"another writer changed {self.output.location.child(table).display}"
-                        f" while this run wrote it, twice: {str(error).splitlines()[0]}; run "
-                        "again when it is done (cogscore's own runs take turns through the lease)"
-                    ) from None
-        fault_point(f"wrote-{table}")
-        return version
-
-
-def _with_versions(row: RunRow, versions: Mapping[str, int]) -> RunRow:
-    from dataclasses import replace
-
-    return replace(row, table_versions=dict(versions))
-
-
-def record_failure(output: Output, rows: Sequence[RunRow]) -> None:
-    """Record a run that failed (its rows pin nothing); never raises over the first error."""
-    from dataclasses import replace
-
-    try:
-        versions = delta.table_versions(output.location, list(TABLES))
-        failed = [replace(r, status=RunStatus.FAILED, table_versions=versions) for r in rows]
-        runs_table.record_run(output.location, failed)
-    except Exception:  # the run's own error is what the user must see
-        pass

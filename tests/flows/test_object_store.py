@@ -12,8 +12,9 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.store.catalog import CORE_TABLES
 from flows.store.location import Location
-from flows.store.output import CORE_TABLES, Output
+from flows.store.output import Output
 from tests.s3server import S3Server
 
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"

@@ -643,7 +643,8 @@ def test_ctrl_c_is_one_line_exit_130_recorded_and_marks_no_night(
     import signal
     import time
 
-    from flows.store.output import PAUSE_AT, PAUSE_FLAG, Output
+    from flows.store.catalog import PAUSE_AT, PAUSE_FLAG
+    from flows.store.output import Output
 
     dump, out = dump_of_two_nights(tmp_path), tmp_path / "out"
     assert cli("nightly", str(dump), "--out", str(out))[0] == 0

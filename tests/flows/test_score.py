@@ -233,10 +233,10 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
     (``assemble``), so each staged part holds its episodes so, and its data files are
     written so; the scoring plan hands them in category order."""
     from flows.score import score_file, stage
+    from flows.store.catalog import EPISODE_SCORES
     from flows.store.delta.staged import StageTarget, read_staged
     from flows.store.dumps import discover
     from flows.store.location import Location
-    from flows.store.output import EPISODE_SCORES
     from schemas.contract import Col
     from simulator import simulate
     from transforms.registry import resolve

@@ -27,7 +27,8 @@ from flows.options import run_options
 from flows.present.sql import connect
 from flows.runs import score as run
 from flows.score import score_dump
-from flows.store.output import CORE_TABLES, PAUSE_AT, PAUSE_FLAG, TABLES, Output
+from flows.store.catalog import CORE_TABLES, PAUSE_AT, PAUSE_FLAG
+from flows.store.output import TABLES, Output
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
 from transforms.aggregate import Bootstrap, _group_seed
 from transforms.registry import DEFAULTS as _DEFAULTS

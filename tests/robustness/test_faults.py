@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 import flows.score
 from flows import runs
 from flows.cli import app
+from flows.store.catalog import PAUSE_AT, PAUSE_FLAG
 from flows.store.dumps import DumpFile
 from flows.store.lease import Lease
-from flows.store.output import PAUSE_AT, PAUSE_FLAG, Output
+from flows.store.output import Output
 from tests.dumps import example_dump_counts
 from tests.s3server import S3Server
 from tests.tables import (
@@ -339,8 +340,8 @@ def test_kill_9_during_the_first_run_into_a_bucket_then_the_next_run_completes(
     from polars.testing import assert_frame_equal
 
     from flows.store import objects
+    from flows.store.catalog import CORE_TABLES
     from flows.store.errors import NothingThere
-    from flows.store.output import CORE_TABLES
 
     for name, value in s3_server.env.items():
         monkeypatch.setenv(name, value)

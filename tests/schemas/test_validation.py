@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from flows.mappers import local_mapper
 from flows.runs import score
-from flows.store.output import CORE_TABLES
+from flows.store.catalog import CORE_TABLES
 from schemas.models import schema_of
 from schemas.tables import TABLES
 from schemas.validation import passes, validate

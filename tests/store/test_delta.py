@@ -346,7 +346,7 @@ def test_a_newer_cogscore_adds_columns_old_nights_read_them_as_null(out):
 
 
 def test_reads_conform_to_the_table_model_whatever_version():
-    from flows.store.output import conform, empty_table
+    from flows.store.catalog import conform, empty_table
 
     model = empty_table("model_scores")
     old = model.drop("rank_low", "rank_high", "tier", "ranked_among", "n_ranked")

@@ -40,7 +40,7 @@ import polars as pl
 from flows.present.explain import episode_header, read_transcripts
 from flows.present.report.figures import Section, script_json
 from flows.present.report.read import Warehouse
-from flows.store.output import EPISODE_SCORES
+from flows.store.catalog import EPISODE_SCORES
 from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.contract import DUMP_DATE, Col
 from schemas.formulas import REPORTED
