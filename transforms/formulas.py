@@ -58,8 +58,6 @@ VERSIONS: Final[dict[Category, tuple[str, ...]]] = {}
 DEFAULTS: Final[dict[Category, str]] = {}
 # Tasks with a default of their own: "category/task" -> version.
 TASK_DEFAULTS: Final[dict[str, str]] = {}
-DESCRIPTIONS: Final[dict[tuple[Category, str], str]] = {}
-WEIGHTS: Final[dict[tuple[Category, str], Mapping[str, float]]] = {}
 
 
 def register(spec: FormulaVersion) -> None:
@@ -80,8 +78,6 @@ def register(spec: FormulaVersion) -> None:
         DEFAULTS[spec.category] = spec.version
     for task in spec.tasks:
         TASK_DEFAULTS[task_key(spec.category, task)] = spec.version
-    DESCRIPTIONS[key] = spec.description
-    WEIGHTS[key] = dict(spec.weights)
 
 
 def listing() -> list[tuple[str, bool, str]]:
@@ -91,7 +87,11 @@ def listing() -> list[tuple[str, bool, str]]:
     for key, version in ordered(TASK_DEFAULTS).items():
         category, _ = split_key(key)
         rows.append(
-            (f"{key}={version}", True, f"this task's own: {DESCRIPTIONS[category, version]}")
+            (
+                f"{key}={version}",
+                True,
+                f"this task's own: {REGISTRY[category, version].description}",
+            )
         )
     return rows
 

@@ -9,12 +9,10 @@ from __future__ import annotations
 from transforms import associative, concept, observational, procedural, runtime_rl
 from transforms.formulas import (
     DEFAULTS,
-    DESCRIPTIONS,
     REGISTRY,
     SCORERS,
     TASK_DEFAULTS,
     VERSIONS,
-    WEIGHTS,
     chosen,
     listing,
     overlay,
@@ -23,12 +21,10 @@ from transforms.formulas import (
 
 __all__ = [
     "DEFAULTS",
-    "DESCRIPTIONS",
     "REGISTRY",
     "SCORERS",
     "TASK_DEFAULTS",
     "VERSIONS",
-    "WEIGHTS",
     "associative",
     "chosen",
     "concept",

@@ -23,11 +23,9 @@ from tests.reference.test_reference import (
 from tests.run import run_pipeline
 from transforms.registry import (
     DEFAULTS,
-    DESCRIPTIONS,
     REGISTRY,
     SCORERS,
     VERSIONS,
-    WEIGHTS,
     chosen,
     listing,
     overlay,
@@ -47,8 +45,9 @@ def test_every_category_has_versions_and_one_default_among_them() -> None:
 
 
 def test_descriptions_are_written_with_the_registered_weights() -> None:
-    for key, weights in WEIGHTS.items():
-        written = {float(x) for x in re.findall(r"\d+\.\d+", DESCRIPTIONS[key])}
+    for key, spec in REGISTRY.items():
+        weights = spec.weights
+        written = {float(x) for x in re.findall(r"\d+\.\d+", spec.description)}
         assert written == set(weights.values()), key
 
 
@@ -80,7 +79,7 @@ def score_of(category: Category, body: list[dict[str, Any]], **params: Any) -> d
 
 
 def weights(category: Category) -> dict[str, float]:
-    return dict(WEIGHTS[category, DEFAULTS[category]])
+    return dict(REGISTRY[category, DEFAULTS[category]].weights)
 
 
 def test_runtime_rl_score_is_the_registered_weighted_sum() -> None:
@@ -106,7 +105,7 @@ def test_procedural_scores_are_the_registered_weighted_sums(version: str) -> Non
     rows = episode(Category.PROCEDURAL_LEARNING, *body)
     scores, _ = run_pipeline(rows, {Category.PROCEDURAL_LEARNING: version})
     got = scores.row(0, named=True)
-    w = dict(WEIGHTS[Category.PROCEDURAL_LEARNING, version])
+    w = dict(REGISTRY[Category.PROCEDURAL_LEARNING, version].weights)
     parts = {**got, "mean": (0.1 + 0.3 + 0.5 + 0.8 + 0.9) / 5}  # v4: the plain mean
     weighted = 0.0
     for part, weight in w.items():
