@@ -1,15 +1,12 @@
-"""One run's nights, scored one after another under the output's lease: ``held_run`` plans
-from the output's state, takes the lease and does the work (planning again should another
-run have committed in between); ``score_nights`` is the loop ``score``,
-``nightly`` and ``rescore`` share (each night's files mapped, assembled, its tables made and
-staged, its standing updated, its failure kept to that night); ``RunContext`` is what a run
-is given (options, run id, progress), ``Job`` what it scores.
+"""One run's nights, scored one after another (under the lease ``flows.runs.held_run``
+takes): ``score_nights`` is the loop ``score``, ``nightly`` and ``rescore`` share (each
+night's files mapped, assembled, its tables made and staged, its standing updated, its
+failure kept to that night), ``Job`` what it scores.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -22,9 +19,8 @@ import polars as pl
 from flows.comparisons import NightWatch
 from flows.logs import log
 from flows.logs import run_id as run_id_var
-from flows.mappers import FILES_AT_ONCE, Mapper, NoProgress, Progress
+from flows.mappers import FILES_AT_ONCE, Mapper, local_mapper_with
 from flows.night import NightHook, tables_of_night
-from flows.options import RunOptions
 from flows.outcome import FLAGGED, Outcome, RunSummary, alerts, noticed, unscored_night
 from flows.plan import (
     check_layout,
@@ -36,7 +32,7 @@ from flows.plan import (
 )
 from flows.provenance import run_details, with_provenance
 from flows.reading import vanished
-from flows.records import error_line, exit_code_of, run_status, verdict
+from flows.records import RunContext, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import assemble, settled
 from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
@@ -49,7 +45,6 @@ from flows.store.catalog import (
     fault_point,
 )
 from flows.store.dumps import DumpFile, content_digest
-from flows.store.errors import StorageError
 from flows.store.output import Output, night_levels
 from flows.store.runs_table import RunRow
 from flows.store.state import OutputState
@@ -63,56 +58,8 @@ from schemas.version import COGSCORE_VERSION
 from transforms.compare import check_design
 from transforms.compare.night import ABSENT, models_without_scores
 
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
 # After the last night, with each night's input fingerprint: what the run records beside.
 Finish = Callable[[dict[str | None, str]], dict[str, Any]]
-
-
-@dataclass
-class RunContext:
-    """Who runs and how, decided once (the command line, the environment or a flow's
-    parameters) and passed down whole: its id, command and engine, its progress display,
-    the regression options, and what ends it failed."""
-
-    run_id: str = field(default_factory=new_run_id)
-    command: str = ""
-    engine: str = "local"
-    progress: Progress = field(default_factory=NoProgress)
-    options: RunOptions = field(default_factory=RunOptions)
-
-
-# What a run does once it holds the output: (writer) -> outcome.
-Work = Callable[[TableWriter], "Outcome"]
-
-
-_PLAN_ATTEMPTS = 3
-
-
-def held_run(
-    output: Output,
-    context: RunContext,
-    prepare: Callable[[OutputState], Work],
-    dry_run: bool = False,
-) -> Outcome:
-    """Read the output's state once, ``prepare`` the run from it (what can refuse the run
-    does so here, before the output is touched: a refused first run creates nothing), then
-    take the lease and do the work. Should another run have committed between the read and
-    the lease (the runs table moved), plan again from the new state. A dry run takes no
-    lease and writes nothing."""
-    for _ in range(_PLAN_ATTEMPTS):
-        seen = output.runs_version()
-        work = prepare(output.state())
-        if dry_run:
-            return work(DryRun())
-        with output.writing(context.run_id, context.command) as writer:
-            if output.runs_version() == seen:
-                return work(writer)
-        log().info("another run committed to %s meanwhile: planning again", output)
-    raise StorageError(f"{output} changed under this run {_PLAN_ATTEMPTS} times: run again")
 
 
 @dataclass
@@ -140,7 +87,7 @@ def score_nights(
     job: Job,
     writer: TableWriter,
     state: OutputState,
-    mapper: Mapper,
+    mapper: Mapper | None,
     context: RunContext,
 ) -> Outcome:
     """Score ``job``'s files night after night, stage each night's tables as it is done,
@@ -154,9 +101,11 @@ def score_nights(
     run's nights of it (a reader of the tables' latest versions sees the whole run or none
     of it, table by table), and the run's rows in the runs table, appended last, are the
     commit point for cogscore's own readers. With a ``DryRun`` writer, the tables are made
-    and checked and nothing is written.
+    and checked and nothing is written. Files are scored by ``mapper``, by default here
+    (``flows.mappers.local_mapper``), telling the run's progress of each file.
     """
     started, t0 = datetime.now(UTC), time.perf_counter()
+    mapper = mapper or local_mapper_with(context.progress)
     output, files, formulas = job.output, job.files, job.formulas
     bootstrap = context.options.bootstrap
     dry_run = isinstance(writer, DryRun)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
-from typing import Protocol
 
-from flows.reading import FileReport
+from flows.records import NoProgress, Progress
 from flows.score import (
     FilePart,
     Stager,
@@ -37,37 +36,6 @@ FILES_AT_ONCE = 2
 # Batches submitted and not yet taken by the driver: one more than the threads, so that a
 # thread never waits for the driver to hand it the next.
 IN_FLIGHT = FILES_AT_ONCE + 1
-
-
-class Progress(Protocol):
-    """Where a run says how far it is (the terminal's progress bar; nothing by default)."""
-
-    def begin(self, nights: int, files: int) -> None: ...
-    def file_done(self, report: FileReport) -> None: ...
-    def step(self, what: str) -> None: ...
-    def night_done(self, night: str | None) -> None: ...
-
-
-class NoProgress:
-    """Progress told to nobody (not a terminal, ``--quiet``, the Prefect engine's logs)."""
-
-    def __enter__(self) -> NoProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def begin(self, nights: int, files: int) -> None:
-        pass
-
-    def file_done(self, report: FileReport) -> None:
-        pass
-
-    def step(self, what: str) -> None:
-        pass
-
-    def night_done(self, night: str | None) -> None:
-        pass
 
 
 def local_mapper(

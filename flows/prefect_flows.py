@@ -39,13 +39,12 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
-from flows.job import RunContext, new_run_id
 from flows.mappers import FILES_AT_ONCE
 from flows.options import RUN_OPTIONS, run_options
 from flows.outcome import Outcome
 from flows.present.report import write_report
 from flows.present.summary import outcome_markdown
-from flows.records import ended
+from flows.records import RunContext, ended, new_run_id
 from flows.score import (
     SCORER_CODE,
     FilePart,

@@ -1,14 +1,19 @@
-"""The record of one command run, as ``--json`` prints it last on stdout (its schema is
-``RECORD_KEYS``, documented in README "Run records" and tested), and the exit codes."""
+"""A run's identity and what it tells: who runs it and how (``RunContext``: its id,
+command, engine, options, progress), how far it is while it runs (``Progress``: the
+terminal's bar, or nobody), and when it ends its record, as ``--json`` prints it last on
+stdout (its schema is ``RECORD_KEYS``, documented in README "Run records" and tested), and
+its exit code."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from flows.options import RunOptions
 from schemas.columns import AS_OF
 from schemas.comparisons import (
     ALERT_LEVEL,
@@ -24,6 +29,9 @@ from schemas.comparisons import (
 from schemas.contract import DUMP_DATE, Col
 from schemas.exits import ExitCode
 from schemas.version import COGSCORE_VERSION
+
+if TYPE_CHECKING:  # the scoring code: not loaded by ``cogscore --help``
+    from flows.reading import FileReport
 
 
 def exit_code_of(error: BaseException) -> ExitCode:
@@ -282,3 +290,51 @@ def _flagged(regressions: Any) -> list[dict[str, Any]]:
 
     keys = [DUMP_DATE, Col.MODEL, SCOPE, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
     return list(regressions.select(keys).to_dicts())  # a handful of rows
+
+
+class Progress(Protocol):
+    """Where a run says how far it is (the terminal's progress bar; nothing by default)."""
+
+    def begin(self, nights: int, files: int) -> None: ...
+    def file_done(self, report: FileReport) -> None: ...
+    def step(self, what: str) -> None: ...
+    def night_done(self, night: str | None) -> None: ...
+
+
+class NoProgress:
+    """Progress told to nobody (not a terminal, ``--quiet``, the Prefect engine's logs)."""
+
+    def __enter__(self) -> NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def begin(self, nights: int, files: int) -> None:
+        pass
+
+    def file_done(self, report: FileReport) -> None:
+        pass
+
+    def step(self, what: str) -> None:
+        pass
+
+    def night_done(self, night: str | None) -> None:
+        pass
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass
+class RunContext:
+    """Who runs and how, decided once (the command line, the environment or a flow's
+    parameters) and passed down whole: its id, command and engine, its progress display,
+    the regression options, and what ends it failed."""
+
+    run_id: str = field(default_factory=new_run_id)
+    command: str = ""
+    engine: str = "local"
+    progress: Progress = field(default_factory=NoProgress)
+    options: RunOptions = field(default_factory=RunOptions)

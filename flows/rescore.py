@@ -12,11 +12,12 @@ from typing import Any
 
 import polars as pl
 
-from flows.job import Job, RunContext, no_diff, score_nights
+from flows.job import Job, no_diff, score_nights
 from flows.mappers import Mapper
 from flows.outcome import Outcome
 from flows.plan import formula_set
 from flows.provenance import with_provenance
+from flows.records import RunContext
 from flows.score import ScoreResult
 from flows.store.catalog import CATEGORY_SCORES, EPISODE_SCORES, MODEL_SCORES, RESCORE_DIFF
 from flows.store.dumps import DumpFile, local_path
@@ -65,7 +66,7 @@ def rescore_nights(
     formulas: Sequence[str],
     files: Sequence[DumpFile],
     nights: list[str],
-    mapper: Mapper,
+    mapper: Mapper | None,
     diff_out: Path | str | None,
     context: RunContext,
     since: date | None,

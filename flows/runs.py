@@ -5,21 +5,22 @@ with chosen formula versions, and what that moved).
 Each takes a ``Mapper`` that runs the per-file work: in this process, on a Dask cluster, or
 (``flows.prefect_flows``) as Prefect tasks. Files are the unit of distribution (episodes
 never span files); nights are the unit of reduction: here, one night after another, each
-night's parts are assembled, aggregated and written before the next night is scored.
+night's parts are assembled, aggregated and written before the next night is scored
+(``flows.job.score_nights``). Each holds the output's lease while it works (``held_run``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
-from flows.job import Job, RunContext, Work, held_run, score_nights
+from flows.job import Job, score_nights
 from flows.logs import log
-from flows.mappers import Mapper, local_mapper
+from flows.mappers import Mapper
 from flows.outcome import Outcome
 from flows.plan import (
     NightlyPlan,
@@ -30,13 +31,15 @@ from flows.plan import (
     ready,
     rescored_versions,
 )
+from flows.records import RunContext
 from flows.rescore import in_range, rescore_nights
 from flows.store.dumps import InputError, discover, one_layout
 from flows.store.dumps import dump_root as root_of
+from flows.store.errors import StorageError
 from flows.store.output import Output, night_levels
 from flows.store.runs_table import RunRow
 from flows.store.state import OutputState
-from flows.store.writer import TableWriter
+from flows.store.writer import DryRun, TableWriter
 from schemas.columns import RunStatus
 from schemas.contract import DUMP_DATE
 from schemas.version import COGSCORE_VERSION
@@ -88,7 +91,7 @@ def score(
     input_root: Path | str,
     out: Output | Path | str,
     formulas: Sequence[str] = (),
-    mapper: Mapper = local_mapper,
+    mapper: Mapper | None = None,
     context: RunContext | None = None,
 ) -> Outcome:
     """Score every file of the dump; replace the nights it holds (or, undated, everything)
@@ -120,7 +123,7 @@ def nightly(
     dump_root: Path | str,
     out: Output | Path | str,
     formulas: Sequence[str] = (),
-    mapper: Mapper = local_mapper,
+    mapper: Mapper | None = None,
     *,
     verify: bool = False,
     context: RunContext | None = None,
@@ -206,7 +209,7 @@ def rescore(
     *,
     since: date | None = None,
     until: date | None = None,
-    mapper: Mapper = local_mapper,
+    mapper: Mapper | None = None,
     dry_run: bool = False,
     diff_out: Path | str | None = None,
     context: RunContext | None = None,
@@ -241,3 +244,33 @@ def rescore(
     outcome.nights_waiting = waiting
     outcome.seconds = time.perf_counter() - t0
     return outcome
+
+
+# What a run does once it holds the output: (writer) -> outcome.
+Work = Callable[[TableWriter], "Outcome"]
+
+
+_PLAN_ATTEMPTS = 3
+
+
+def held_run(
+    output: Output,
+    context: RunContext,
+    prepare: Callable[[OutputState], Work],
+    dry_run: bool = False,
+) -> Outcome:
+    """Read the output's state once, ``prepare`` the run from it (what can refuse the run
+    does so here, before the output is touched: a refused first run creates nothing), then
+    take the lease and do the work. Should another run have committed between the read and
+    the lease (the runs table moved), plan again from the new state. A dry run takes no
+    lease and writes nothing."""
+    for _ in range(_PLAN_ATTEMPTS):
+        seen = output.runs_version()
+        work = prepare(output.state())
+        if dry_run:
+            return work(DryRun())
+        with output.writing(context.run_id, context.command) as writer:
+            if output.runs_version() == seen:
+                return work(writer)
+        log().info("another run committed to %s meanwhile: planning again", output)
+    raise StorageError(f"{output} changed under this run {_PLAN_ATTEMPTS} times: run again")

@@ -139,7 +139,7 @@ def _run(
     from datetime import datetime as clock
 
     from flows.present.summary import outcome_lines
-    from flows.present.text import printable
+    from flows.present.terminal import printable
     from flows.store.dumps import InputError
 
     started, t0 = clock.now(UTC), time.perf_counter()
@@ -165,12 +165,13 @@ def _run(
             outcome = flow(**kwargs, **options.parameters(kind))
         else:
             from flows import runs
-            from flows.job import RunContext
-            from flows.mappers import dask_mapper, local_mapper_with
+            from flows.mappers import dask_mapper
             from flows.present.terminal import progress_for
+            from flows.records import RunContext
 
             progress = progress_for(quiet or bool(os.environ.get("COGSCORE_QUIET")))
-            mapper = dask_mapper(dask_address) if dask_address else local_mapper_with(progress)
+            # None: here, telling ``progress`` of each file (``flows.job.score_nights``).
+            mapper = dask_mapper(dask_address) if dask_address else None
             context = RunContext(
                 command=command_line(), engine="local", progress=progress, options=options
             )

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.present.text import printable
+from flows.present.terminal import printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
 from flows.store.catalog import EPISODE_SCORES

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import polars as pl
 from rich.markup import escape
 
-from flows.present.text import line_width, printable, render, table_of_columns
+from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output
 from schemas.columns import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.columns import Table as TableSpec

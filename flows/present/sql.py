@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 from deltalake import DeltaTable
 
-from flows.present.text import printable, render, table_of_columns
+from flows.present.terminal import printable, render, table_of_columns
 from flows.store.catalog import conform, empty_table
 from flows.store.delta.tables import table_version
 from flows.store.location import Location, storage_options

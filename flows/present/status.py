@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 from rich.markup import escape
 
-from flows.present.text import printable, render, table_of_columns
+from flows.present.terminal import printable, render, table_of_columns
 from flows.state import history
 from flows.store.output import Output, describe_unfinished
 from schemas.comparisons import (

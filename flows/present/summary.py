@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from flows.outcome import Outcome, RunSummary
 from flows.present.leaderboard import leaderboard_lines
-from flows.present.text import printable, render, table_of_columns
+from flows.present.terminal import printable, render, table_of_columns
 from flows.records import unscored_line
 from flows.store.catalog import CORE_TABLES, MODEL_SCORES
 from flows.store.output import Output

@@ -1,13 +1,19 @@
-"""The progress of a run on a terminal (rich): nights and files done of total, rows per
-second, time left, and what a long step beyond files is doing. Off when stderr is not a
-terminal or the user asked for quiet."""
+"""What a terminal is shown (rich): the progress of a run (nights and files done of total,
+rows per second, time left, and what a long step beyond files is doing; off when stderr is
+not a terminal or the user asked for quiet) and of an import (``progress_bar``); text made
+printable (no escape sequence reaches the terminal), the width lines are folded to, and
+rich tables rendered to plain lines."""
 
 from __future__ import annotations
 
+import io
+import shutil
+import sys
 import time
 from types import TracebackType
 from typing import Self
 
+from rich import box
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -17,14 +23,15 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 
-from flows.mappers import NoProgress
-from flows.mappers import Progress as RunProgress
 from flows.reading import FileReport
+from flows.records import NoProgress
+from flows.records import Progress as RunProgress
 
 
 class TerminalProgress:
-    """A ``flows.mappers.Progress`` drawn on stderr; use as a context manager."""
+    """A ``flows.records.Progress`` drawn on stderr; use as a context manager."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
@@ -93,4 +100,54 @@ def progress_bar(field: str, console: Console) -> Progress:
     )
 
 
-__all__ = ["RunProgress", "TerminalProgress", "progress_bar", "progress_for", "watched_console"]
+def printable(text: object) -> str:
+    r"""``text`` safe for a terminal: control characters (ANSI escapes, newlines, NUL) are
+    shown as escapes instead of acting on the terminal.
+
+    >>> printable("m\x1b[2Jx\n")
+    'm\\x1b[2Jx\\n'
+    """
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+WIDTH = 100
+
+
+# Off a terminal a table has no width to keep to: each row on one line, whatever it holds.
+UNLIMITED = 1_000_000
+
+
+def line_width(width: int | None = None) -> int:
+    """The width tables are drawn at: ``width`` (at least 100); by default, on a terminal at
+    least 100 columns, or its width where wider; elsewhere (a pipe, a file, a cron log)
+    unlimited, so that nothing folds or is cut."""
+    if width is None and not sys.stdout.isatty():
+        return UNLIMITED
+    return max(WIDTH, width or shutil.get_terminal_size((WIDTH, 24)).columns)
+
+
+def render(table: Table, width: int | None = None) -> list[str]:
+    """``table`` as plain text lines (no colour codes) at ``line_width(width)`` columns:
+    on a terminal long cells fold, never cut; elsewhere every row is one line."""
+    width = line_width(width)
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
+    console.print(table)
+    return [line.rstrip() for line in console.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+
+
+def table_of_columns() -> Table:
+    # A header rule and one space between columns: six categories fit in 100 columns.
+    return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 0, 0, 1))
+
+
+__all__ = [
+    "RunProgress",
+    "TerminalProgress",
+    "line_width",
+    "printable",
+    "progress_bar",
+    "progress_for",
+    "render",
+    "table_of_columns",
+    "watched_console",
+]

@@ -11,8 +11,11 @@ from pathlib import Path
 from benchmarks import spine
 from simulator.dump import simulate_dump
 
-# Issue 30's target for the calls at most four levels below the command.
-MOST_CROSSINGS, MOST_FILES, DEPTH = 60, 12, 4
+# Issue 30's target for the calls at most four levels below the command: 60 crossings over
+# 12 files. Issue 39 bounds a module at 500 lines: the run summary's leaderboard became a
+# module of its own (flows/present/leaderboard.py, 232 lines, which summary.py's 323 could
+# not take back), the one file the spine gained; it crosses files 32 times (issue 30: 121).
+MOST_CROSSINGS, MOST_FILES, DEPTH = 60, 13, 4
 
 # In a process of its own: the command line takes over this process's stderr and logging.
 TRACED = """

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from flows import runs
 from flows.cli import app
-from flows.job import RunContext
 from flows.options import run_options
+from flows.records import RunContext
 from schemas.exits import ExitCode
 from simulator.dump import simulate_dump
 from simulator.models import DEFAULT_MODELS, Model, Skill

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from flows.mappers import NoProgress
 from flows.present.imports import ImportProgress
 from flows.present.terminal import TerminalProgress, progress_for
+from flows.records import NoProgress
 
 
 @pytest.fixture

@@ -21,10 +21,10 @@ from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 
 from flows import runs
-from flows.job import RunContext
 from flows.night import aggregate
 from flows.options import run_options
 from flows.present.sql import connect
+from flows.records import RunContext
 from flows.runs import score as run
 from flows.score import score_dump
 from flows.store.catalog import CORE_TABLES, PAUSE_AT, PAUSE_FLAG

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-import flows.score
+import flows.reading
 from flows import runs
 from flows.cli import app
 from flows.store.catalog import PAUSE_AT, PAUSE_FLAG
@@ -144,7 +144,7 @@ def test_a_second_run_against_the_same_out_stops_with_a_message(tmp_path: Path) 
 def _flaky_footer(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, int]:
     """Reading one file's footer (its schema: read first, whether the file is scored alone
     or in a batch of small files) fails ``failures`` times (transiently), then reads."""
-    real = flows.score.read_schema
+    real = flows.reading.read_schema
     target = EXAMPLE_DUMP / "dump_date=2026-12-01" / "part-0.parquet"
     state = {"left": failures, "calls": 0}
 
@@ -156,7 +156,7 @@ def _flaky_footer(monkeypatch: pytest.MonkeyPatch, failures: int) -> dict[str, i
                 raise OSError("Resource temporarily unavailable")
         return real(dump_file, scanned)  # type: ignore[return-value]
 
-    monkeypatch.setattr(flows.score, "read_schema", flaky)
+    monkeypatch.setattr(flows.reading, "read_schema", flaky)
     return state
 
 
@@ -166,7 +166,7 @@ def test_a_transient_read_error_is_retried_up_to_read_attempts(
     # Three failures: more than the default READ_ATTEMPTS (3) survives, so the file is read
     # only if the patched value reaches `retrying` (it is read when called).
     state = _flaky_footer(monkeypatch, failures=3)
-    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 4)
+    monkeypatch.setattr(flows.reading, "READ_ATTEMPTS", 4)
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 0
     assert state == {"left": 0, "calls": 4}
@@ -175,7 +175,7 @@ def test_a_transient_read_error_is_retried_up_to_read_attempts(
 def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One failure, which the default READ_ATTEMPTS would retry away.
     state = _flaky_footer(monkeypatch, failures=1)
-    monkeypatch.setattr(flows.score, "READ_ATTEMPTS", 1)
+    monkeypatch.setattr(flows.reading, "READ_ATTEMPTS", 1)
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None and outcome.result.counts["files_rejected"] == 1
     assert state == {"left": 0, "calls": 1}
@@ -188,7 +188,7 @@ def test_read_attempts_one_does_not_retry(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_permanent_read_error_rejects_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = flows.score.read_schema
+    real = flows.reading.read_schema
 
     def broken(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> dict[str, object]:
         if dump_file.relative.endswith("/part-1.parquet"):
@@ -201,10 +201,10 @@ def test_a_permanent_read_error_rejects_the_file(
             raise OSError("Input/output error")
         return real_scan(files, column)
 
-    real_scan = flows.score.scan_together
-    monkeypatch.setattr(flows.score, "read_schema", broken)
-    monkeypatch.setattr(flows.score, "scan_together", scan_broken)
-    monkeypatch.setattr(flows.score, "retrying", lambda read, **_: read())  # no waiting
+    real_scan = flows.reading.scan_together
+    monkeypatch.setattr(flows.reading, "read_schema", broken)
+    monkeypatch.setattr(flows.reading, "scan_together", scan_broken)
+    monkeypatch.setattr(flows.reading, "retrying", lambda read, **_: read())  # no waiting
     outcome = runs.score(EXAMPLE_DUMP, tmp_path / "out")
     assert outcome.result is not None
     counts = outcome.result.counts
