@@ -125,6 +125,8 @@ def score_nights(
         level=bootstrap.level,
     )
     seen = SeenIds(output, frozenset(state.nights))
+    # Its ids' hashes (16 bytes an episode) would be kept for no night: not made.
+    last_scored = max(groups, key=lambda n: n or "", default=None)
     flagged: list[pl.DataFrame] = []
     rows: list[RunRow] = []
     fingerprints: dict[str | None, str] = {}
@@ -224,7 +226,8 @@ def score_nights(
                 stand_as_held(night)
                 progress.night_done(night)
                 continue
-            seen.add(night, result.scores[Col.EPISODE_ID])
+            if night != last_scored:  # the run's last night is checked against no later one
+                seen.add(night, result.scores[Col.EPISODE_ID])
             # A night with no episode scored fails the run, but is written: its rejects
             # (every reason kept) and no scores, as its input now stands.
             if (why := unscored_night(result.counts)) is not None:

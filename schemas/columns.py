@@ -214,7 +214,8 @@ COMPARED_COLUMNS: Final = (
 # ``transforms.compact``): the compared columns and the row accounting's; text of few
 # distinct values as Categorical, 4 bytes a row against 16 or more as String (polars frees
 # categories once no frame uses them); the episode_id stays text (the bootstrap's order, the
-# check of ids across files).
+# check of ids across files). The counts as Int32, 4 bytes a row against 8 (an episode's rows
+# and warnings are far under 2^31; their sums over a night are taken as Int64).
 HELD_DTYPES: Final[dict[str, pl.DataType]] = {
     DUMP_DATE: pl.Categorical(),
     Col.MODEL: pl.Categorical(),
@@ -225,8 +226,8 @@ HELD_DTYPES: Final[dict[str, pl.DataType]] = {
     SCORE: pl.Float64(),
     FORMULA_VERSION: pl.Categorical(),
     FILE: pl.Categorical(),
-    N_ROWS: pl.Int64(),
-    FEEDBACK_OUT_OF_RANGE: pl.Int64(),
+    N_ROWS: pl.Int32(),
+    FEEDBACK_OUT_OF_RANGE: pl.Int32(),
 }
 
 

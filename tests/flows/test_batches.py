@@ -239,3 +239,26 @@ def test_the_local_engine_holds_no_scored_file_once_it_is_staged(
     # Those scored or waiting (IN_FLIGHT), the one being staged, and the one before it
     # whose write the stager waits for: a few, however many files the night has.
     assert max(alive) <= mappers.IN_FLIGHT + 2, alive
+
+
+def test_a_run_makes_no_id_hashes_for_its_last_night(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory flat with the night (issue 39): a night's id hashes (16 bytes an episode) are
+    kept to check the run's later nights against; its last night has none, so they are
+    not made for it (a one-night run's peak held them); every other night's are."""
+    from flows.repeats import SeenIds
+
+    dump = tmp_path / "dump"
+    for night in ("2026-12-01", "2026-12-02", "2026-12-03"):
+        simulate(dump, date=night, episodes=20, seed=5, episodes_per_file=10)
+    kept: list[str | None] = []
+    real = SeenIds.add
+
+    def add(self: SeenIds, night: str | None, ids: pl.Series) -> None:
+        kept.append(night)
+        real(self, night, ids)
+
+    monkeypatch.setattr(SeenIds, "add", add)
+    runs.score(dump, tmp_path / "out")
+    assert kept == ["2026-12-01", "2026-12-02"]

@@ -255,6 +255,55 @@ def test_a_staged_file_is_held_and_written_in_episode_id_order(tmp_path: Path) -
         assert one[Col.EPISODE_ID].is_sorted()
 
 
+def test_staged_chunks_of_interleaved_files_assemble_in_file_and_id_order(
+    tmp_path: Path,
+) -> None:
+    """A staged night is put in (file, episode id) order from its parts' files (issue 39:
+    sorting the night copied its held columns at its peak), whatever files each chunk
+    holds and in whatever order the chunks come: as the night's episodes sorted, and as
+    assembling its unstaged files gives them."""
+    from polars.testing import assert_frame_equal
+
+    from flows.score import HELD, _merged, assemble, score_file, stage
+    from flows.store.delta.staged import StageTarget
+    from flows.store.dumps import discover
+    from flows.store.location import Location
+    from schemas.contract import Col
+    from simulator import simulate
+    from transforms.compact import compact
+    from transforms.registry import resolve
+
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=400, seed=6, episodes_per_file=100)
+    formulas = resolve(())
+    scored = [score_file(f, formulas) for f in discover(tmp_path / "dump")]
+    assert len(scored) == 4
+    target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
+    chunks = [_merged([scored[1], scored[3]]), _merged([scored[2], scored[0]])]
+    staged = assemble([stage(chunk, target) for chunk in chunks], formulas, target)
+    whole = assemble(scored, formulas)
+    assert staged.scores.height == whole.scores.height > 300
+    assert_frame_equal(staged.scores, compact(whole.scores.select(HELD)), check_exact=True)
+    assert staged.scores.equals(staged.scores.sort(FILE, Col.EPISODE_ID))
+
+
+def test_a_nights_row_counts_are_summed_past_what_the_held_counts_hold() -> None:
+    """The held counts of an episode are Int32 (``HELD_DTYPES``: 4 bytes an episode
+    instead of 8); a night's sums of them are not bound to Int32."""
+    from flows.score import ScoreResult
+    from schemas.columns import FEEDBACK_OUT_OF_RANGE, HELD_DTYPES, N_ROWS, REJECTS_DTYPES
+
+    most = 2**31 - 1
+    held = pl.DataFrame(schema=HELD_DTYPES).extend(
+        pl.DataFrame(
+            {c: [None, None] for c in HELD_DTYPES} | {N_ROWS: [most, most]},
+            schema=HELD_DTYPES,
+        ).with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(most))
+    )
+    result = ScoreResult(held, pl.DataFrame(schema=REJECTS_DTYPES), [], {})
+    assert result.counts["rows_scored"] == 2 * most
+    assert result.counts["warnings_feedback_out_of_range"] == 2 * most
+
+
 def test_a_score_run_validates_its_rows_and_tables_without_importing_pandera(
     tmp_path: Path,
 ) -> None:
