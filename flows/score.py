@@ -444,15 +444,11 @@ def assemble(
 
 
 def _in_file_order(held: Iterable[pl.DataFrame]) -> list[pl.DataFrame]:
-    """The files' slices of staged parts' held columns (each part sorted by (file, id):
-    ``staging``; a file in one part only), ordered by file: concatenated, the night's
-    episodes sorted by (file, id) as a sort would give them, but as views of the parts'
-    buffers. A sort copied the night's held columns (~100 bytes an episode) while the parts
-    still held them, at the night's peak."""
+    """Staged parts' held columns (each sorted by (file, id) in ``staging``; a file in one
+    part) cut by file and ordered by file: the night sorted, as views of the parts' buffers
+    (a sort copied its held columns, ~100 bytes an episode, while the parts held theirs)."""
     slices: list[tuple[str, pl.DataFrame]] = []
-    for frame in held:
-        if frame.is_empty():
-            continue
+    for frame in (f for f in held if not f.is_empty()):
         lengths = frame[FILE].to_physical().rle().struct.field("len")  # a run per file
         starts = lengths.cum_sum() - lengths
         names = frame[FILE].gather(starts).cast(pl.String)
