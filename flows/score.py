@@ -176,16 +176,16 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
 
 
 def staging(
-    part: FilePart, target: StageTarget
+    part: FilePart, target: StageTarget, ordered: bool = False
 ) -> tuple[FilePart, Callable[[], StagedFiles | None]]:
     """``stage`` in two: what the night's reduction needs, made now (its ``staged`` not yet
-    set), and the write of the rows (None: no row), for the caller to run when it will."""
+    set), and the write of the rows (None: no row), for the caller to run when it will
+    (``ordered``: the part's rows are in (file, id) order already)."""
     # Sorted once: the staged files and the held columns (parts join in (file, id) order).
-    scores = part.scores.sort(FILE, Col.EPISODE_ID)
+    scores = part.scores if ordered else part.scores.sort(FILE, Col.EPISODE_ID)
     # An id in several files of a batch: every copy is rejected when the night's parts are
     # assembled (``assemble``), so none is staged (the held columns keep them, to find them).
-    # Filtered only where there are some: a filter copies every row (a chunk's, at the
-    # night's peak), even where it keeps them all.
+    # Filtered only where there are some: a filter copies every row it keeps.
     many = len(part.reports) > 1
     copies = pl.struct(DUMP_DATE, Col.EPISODE_ID).is_duplicated()
     rows = scores.filter(~copies) if many and scores.select(copies.any()).item() else scores
@@ -250,6 +250,8 @@ class Stager:
         self.writing: Future[StagedFiles | None] | None = None
 
     def add(self, part: FilePart) -> list[FilePart]:
+        # Sorted as it comes: a chunk is put in order by file, not sorted whole (a copy).
+        part.scores = part.scores.sort(FILE, Col.EPISODE_ID)
         self.pending.append(part)
         self.held += int(part.scores.estimated_size() + part.unscored.estimated_size())
         return self.flush() if self.held >= STAGE_BYTES else []
@@ -257,11 +259,11 @@ class Stager:
     def flush(self) -> list[FilePart]:
         if not self.pending:
             return []
-        chunk = self.pending[0] if len(self.pending) == 1 else _merged(self.pending)
+        chunk = _merged(self.pending, in_order=True)
         self.pending, self.held = [], 0
         if self.writing is not None:
             self.writing.result()  # the chunk before is written (its error raised here)
-        held, write = staging(chunk, self.target)
+        held, write = staging(chunk, self.target, ordered=True)
         held.staged = self.writing = self.writer.submit(write)
         return [held]
 
@@ -343,10 +345,11 @@ def score_batch(
     )
 
 
-def _merged(parts: Sequence[FilePart]) -> FilePart:
-    """One part of the unstaged parts of a batch's files."""
+def _merged(parts: Sequence[FilePart], in_order: bool = False) -> FilePart:
+    """One part of unstaged parts; ``in_order``: of parts each in (file, id) order, so."""
+    scores = _in_file_order(p.scores for p in parts) if in_order else [p.scores for p in parts]
     return FilePart(
-        pl.concat([pl.DataFrame(schema=EPISODE_SCORES_DTYPES), *(p.scores for p in parts)]),
+        pl.concat([pl.DataFrame(schema=EPISODE_SCORES_DTYPES), *scores]),
         pl.concat([_no_rows(), *(p.unscored for p in parts)]),
         pl.concat([pl.DataFrame(schema=REJECTS_DTYPES), *(p.rejects for p in parts)]),
         [report for p in parts for report in p.reports],
@@ -408,8 +411,7 @@ def assemble(
     staged = target is not None and all(p.sums is not None for p in parts)
     empty = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if staged:  # each part in (file, id) order: its files' slices put in order, no copy
-        first = compact(empty.select(HELD))
-        scores = pl.concat([first, *_in_file_order(p.scores for p in parts)])
+        scores = pl.concat([compact(empty.select(HELD)), *_in_file_order(p.scores for p in parts)])
     else:
         scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])
@@ -444,9 +446,8 @@ def assemble(
 
 
 def _in_file_order(held: Iterable[pl.DataFrame]) -> list[pl.DataFrame]:
-    """Staged parts' held columns (each sorted by (file, id) in ``staging``; a file in one
-    part) cut by file and ordered by file: the night sorted, as views of the parts' buffers
-    (a sort copied its held columns, ~100 bytes an episode, while the parts held theirs)."""
+    """Parts' rows (each sorted by (file, id); a file in one part) cut and ordered by file:
+    sorted, as views of the parts' buffers (a sort copies them while the parts hold theirs)."""
     slices: list[tuple[str, pl.DataFrame]] = []
     for frame in (f for f in held if not f.is_empty()):
         lengths = frame[FILE].to_physical().rle().struct.field("len")  # a run per file

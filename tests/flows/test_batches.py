@@ -262,3 +262,31 @@ def test_a_run_makes_no_id_hashes_for_its_last_night(
     monkeypatch.setattr(SeenIds, "add", add)
     runs.score(dump, tmp_path / "out")
     assert kept == ["2026-12-01", "2026-12-02"]
+
+
+def test_a_chunk_of_files_done_out_of_order_is_written_in_file_and_id_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stager sorts each part as it comes and puts a chunk in order by file, rather than
+    sorting the chunk whole (issue 39: a copy of its rows while files are scored): its data
+    files hold the rows in (file, episode id) order, as a sort of the chunk wrote them, even
+    where the files were done in another order."""
+    import time
+
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=90, seed=5, episodes_per_file=30)
+    first = sorted(p.name for p in dump.rglob("*.parquet"))[0]
+    score = mappers.score_batch
+
+    def first_done_last(batch, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if batch[0].relative.endswith(first):
+            time.sleep(1.0)  # the other two files are done before it
+        return score(batch, *args, **kwargs)
+
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a part per file, one chunk
+    monkeypatch.setattr(mappers, "score_batch", first_done_last)
+    runs.score(dump, tmp_path / "out")
+    for path in (tmp_path / "out" / "episode_scores").rglob("*.parquet"):
+        rows = pl.read_parquet(path)
+        assert rows["file"].n_unique() == 3  # else this test could not fail
+        assert rows.equals(rows.sort("file", "episode_id")), path
