@@ -6,7 +6,6 @@ the run records (``flows.records``) store them.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from flows.importers.kaggle_report import ImportReport
-from flows.records import Verdict
+from flows.records import Verdict, new_run_id
 from flows.score import MISMATCHES_LISTED, ScoreResult
 from flows.store.output import Output
 from schemas.columns import AS_OF, RULES
@@ -100,7 +99,7 @@ class Outcome:
     levels: dict[str | None, float] = field(default_factory=dict)
     dry_run: bool = False
     seconds: float = 0.0
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    run_id: str = field(default_factory=new_run_id)
 
 
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports

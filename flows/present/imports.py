@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.importers.kaggle_report import ImportReport, RunReport
-from flows.present.terminal import progress_bar, watched_console
+from flows.present.terminal import UNLIMITED, progress_bar, watched_console
 from schemas.kaggle import Outcome
 
 
@@ -57,11 +57,7 @@ def report_console() -> Console:
     all: each line as long as its values, none cut or wrapped (``print_report``)."""
     if sys.stdout.isatty() and os.environ.get("TERM", "") != "dumb":
         return Console(highlight=False)
-    return Console(highlight=False, width=_UNLIMITED, color_system=None, soft_wrap=True)
-
-
-# "No width": wider than any line the report prints (rich needs a number).
-_UNLIMITED = 1 << 20
+    return Console(highlight=False, width=UNLIMITED, color_system=None, soft_wrap=True)
 
 
 def print_report(report: ImportReport, console: Console | None = None) -> None:
