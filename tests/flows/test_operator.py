@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from schemas.contract import Category
+from tests.leaderboards import LONG_NAMES, three_models
 from transforms.registry import DEFAULTS, TASK_DEFAULTS, VERSIONS
 from transforms.registry import DEFAULTS as _DEFAULTS
 
@@ -51,41 +52,16 @@ def test_help_shows_defaults_in_words_not_swallowed_as_markup() -> None:
 
 
 def test_the_leaderboard_names_every_model_in_full_within_100_columns() -> None:
-    import polars as pl
-
     from flows.present.leaderboard import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
 
-    names = [
-        "meta-llama/Llama-3.1-8B-Instruct",
-        "meta-llama/Llama-3.1-70B-Instruct",
-        "meta-llama/Llama-3.1-405B-Instruct-FP8",
-    ]
-    models = pl.DataFrame(
-        {
-            "model": names,
-            "rank": [1, 2, 3],
-            "score": [0.9, 0.8, 0.7],
-            "ci_low": [0.85, 0.75, 0.65],
-            "ci_high": [0.95, 0.85, 0.75],
-            "categories_covered": [6, 6, 6],
-            "ranked_among": [",".join(Category)] * 3,
-            "rank_low": [1, 2, 2],
-            "rank_high": [1, 3, 3],  # the rank's interval is shown where it spans places
-        }
-    )
-    categories = pl.DataFrame(
-        {
-            "model": [m for m in names for _ in Category],
-            "category": [str(c) for _ in names for c in Category],
-            "score": [0.5] * (len(names) * len(Category)),
-        }
-    )
+    models, categories = three_models()
     lines = leaderboard_table(models, categories, DEFAULT_LEVEL, width=100)
     assert max(len(line) for line in lines) <= 100
     start, end = lines[0].index("model"), lines[0].index("score") - 1
     text = "".join(line[start:end].strip() for line in lines[2:])  # the model column, joined
     # Each name whole, in rank order; under a name, its rank's interval where it spans places.
+    names = LONG_NAMES
     assert text == names[0] + names[1] + "ranks 2-3" + names[2] + "ranks 2-3"
     header = lines[0].split()
     assert header[-6:] == ["assoc.", "concept", "lang.", "obs.", "RL", "proc."]

@@ -16,6 +16,7 @@ from schemas.columns import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPL
 from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
 from schemas.tables import TABLES
 from simulator import simulate
+from tests.leaderboards import three_models
 from tests.tables import read_table
 
 MEASURES = tuple(USAGE_DTYPES)
@@ -225,37 +226,15 @@ def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Pa
 def _leaderboard(cost: list[float | None], usage: list[int], incomplete: list[int]) -> list[str]:
     from flows.present.leaderboard import leaderboard_table
     from schemas.comparisons import DEFAULT_LEVEL
-    from schemas.contract import Category
 
-    names = [
-        "meta-llama/Llama-3.1-8B-Instruct",
-        "meta-llama/Llama-3.1-70B-Instruct",
-        "meta-llama/Llama-3.1-405B-Instruct-FP8",
-    ]
-    models = pl.DataFrame(
+    models, categories = three_models(
         {
-            "model": names,
-            "rank": [1, 2, 3],
-            "score": [0.9, 0.8, 0.7],
-            "ci_low": [0.85, 0.75, 0.65],
-            "ci_high": [0.95, 0.85, 0.75],
-            "categories_covered": [6, 6, 6],
-            "ranked_among": [",".join(Category)] * 3,
-            "rank_low": [1, 2, 2],
-            "rank_high": [1, 3, 3],
             "n_episodes": [135, 135, 135],
             COST_USD: cost,
             USAGE_EPISODES: usage,
             USAGE_INCOMPLETE: incomplete,
         },
-        schema_overrides={COST_USD: pl.Float64},
-    )
-    categories = pl.DataFrame(
-        {
-            "model": [m for m in names for _ in Category],
-            "category": [str(c) for _ in names for c in Category],
-            "score": [0.5] * (len(names) * len(Category)),
-        }
+        overrides={COST_USD: pl.Float64},
     )
     return leaderboard_table(models, categories, DEFAULT_LEVEL, width=100)
 
