@@ -17,13 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 import flows.present.explain
-from flows import runs
 from flows.cli import app
-from flows.importers.kaggle import import_runs
 from flows.present.explain import ExplainError, Which, explain, read_transcripts
-from flows.store.location import Location
 from flows.store.output import Output
-from tests.learningbench import LEARNINGBENCH, TASKS
+from tests.learningbench import scored_real_runs
 from tests.tables import read_table
 
 GRADED = ("associative_learning", "concept_formation", "language_learning",
@@ -32,14 +29,7 @@ GRADED = ("associative_learning", "concept_formation", "language_learning",
 
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("explain")
-    import_runs(
-        Location.parse(str(LEARNINGBENCH / "kaggle_runs")),
-        TASKS,
-        Location.parse(str(root / "dump")),
-    )
-    runs.nightly(root / "dump", root / "out")
-    return root
+    return scored_real_runs(tmp_path_factory.mktemp("explain"))
 
 
 def test_every_scored_episode_explains_its_score_and_items(scored: Path) -> None:

@@ -20,7 +20,6 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.importers.kaggle import import_runs
 from flows.importers.scores import CATEGORY_NAMES, import_scores
 from flows.present.explain import Which, explain
 from flows.present.report import read_warehouse, render
@@ -35,11 +34,10 @@ from flows.present.report.results import (
     budget,
     fold,
 )
-from flows.store.location import Location
 from flows.store.output import Output
 from schemas.views import View
 from simulator import simulate
-from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS
+from tests.learningbench import LEADERBOARD, TASKS, scored_real_runs
 from tests.report.browser import Browser, find_chromium
 from tests.report.stress import MARKUP, MODELS, stress_dump
 from tests.tables import read_table
@@ -87,14 +85,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 13 real runs, imported (12 episodes: one run has no task file) and scored."""
-    root = tmp_path_factory.mktemp("real")
-    import_runs(
-        Location.parse(str(LEARNINGBENCH / "kaggle_runs")),
-        TASKS,
-        Location.parse(str(root / "dump")),
-    )
-    runs.nightly(root / "dump", root / "out")
-    return root
+    return scored_real_runs(tmp_path_factory.mktemp("real"))
 
 
 @pytest.fixture(scope="module")
