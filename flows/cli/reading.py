@@ -158,8 +158,8 @@ def history(
     storage_option: StorageOpt = None,
 ) -> None:
     """The runs recorded in OUT, newest first."""
+    from flows.overview import history as runs_of
     from flows.present.status import as_json, history_lines
-    from flows.state import history as runs_of
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -190,8 +190,8 @@ def status(
 ) -> None:
     """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
     table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
+    from flows.overview import status as status_of
     from flows.present.status import as_json, status_lines
-    from flows.state import status as status_of
     from flows.store.dumps import InputError
     from flows.store.output import Output
 
@@ -241,8 +241,8 @@ def compare(
     the night's own episodes): the difference a - b, its interval (at the level of the run
     that scored the night), the Holm-corrected p-value, the verdict and the minimum
     detectable effect."""
+    from flows.overview import CompareChoiceError, comparisons, night_level
     from flows.present.status import as_json, comparison_lines
-    from flows.state import CompareChoiceError, comparisons, night_level
     from flows.store.output import Output
 
     use_storage_options(storage_option)

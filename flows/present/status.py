@@ -1,5 +1,5 @@
 """What an output holds and what ran into it, printed: ``cogscore status``, ``history`` and
-``compare`` as lines for the terminal or as JSON, from the facts ``flows.state`` gathers."""
+``compare`` as lines for the terminal or as JSON, from the facts ``flows.overview`` gathers."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import polars as pl
 from rich.markup import escape
 
+from flows.overview import history
 from flows.present.terminal import printable, render, table_of_columns
-from flows.state import history
 from flows.store.output import Output, describe_unfinished
 from schemas.comparisons import (
     CI_HIGH,

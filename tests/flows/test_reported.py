@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.overview import status
 from flows.present.report import reported_section
 from flows.present.status import status_lines
-from flows.state import status
 from flows.store.output import Output
 from schemas.contract import REPORTED_SCORE, VERDICT, Category
 from tests.dumps import answer, episode, episode_end, item, write_dump

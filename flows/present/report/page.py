@@ -15,6 +15,7 @@ import plotly
 import polars as pl
 from plotly.offline import get_plotlyjs
 
+from flows.overview import failed_nights, runs_not_imported
 from flows.plan import nights_off_set
 from flows.present.report.categories import (
     examples_section,
@@ -59,7 +60,6 @@ from flows.present.report.shape import (
     score_and_cost,
     solve_rates,
 )
-from flows.state import failed_nights, runs_not_imported
 from flows.store.output import Output, night_levels
 from schemas.columns import AS_OF, INPUT_FINGERPRINT, STATUS
 from schemas.comparisons import (
