@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
+from threading import Semaphore
 
 from flows.records import NoProgress, Progress
 from flows.score import (
     FilePart,
-    Stager,
     StageTarget,
     batches,
     score_and_stage,
     score_batch,
 )
+from flows.staging import Stager
 from flows.store.dumps import DumpFile
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
@@ -50,10 +51,12 @@ def local_mapper(
     -> 1.4 s for ten files on 2 cores). With a ``target``, this thread stages the files
     done in chunks (``Stager``) while the others score, each chunk's rows written on the
     stager's thread (the last chunk's while the night's tables are made: its parts' files
-    are ``settled`` before they are committed). Memory holds that many files' rows, two
-    chunks, and the held columns of the chunks staged. Each file done is told to
-    ``progress``."""
-    stager = Stager(target) if target is not None else None
+    are ``settled`` before they are committed); a chunk takes the slot of a file while it
+    is staged and written. Memory holds two files' working sets (or one and a chunk's), the
+    files done waiting to be staged, and the last chunk's held columns (those of the chunks
+    before wait on disk: ``flows.store.spill``). Each file done is told to ``progress``."""
+    slots = Semaphore(FILES_AT_ONCE)  # a file scored, or a chunk staged (``Stager``), in each
+    stager = Stager(target, slots) if target is not None else None
     parts: list[FilePart] = []
     queued = iter(batches(files))
     try:
@@ -63,13 +66,13 @@ def local_mapper(
             # ahead of the stager and every file's rows of a night could pile up in the done
             # futures (memory grew with the night: 700-1,300 bytes an episode).
             running = {
-                pool.submit(score_batch, batch, formulas, digests)
+                pool.submit(_in_slot, slots, batch, formulas, digests)
                 for batch in islice(queued, IN_FLIGHT)
             }
             while running:
                 done, running = wait(running, return_when=FIRST_COMPLETED)
                 for batch in islice(queued, len(done)):
-                    running.add(pool.submit(score_batch, batch, formulas, digests))
+                    running.add(pool.submit(_in_slot, slots, batch, formulas, digests))
                 while done:  # each future let go of as its part is taken
                     part = done.pop().result()
                     for report in part.reports:
@@ -80,6 +83,16 @@ def local_mapper(
     finally:
         if stager is not None:
             stager.close()
+
+
+def _in_slot(
+    slots: Semaphore,
+    batch: Sequence[DumpFile],
+    formulas: dict[str, str],
+    digests: Mapping[str, str],
+) -> FilePart:
+    with slots:
+        return score_batch(batch, formulas, digests)
 
 
 def local_mapper_with(progress: Progress) -> Mapper:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -27,6 +27,7 @@ from flows.store.dumps import (
     discover,
     modified_ns,
 )
+from flows.store.spill import Spilled
 from schemas.columns import (
     EPISODE_SCORES_DTYPES,
     FEEDBACK_OUT_OF_RANGE,
@@ -159,6 +160,13 @@ class FilePart:
     staged: Staged | None = None
     sums: pl.DataFrame | None = None
     mismatches: Mismatches | None = None  # a staged file's, counted on its whole rows
+    spilled: Spilled | None = None  # the held columns, on disk (``scores`` empty) till assembly
+
+    def unspilled(self) -> FilePart:
+        """This part, its held columns read back if they were set aside."""
+        if self.spilled is not None:
+            self.scores, self.spilled = compact(self.spilled.take()), None
+        return self
 
 
 # What a night's reduction reads of a staged file's episodes (a few dozen bytes each):
@@ -176,11 +184,12 @@ def stage(part: FilePart, target: StageTarget) -> FilePart:
 
 
 def staging(
-    part: FilePart, target: StageTarget, ordered: bool = False
+    part: FilePart, target: StageTarget, ordered: bool = False, spill: bool = False
 ) -> tuple[FilePart, Callable[[], StagedFiles | None]]:
     """``stage`` in two: what the night's reduction needs, made now (its ``staged`` not yet
     set), and the write of the rows (None: no row), for the caller to run when it will
-    (``ordered``: the part's rows are in (file, id) order already)."""
+    (``ordered``: the part's rows are in (file, id) order already; ``spill``: the held
+    columns set aside on disk until the night's parts are assembled)."""
     # Sorted once: the staged files and the held columns (parts join in (file, id) order).
     scores = part.scores if ordered else part.scores.sort(FILE, Col.EPISODE_ID)
     # An id in several files of a batch: every copy is rejected when the night's parts are
@@ -208,9 +217,17 @@ def staging(
     # file): their rows (~120 bytes an episode of the night) are not carried to the driver.
     # Held to the night's end: in buffers of their own, not views pinning the file's text.
     rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
-    held = owned(compact(scores.select(HELD)))
     mismatches = Mismatches.of(scores)
-    return FilePart(held, _no_rows(), rejects, part.reports, None, sums, mismatches), write
+    held = FilePart(_no_held(), _no_rows(), rejects, part.reports, None, sums, mismatches)
+    if spill:  # as text: a Categorical's categories stay while any Categorical column does
+        held.spilled = Spilled(scores.select(HELD))
+    else:
+        held.scores = owned(compact(scores.select(HELD)))
+    return held, write
+
+
+def _no_held() -> pl.DataFrame:
+    return compact(pl.DataFrame(schema=EPISODE_SCORES_DTYPES).select(HELD))
 
 
 # Staged files, or the files of a chunk still being written (``Stager``).
@@ -222,54 +239,6 @@ def settled(staged: Iterable[Staged | None]) -> list[StagedFiles]:
     tables are made is waited for here (its error, if its write failed, raised here)."""
     done = (s.result() if isinstance(s, Future) else s for s in staged)
     return [s for s in done if s is not None]
-
-
-# The local engine's threads hand their scored parts to the driver, which stages them in
-# chunks (``Stager``) of about STAGE_BYTES of rows held in memory: one validation, one
-# Parquet write per partition and one explanation of the unscored rows a chunk rather than a
-# file. Staged file by file, a 100,000-episode night of 8 files spent 0.3-0.4 s more CPU (a
-# rejects plan and a write each: 78 ms a file) and left 48 data files in episode_scores
-# instead of 6. Memory holds two chunks more than file by file (one being written). Read
-# when called (tests set it to 0: a chunk per part).
-STAGE_BYTES = 64 << 20
-
-
-class Stager:
-    """Parts scored on this machine, staged in chunks as they come: ``add`` each part (in
-    any order), ``flush`` at the end, then ``close``; each returns the parts of the chunks
-    it staged. A chunk's rows are written on a thread of the stager's own, a chunk at a time
-    (memory holds two chunks' rows at most): the last one while the night's tables are
-    made, its part's ``staged`` a future until ``settled`` (the chunk written last, 0.2 s
-    of a 100,000-episode night, was the critical path's)."""
-
-    def __init__(self, target: StageTarget) -> None:
-        self.target = target
-        self.pending: list[FilePart] = []
-        self.held = 0
-        self.writer = ThreadPoolExecutor(1, thread_name_prefix="cogscore-stage")
-        self.writing: Future[StagedFiles | None] | None = None
-
-    def add(self, part: FilePart) -> list[FilePart]:
-        # Sorted as it comes: a chunk is put in order by file, not sorted whole (a copy).
-        part.scores = part.scores.sort(FILE, Col.EPISODE_ID)
-        self.pending.append(part)
-        self.held += int(part.scores.estimated_size() + part.unscored.estimated_size())
-        return self.flush() if self.held >= STAGE_BYTES else []
-
-    def flush(self) -> list[FilePart]:
-        if not self.pending:
-            return []
-        chunk = _merged(self.pending, in_order=True)
-        self.pending, self.held = [], 0
-        if self.writing is not None:
-            self.writing.result()  # the chunk before is written (its error raised here)
-        held, write = staging(chunk, self.target, ordered=True)
-        held.staged = self.writing = self.writer.submit(write)
-        return [held]
-
-    def close(self) -> None:
-        """No more chunks: the last write goes on, for ``settled`` to wait for."""
-        self.writer.shutdown(wait=False)
 
 
 def score_and_stage(
@@ -330,7 +299,7 @@ def score_batch(
         return score_file(batch[0], formulas, digests.get(batch[0].relative))
     read = read_batch(batch)
     if read is None:
-        return _merged([score_file(f, formulas, digests.get(f.relative)) for f in batch])
+        return merged([score_file(f, formulas, digests.get(f.relative)) for f in batch])
     rows, reports, rejects = read
     for dump_file, report in zip(batch, reports, strict=True):
         report.sha256 = digests.get(dump_file.relative) or content_digest(dump_file)
@@ -345,7 +314,7 @@ def score_batch(
     )
 
 
-def _merged(parts: Sequence[FilePart], in_order: bool = False) -> FilePart:
+def merged(parts: Sequence[FilePart], in_order: bool = False) -> FilePart:
     """One part of unstaged parts; ``in_order``: of parts each in (file, id) order, so."""
     scores = _in_file_order(p.scores for p in parts) if in_order else [p.scores for p in parts]
     return FilePart(
@@ -408,10 +377,11 @@ def assemble(
     """One result from the per-file parts: the reject rows of every unscored episode, ids
     repeated across the files of a night rejected, in a stable order. Staged parts (all of a
     night's, with ``target``) whose files hold such copies are staged again without them."""
+    parts = [p.unspilled() for p in parts]
     staged = target is not None and all(p.sums is not None for p in parts)
     empty = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if staged:  # each part in (file, id) order: its files' slices put in order, no copy
-        scores = pl.concat([compact(empty.select(HELD)), *_in_file_order(p.scores for p in parts)])
+        scores = pl.concat([_no_held(), *_in_file_order(p.scores for p in parts)])
     else:
         scores = _sorted(pl.concat([empty, *(p.scores for p in parts)]), [FILE, Col.EPISODE_ID])
     unscored = pl.concat([_no_rows(), *(p.unscored for p in parts)])

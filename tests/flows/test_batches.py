@@ -14,6 +14,7 @@ from deltalake import DeltaTable
 
 from flows import mappers, runs
 from flows import score as score_module
+from flows import staging as staging_module
 from flows.score import batches
 from flows.store.dumps import DumpFile
 from simulator import simulate
@@ -92,7 +93,7 @@ def test_a_batched_run_writes_what_a_run_of_one_file_at_a_time_writes(
     alone, batched = tmp_path / "alone", tmp_path / "batched"
     with monkeypatch.context() as patch:
         patch.setattr(score_module, "BATCH_BYTES", 0)  # a batch per file,
-        patch.setattr(score_module, "STAGE_BYTES", 0)  # staged alone
+        patch.setattr(staging_module, "STAGE_BYTES", 0)  # staged alone
         runs.score(dump, alone)
     runs.score(dump, batched)
     expected, got = read_tables(alone), read_tables(batched)
@@ -122,7 +123,7 @@ def test_a_night_of_many_small_files_stages_a_few_data_files(
     runs.score(tmp_path / "dump", tmp_path / "out")
     categories = pl.read_delta(str(tmp_path / "out" / "episode_scores"))["category"].n_unique()
     assert data_files(tmp_path / "out", "episode_scores") == categories
-    monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # each batch staged alone
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # each batch staged alone
     runs.score(tmp_path / "dump", tmp_path / "alone")
     assert data_files(tmp_path / "alone", "episode_scores") > 3 * categories
 
@@ -138,7 +139,7 @@ def test_the_driver_writes_one_chunk_at_a_time_and_waits_for_the_last(
 
     from flows.store import delta
 
-    real, real_staging, lock = delta.write_data_files, score_module.staging, threading.Lock()
+    real, real_staging, lock = delta.write_data_files, staging_module.staging, threading.Lock()
     chunks, written, behind, tables = [0], [0], [], []
 
     def slow_write(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -160,25 +161,25 @@ def test_the_driver_writes_one_chunk_at_a_time_and_waits_for_the_last(
     dump = tmp_path / "dump"  # no id in two files: every write is a chunk's
     simulate(dump, date="2026-12-04", episodes=60, seed=4, episodes_per_file=1)
     monkeypatch.setattr(score_module, "BATCH_FILES", 10)
-    monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # a chunk a batch: six
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # a chunk a batch: six
     monkeypatch.setattr(delta, "write_data_files", slow_write)
-    monkeypatch.setattr(score_module, "staging", staging)
+    monkeypatch.setattr(staging_module, "staging", staging)
     runs.score(dump, tmp_path / "chunks")
     assert len(tables) == 6 and all(name.startswith("cogscore-stage") for name in tables)
     assert behind == [0] * 6  # each chunk staged once the one before was written
     monkeypatch.setattr(delta, "write_data_files", real)
-    monkeypatch.setattr(score_module.Stager, "flush", _written_at_once)
+    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
     runs.score(dump, tmp_path / "at-once")
     expected, got = read_tables(tmp_path / "at-once"), read_tables(tmp_path / "chunks")
     for name, table in expected.items():
         assert got[name].equals(table), name
 
 
-def _written_at_once(self: score_module.Stager) -> list[score_module.FilePart]:
-    """``Stager.flush`` writing the chunk before it returns (as ``stage`` does)."""
+def _written_at_once(self: staging_module.Stager, spill: bool) -> list[score_module.FilePart]:
+    """A chunk staged as ``stage`` stages it: written before it returns, never set aside."""
     if not self.pending:
         return []
-    chunk = self.pending[0] if len(self.pending) == 1 else score_module._merged(self.pending)
+    chunk = self.pending[0] if len(self.pending) == 1 else score_module.merged(self.pending)
     self.pending, self.held = [], 0
     return [score_module.stage(chunk, self.target)]
 
@@ -221,7 +222,7 @@ def test_the_local_engine_holds_no_scored_file_once_it_is_staged(
     dump, out = tmp_path / "dump", tmp_path / "out"
     simulate(dump, date="2026-12-01", episodes=1200, seed=5, episodes_per_file=50)
     monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file,
-    monkeypatch.setattr(score_module, "STAGE_BYTES", 0)  # each staged at once
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # each staged at once
     score = mappers.score_batch
     scored: list[weakref.ref[object]] = []
     alive: list[int] = []
@@ -239,6 +240,99 @@ def test_the_local_engine_holds_no_scored_file_once_it_is_staged(
     # Those scored or waiting (IN_FLIGHT), the one being staged, and the one before it
     # whose write the stager waits for: a few, however many files the night has.
     assert max(alive) <= mappers.IN_FLIGHT + 2, alive
+
+
+def test_the_local_engine_sets_each_staged_chunks_held_columns_aside(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory flat with the night (issue 39): what the night's reduction needs of a staged
+    chunk (its held columns, about 120 bytes an episode) waits on disk while the night's
+    other files are scored, not in memory: when a file is scored, no chunk staged before
+    holds its columns (but the one being set aside). Kept in memory, every chunk's were
+    alive at once."""
+    import gc
+    import weakref
+
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=600, seed=5, episodes_per_file=50)
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file,
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # each staged at once
+    real_staging, score = staging_module.staging, mappers.score_batch
+    held: list[weakref.ref[pl.DataFrame]] = []
+    alive: list[int] = []
+
+    def staging(*args, **kwargs):  # type: ignore[no-untyped-def]
+        part, write = real_staging(*args, **kwargs)
+        held.append(weakref.ref(part.scores))
+        return part, write
+
+    def scored(*args: object, **kwargs: object) -> object:
+        gc.collect()
+        frames = [ref() for ref in held]
+        alive.append(sum(f is not None and len(f) > 0 for f in frames))  # holding rows
+        del frames
+        return score(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(staging_module, "staging", staging)
+    monkeypatch.setattr(mappers, "score_batch", scored)
+    runs.score(dump, tmp_path / "out")
+    assert len(held) == len(list(dump.rglob("*.parquet"))) >= 10
+    # At most the chunk being staged as a file starts (set aside once it is).
+    assert max(alive) <= 1, alive
+    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
+    runs.score(dump, tmp_path / "kept")  # the same tables, held columns kept in memory
+    got = read_tables(tmp_path / "out")
+    for name, table in read_tables(tmp_path / "kept").items():
+        assert got[name].equals(table), name
+
+
+def test_a_chunk_is_staged_in_the_slot_of_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory flat with the night (issue 39): a chunk staged and written while two files
+    were scored added its working set to theirs (+125-176 MiB a chunk, the peak of a large
+    night); it takes the slot of a file instead: never more than ``FILES_AT_ONCE`` files
+    scored and chunks staged at once."""
+    import threading
+    import time
+
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=300, seed=5, episodes_per_file=25)
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file,
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # each staged at once
+    real_staging, score, lock = staging_module.staging, mappers.score_batch, threading.Lock()
+    busy, most = [0], [0]
+
+    def working(change: int) -> None:
+        with lock:
+            busy[0] += change
+            most[0] = max(most[0], busy[0])
+
+    def staging(*args, **kwargs):  # type: ignore[no-untyped-def]
+        working(+1)  # until the chunk is written
+        part, write = real_staging(*args, **kwargs)
+
+        def written():  # type: ignore[no-untyped-def]
+            try:
+                time.sleep(0.02)  # long enough for the files to go on meanwhile
+                return write()
+            finally:
+                working(-1)
+
+        return part, written
+
+    def scored(*args: object, **kwargs: object) -> object:
+        working(+1)
+        try:
+            time.sleep(0.02)
+            return score(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            working(-1)
+
+    monkeypatch.setattr(staging_module, "staging", staging)
+    monkeypatch.setattr(mappers, "score_batch", scored)
+    runs.score(dump, tmp_path / "out")
+    assert most[0] == mappers.FILES_AT_ONCE
 
 
 def test_a_run_makes_no_id_hashes_for_its_last_night(

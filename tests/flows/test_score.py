@@ -264,7 +264,7 @@ def test_staged_chunks_of_interleaved_files_assemble_in_file_and_id_order(
     assembling its unstaged files gives them."""
     from polars.testing import assert_frame_equal
 
-    from flows.score import HELD, _merged, assemble, score_file, stage
+    from flows.score import HELD, assemble, merged, score_file, stage
     from flows.store.delta.staged import StageTarget
     from flows.store.dumps import discover
     from flows.store.location import Location
@@ -278,7 +278,7 @@ def test_staged_chunks_of_interleaved_files_assemble_in_file_and_id_order(
     scored = [score_file(f, formulas) for f in discover(tmp_path / "dump")]
     assert len(scored) == 4
     target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
-    chunks = [_merged([scored[1], scored[3]]), _merged([scored[2], scored[0]])]
+    chunks = [merged([scored[1], scored[3]]), merged([scored[2], scored[0]])]
     staged = assemble([stage(chunk, target) for chunk in chunks], formulas, target)
     whole = assemble(scored, formulas)
     assert staged.scores.height == whole.scores.height > 300
