@@ -29,7 +29,8 @@ class Stager:
     it staged. A chunk's rows are written on a thread of the stager's own, a chunk at a time
     (memory holds two chunks' rows at most): the last one while the night's tables are
     made, its part's ``staged`` a future until ``settled`` (the chunk written last, 0.2 s
-    of a 100,000-episode night, was the critical path's)."""
+    of a 100,000-episode night, was the critical path's). The held columns of every chunk
+    but the last wait on disk (``FilePart.unspilled`` reads them back)."""
 
     def __init__(self, target: StageTarget, slots: Semaphore | None = None) -> None:
         self.target = target

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
+from flows.store.errors import StorageError
+
 
 class Spilled:
     """``frame`` written to a temporary file, read back once (``take``).
@@ -32,12 +34,19 @@ class Spilled:
     """
 
     def __init__(self, frame: pl.DataFrame) -> None:
-        handle, name = tempfile.mkstemp(prefix="cogscore-held-", suffix=".arrow")
-        os.close(handle)
-        self.path = Path(name)
-        self._remove = weakref.finalize(self, self.path.unlink, missing_ok=True)
-        # Compressed: read back into memory of its own (an uncompressed file may be mapped).
-        frame.write_ipc(self.path, compression="lz4")
+        try:
+            handle, name = tempfile.mkstemp(prefix="cogscore-held-", suffix=".arrow")
+            os.close(handle)
+            self.path = Path(name)
+            self._remove = weakref.finalize(self, self.path.unlink, missing_ok=True)
+            # Compressed: read back into memory of its own (an uncompressed file may be mapped).
+            frame.write_ipc(self.path, compression="lz4")
+        except OSError as error:
+            folder = tempfile.gettempdir()
+            raise StorageError(
+                f"cannot set a night's scores aside in {folder} (TMPDIR) while its files are "
+                f"scored: {error.strerror or error}; point TMPDIR at a folder with room"
+            ) from error
         self.height = frame.height
 
     def take(self) -> pl.DataFrame:
