@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
-from threading import Semaphore
 
 from flows.records import NoProgress, Progress
 from flows.score import (
@@ -20,7 +19,7 @@ from flows.score import (
     score_and_stage,
     score_batch,
 )
-from flows.staging import Stager
+from flows.staging import Slots, Stager
 from flows.store.dumps import DumpFile
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
@@ -55,7 +54,7 @@ def local_mapper(
     is staged and written. Memory holds two files' working sets (or one and a chunk's), the
     files done waiting to be staged, and the last chunk's held columns (those of the chunks
     before wait on disk: ``flows.store.spill``). Each file done is told to ``progress``."""
-    slots = Semaphore(FILES_AT_ONCE)  # a file scored, or a chunk staged (``Stager``), in each
+    slots = Slots(FILES_AT_ONCE)  # a file scored, or a chunk staged (``Stager``), in each
     stager = Stager(target, slots) if target is not None else None
     parts: list[FilePart] = []
     queued = iter(batches(files))
@@ -86,7 +85,7 @@ def local_mapper(
 
 
 def _in_slot(
-    slots: Semaphore,
+    slots: Slots,
     batch: Sequence[DumpFile],
     formulas: dict[str, str],
     digests: Mapping[str, str],
