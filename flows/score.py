@@ -160,12 +160,14 @@ class FilePart:
     staged: Staged | None = None
     sums: pl.DataFrame | None = None
     mismatches: Mismatches | None = None  # a staged file's, counted on its whole rows
-    spilled: Spilled | None = None  # the held columns, on disk (``scores`` empty) till assembly
+    # ``scores`` set aside on disk (``scores`` empty): the rows of a file waiting to be staged,
+    # or a staged chunk's held columns (as text) waiting for the night's assembly.
+    spilled: Spilled | None = None
 
     def unspilled(self) -> FilePart:
-        """This part, its held columns read back if they were set aside."""
+        """This part, its scores read back if they were set aside."""
         if self.spilled is not None:
-            self.scores, self.spilled = compact(self.spilled.take()), None
+            self.scores, self.spilled = self.spilled.take(), None
         return self
 
 
@@ -379,6 +381,8 @@ def assemble(
     night's, with ``target``) whose files hold such copies are staged again without them."""
     parts = [p.unspilled() for p in parts]
     staged = target is not None and all(p.sums is not None for p in parts)
+    for part in parts if staged else ():  # held columns set aside as text, compact again
+        part.scores = compact(part.scores)
     empty = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if staged:  # each part in (file, id) order: its files' slices put in order, no copy
         scores = pl.concat([_no_held(), *_in_file_order(p.scores for p in parts)])

@@ -179,7 +179,8 @@ def _written_at_once(self: staging_module.Stager, spill: bool) -> list[score_mod
     """A chunk staged as ``stage`` stages it: written before it returns, never set aside."""
     if not self.pending:
         return []
-    chunk = self.pending[0] if len(self.pending) == 1 else score_module.merged(self.pending)
+    parts = [p.unspilled() for p in self.pending]
+    chunk = parts[0] if len(parts) == 1 else score_module.merged(parts)
     self.pending, self.held = [], 0
     return [score_module.stage(chunk, self.target)]
 
@@ -281,6 +282,35 @@ def test_the_local_engine_sets_each_staged_chunks_held_columns_aside(
     assert max(alive) <= 1, alive
     monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
     runs.score(dump, tmp_path / "kept")  # the same tables, held columns kept in memory
+    got = read_tables(tmp_path / "out")
+    for name, table in read_tables(tmp_path / "kept").items():
+        assert got[name].equals(table), name
+
+
+def test_files_waiting_for_their_chunk_hold_no_rows_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory flat with the night (issue 39): the files done wait for their chunk on disk,
+    not in memory, where a chunk's worth of them (``STAGE_BYTES``) waited beside the two
+    files being scored. Here the whole night is one chunk: in memory, the rows of every
+    file done waited till the last was scored; the tables are those of a run that keeps
+    them."""
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=600, seed=5, episodes_per_file=50)
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)  # a task per file
+    add, waiting = staging_module.Stager.add, []
+
+    def added(self: staging_module.Stager, part: score_module.FilePart) -> object:
+        staged = add(self, part)
+        waiting.append(sum(p.scores.height for p in self.pending))  # (unscored rows: few)
+        return staged
+
+    monkeypatch.setattr(staging_module.Stager, "add", added)
+    runs.score(dump, tmp_path / "out")
+    assert len(waiting) == len(list(dump.rglob("*.parquet"))) >= 10
+    assert max(waiting) == 0, waiting
+    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
+    runs.score(dump, tmp_path / "kept")
     got = read_tables(tmp_path / "out")
     for name, table in read_tables(tmp_path / "kept").items():
         assert got[name].equals(table), name
