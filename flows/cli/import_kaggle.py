@@ -10,7 +10,8 @@ from typing import Annotated
 
 import typer
 
-from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT, TASK_OUTPUT_LIMIT
+from flows.cli.options import TaskMemoryOpt, replay_timeout
+from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.store.errors import StorageError
 from flows.store.location import ENV_OPTIONS, Location, parse_storage_options
 
@@ -55,20 +56,8 @@ def import_kaggle(
         bool, typer.Option("--strict", help="Exit 3 when any run was not imported.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
-    timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds a run's replay may take.")
-    ] = DEFAULT_TIMEOUT,
-    task_memory: Annotated[
-        int,
-        typer.Option(
-            "--task-memory",
-            metavar="MIB",
-            min=64,
-            help="Memory (MiB of address space) a task may take beyond the replay worker's "
-            f"own; a task over it fails its run. A task's prints are capped at "
-            f"{TASK_OUTPUT_LIMIT >> 20} MiB.",
-        ),
-    ] = DEFAULT_TASK_MEMORY,
+    timeout: Annotated[float, replay_timeout("--timeout")] = DEFAULT_TIMEOUT,
+    task_memory: TaskMemoryOpt = DEFAULT_TASK_MEMORY,
     storage_option: Annotated[
         list[str] | None,
         typer.Option(

@@ -12,6 +12,12 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from flows.importers.kaggle_limits import (
+    MIN_TASK_MEMORY,
+    MIN_TIMEOUT,
+    TASK_MEMORY_HELP,
+    TIMEOUT_HELP,
+)
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
 from flows.store.location import ENV_OPTIONS, parse_storage_options
@@ -172,6 +178,25 @@ JsonRecordOpt = Annotated[
 
 JsonOpt = Annotated[
     bool, typer.Option("--json", envvar="COGSCORE_JSON", help="Print JSON instead of a table.")
+]
+
+
+def replay_timeout(flag: str) -> Any:
+    """The seconds a harness run's replay may take: ``import-kaggle --timeout``, ``nightly
+    --task-timeout`` (beside the nightly's own options, a plain ``--timeout`` would read as
+    the run's)."""
+    return typer.Option(flag, min=MIN_TIMEOUT, envvar="COGSCORE_TASK_TIMEOUT", help=TIMEOUT_HELP)
+
+
+TaskMemoryOpt = Annotated[
+    int,
+    typer.Option(
+        "--task-memory",
+        metavar="MIB",
+        min=MIN_TASK_MEMORY,
+        envvar="COGSCORE_TASK_MEMORY",
+        help=TASK_MEMORY_HELP,
+    ),
 ]
 
 

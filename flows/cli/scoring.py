@@ -26,8 +26,10 @@ from flows.cli.options import (
     OutOpt,
     QuietOpt,
     StorageOpt,
+    TaskMemoryOpt,
     ViewOpt,
     engine_of,
+    replay_timeout,
     use_storage_options,
     with_run_options,
     writable,
@@ -300,25 +302,8 @@ def nightly(
             "RUN, as import-kaggle runs them).",
         ),
     ] = None,
-    task_timeout: Annotated[
-        float,
-        typer.Option(
-            "--task-timeout",
-            min=1.0,
-            envvar="COGSCORE_TASK_TIMEOUT",
-            help="With --runs: seconds a run's replay may take.",
-        ),
-    ] = DEFAULT_TIMEOUT,
-    task_memory: Annotated[
-        int,
-        typer.Option(
-            "--task-memory",
-            metavar="MIB",
-            min=64,
-            envvar="COGSCORE_TASK_MEMORY",
-            help="With --runs: memory (MiB) a task may take beyond the replay worker's own.",
-        ),
-    ] = DEFAULT_TASK_MEMORY,
+    task_timeout: Annotated[float, replay_timeout("--task-timeout")] = DEFAULT_TIMEOUT,
+    task_memory: TaskMemoryOpt = DEFAULT_TASK_MEMORY,
     report: Annotated[
         Path | None,
         typer.Option(

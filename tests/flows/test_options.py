@@ -135,3 +135,28 @@ def test_each_option_is_declared_once_for_the_command_line_the_flows_and_the_rea
     for option in RUN_OPTIONS:
         row = next(line for line in readme.splitlines() if line.startswith(f"| `{option.flag}`"))
         assert f"`{option.env}`" in row, option.name
+
+
+def test_a_replays_limits_are_declared_once_for_import_kaggle_and_the_nightly() -> None:
+    """The limits of a harness run's replay (``flows.importers.kaggle_limits``) are the same
+    options in ``import-kaggle`` and in ``nightly --runs`` (one declaration,
+    ``flows.cli.options``): bounds, default, help and environment variable; only the
+    timeout's flag differs (the nightly's names the task)."""
+    import typer.main
+
+    from flows.cli import app
+    from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    importer = {p.name: p for p in commands["import-kaggle"].params}
+    nightly = {p.name: p for p in commands["nightly"].params}
+    pairs = [
+        (importer["timeout"], nightly["task_timeout"], DEFAULT_TIMEOUT),
+        (importer["task_memory"], nightly["task_memory"], DEFAULT_TASK_MEMORY),
+    ]
+    for alone, in_nightly, default in pairs:
+        assert alone.default == in_nightly.default == default
+        assert (alone.help, alone.envvar) == (in_nightly.help, in_nightly.envvar)
+        assert alone.min == in_nightly.min is not None
+    assert importer["timeout"].opts == ["--timeout"]
+    assert nightly["task_timeout"].opts == ["--task-timeout"]
