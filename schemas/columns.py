@@ -215,7 +215,8 @@ COMPARED_COLUMNS: Final = (
 # distinct values as Categorical, 4 bytes a row against 16 or more as String (polars frees
 # categories once no frame uses them); the episode_id stays text (the bootstrap's order, the
 # check of ids across files). The counts as Int32, 4 bytes a row against 8 (an episode's rows
-# and warnings are far under 2^31; their sums over a night are taken as Int64).
+# and warnings are far under 2^31; their sums over a night are taken as Int64). While the
+# night's other files are scored they wait on disk, as text (``flows.store.spill``).
 HELD_DTYPES: Final[dict[str, pl.DataType]] = {
     DUMP_DATE: pl.Categorical(),
     Col.MODEL: pl.Categorical(),
