@@ -185,6 +185,17 @@ def _written_at_once(self: staging_module.Stager, spill: bool) -> list[score_mod
     return [score_module.stage(chunk, self.target)]
 
 
+def assert_as_kept_in_memory(dump: Path, out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``out`` holds the tables of a run of ``dump`` whose stager keeps everything in memory
+    (each chunk staged as ``stage`` stages it)."""
+    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
+    kept = out.with_name(out.name + "-kept")
+    runs.score(dump, kept)
+    got = read_tables(out)
+    for name, table in read_tables(kept).items():
+        assert got[name].equals(table), name
+
+
 def test_a_chunk_that_cannot_be_written_fails_the_run_and_commits_nothing(
     dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,11 +291,7 @@ def test_the_local_engine_sets_each_staged_chunks_held_columns_aside(
     assert len(held) == len(list(dump.rglob("*.parquet"))) >= 10
     # At most the chunk being staged as a file starts (set aside once it is).
     assert max(alive) <= 1, alive
-    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
-    runs.score(dump, tmp_path / "kept")  # the same tables, held columns kept in memory
-    got = read_tables(tmp_path / "out")
-    for name, table in read_tables(tmp_path / "kept").items():
-        assert got[name].equals(table), name
+    assert_as_kept_in_memory(dump, tmp_path / "out", monkeypatch)
 
 
 def test_files_waiting_for_their_chunk_hold_no_rows_in_memory(
@@ -309,11 +316,7 @@ def test_files_waiting_for_their_chunk_hold_no_rows_in_memory(
     runs.score(dump, tmp_path / "out")
     assert len(waiting) == len(list(dump.rglob("*.parquet"))) >= 10
     assert max(waiting) == 0, waiting
-    monkeypatch.setattr(staging_module.Stager, "_staged", _written_at_once)
-    runs.score(dump, tmp_path / "kept")
-    got = read_tables(tmp_path / "out")
-    for name, table in read_tables(tmp_path / "kept").items():
-        assert got[name].equals(table), name
+    assert_as_kept_in_memory(dump, tmp_path / "out", monkeypatch)
 
 
 def test_a_chunk_is_staged_in_the_slot_of_a_file(
