@@ -38,9 +38,12 @@ class Slots:
     def acquire(self, chunk: bool = False) -> None:
         with self.changed:
             self.chunks_waiting += chunk
-            while not self.free or (self.chunks_waiting and not chunk):
-                self.changed.wait()
-            self.chunks_waiting -= chunk
+            try:
+                while not self.free or (self.chunks_waiting and not chunk):
+                    self.changed.wait()
+            finally:  # interrupted (Ctrl-C) too: else the files would wait for it forever
+                self.chunks_waiting -= chunk
+                self.changed.notify_all()
             self.free -= 1
 
     def release(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from flows.staging import Slots
 
 
@@ -52,3 +54,25 @@ def test_as_many_at_once_as_there_are_slots() -> None:
     for thread in threads:
         thread.join(5)
     assert most[0] == 2 and slots.free == 2
+
+
+def test_a_chunk_interrupted_while_it_waits_leaves_the_slots_to_the_files() -> None:
+    """Ctrl-C while the stager waits for a slot: the files being scored must still get
+    theirs (the run's threads are joined before it ends), not wait for that chunk forever."""
+    slots = Slots(1)
+    slots.acquire()
+    wait = slots.changed.wait
+
+    def interrupted(timeout: float | None = None) -> bool:
+        raise KeyboardInterrupt
+
+    slots.changed.wait = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        slots.acquire(chunk=True)
+    slots.changed.wait = wait  # type: ignore[method-assign]
+    assert slots.chunks_waiting == 0
+    file = threading.Thread(target=slots.acquire)
+    file.start()
+    slots.release()
+    file.join(5)
+    assert not file.is_alive() and slots.free == 0
