@@ -1,7 +1,7 @@
 """What staging one chunk costs in memory, step by step (issue 39, docs/performance.md,
 "Memory flat with the night"): the files of a chunk scored and put in order as the local
 engine's stager has them, then each step of ``flows.score.staging`` and of its write alone,
-the process's resident memory sampled every 2 ms: its peak above what it held before.
+the process's peak resident memory (the kernel's high-water mark) above what it held before.
 
 python -m benchmarks.chunk_memory [DUMP] [--files 8]
 
@@ -13,44 +13,26 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks.night_memory import NIGHT, night_dump
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def resident_mib() -> float:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * _PAGE / 2**20
+from benchmarks.scale import peak_mib, reset_peak, rss_mib
 
 
-class Peak:
-    """The process's resident memory, sampled on a thread of its own."""
-
-    def __init__(self) -> None:
-        self.mib, self.stop = 0.0, False
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def _sample(self) -> None:
-        while not self.stop:
-            self.mib = max(self.mib, resident_mib())
-            time.sleep(0.002)
-
-    def above(self, name: str, step: Callable[[], Any]) -> Any:
-        """Runs ``step``; prints its peak above the memory held before it."""
-        gc.collect()
-        time.sleep(0.3)  # freed pages returned (``flows.ALLOCATOR``'s decay) before the base
-        base = self.mib = resident_mib()
-        out = step()
-        time.sleep(0.05)
-        print(f"{name:<28} +{self.mib - base:5.0f} MiB", flush=True)
-        return out
+def above(name: str, step: Callable[[], Any]) -> Any:
+    """Runs ``step``; prints its peak resident memory above what the process held before it
+    (the kernel's high-water mark, reset before the step)."""
+    gc.collect()
+    time.sleep(0.3)  # freed pages returned (``flows.ALLOCATOR``'s decay) before the base
+    base = rss_mib()
+    if not reset_peak():
+        raise SystemExit("cannot reset the peak resident memory (/proc/self/clear_refs)")
+    out = step()
+    print(f"{name:<28} +{peak_mib() - base:5.0f} MiB", flush=True)
+    return out
 
 
 def main() -> None:
@@ -83,17 +65,16 @@ def main() -> None:
     del parts
     scores = chunk.scores
     print(f"a chunk of {scores.height:,} episodes, {scores.estimated_size() / 2**20:.0f} MiB")
-    peak = Peak()
-    peak.above("component sums", lambda: compact(component_sums(scores.lazy()).collect()))
-    peak.above("mismatches", lambda: Mismatches.of(scores))
-    peak.above("held columns set aside", lambda: Spilled(scores.select(HELD)))
-    table = peak.above(
+    above("component sums", lambda: compact(component_sums(scores.lazy()).collect()))
+    above("mismatches", lambda: Mismatches.of(scores))
+    above("held columns set aside", lambda: Spilled(scores.select(HELD)))
+    table = above(
         "provenance", lambda: with_provenance(scores, COGSCORE_VERSION, {NIGHT: "sha256:x"})
     )
-    peak.above("validation", lambda: validate(EPISODE_SCORES_TABLE, table))
+    above("validation", lambda: validate(EPISODE_SCORES_TABLE, table))
     with tempfile.TemporaryDirectory() as out:
         target = StageTarget(Location.parse(out), NIGHT, "sha256:x")
-        peak.above(
+        above(
             "data files written",
             lambda: delta.write_data_files(
                 target.location,
@@ -103,7 +84,6 @@ def main() -> None:
                 partition_by=EPISODE_SCORES_TABLE.partition_by,
             ),
         )
-    peak.stop = True
 
 
 if __name__ == "__main__":
