@@ -111,7 +111,8 @@ def write_data_files(
     def write(values: tuple[Any, ...]) -> AddAction:
         key = f"{_partition_path(columns, values)}/part-{uuid.uuid4()}.parquet"
         buffer = io.BytesIO()
-        data = ready.filter(_in_partition(columns, values)).drop(columns)
+        rows = ready if len(groups) == 1 else ready.filter(_in_partition(columns, values))
+        data = rows.drop(columns)  # one partition (a night's table, most): no copy at all
         data.write_parquet(buffer, compression="snappy")
         content = buffer.getvalue()
         if objects.put_if_absent(where, key, content) is None:
