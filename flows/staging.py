@@ -15,12 +15,12 @@ from flows.store.spill import Spilled
 from schemas.contract import FILE, Col
 
 # The local engine's threads hand their scored parts to the driver, which stages them in
-# chunks (``Stager``) of about STAGE_BYTES of rows held in memory: one validation, one
-# Parquet write per partition and one explanation of the unscored rows a chunk rather than a
-# file. Staged file by file, a 100,000-episode night of 8 files spent 0.3-0.4 s more CPU (a
-# rejects plan and a write each: 78 ms a file) and left 48 data files in episode_scores
-# instead of 6. Memory holds two chunks more than file by file (one being written). Read
-# when called (tests set it to 0: a chunk per part).
+# chunks (``Stager``) of about STAGE_BYTES of rows (as ``estimated_size`` counts them; they
+# wait on disk till their chunk is staged): one validation, one Parquet write per partition
+# and one explanation of the unscored rows a chunk rather than a file. Staged file by file, a
+# 100,000-episode night of 8 files spent 0.3-0.4 s more CPU (a rejects plan and a write
+# each: 78 ms a file) and left 48 data files in episode_scores instead of 6. Read when
+# called (tests set it to 0: a chunk per part).
 STAGE_BYTES = 64 << 20
 
 
@@ -63,10 +63,11 @@ class Stager:
     """Parts scored on this machine, staged in chunks as they come: ``add`` each part (in
     any order), ``flush`` at the end, then ``close``; each returns the parts of the chunks
     it staged. A chunk's rows are written on a thread of the stager's own, a chunk at a time
-    (memory holds two chunks' rows at most): the last one while the night's tables are
-    made, its part's ``staged`` a future until ``settled`` (the chunk written last, 0.2 s
-    of a 100,000-episode night, was the critical path's). The held columns of every chunk
-    but the last wait on disk (``FilePart.unspilled`` reads them back)."""
+    (the next is read back once the one before is written: memory holds one chunk's rows):
+    the last one while the night's tables are made, its part's ``staged`` a future until
+    ``settled`` (the chunk written last, 0.2 s of a 100,000-episode night, was the critical
+    path's). The held columns of every chunk but the last wait on disk
+    (``FilePart.unspilled`` reads them back)."""
 
     def __init__(self, target: StageTarget, slots: Slots | None = None) -> None:
         self.target = target
