@@ -52,8 +52,9 @@ def local_mapper(
     stager's thread (the last chunk's while the night's tables are made: its parts' files
     are ``settled`` before they are committed); a chunk takes the slot of a file while it
     is staged and written. Memory holds two files' working sets (or one and a chunk's), the
-    files done waiting to be staged, and the last chunk's held columns (those of the chunks
-    before wait on disk: ``flows.store.spill``). Each file done is told to ``progress``."""
+    parts done that the driver has not taken yet, and the last chunk's held columns (the
+    files done waiting for their chunk, and the held columns of the chunks before, wait on
+    disk: ``flows.store.spill``). Each file done is told to ``progress``."""
     slots = Slots(FILES_AT_ONCE)  # a file scored, or a chunk staged (``Stager``), in each
     stager = Stager(target, slots) if target is not None else None
     parts: list[FilePart] = []
