@@ -9,9 +9,10 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from threading import Condition
 
+from flows.logs import log
 from flows.score import FilePart, merged, staging
 from flows.store.delta.staged import StagedFiles, StageTarget
-from flows.store.spill import Spilled
+from flows.store.spill import Spilled, sweep
 from schemas.contract import FILE, Col
 
 # The local engine's threads hand their scored parts to the driver, which stages them in
@@ -70,6 +71,7 @@ class Stager:
     (``FilePart.unspilled`` reads them back)."""
 
     def __init__(self, target: StageTarget, slots: Slots | None = None) -> None:
+        _sweep_left_behind()
         self.target = target
         # Shared with the files being scored (``flows.mappers.local_mapper``): a chunk is
         # staged and written in a slot of its own, so that it never meets two files' working
@@ -121,3 +123,17 @@ class Stager:
     def close(self) -> None:
         """No more chunks: the last write goes on, for ``settled`` to wait for."""
         self.writer.shutdown(wait=False)
+
+
+def _sweep_left_behind() -> None:
+    """Removes what killed runs set aside in TMPDIR (``flows.store.spill.sweep``): else a
+    nightly killed night after night (out of memory) would fill it."""
+    gone = sweep()
+    if gone:
+        log().info(
+            "removed %d folder(s) of scores set aside by cogscore runs that were killed "
+            "(%.1f MiB): %s",
+            len(gone),
+            sum(size for _, size in gone) / 2**20,
+            ", ".join(str(path) for path, _ in gone),
+        )

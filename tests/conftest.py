@@ -5,7 +5,9 @@ persisted task cache above all) in homes of the tests' own, never in ``~/.prefec
 that passed on a cache hit left by an earlier run would prove nothing.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +21,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 # Before Prefect is imported anywhere: this session's default home (a fixture gives each
 # flow test a home of its own on top of it).
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="cogscore-tests-prefect-")
+atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

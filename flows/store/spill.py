@@ -6,21 +6,98 @@ temporary Arrow IPC file as each chunk is staged and read back when the night's 
 assembled, it costs memory only once the files' working sets are gone (issue 39;
 docs/performance.md, "Memory flat with the night").
 
-The files are made with ``tempfile`` (``TMPDIR``, which should be a disk, not a tmpfs that
-holds them in memory) and removed when read back, or when the frame is dropped unread (a
-night that ends in an error) or the process exits.
+The files are made in a folder of the process's own in ``TMPDIR`` (which should be a disk,
+not a tmpfs that holds them in memory) and removed when read back, or when the frame is
+dropped unread (a night that ends in an error); the folder goes when the process exits. A
+killed process (SIGKILL, out of memory, the machine lost) cannot remove its folder: the
+folder's lock (``flock``, released by the kernel with the process) tells the next run that
+its owner is gone (``sweep``, as a run's ``flows.staging.Stager`` starts), and that run
+removes it.
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import os
+import shutil
 import tempfile
+import threading
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import polars as pl
 
 from flows.store.errors import StorageError
+
+PREFIX: Final = "cogscore-held-"
+# Made under another name and renamed once locked: a folder named PREFIX... is always locked
+# while its process lives.
+_MAKING: Final = ".cogscore-making-"
+_LOCK: Final = ".owner"
+
+
+@dataclass(frozen=True)
+class _Owned:
+    path: Path
+    lock: int  # the open lock file: the lock lasts while it is open
+
+
+_owned: dict[Path, _Owned] = {}  # TMPDIR -> this process's folder there
+_owning = threading.Lock()
+
+
+def own_folder() -> Path:
+    """This process's folder of set-aside frames in ``TMPDIR``, made on first use and
+    removed at exit."""
+    parent = Path(tempfile.gettempdir())
+    with _owning:
+        owned = _owned.get(parent)
+        if owned is not None and owned.path.is_dir():
+            return owned.path
+        if owned is not None:  # removed under it (TMPDIR cleaned): made again
+            os.close(owned.lock)
+        making = Path(tempfile.mkdtemp(prefix=_MAKING, dir=parent))
+        lock = os.open(making / _LOCK, os.O_CREAT | os.O_WRONLY, 0o600)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path = making.with_name(PREFIX + making.name.removeprefix(_MAKING))
+        making.rename(path)
+        _owned[parent] = _Owned(path, lock)
+        if owned is None:
+            atexit.register(_remove, parent)
+    return path
+
+
+def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
+    """Removes the folders of set-aside frames in ``parent`` (default ``TMPDIR``) whose
+    process is gone (their lock is free); returns each with the bytes it held. The folders
+    of live processes, this one's among them, are left."""
+    parent = Path(tempfile.gettempdir()) if parent is None else parent
+    gone = []
+    for folder in parent.glob(PREFIX + "*"):
+        try:
+            lock = os.open(folder / _LOCK, os.O_RDONLY)
+        except OSError:  # not a folder of ours, or removed meanwhile
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its process is alive
+            continue
+        finally:
+            os.close(lock)  # (a lock taken goes with it: the folder is removed next)
+        size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append((folder, size))
+    return gone
+
+
+def _remove(parent: Path) -> None:
+    owned = _owned.pop(parent, None)
+    if owned is not None:
+        shutil.rmtree(owned.path, ignore_errors=True)
+        os.close(owned.lock)
 
 
 class Spilled:
@@ -35,7 +112,7 @@ class Spilled:
 
     def __init__(self, frame: pl.DataFrame) -> None:
         try:
-            handle, name = tempfile.mkstemp(prefix="cogscore-held-", suffix=".arrow")
+            handle, name = tempfile.mkstemp(suffix=".arrow", dir=own_folder())
             os.close(handle)
             self.path = Path(name)
             self._remove = weakref.finalize(self, self.path.unlink, missing_ok=True)

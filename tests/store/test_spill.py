@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import gc
+import logging
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -13,9 +17,10 @@ from polars.testing import assert_frame_equal
 from flows import runs
 from flows import score as score_module
 from flows import staging as staging_module
+from flows.logs import LOGGER
 from flows.store.errors import StorageError
 from flows.store.output import Output
-from flows.store.spill import Spilled
+from flows.store.spill import Spilled, own_folder, sweep
 from simulator import simulate
 
 
@@ -52,3 +57,84 @@ def test_no_room_to_set_a_night_aside_is_one_line_naming_tmpdir(
         runs.score(dump, tmp_path / "out")
     assert "\n" not in str(raised.value) and str(tmp_path / "no-such-folder") in str(raised.value)
     assert Output.at(tmp_path / "out").versions() == {}
+
+
+_SET_ASIDE_AND_WAIT = """
+import sys, time
+import polars as pl
+from flows.logs import LOGGER
+from flows.store.spill import Spilled, own_folder, sweep
+spilled = Spilled(pl.DataFrame({"a": [1, 2, 3]}))
+print(spilled.path.parent, flush=True)
+time.sleep(600)
+"""
+
+
+def _process_setting_aside(tmpdir: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A process that has set a frame aside in ``tmpdir`` and waits; and its folder."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SET_ASIDE_AND_WAIT],
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    folder = Path(child.stdout.readline().strip())
+    assert folder.parent == tmpdir and any(folder.glob("*.arrow")), folder
+    return child, folder
+
+
+def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A nightly killed (out of memory, SIGKILL) cannot remove its set-aside files: the next
+    run does, as it starts staging; a run still going keeps its own."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    killed, killed_folder = _process_setting_aside(tmpdir)
+    alive, alive_folder = _process_setting_aside(tmpdir)
+    try:
+        killed.kill()
+        killed.wait()
+        assert killed_folder.exists()  # nothing could remove it
+        dump = tmp_path / "dump"
+        simulate(dump, date="2026-12-01", episodes=200, seed=5, episodes_per_file=50)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+        logger, messages = logging.getLogger(LOGGER), _Messages()
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        logger.addHandler(messages)
+        try:
+            runs.score(dump, tmp_path / "out")
+        finally:
+            logger.removeHandler(messages)
+            logger.setLevel(level)
+        assert not killed_folder.exists()
+        assert alive_folder.exists() and any(alive_folder.glob("*.arrow"))
+        assert any("killed" in m and str(killed_folder) in m for m in messages.seen), messages.seen
+    finally:
+        alive.kill()
+        alive.wait()
+    held = sum(f.stat().st_size for f in alive_folder.iterdir() if f.is_file())
+    assert sweep(tmpdir) == [(alive_folder, held)]  # gone now: the next sweep takes it
+    assert list(tmpdir.iterdir()) == [own_folder()]  # this process's, removed as it exits
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record.getMessage())
+
+
+def test_a_process_that_ends_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
+    """Frames set aside and never read back (a run that failed), then the process exits."""
+    code = "import polars as pl\nfrom flows.store.spill import Spilled\n"
+    code += "kept = Spilled(pl.DataFrame({'a': [1]}))\nprint(kept.path)"
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent.parent == tmp_path
+    assert list(tmp_path.iterdir()) == []
