@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import glob
 import os
 import shutil
+import socket
 import tempfile
 import threading
 import weakref
@@ -36,6 +38,9 @@ PREFIX: Final = "cogscore-held-"
 # Made under another name and renamed once locked: a folder named PREFIX... is always locked
 # while its process lives.
 _MAKING: Final = ".cogscore-making-"
+# A folder's name says its machine: a TMPDIR shared by several (NFS, where a lock may not be
+# seen from another machine) is swept by each of its own folders only.
+_THIS_MACHINE: Final = PREFIX + socket.gethostname() + "-"
 _LOCK: Final = ".owner"
 
 
@@ -62,7 +67,7 @@ def own_folder() -> Path:
         making = Path(tempfile.mkdtemp(prefix=_MAKING, dir=parent))
         lock = os.open(making / _LOCK, os.O_CREAT | os.O_WRONLY, 0o600)
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        path = making.with_name(PREFIX + making.name.removeprefix(_MAKING))
+        path = making.with_name(_THIS_MACHINE + making.name.removeprefix(_MAKING))
         making.rename(path)
         _owned[parent] = _Owned(path, lock)
         if owned is None:
@@ -72,11 +77,12 @@ def own_folder() -> Path:
 
 def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
     """Removes the folders of set-aside frames in ``parent`` (default ``TMPDIR``) whose
-    process is gone (their lock is free); returns each with the bytes it held. The folders
-    of live processes, this one's among them, are left."""
+    process on this machine is gone (their lock is free); returns each with the bytes it
+    held. The folders of live processes, this one's among them, and of other machines are
+    left."""
     parent = Path(tempfile.gettempdir()) if parent is None else parent
     gone = []
-    for folder in parent.glob(PREFIX + "*"):
+    for folder in parent.glob(glob.escape(_THIS_MACHINE) + "*"):
         try:
             lock = os.open(folder / _LOCK, os.O_RDONLY)
         except OSError:  # not a folder of ours, or removed meanwhile

@@ -20,7 +20,7 @@ from flows import staging as staging_module
 from flows.logs import LOGGER
 from flows.store.errors import StorageError
 from flows.store.output import Output
-from flows.store.spill import Spilled, own_folder, sweep
+from flows.store.spill import PREFIX, Spilled, own_folder, sweep
 from simulator import simulate
 
 
@@ -63,7 +63,7 @@ _SET_ASIDE_AND_WAIT = """
 import sys, time
 import polars as pl
 from flows.logs import LOGGER
-from flows.store.spill import Spilled, own_folder, sweep
+from flows.store.spill import PREFIX, Spilled, own_folder, sweep
 spilled = Spilled(pl.DataFrame({"a": [1, 2, 3]}))
 print(spilled.path.parent, flush=True)
 time.sleep(600)
@@ -93,6 +93,11 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
     tmpdir.mkdir()
     killed, killed_folder = _process_setting_aside(tmpdir)
     alive, alive_folder = _process_setting_aside(tmpdir)
+    # Another machine's (a shared TMPDIR), its lock free here: whether its run lives is
+    # not this machine's to tell.
+    elsewhere = tmpdir / f"{PREFIX}another-machine.example-x1y2"
+    elsewhere.mkdir()
+    (elsewhere / ".owner").touch()
     try:
         killed.kill()
         killed.wait()
@@ -117,7 +122,8 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
         alive.wait()
     held = sum(f.stat().st_size for f in alive_folder.iterdir() if f.is_file())
     assert sweep(tmpdir) == [(alive_folder, held)]  # gone now: the next sweep takes it
-    assert list(tmpdir.iterdir()) == [own_folder()]  # this process's, removed as it exits
+    # this process's, removed as it exits, and the other machine's
+    assert sorted(tmpdir.iterdir()) == sorted([own_folder(), elsewhere])
 
 
 class _Messages(logging.Handler):
