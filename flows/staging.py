@@ -129,8 +129,8 @@ def _sweep_left_behind() -> None:
     """Removes what killed runs set aside in TMPDIR (``flows.store.spill.sweep``): else a
     nightly killed night after night (out of memory) would fill it."""
     gone = sweep()
-    if gone:
-        log().info(
+    if gone:  # a warning: a run was killed, which its operator should know
+        log().warning(
             "removed %d folder(s) of scores set aside by cogscore runs that were killed "
             "(%.1f MiB): %s",
             len(gone),

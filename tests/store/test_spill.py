@@ -107,7 +107,7 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
         monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
         logger, messages = logging.getLogger(LOGGER), _Messages()
         level = logger.level
-        logger.setLevel(logging.INFO)
+        logger.setLevel(logging.WARNING)  # the default --log-level: an operator sees it
         logger.addHandler(messages)
         try:
             runs.score(dump, tmp_path / "out")
@@ -128,7 +128,7 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
 
 class _Messages(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.INFO)
+        super().__init__(logging.WARNING)
         self.seen: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
