@@ -15,10 +15,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.importers.kaggle_files import index_tasks, parse_run
-from tests.learningbench import LEARNINGBENCH, TASKS
+from tests.learningbench import RUNS, TASKS
 from tests.tables import read_table
-
-RUNS = LEARNINGBENCH / "kaggle_runs"
 
 
 def _cogscore(*args: object) -> tuple[int, str]:

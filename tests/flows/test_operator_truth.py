@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from flows import runs
+from tests.learningbench import LEADERBOARD, RUNS, TASKS
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE_DUMP = ROOT / "examples" / "dump"
@@ -417,9 +418,8 @@ def test_an_unreachable_prefect_api_is_one_line_and_exit_4(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
-BENCH = ROOT.parent / "shared" / "learningbench"
-FLAT = str(BENCH / "leaderboard" / "leaderboard_flat.csv")
-KAGGLE = [str(BENCH / "kaggle_runs" / "google_gemini-2.5-flash"), "--tasks", str(BENCH / "tasks")]
+FLAT = str(LEADERBOARD / "leaderboard_flat.csv")
+KAGGLE = [str(RUNS / "google_gemini-2.5-flash"), "--tasks", str(TASKS)]
 RESCORE = ["rescore", str(EXAMPLE_DUMP), "--out", "{out}", "--formula", "runtime_rl=v1"]
 
 

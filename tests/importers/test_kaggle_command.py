@@ -16,10 +16,9 @@ import pytest
 from flows.importers.kaggle import import_runs
 from flows.store.location import Location
 from flows.store.objects import get_bytes
+from tests.learningbench import RUNS, TASKS
 from tests.s3server import S3Server
 
-BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"
-RUNS, TASKS = BENCH / "kaggle_runs", BENCH / "tasks"
 # One run with a task file and the one without.
 CHOSEN = ("google_gemini-2.5-flash", "zai_glm-5")
 

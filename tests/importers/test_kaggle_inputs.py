@@ -28,16 +28,10 @@ from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.store.dumps import SUCCESS_MARKER, discover, marked_complete, scan
 from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
+from tests.learningbench import RUNS, TASKS
 
-BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"
-TASKS = BENCH / "tasks"
 MODEL = "deepseek-ai_deepseek-v3.2"
-BASE = (
-    BENCH
-    / "kaggle_runs"
-    / MODEL
-    / f"feistel_cipher_round_obs_learning-run_id_Run_1_{MODEL}.run.json"
-)
+BASE = RUNS / MODEL / f"feistel_cipher_round_obs_learning-run_id_Run_1_{MODEL}.run.json"
 NIGHT = "2026-04-12"  # the base run's start date
 LONG = "feistel-" + "x" * 230  # a run file name the file system takes, its dump name too
 UNDECODABLE = os.fsdecode(b"caf\xe9 [2]")  # a name whose bytes are not UTF-8

@@ -18,8 +18,8 @@ from flows.importers.kaggle_live import record_rows
 from flows.importers.kaggle_replay import _harness, _load_task
 from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
+from tests.learningbench import TASKS
 
-TASKS = Path(__file__).parents[2] / ".." / "shared" / "learningbench" / "tasks"
 # One task per category, and one of the associative tasks that call the model unguarded.
 CHOSEN = (
     ("inhibitory_summation_assoc_learning", "random"),

@@ -20,10 +20,8 @@ from flows.importers.kaggle_report import ImportReport
 from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
 from tests.importers.kaggle_reference import reference_score
+from tests.learningbench import RUNS, TASKS
 from tests.tables import read_table
-
-BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"
-RUNS, TASKS = BENCH / "kaggle_runs", BENCH / "tasks"
 
 
 def _digests(root: Path) -> dict[str, str]:

@@ -5,14 +5,12 @@ score the task returned."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from benchmarks.kaggle_scripted import POLICIES, check, make_runs
 from flows.importers.kaggle_replay import _harness
+from tests.learningbench import TASKS
 
-TASKS = Path(__file__).parents[2] / ".." / "shared" / "learningbench" / "tasks"
 # Each grader style the importer captures (docs/importing.md, "How each task is read").
 SUBSET = frozenset(
     {

@@ -22,12 +22,12 @@ from flows.importers.kaggle_limits import TASK_OUTPUT_LIMIT
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.store.location import Location
 from schemas.kaggle import Outcome, Reason
+from tests.learningbench import RUNS, TASKS
 
-BENCH = Path(__file__).parents[2] / ".." / "shared" / "learningbench"
 NAME = "feistel_cipher_round_obs_learning"
 MODEL = "deepseek-ai_deepseek-v3.2"
-RUN = BENCH / "kaggle_runs" / MODEL / f"{NAME}-run_id_Run_1_{MODEL}.run.json"
-TASK = BENCH / "tasks" / "observational_learning" / "feistel-cipher-round-obs-learning.py"
+RUN = RUNS / MODEL / f"{NAME}-run_id_Run_1_{MODEL}.run.json"
+TASK = TASKS / "observational_learning" / "feistel-cipher-round-obs-learning.py"
 TIMEOUT = 8.0  # the hanging task's run costs this much
 MEMORY = 256  # MiB a task may take here (--task-memory)
 

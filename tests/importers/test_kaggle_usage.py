@@ -4,7 +4,6 @@ as proto3 writes it, on each request's reply row only, and judged by the scorer'
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -12,15 +11,12 @@ import pytest
 
 from flows.importers.kaggle_files import Request, RunFileError, parse_run, usage_of
 from schemas.contract import Category, Status
+from tests.learningbench import RUNS
 from tests.run import run_pipeline
 from transforms.kaggle_rows import Usage, episode_rows
 
 RUN = (
-    Path(__file__).parents[2]
-    / ".."
-    / "shared"
-    / "learningbench"
-    / "kaggle_runs"
+    RUNS
     / "google_gemini-2.5-flash"
     / "chebyshev_point_rf_learning-run_id_Run_1_google_gemini-2.5-flash.run.json"
 )
