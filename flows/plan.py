@@ -275,7 +275,7 @@ def plan_nightly(
     files, waiting = ready(dump_root, files, require_marker)
     earlier = (output.state() if state is None else state).nights
     gone = sorted(set(earlier) - present)
-    known = {file["file"]: file for night in earlier.values() for file in night.files}
+    known = {file.file: file for night in earlier.values() for file in night.files}
     digests = {}
     nights: dict[str, list[DumpFile]] = {}
     for f in files:
@@ -285,11 +285,12 @@ def plan_nightly(
             f.is_local
             and not verify
             and seen
-            and seen.get("bytes") == f.size
-            and str(seen.get("mtime_ns")) == f.version
-            and seen.get("sha256")
+            and seen.bytes == f.size
+            and seen.mtime_ns is not None
+            and str(seen.mtime_ns) == f.version
+            and seen.sha256
         ):
-            digests[f.relative] = seen["sha256"]
+            digests[f.relative] = seen.sha256
         else:  # hashed (a local file), or the object's ETag as listed
             digests[f.relative] = content_digest(f)
     new, changed, unchanged = [], [], []

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from flows.options import RunOptions
+from flows.store.state import RecordedFile
 from schemas.columns import AS_OF
 from schemas.comparisons import (
     ALERT_LEVEL,
@@ -233,7 +234,9 @@ def run_record(
         return record
     runs = outcome.out.runs()
     mine = runs.filter(runs["run_id"] == outcome.run_id) if not runs.is_empty() else runs
-    files = [f for text in mine["files"].to_list() for f in json.loads(text or "[]")]
+    files = [
+        RecordedFile.of(f) for text in mine["files"].to_list() for f in json.loads(text or "[]")
+    ]
     record |= {
         "run_id": outcome.run_id,
         "output": outcome.out.display,
@@ -246,9 +249,7 @@ def run_record(
         "models_absent": outcome.models_absent,
         "counts": dict(outcome.result.counts) if outcome.result else {},
         "rejected_files": [
-            {"file": f["file"], "problems": f["problems"]}
-            for f in files
-            if f.get("status") == "rejected"
+            {"file": f.file, "problems": list(f.problems)} for f in files if f.status == "rejected"
         ],
         "formula_set": outcome.formula_set,
         "nights_off_set": outcome.nights_off_set,

@@ -260,7 +260,7 @@ def _scored_file(output: Output, state: OutputState, night: str | None, file: st
     ``state``)."""
     entry = state.nights.get(night) if night is not None else state.undated
     files = entry.files if entry is not None else ()
-    recorded = next((f for f in files if f.get("file") == file), None)
+    recorded = next((f for f in files if f.file == file), None)
     if entry is None or recorded is None:
         raise ExplainError(f"the runs table of {output} records no input file {file!r} of {night}")
     root = str(entry.input or state.input or "")
@@ -276,10 +276,10 @@ def _scored_file(output: Output, state: OutputState, night: str | None, file: st
             f"the transcript's file {dump_file.path} cannot be read ({error}): explain reads "
             "the dump the output was scored from"
         ) from None
-    if now != recorded.get("sha256"):
+    if now != recorded.sha256:
         raise ExplainError(
             f"the transcript's file {dump_file.path} changed since it was scored (sha256 "
-            f"{recorded.get('sha256')} then, {now} now): its turns are not the ones scored; "
+            f"{recorded.sha256} then, {now} now): its turns are not the ones scored; "
             "score the night again to explain it"
         )
     return dump_file

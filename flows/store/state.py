@@ -11,7 +11,7 @@ input fingerprint, formula versions, counts, files and the level of its interval
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +19,33 @@ import polars as pl
 
 from flows.store.runs_table import RunRow
 from schemas.comparisons import DEFAULT_LEVEL
+
+
+@dataclass(frozen=True)
+class RecordedFile:
+    """An input file of a night as the run that scored it recorded it (the runs table's
+    ``files``, written by ``flows.reading.FileReport.record``). What a run of an older
+    version did not record is None.
+
+    >>> recorded = RecordedFile.of({"file": "a.parquet", "bytes": 10, "problems": ["x"], "new": 1})
+    >>> recorded.bytes, recorded.sha256, recorded.problems
+    (10, None, ('x',))
+    """
+
+    file: str
+    rows: int | None = None
+    bytes: int | None = None
+    dump_date: str | None = None
+    sha256: str | None = None
+    mtime_ns: int | None = None
+    status: str | None = None  # "scored", "rejected" or "gone"
+    problems: tuple[str, ...] = ()
+    link_target: str | None = None  # where a file reached through a symbolic link really is
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> RecordedFile:
+        values = {f.name: record[f.name] for f in fields(cls) if f.name in record}
+        return cls(**(values | {"problems": tuple(record.get("problems") or ())}))
 
 
 @dataclass(frozen=True)
@@ -30,7 +57,7 @@ class NightState:
     input: str | None  # the dump root it was scored from
     formula_versions: Mapping[str, str]
     counts: Mapping[str, int]  # RUN_COUNTS; a count the run did not record is absent
-    files: tuple[Mapping[str, Any], ...]  # per input file: file, status, bytes, sha256, …
+    files: tuple[RecordedFile, ...]  # its input files
     models_unscored: Mapping[str, str]  # model -> why none of its episodes was scored
     level: float  # the level of its intervals
 
@@ -45,7 +72,7 @@ class NightState:
             input=row.input,
             formula_versions=dict(row.formula_versions),
             counts=dict(row.counts),
-            files=tuple(row.files),
+            files=tuple(RecordedFile.of(f) for f in row.files),
             models_unscored=dict(row.details.get("models_unscored", {}).get(row.night, {})),
             level=recorded_level(row.details) if level is None else level,
         )

@@ -213,10 +213,10 @@ def test_a_night_folder_that_is_a_symbolic_link_is_scored_and_its_target_recorde
     assert record is not None and record["nights_scored"] == ["2026-11-30", "2026-12-01"]
     assert code == 3  # the example dump's rejects: strict, but nothing was skipped
     files = Output.at(out).state().nights["2026-12-01"].files
-    assert [f["link_target"] for f in files] == [
-        str((elsewhere / "night" / f["file"].split("/")[-1]).resolve()) for f in files
+    assert [f.link_target for f in files] == [
+        str((elsewhere / "night" / f.file.split("/")[-1]).resolve()) for f in files
     ]
-    assert all(f["link_target"] is None for f in Output.at(out).state().nights["2026-11-30"].files)
+    assert all(f.link_target is None for f in Output.at(out).state().nights["2026-11-30"].files)
     assert json.loads(stdout("status", str(out), str(dump), "--json"))["dump"]["unchanged"] == [
         "2026-11-30",
         "2026-12-01",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +101,20 @@ def test_a_bad_file_is_named_counted_and_the_rest_scored(name: str, tmp_path: Pa
     assert counts["rows_scored"] == built["rows_scored"]
     code, _ = run("score", dump, "--out", tmp_path / "strict", "--engine", "local", "--strict")
     assert code == 3  # README "Exit codes": input not scored under --strict
+
+
+def test_the_run_record_names_each_file_not_scored_with_its_problems(tmp_path: Path) -> None:
+    dump = tmp_path / "dump"
+    shutil.copytree(EXAMPLE_DUMP, dump)
+    (dump / NIGHT / "notes.parquet").write_text("id,score\n1,0.5\n")
+    result = CliRunner().invoke(app, ["score", str(dump), "--out", str(tmp_path / "out"), "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    [rejected] = record["rejected_files"]
+    assert rejected["file"] == f"{NIGHT}/notes.parquet"
+    assert (
+        len(rejected["problems"]) == 1 and "not a readable Parquet file" in rejected["problems"][0]
+    )
 
 
 def test_a_file_with_zero_rows_is_read_and_adds_nothing(tmp_path: Path) -> None:

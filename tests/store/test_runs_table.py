@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
 
+from flows.reading import FileReport
 from flows.store.delta.tables import (
     read_table,
     table_version,
@@ -25,6 +28,7 @@ from flows.store.runs_table import (
     repair,
     versions_as_of,
 )
+from flows.store.state import RecordedFile
 from schemas.columns import RunStatus
 from tests.store.frames import night_frame
 
@@ -248,3 +252,23 @@ def test_an_outputs_runs_read_again_is_the_tables_latest_version(out):
     assert output.runs()["run_id"].to_list() == ["run-1", "run-2"]
     assert first["run_id"].to_list() == ["run-1"]
     assert output.runs().equals(read_runs(out))
+
+
+def test_the_state_reads_every_field_a_run_records_of_its_files() -> None:
+    """``RecordedFile`` (the store's reading) and ``FileReport.record`` (the run's writing)
+    name the same fields; a record of an older run reads with what it lacks as None."""
+    report = FileReport(
+        "dump_date=2026-12-01/f.parquet",
+        3,
+        10,
+        "2026-12-01",
+        sha256="ab",
+        mtime_ns=5,
+        status="rejected",
+        problems=["unreadable"],
+        link_target="/elsewhere/f.parquet",
+    )
+    recorded = RecordedFile.of(json.loads(json.dumps(report.record())))
+    assert asdict(recorded) == {**report.record(), "problems": ("unreadable",)}
+    older = RecordedFile.of({"file": "f.parquet", "bytes": 10, "sha256": "ab"})
+    assert (older.mtime_ns, older.status, older.link_target, older.problems) == (None,) * 3 + ((),)

@@ -66,10 +66,10 @@ def round_rows(manifest: OutputState, night: str | None) -> tuple[pl.DataFrame |
     entry = manifest.nights.get(night) if night is not None else manifest.undated
     root = str((entry.input if entry is not None else None) or manifest.input or "")
     recorded_files = entry.files if entry is not None else ()
-    entries = [e for e in recorded_files if e.get("status") == "scored"]
+    entries = [e for e in recorded_files if e.status == "scored"]
     if not entries:
         return None, "the manifest lists no scored input file for this night"
-    files = [_input_file(root, e["file"]) for e in entries]
+    files = [_input_file(root, e.file) for e in entries]
     for dump_file, recorded in zip(files, entries, strict=True):
         if not dump_file.is_local:
             continue  # an object is read as it is now; its ETag was not kept to compare
@@ -77,7 +77,7 @@ def round_rows(manifest: OutputState, night: str | None) -> tuple[pl.DataFrame |
             stat = Path(dump_file.path).stat()
         except OSError:
             return None, f"the input file {dump_file.path} is no longer there"
-        if stat.st_size != recorded.get("bytes") or stat.st_mtime_ns != recorded.get("mtime_ns"):
+        if stat.st_size != recorded.bytes or stat.st_mtime_ns != recorded.mtime_ns:
             return None, f"the input file {dump_file.path} changed since it was scored"
     frames = [
         scan(dump_file)
