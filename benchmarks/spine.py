@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flows", "transforms", "schemas")
 
 
+@cache  # asked at every call the trace sees: resolving the path each time was most of its cost
 def _ours(path: str) -> str | None:
     """``path`` relative to the checkout where it is cogscore's code, else None."""
     try:

@@ -27,6 +27,7 @@ from statsmodels.stats.multitest import multipletests
 
 from flows.options import RegressionOptions
 from schemas.comparisons import Work
+from tests.multitest import adjusted
 from transforms import aggregate
 from transforms.compare import (
     A_BETTER,
@@ -547,7 +548,7 @@ def test_holm_runs_over_the_unordered_pairs_of_a_night_and_scope() -> None:
     for (_, _), group in table.group_by("dump_date", "scope"):
         half = group.filter(pl.col("model_a") < pl.col("model_b")).sort("model_a", "model_b")
         assert half.height == 6
-        expected = multipletests(half["p_value"].to_numpy(), method="holm")[1]
+        expected = adjusted(half["p_value"].to_numpy(), "holm")
         np.testing.assert_array_equal(half["p_holm"].to_numpy(), expected)
         for row in half.iter_rows(named=True):
             mirror = one_row(group, model_a=row["model_b"], model_b=row["model_a"])
@@ -898,7 +899,7 @@ def test_a_planted_drop_is_an_alert_and_bh_runs_over_the_night() -> None:
     assert row["change"] == pytest.approx(row["score"] - row["baseline_score"])
     assert row["paired"] == PAIRED_FULL  # the same instances every night
     for _, night in table.group_by("dump_date"):
-        expected = multipletests(night["p_value"].to_numpy(), method="fdr_bh")[1]
+        expected = adjusted(night["p_value"].to_numpy(), "fdr_bh")
         np.testing.assert_array_equal(night["q_bh"].to_numpy(), expected)
     rises = table.filter(pl.col("change") > 0)
     assert not rises["level"].is_in([LEVEL_ALERT, LEVEL_WATCH]).any()
@@ -1352,7 +1353,7 @@ def test_rank_change_significance() -> None:
     assert pairs[("c", "b")]["change"] == pytest.approx(0.004, abs=1e-12)
     assert pairs[("c", "b")]["se"] == pytest.approx(0.1 / math.sqrt(49), rel=1e-9)
     assert all(pairs[("d", m)]["significant"] for m in "abc")
-    holm = multipletests(changes["p_value"].to_numpy(), method="holm")[1]
+    holm = adjusted(changes["p_value"].to_numpy(), "holm")
     np.testing.assert_array_equal(changes["p_holm"].to_numpy(), holm)
     per_model = rescore_significance(frame, new).filter(scope=OVERALL)
     significant = dict(zip(per_model["model"], per_model["rank_change_significant"], strict=True))
@@ -1520,7 +1521,7 @@ def test_rank_intervals_are_the_rank_sets_of_the_holm_verdicts(design: str, leve
     comparisons = model_comparisons(frame, design=design, level=level).filter(scope=OVERALL)
     ranks = rank_intervals(frame, design=design, level=level)  # type: ignore[arg-type]
     pairs = comparisons.filter(pl.col("model_a") < pl.col("model_b"))
-    p_holm = multipletests(pairs["p_value"].to_numpy(), method="holm")[1]
+    p_holm = adjusted(pairs["p_value"].to_numpy(), "holm")
     ahead: dict[tuple[str, str], float] = {}  # (better, worse): Holm's p of the pair
     for (a, b, diff), q in zip(
         pairs.select("model_a", "model_b", "diff").iter_rows(), p_holm, strict=True
