@@ -41,6 +41,9 @@ _MAKING: Final = ".cogscore-making-"
 # A folder's name says its machine: a TMPDIR shared by several (NFS, where a lock may not be
 # seen from another machine) is swept by each of its own folders only.
 _THIS_MACHINE: Final = PREFIX + socket.gethostname() + "-"
+# Where the file system takes no lock (some network ones): a name no sweep matches, the folder
+# removed at exit only.
+_UNLOCKED: Final = "cogscore-unlocked-"
 _LOCK: Final = ".owner"
 
 
@@ -66,8 +69,12 @@ def own_folder() -> Path:
             os.close(owned.lock)
         making = Path(tempfile.mkdtemp(prefix=_MAKING, dir=parent))
         lock = os.open(making / _LOCK, os.O_CREAT | os.O_WRONLY, 0o600)
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        path = making.with_name(_THIS_MACHINE + making.name.removeprefix(_MAKING))
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            name = _THIS_MACHINE
+        except OSError:  # no lock on this file system: never swept (it could not be told alive)
+            name = _UNLOCKED
+        path = making.with_name(name + making.name.removeprefix(_MAKING))
         making.rename(path)
         _owned[parent] = _Owned(path, lock)
         if owned is None:
@@ -89,14 +96,21 @@ def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
             continue
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # its process is alive
+        except OSError:  # its process is alive (BlockingIOError), or no lock can be taken
             continue
         finally:
             os.close(lock)  # (a lock taken goes with it: the folder is removed next)
-        size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+        size = _held_bytes(folder)
         shutil.rmtree(folder, ignore_errors=True)
         gone.append((folder, size))
     return gone
+
+
+def _held_bytes(folder: Path) -> int:
+    try:
+        return sum(f.stat().st_size for f in folder.iterdir())
+    except OSError:  # removed meanwhile (another run's sweep)
+        return 0
 
 
 def _remove(parent: Path) -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import gc
 import logging
 import os
+import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -18,6 +22,7 @@ from flows import runs
 from flows import score as score_module
 from flows import staging as staging_module
 from flows.logs import LOGGER
+from flows.store import spill as spill_module
 from flows.store.errors import StorageError
 from flows.store.output import Output
 from flows.store.spill import PREFIX, Spilled, own_folder, sweep
@@ -62,8 +67,7 @@ def test_no_room_to_set_a_night_aside_is_one_line_naming_tmpdir(
 _SET_ASIDE_AND_WAIT = """
 import sys, time
 import polars as pl
-from flows.logs import LOGGER
-from flows.store.spill import PREFIX, Spilled, own_folder, sweep
+from flows.store.spill import Spilled
 spilled = Spilled(pl.DataFrame({"a": [1, 2, 3]}))
 print(spilled.path.parent, flush=True)
 time.sleep(600)
@@ -144,3 +148,36 @@ def test_a_process_that_ends_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()).parent.parent == tmp_path
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_tmpdir_without_locks_still_sets_aside_and_is_never_swept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some network file systems take no lock: the run sets its scores aside as before, in a
+    folder no sweep matches (a live run's folder could not be told from a killed one's)."""
+
+    def no_lock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    # spill's own file locks only (the output's lease takes them as before)
+    unlocked = SimpleNamespace(flock=no_lock, LOCK_EX=fcntl.LOCK_EX, LOCK_NB=fcntl.LOCK_NB)
+    monkeypatch.setattr(spill_module, "fcntl", unlocked)
+    dump = tmp_path / "dump"
+    simulate(dump, date="2026-12-01", episodes=200, seed=5, episodes_per_file=25)
+    monkeypatch.setattr(score_module, "BATCH_BYTES", 0)
+    monkeypatch.setattr(staging_module, "STAGE_BYTES", 0)  # a chunk a file: set aside
+    spilled = []
+    monkeypatch.setattr(
+        staging_module, "Spilled", lambda frame: spilled.append(Spilled(frame)) or spilled[-1]
+    )
+    outcome = runs.score(dump, tmp_path / "out")
+    assert outcome.result is not None and outcome.result.counts["episodes_scored"] > 0
+    assert spilled and own_folder().name.startswith("cogscore-unlocked-")
+    # and a folder of this machine whose lock cannot be asked about is left, not removed
+    asked = tmpdir / f"{PREFIX}{socket.gethostname()}-made-when-locks-worked"
+    asked.mkdir()
+    (asked / ".owner").touch()
+    assert sweep(tmpdir) == [] and own_folder().is_dir() and asked.is_dir()
