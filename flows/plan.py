@@ -286,7 +286,6 @@ def plan_nightly(
             and not verify
             and seen
             and seen.bytes == f.size
-            and seen.mtime_ns is not None
             and str(seen.mtime_ns) == f.version
             and seen.sha256
         ):
