@@ -6,7 +6,9 @@ python -m benchmarks.ceiling [DUMP] [--repeat 3]
 
 - **one thread**: each step of a worker's job on one file, alone in the process, polars on one
   thread: ``score_file`` (read, order, verdict, grading, scores) and ``stage`` (validate and
-  write the episode rows as uncommitted data files, the reject rows, the slim columns).
+  write the episode rows as uncommitted data files, the reject rows, the slim columns); and
+  the parts of ``score_file`` (``scoring_steps``: the read, the sha256, the scoring plan, and
+  of the plan the ordering and the contract's row-level rules alone).
 - **threads**: every file scored and staged by the local engine's mapper (``FILES_AT_ONCE``
   threads in one process, polars' default thread pool), the night's reduction left out.
 - **processes**: the same files split between as many processes as cores, started together
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +72,43 @@ def one_thread(dump: Path, repeat: int) -> dict[str, float]:
             t2 = time.perf_counter()
             score_s.append(t1 - t0)
             stage_s.append(t2 - t1)
-    return {"score_s": min(score_s), "stage_s": min(stage_s), "rows": first_rows(first)}
+    steps = scoring_steps(first, formulas, repeat)
+    return {"score_s": min(score_s), "stage_s": min(stage_s), **steps, "rows": first_rows(first)}
+
+
+def scoring_steps(dump_file: Any, formulas: dict[str, str], repeat: int) -> dict[str, float]:
+    """The parts of ``score_file``, best of ``repeat`` each: reading the rows as the scorer
+    does, their sha256, the scoring plan on the rows read and, of the plan, ordering the rows
+    and the contract's row-level rules alone (one polars pass each over the ordered rows, as
+    the verdict counts them): what any scorer of these rules in polars pays a file."""
+    from flows.reading import read_file
+    from flows.score import scored_rows
+    from flows.store.dumps import content_digest
+    from transforms.episodes import in_episode_order
+    from transforms.rules import row_checks
+
+    lazy = read_file(dump_file)[0]
+    assert lazy is not None, f"{dump_file.relative} cannot be read"
+    rows = lazy.collect()
+    ordered = in_episode_order(rows.lazy()).collect()
+    rules = [c.row.sum() for c in row_checks() if c.row is not None]
+    steps: dict[str, Callable[[], object]] = {
+        "read_s": lazy.collect,
+        "digest_s": lambda: content_digest(dump_file),
+        "plan_s": lambda: scored_rows(rows.lazy(), formulas),
+        "order_s": lambda: in_episode_order(rows.lazy()).collect(),
+        "row_rules_s": lambda: [ordered.select(rule) for rule in rules],
+    }
+    return {name: _best(step, repeat) for name, step in steps.items()}
+
+
+def _best(step: Callable[[], object], repeat: int) -> float:
+    seconds = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - t)
+    return min(seconds)
 
 
 def first_rows(dump_file: Any) -> int:

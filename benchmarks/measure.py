@@ -1,7 +1,9 @@
 """One measurement in this (fresh) process; prints one JSON line (``benchmarks.run`` runs it
 as a child and reads its peak resident memory from ``wait4``, as ``/usr/bin/time`` does).
 
-python -m benchmarks.measure read|needed|score|warm|scorer|reference|hash|floor DUMP [REPEAT]
+python -m benchmarks.measure WHAT DUMP [REPEAT]
+
+WHAT is one of:
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
 - ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
@@ -13,9 +15,11 @@ python -m benchmarks.measure read|needed|score|warm|scorer|reference|hash|floor 
 - ``hash``: the sha256 of every file, as the manifest needs.
 - ``scorer``: the scorer's own work (``flows.score``: every file, two at a time, assembled
   and aggregated; no output store), after the tiny dump's in the same process.
-- ``floor``: ``read``, ``needed`` and ``scorer``, all in this one process after the tiny
-  dump's run and one read of each kind (warm: no start-up, imports or first calls in any),
-  interleaved ``REPEAT`` times (default 5); medians, and every run.
+- ``unscored``: what the scorer's run costs with its scoring left out: every file read as
+  the scorer reads it (``flows.reading.read_file``) and its sha256, two at a time in threads.
+- ``floor``: ``read``, ``needed``, ``unscored`` and ``scorer``, all in this one process after
+  the tiny dump's run and one read of each kind (warm: no start-up, imports or first calls in
+  any), interleaved ``REPEAT`` times (default 5); medians, and every run.
 """
 
 from __future__ import annotations
@@ -91,16 +95,38 @@ def scorer(dump: Path) -> dict[str, float]:
     return {"seconds": t3 - t0, "files_s": t1 - t0, "assemble_s": t2 - t1, "aggregate_s": t3 - t2}
 
 
+def unscored(dump: Path) -> dict[str, float]:
+    """Every file read as the scorer reads it, and its sha256, two at a time in threads, as
+    ``scorer`` runs them: its run with the scoring left out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from flows.reading import read_file
+    from flows.store.dumps import content_digest, discover
+
+    def read(dump_file: Any) -> None:
+        rows = read_file(dump_file)[0]
+        assert rows is not None, f"{dump_file.relative} cannot be read"
+        rows.collect()
+        content_digest(dump_file)
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(read, discover(dump)))
+    return {"seconds": time.perf_counter() - t}
+
+
 def floor(dump: Path, repeat: int) -> dict[str, Any]:
-    """Full read, needed read and the scorer's net, warm, interleaved in this process."""
+    """Full read, needed read, the scorer's run without its scoring and its net, warm,
+    interleaved in this process."""
     import statistics
 
-    runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "net": []}
+    runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "unscored": [], "net": []}
     scorer(dump.parent / "e100")
     full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
     for _ in range(repeat):
         runs["read"].append(full_read(dump))
         runs["needed"].append(needed_read(dump))
+        runs["unscored"].append(unscored(dump))
         runs["net"].append(scorer(dump))
     medians = {
         what: {k: statistics.median(r[k] for r in results) for k in results[0]}
@@ -119,6 +145,8 @@ def main(what: str, dump: Path, repeat: int = 5) -> dict[str, Any]:
         return needed_read(dump)
     if what == "floor":
         return floor(dump, repeat)
+    if what == "unscored":
+        return unscored(dump)
     if what == "hash":
         from flows.store.dumps import file_digest
 

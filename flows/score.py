@@ -308,9 +308,7 @@ def score_batch(
         report.mtime_ns = modified_ns(dump_file)
     scores, unscored = pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows()
     if rows is not None:
-        scores, unscored = pl.collect_all(
-            list(score_rows(rows.lazy(), formulas)), engine="in-memory", optimizations=_PLAN
-        )
+        scores, unscored = scored_rows(rows.lazy(), formulas)
     return FilePart(
         scores, unscored, pl.concat([pl.DataFrame(schema=REJECTS_DTYPES), *rejects]), reports
     )
@@ -344,11 +342,8 @@ def score_file(
     report.sha256 = digest or content_digest(dump_file)
     report.mtime_ns = modified_ns(dump_file)
     if rows is not None:
-        plan = list(score_rows(rows, formulas))
         try:
-            scores, unscored = retrying(
-                lambda: pl.collect_all(plan, engine="in-memory", optimizations=_PLAN)
-            )
+            scores, unscored = retrying(lambda: scored_rows(rows, formulas))
             return FilePart(scores, unscored, pl.DataFrame(schema=REJECTS_DTYPES), [report])
         except (pl.exceptions.ComputeError, OSError) as error:
             if decodes(dump_file):  # the data reads: the error is the scorer's own
@@ -357,6 +352,17 @@ def score_file(
             reject = reject_file(report, dump_file, problems)
     assert reject is not None
     return FilePart(pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows(), reject, [report])
+
+
+def scored_rows(
+    rows: pl.LazyFrame, formulas: Mapping[str, str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(episode scores, unscored rows) of one file's or one batch's canonical rows: the
+    scoring plan (``transforms.pipeline.score_rows``) run as a file's is."""
+    scores, unscored = pl.collect_all(
+        list(score_rows(rows, formulas)), engine="in-memory", optimizations=_PLAN
+    )
+    return scores, unscored
 
 
 def _no_rows() -> pl.DataFrame:

@@ -24,6 +24,8 @@ def test_the_ceiling_measures_every_file_in_threads_and_in_processes(tmp_path: P
     assert measured["rows_per_file"] == first_rows
     one = measured["one_thread"]
     assert one["score_s"] > 0 and one["stage_s"] > 0
+    steps = ("read_s", "digest_s", "plan_s", "order_s", "row_rules_s")
+    assert all(one[step] > 0 for step in steps), one
     per_file = one["score_s"] + one["stage_s"]
     # The seconds are printed to 0.1 ms: the rate follows from them within that rounding.
     assert measured["one_thread_rows_per_s"] == pytest.approx(first_rows / per_file, rel=0.01)

@@ -1,0 +1,22 @@
+"""benchmarks/measure.py's in-process floor on a small dump: every measurement it interleaves
+runs and is timed, the scorer's run with its scoring left out among them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import measure
+from simulator import simulate
+
+
+def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
+    tmp_path: Path,
+) -> None:
+    simulate(tmp_path / "e100", date="2026-12-01", episodes=20, seed=1)  # the warm-up dump
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=200, seed=2, episodes_per_file=100)
+    measured = measure.floor(tmp_path / "dump", repeat=2)
+
+    assert set(measured["runs"]) == {"read", "needed", "unscored", "net"}
+    assert all(len(runs) == 2 for runs in measured["runs"].values())
+    assert all(seconds > 0 for runs in measured["runs"].values() for seconds in runs)
+    assert all(measured["net"][step] > 0 for step in ("files_s", "assemble_s", "aggregate_s"))
