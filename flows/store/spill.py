@@ -25,6 +25,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,12 +36,14 @@ import polars as pl
 from flows.store.errors import StorageError
 
 PREFIX: Final = "cogscore-held-"
-# Made under another name and renamed once locked: a folder named PREFIX... is always locked
-# while its process lives.
-_MAKING: Final = ".cogscore-making-"
 # A folder's name says its machine: a TMPDIR shared by several (NFS, where a lock may not be
 # seen from another machine) is swept by each of its own folders only.
 _THIS_MACHINE: Final = PREFIX + socket.gethostname() + "-"
+# Made under another name and renamed once locked: a folder named PREFIX... is always locked
+# while its process lives. One still so named after _MAKING_S was left by a process killed
+# between making it and locking it (a live one renames it within microseconds).
+_MAKING: Final = ".cogscore-making-" + socket.gethostname() + "-"
+_MAKING_S: Final = 600.0
 # Where the file system takes no lock (some network ones): a name no sweep matches, the folder
 # removed at exit only.
 _UNLOCKED: Final = "cogscore-unlocked-"
@@ -85,25 +88,45 @@ def own_folder() -> Path:
 def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
     """Removes the folders of set-aside frames in ``parent`` (default ``TMPDIR``) whose
     process on this machine is gone (their lock is free); returns each with the bytes it
-    held. The folders of live processes, this one's among them, and of other machines are
-    left."""
+    held; and the folders left half made (unlocked, named as made, for over ``_MAKING_S``) by
+    processes killed while making them. The folders of live processes, this one's among them,
+    and of other machines are left."""
     parent = Path(tempfile.gettempdir()) if parent is None else parent
     gone = []
-    for folder in parent.glob(glob.escape(_THIS_MACHINE) + "*"):
-        try:
-            lock = os.open(folder / _LOCK, os.O_RDONLY)
-        except OSError:  # not a folder of ours, or removed meanwhile
+    folders = [(f, False) for f in parent.glob(glob.escape(_THIS_MACHINE) + "*")]
+    folders += [(f, True) for f in parent.glob(glob.escape(_MAKING) + "*") if _stale(f)]
+    for folder, making in folders:
+        if not _owner_gone(folder, making):
             continue
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # its process is alive (BlockingIOError), or no lock can be taken
-            continue
-        finally:
-            os.close(lock)  # (a lock taken goes with it: the folder is removed next)
         size = _held_bytes(folder)
         shutil.rmtree(folder, ignore_errors=True)
         gone.append((folder, size))
     return gone
+
+
+def _stale(making: Path) -> bool:
+    try:
+        return time.time() - making.stat().st_mtime > _MAKING_S
+    except OSError:  # renamed or removed meanwhile
+        return False
+
+
+def _owner_gone(folder: Path, making: bool) -> bool:
+    """Whether the process of ``folder`` is gone: its lock is free (or, for a folder left
+    while it was made, was never made)."""
+    try:
+        lock = os.open(folder / _LOCK, os.O_RDONLY)
+    except FileNotFoundError:  # killed before making its lock file: only a making folder
+        return making and folder.is_dir()
+    except OSError:  # not a folder of ours, or removed meanwhile
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # its process is alive (BlockingIOError), or no lock can be taken
+        return False
+    finally:
+        os.close(lock)  # (a lock taken goes with it: the folder is removed next)
+    return True
 
 
 def _held_bytes(folder: Path) -> int:

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -128,6 +129,24 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
     assert sweep(tmpdir) == [(alive_folder, held)]  # gone now: the next sweep takes it
     # this process's, removed as it exits, and the other machine's
     assert sorted(tmpdir.iterdir()) == sorted([own_folder(), elsewhere])
+
+
+def test_a_folder_left_half_made_by_a_killed_process_is_swept_once_old(tmp_path: Path) -> None:
+    """A process killed between making its folder and locking it leaves the folder under its
+    making name, unlocked: swept once older than any live process keeps that name (one
+    without its lock file and one with it free), and only then, and only this machine's."""
+    host = socket.gethostname()
+    old = [tmp_path / f".cogscore-making-{host}-{n}" for n in ("nolock", "freelock")]
+    fresh = tmp_path / f".cogscore-making-{host}-fresh"
+    elsewhere = tmp_path / ".cogscore-making-another-machine.example-x1"
+    for folder in (*old, fresh, elsewhere):
+        folder.mkdir()
+    (old[1] / ".owner").touch()
+    long_ago = time.time() - 2 * spill_module._MAKING_S
+    for folder in (*old, elsewhere):
+        os.utime(folder, (long_ago, long_ago))
+    assert sorted(sweep(tmp_path)) == sorted((folder, 0) for folder in old)
+    assert sorted(tmp_path.iterdir()) == sorted([fresh, elsewhere])
 
 
 class _Messages(logging.Handler):
