@@ -93,8 +93,8 @@ def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
     and of other machines are left."""
     parent = Path(tempfile.gettempdir()) if parent is None else parent
     gone = []
-    folders = [(f, False) for f in parent.glob(glob.escape(_THIS_MACHINE) + "*")]
-    folders += [(f, True) for f in parent.glob(glob.escape(_MAKING) + "*") if _stale(f)]
+    folders = [(f, False) for f in _of_this_machine(parent, _THIS_MACHINE)]
+    folders += [(f, True) for f in _of_this_machine(parent, _MAKING) if _stale(f)]
     for folder, making in folders:
         if not _owner_gone(folder, making):
             continue
@@ -102,6 +102,13 @@ def sweep(parent: Path | None = None) -> list[tuple[Path, int]]:
         shutil.rmtree(folder, ignore_errors=True)
         gone.append((folder, size))
     return gone
+
+
+def _of_this_machine(parent: Path, prefix: str) -> list[Path]:
+    """The folders named ``prefix`` and mkdtemp's random part (no ``-`` in it): not those of
+    a machine whose name starts with this one's and a ``-`` (``worker-1-gpu``, ``worker-1``)."""
+    found = parent.glob(glob.escape(prefix) + "*")
+    return [f for f in found if "-" not in f.name.removeprefix(prefix)]
 
 
 def _stale(making: Path) -> bool:

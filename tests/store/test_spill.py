@@ -101,8 +101,11 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
     # Another machine's (a shared TMPDIR), its lock free here: whether its run lives is
     # not this machine's to tell.
     elsewhere = tmpdir / f"{PREFIX}another-machine.example-x1y2"
-    elsewhere.mkdir()
-    (elsewhere / ".owner").touch()
+    # ... and one of a machine whose name starts with this one's (worker-1-gpu, worker-1)
+    longer_name = tmpdir / f"{PREFIX}{socket.gethostname()}-gpu-x1y2"
+    for folder in (elsewhere, longer_name):
+        folder.mkdir()
+        (folder / ".owner").touch()
     try:
         killed.kill()
         killed.wait()
@@ -128,7 +131,7 @@ def test_a_run_removes_what_killed_runs_set_aside_and_leaves_live_ones(
     held = sum(f.stat().st_size for f in alive_folder.iterdir() if f.is_file())
     assert sweep(tmpdir) == [(alive_folder, held)]  # gone now: the next sweep takes it
     # this process's, removed as it exits, and the other machine's
-    assert sorted(tmpdir.iterdir()) == sorted([own_folder(), elsewhere])
+    assert sorted(tmpdir.iterdir()) == sorted([own_folder(), elsewhere, longer_name])
 
 
 def test_a_folder_left_half_made_by_a_killed_process_is_swept_once_old(tmp_path: Path) -> None:
@@ -138,15 +141,18 @@ def test_a_folder_left_half_made_by_a_killed_process_is_swept_once_old(tmp_path:
     host = socket.gethostname()
     old = [tmp_path / f".cogscore-making-{host}-{n}" for n in ("nolock", "freelock")]
     fresh = tmp_path / f".cogscore-making-{host}-fresh"
-    elsewhere = tmp_path / ".cogscore-making-another-machine.example-x1"
-    for folder in (*old, fresh, elsewhere):
+    elsewhere = [
+        tmp_path / ".cogscore-making-another-machine.example-x1",
+        tmp_path / f".cogscore-making-{host}-gpu-x1",  # a machine named as this one, and more
+    ]
+    for folder in (*old, fresh, *elsewhere):
         folder.mkdir()
     (old[1] / ".owner").touch()
     long_ago = time.time() - 2 * spill_module._MAKING_S
-    for folder in (*old, elsewhere):
+    for folder in (*old, *elsewhere):
         os.utime(folder, (long_ago, long_ago))
     assert sorted(sweep(tmp_path)) == sorted((folder, 0) for folder in old)
-    assert sorted(tmp_path.iterdir()) == sorted([fresh, elsewhere])
+    assert sorted(tmp_path.iterdir()) == sorted([fresh, *elsewhere])
 
 
 class _Messages(logging.Handler):
