@@ -23,11 +23,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
-from statsmodels.stats.multitest import multipletests
 
 from flows.options import RegressionOptions
 from schemas.comparisons import Work
-from tests.multitest import adjusted
+from tests.multitest import adjusted, rejected
 from transforms import aggregate
 from transforms.compare import (
     A_BETTER,
@@ -483,7 +482,7 @@ def holm_steps(table: pl.DataFrame, alpha: float = 0.05) -> np.ndarray:
     for _, family in keyed.group_by("dump_date", "scope"):
         pairs = family.unique(["first", "second"]).sort("first", "second")
         p = pairs["p_value"].to_numpy()
-        reject = multipletests(p, alpha=alpha, method="holm")[0]
+        reject = rejected(p, "holm", alpha)
         order = np.argsort(p, kind="stable")
         before = {}
         for place, i in enumerate(order):
