@@ -13,10 +13,11 @@ WHAT is one of:
   the dump costs beyond start-up (imports, first calls).
 - ``reference``: the row-wise reference of the tests on the rows as Python dicts.
 - ``hash``: the sha256 of every file, as the manifest needs.
-- ``scorer``: the scorer's own work (``flows.score``: every file, two at a time, assembled
-  and aggregated; no output store), after the tiny dump's in the same process.
+- ``scorer``: the scorer's own work (``flows.score``: every file, as many at a time as the
+  local engine scores (``FILES_AT_ONCE``), assembled and aggregated; no output store), after
+  the tiny dump's in the same process.
 - ``unscored``: what the scorer's run costs with its scoring left out: every file read as
-  the scorer reads it (``flows.reading.read_file``) and its sha256, two at a time in threads.
+  the scorer reads it (``flows.reading.read_file``) and its sha256, in threads as ``scorer``.
 - ``floor``: ``read``, ``needed``, ``unscored`` and ``scorer``, all in this one process after
   the tiny dump's run and one read of each kind (warm: no start-up, imports or first calls in
   any), interleaved ``REPEAT`` times (default 5); medians, and every run.
@@ -73,10 +74,12 @@ def scored(dump: Path, out: Path) -> dict[str, float]:
 
 def scorer(dump: Path) -> dict[str, float]:
     """The scorer's own work on a night's dump, as the local engine runs it but without the
-    output store: ``flows.score.score_file`` on every file, two at a time in threads,
-    ``assemble`` and ``night_tables`` (the aggregates, with the bootstrap)."""
+    output store: ``flows.score.score_file`` on every file, as many at a time in threads as
+    the local engine (``FILES_AT_ONCE``), ``assemble`` and ``night_tables`` (the aggregates,
+    with the bootstrap)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from flows.mappers import FILES_AT_ONCE
     from flows.night import night_tables
     from flows.score import assemble, score_file
     from flows.store.dumps import discover
@@ -85,7 +88,7 @@ def scorer(dump: Path) -> dict[str, float]:
 
     formulas = resolve(())
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
         parts = list(pool.map(lambda f: score_file(f, formulas), discover(dump)))
     t1 = time.perf_counter()
     result = assemble(parts, formulas)
@@ -96,10 +99,11 @@ def scorer(dump: Path) -> dict[str, float]:
 
 
 def unscored(dump: Path) -> dict[str, float]:
-    """Every file read as the scorer reads it, and its sha256, two at a time in threads, as
-    ``scorer`` runs them: its run with the scoring left out."""
+    """Every file read as the scorer reads it, and its sha256, in threads as ``scorer`` runs
+    them: its run with the scoring left out."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from flows.mappers import FILES_AT_ONCE
     from flows.reading import read_file
     from flows.store.dumps import content_digest, discover
 
@@ -110,7 +114,7 @@ def unscored(dump: Path) -> dict[str, float]:
         content_digest(dump_file)
 
     t = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(FILES_AT_ONCE) as pool:
         list(pool.map(read, discover(dump)))
     return {"seconds": time.perf_counter() - t}
 
