@@ -18,5 +18,6 @@ def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
 
     assert set(measured["runs"]) == {"read", "needed", "unscored", "net"}
     assert all(len(runs) == 2 for runs in measured["runs"].values())
-    assert all(seconds > 0 for runs in measured["runs"].values() for seconds in runs)
-    assert all(measured["net"][step] > 0 for step in ("files_s", "assemble_s", "aggregate_s"))
+    # Each run was timed; no duration is asserted (a fast machine rounds a small one to 0).
+    assert all(seconds >= 0 for runs in measured["runs"].values() for seconds in runs)
+    assert all(measured["net"][step] >= 0 for step in ("files_s", "assemble_s", "aggregate_s"))

@@ -268,7 +268,7 @@ def test_every_cell_of_the_real_runs_opens_its_transcript(
     assert any(e["folded"] for cell in shown for e in cell["episodes"])  # a 114 kB turn
     size = page.stat().st_size / 1e6
     print(f"real runs: page {size:.1f} MB, written in {seconds:.1f} s, drawn in {load_ms:.0f} ms")
-    assert size < 10 and load_ms < 30_000
+    assert size < 10  # its load time is printed, never asserted (a loaded machine is slow)
 
 
 def test_every_cell_of_the_published_table_says_it_has_no_transcript(
@@ -282,7 +282,7 @@ def test_every_cell_of_the_published_table_says_it_has_no_transcript(
         assert episode["why"] and "imported score" in episode["why"] and not episode["turns"]
     size = page.stat().st_size / 1e6
     print(f"published: page {size:.1f} MB, written in {seconds:.1f} s, drawn in {load_ms:.0f} ms")
-    assert size < 10 and load_ms < 30_000
+    assert size < 10  # its load time is printed, never asserted (a loaded machine is slow)
 
 
 def test_a_cell_of_many_episodes_shows_a_few_and_names_the_rest(
@@ -385,7 +385,7 @@ def test_the_real_size_with_long_transcripts_is_folded_within_the_budget(
     size = page.stat().st_size / 1e6
     print(f"stress: page {size:.1f} MB, written in {seconds:.1f} s, drawn in {load_ms:.0f} ms")
     assert MARKUP not in text
-    assert size < 40 and load_ms < 60_000 and seconds < 60
+    assert size < 40  # times printed, never asserted
 
 
 # --- the budget and the folding, alone -------------------------------------------------------
