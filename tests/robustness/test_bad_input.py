@@ -171,3 +171,31 @@ def test_an_output_path_with_a_space_is_written_and_read_as_any_other(
     assert code == 0 and "n" in output
     code, output = run("report", odd, "--html", tmp_path / "page.html")
     assert code == 0, output
+
+
+@pytest.mark.parametrize("name", ["sp ace", "a#b?c", "caf\u00e9"])
+def test_as_of_reads_an_output_whose_path_a_file_uri_percent_encodes(
+    name: str, tmp_path: Path
+) -> None:
+    """delta-rs names a table's files by URI (a folder "sp ace" as "sp%20ace"): compared
+    with the folder's own path, every file of the run looked deleted, and ``--as-of`` (sql,
+    compare, report, explain) was refused with a false "vacuum deleted them"."""
+    out = tmp_path / name / "out"
+    code, output = run("score", EXAMPLE_DUMP, "--out", out, "--engine", "local")
+    assert code == 0, output
+    code, output = run("history", out, "--json")
+    assert code == 0, output
+    first = json.loads(output)[0]["run_id"]
+    code, output = run("sql", out, "SELECT episode_id FROM episode_scores", "--format", "json")
+    assert code == 0, output
+    episode = json.loads(output)[0]["episode_id"]
+    for args in (
+        ["sql", out, "SELECT count(*) AS n FROM episode_scores"],
+        ["compare", out],
+        ["explain", out, "--episode", episode],
+        ["report", out, "--html", tmp_path / "page.html"],
+    ):
+        latest, pinned = run(*args), run(*args, "--as-of", first)
+        assert pinned[0] == 0 and "vacuum" not in pinned[1], pinned[1]
+        if args[0] != "report":  # the page names its --as-of run
+            assert pinned == latest

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Final, Literal
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import polars as pl
 import pyarrow as pa
@@ -180,12 +180,16 @@ def table_versions(location: Location, tables: Sequence[str]) -> dict[str, int]:
 
 def missing_files(location: Location, table: str, version: int) -> list[str]:
     """The data files version ``version`` of ``OUT/table`` needs that are no longer there
-    (``vacuum`` deleted them): one listing of the table, not a request per file."""
+    (``vacuum`` deleted them): one listing of the table, not a request per file.
+
+    The log names each file by its path below the table, percent-encoded (a URI reference,
+    the Delta protocol's ``add.path``): decoded, it is the listing's own relative path. (Its
+    ``file_uris()`` encode the table's folder too: "sp ace" is "sp%20ace" there.)"""
     where = _table(location, table)
     with _errors(f"read version {version} of table", where):
         pinned = DeltaTable(where.uri, version=version, storage_options=_options(where))
-        prefix = where.uri.rstrip("/") + "/"
-        needed = [uri.removeprefix(prefix) for uri in pinned.file_uris()]
+        paths = pinned.get_add_actions().column("path").to_pylist()
+        needed = [unquote(str(path)) for path in paths]
     if not needed:
         return []
     present = {info.relative for info in list_files(where)}
