@@ -282,24 +282,24 @@ def sql(
     ] = None,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Run a DuckDB query over OUT: every table (as the latest finished run left it) and the
-    views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered."""
-    from flows.present.sql import connect, formatted
+    """Run one DuckDB query that reads OUT: every table (as the latest finished run left it)
+    and the views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are
+    registered, and nothing else can be read or written (no file, URL or extension; one
+    statement, a SELECT)."""
+    from flows.present.sql import RefusedQuery, answer, connect, reading
     from flows.store.output import Output
 
     use_storage_options(storage_option)
     # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.
     how = output_format or (SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV)
     try:
+        reading(query)  # refused before OUT is opened
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        con = connect(output, as_of)
-        relation = con.sql(query)
-        shown = None if relation is None else formatted(relation, how)
-    except StorageError as error:
+        shown = answer(connect(output, as_of), query, how)
+    except (StorageError, RefusedQuery) as error:
         raise refused(error) from None
     except Exception as error:  # a DuckDB error in the query: the user's to fix
         typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None
-    if shown is not None:
-        typer.echo(shown)
+    typer.echo(shown)

@@ -1,13 +1,16 @@
-"""DuckDB over an output: every table registered as the latest finished run (or run
-``as_of``) left it, through deltalake's Arrow datasets (any DuckDB version, local folders
-and object stores alike, filters pushed down), then the views of ``sql/views.sql``."""
+"""DuckDB over an output, and nothing else: every table registered as the latest finished
+run (or run ``as_of``) left it, through deltalake's Arrow datasets (any DuckDB version, local
+folders and object stores alike, filters pushed down), then the views of ``sql/views.sql``;
+then the connection is shut in (no file, URL or extension; its configuration locked), and
+it runs one statement, one that reads."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Final
 
+import duckdb
 import polars as pl
 from deltalake import DeltaTable
 
@@ -18,14 +21,43 @@ from flows.store.location import Location, storage_options
 from flows.store.output import TABLES, Output
 from flows.store.runs_table import RUNS
 from schemas.columns import SqlFormat
+from schemas.exits import ExitCode
 
 VIEWS = Path(__file__).resolve().parents[2] / "sql" / "views.sql"
 
+# Set once OUT's tables and views are registered, the lock last: DuckDB then opens no file
+# and no URL (read_csv, read_text, glob, read_parquet, COPY ... TO, EXPORT, ATTACH, INSTALL,
+# LOAD, secrets), loads no extension, reads no Python variable as a table, and no statement
+# can set any of it back. The registered Arrow datasets still scan: their files are opened
+# by Arrow (and an object store's credentials stay in deltalake's file system), not DuckDB.
+SHUT_IN: Final = (
+    "SET enable_external_access = false",
+    "SET autoinstall_known_extensions = false",
+    "SET autoload_known_extensions = false",
+    "SET allow_community_extensions = false",
+    "SET python_enable_replacements = false",
+    "SET lock_configuration = true",
+)
+_ONE: Final = (
+    "cogscore sql runs one query that reads OUT's tables and views (SELECT, FROM, WITH, "
+    "DESCRIBE, SUMMARIZE) and nothing else"
+)
+_PIVOT: Final = (
+    " (a PIVOT without IN (...) is two, as it creates a type first: name its values, "
+    "PIVOT t ON c IN (...))"
+)
+
+
+class RefusedQuery(Exception):
+    """A query ``cogscore sql`` does not run: not exactly one statement, a statement that
+    does not read, or one that reaches past OUT's tables (a file, a URL, an extension)."""
+
+    code: ClassVar[ExitCode] = ExitCode.USAGE
+
 
 def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
-    """A DuckDB connection (``con``, or a new one) with OUT's tables and views."""
-    import duckdb
-
+    """A DuckDB connection (``con``, or a new one) with OUT's tables and views, shut in
+    (``SHUT_IN``): it reads them and nothing else."""
     con = con or duckdb.connect()
     versions = output.versions(as_of)
     for table in (*TABLES, RUNS):
@@ -46,7 +78,38 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
                 relation = conform(table, frame).collect().to_arrow()
         con.register(table, relation)
     con.execute(VIEWS.read_text())
+    for setting in SHUT_IN:
+        con.execute(setting)
     return con
+
+
+def reading(query: str) -> str:
+    """``query`` if DuckDB's parser finds in it one statement, a SELECT (which ``FROM ...``,
+    ``WITH``, ``VALUES``, ``DESCRIBE``, ``SHOW``, ``SUMMARIZE`` and a ``PIVOT ... IN (...)``
+    are); else ``RefusedQuery`` saying what is refused and why. A parse error is DuckDB's."""
+    statements = duckdb.extract_statements(query)
+    if not statements:
+        raise RefusedQuery(f"refused: no statement: {_ONE}")
+    if len(statements) > 1:
+        hint = "" if all(s.query for s in statements) else _PIVOT  # DuckDB's own: no text
+        raise RefusedQuery(f"refused: {len(statements)} statements: {_ONE}{hint}")
+    kind = statements[0].type
+    if kind != duckdb.StatementType.SELECT:
+        raise RefusedQuery(f"refused: {kind.name} statement: {_ONE}")
+    return query
+
+
+def answer(con: Any, query: str, how: SqlFormat) -> str:
+    """``query`` (``reading``) run on ``con`` (``connect``'s) and ``formatted`` as ``how``
+    says; a file, URL or extension it reaches for is ``RefusedQuery``."""
+    try:
+        return formatted(con.sql(reading(query)), how)
+    except duckdb.PermissionException as error:
+        said = str(error).splitlines()[0].removeprefix("Permission Error: ")
+        raise RefusedQuery(
+            f"refused: {said}: cogscore sql reads OUT's tables and views, no other file, URL "
+            "or extension"
+        ) from None
 
 
 def _native(where: Location) -> Any:
