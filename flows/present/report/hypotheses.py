@@ -61,7 +61,7 @@ def hypotheses_section(planned: pl.DataFrame, pairs: pl.DataFrame, night: str) -
             f"{'<br>' + html.escape(r[REASON]) if r[REASON] else ''}</td>"
             f"<td>{beside}</td></tr>"
         )
-    alpha = planned[ALPHA].max() if planned.height else None
+    alpha = float(planned[ALPHA][0])  # one run's level: the same on every row
     table = (
         "<table><thead><tr><th>id</th><th>claim</th><th>test, scope, a vs b</th><th>n</th>"
         "<th>a won / b won</th><th>mean a − mean b</th><th>statistic</th><th>p</th>"
