@@ -20,7 +20,9 @@ from flows import runs
 from flows.cli import app
 from flows.importers.scores import import_scores
 from flows.options import run_options
+from flows.present.sql import connect
 from flows.records import RunContext
+from flows.store.output import Output
 from tests.multitest import adjusted
 from tests.tables import read_table
 
@@ -131,6 +133,11 @@ def test_each_standing_a_nightly_makes_tests_the_planned_hypotheses(tmp_path: Pa
     assert table.filter(as_of=N1, id="U")["reason"].item() == (
         "no result of 'm3', 'm4' in overall in this standing"
     )
+    view = connect(Output.at(out)).sql(
+        "SELECT as_of, id, verdict, p_adjusted FROM planned_hypotheses"
+    )
+    latest = table.filter(as_of=N3).select("as_of", "id", "verdict", "p_adjusted")
+    assert view.fetchall() == latest.rows()  # the latest standing's, by id
 
 
 def test_a_standing_made_without_the_file_has_none_and_the_earlier_keep_theirs(
