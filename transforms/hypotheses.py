@@ -74,7 +74,7 @@ def hypotheses(
         for as_of in frame[AS_OF].unique(maintain_order=True).sort(nulls_last=False)
         for hypothesis in planned
     ]
-    found = pl.DataFrame(rows, schema={**_COLUMNS, _TOWARD: pl.Int8}, orient="row")
+    found = pl.DataFrame(rows, schema={**_COLUMNS, _TOWARD: pl.Int8})
     adjusted = adjust_over(found.drop(P_ADJUSTED), P_VALUE, [AS_OF], "bh", P_ADJUSTED)
     significant = pl.col(P_ADJUSTED) < alpha
     verdict = (
@@ -124,9 +124,8 @@ def _tested(hypothesis: Hypothesis, standing: pl.DataFrame) -> dict[str, Any]:
         N: 0,
         _TOWARD: 0,
     }
-    missing = [
-        m for m in (*hypothesis.a, *hypothesis.b) if m not in set(scoped[Col.MODEL].to_list())
-    ]
+    present = set(scoped[Col.MODEL].unique().to_list())
+    missing = [m for m in (*hypothesis.a, *hypothesis.b) if m not in present]
     if missing:
         row[REASON] = (
             f"no result of {', '.join(map(repr, missing))} in {hypothesis.scope_name} in "
