@@ -164,7 +164,11 @@ def score_nights(
             )
 
     held = sorted(state.nights) if dated else []
-    standings = None if dry_run else Standings(output, bootstrap, context.options.regression)
+    standings = (
+        None
+        if dry_run
+        else Standings(output, bootstrap, context.options.regression, context.options.planned)
+    )
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
     def stand(night: str | None, tonight: NightInput) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from schemas.comparisons import DEFAULT_LEVEL
+from schemas.hypotheses import HypothesesError, Hypothesis, parse_hypotheses
 
 if TYPE_CHECKING:
     from transforms.aggregate import Bootstrap
@@ -117,6 +119,14 @@ RUN_OPTIONS: Final = (
         "this run scored; the tables are written all the same.",
         commands=("score", "nightly"),
     ),
+    Option(
+        "hypotheses",
+        str,
+        None,
+        "A TOML file of planned hypotheses ([[hypothesis]]: id, claim, test wilcoxon or "
+        "mann-whitney, scope, a, b; docs/comparisons.md): each tested on every standing the "
+        "run makes, Benjamini-Hochberg over the file (table hypotheses).",
+    ),
 )
 OPTIONS: Final = {option.name: option for option in RUN_OPTIONS}
 
@@ -166,10 +176,17 @@ class RunOptions:
     input_root_changed: bool = DEFAULTS["input_root_changed"]
     level: float = DEFAULTS["level"]
     regression: RegressionOptions = field(default_factory=RegressionOptions)
+    hypotheses: str | None = DEFAULTS["hypotheses"]  # the file (absolute once read)
+    # What the file declares, read once, here: a bad file is refused before any work.
+    planned: tuple[Hypothesis, ...] = field(default=(), init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.level < 1.0:
             _refuse("level", f"the level is a share between 0 and 1, not {self.level}")
+        if self.hypotheses is not None:
+            path = Path(self.hypotheses).expanduser().absolute()
+            object.__setattr__(self, "hypotheses", str(path))
+            object.__setattr__(self, "planned", read_hypotheses(path))
 
     @property
     def bootstrap(self) -> Bootstrap:
@@ -183,6 +200,21 @@ class RunOptions:
         flow's parameters."""
         values = {**asdict(self), **asdict(self.regression)}
         return {o.name: values[o.name] for o in RUN_OPTIONS if command in o.commands}
+
+
+def read_hypotheses(path: Path) -> tuple[Hypothesis, ...]:
+    """The hypotheses file ``path`` declares (``schemas.hypotheses``); ``HypothesesError``
+    (a usage error) names the flag, the file and what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return parse_hypotheses(text, str(path))
+    except OSError as error:
+        why = f"{path}: cannot be read ({error.strerror or error})"
+    except UnicodeDecodeError:
+        why = f"{path}: not UTF-8 text"
+    except HypothesesError as error:
+        why = str(error)
+    raise HypothesesError(f"{OPTIONS['hypotheses'].flag}: {why}")
 
 
 def run_options(**given: Any) -> RunOptions:

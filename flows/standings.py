@@ -37,6 +37,7 @@ from flows.store.output import Output
 from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
+from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
 from schemas.tables import (
     CATEGORY_STANDINGS_TABLE,
     STANDING_CHANGES_TABLE,
@@ -49,6 +50,7 @@ from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
 from transforms.compare.night import compared
+from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
     CELL_CHANGE,
@@ -62,6 +64,7 @@ CATEGORY_STANDINGS = CATEGORY_STANDINGS_TABLE.name
 STANDINGS = STANDINGS_TABLE.name
 STANDING_COMPARISONS = STANDING_COMPARISONS_TABLE.name
 STANDING_CHANGES = STANDING_CHANGES_TABLE.name
+HYPOTHESES = HYPOTHESES_TABLE.name
 # A night's table -> the standing's table it becomes where the standing is the night.
 _OF_NIGHT = {
     CATEGORY_SCORES: CATEGORY_STANDINGS,
@@ -123,6 +126,7 @@ class Standings:
     output: Output
     bootstrap: Bootstrap
     options: RegressionOptions
+    planned: tuple[Hypothesis, ...] = ()  # --hypotheses: tested on every standing
     before: Standing | None = None
     _read_before: bool = field(default=False, repr=False)
     _present: list[str | None] | None = field(default=None, repr=False)
@@ -165,6 +169,7 @@ class Standings:
             **above,
             STANDING_CHANGES: changes,
             **health_of(tasks, above[CATEGORY_STANDINGS]),
+            HYPOTHESES: hypotheses(tasks.lazy(), self.planned, self.bootstrap.level).collect(),
         }
 
     def _previous(self, night: str | None) -> Standing | None:

@@ -127,6 +127,7 @@ from schemas.contract import (
 from schemas.health import (
     HEALTH_TABLES,
 )
+from schemas.hypotheses import HYPOTHESES_TABLE
 
 # --- the registry ---------------------------------------------------------------------------
 
@@ -417,6 +418,7 @@ STANDING_TABLES: Final = (
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
     *HEALTH_TABLES,
+    HYPOTHESES_TABLE,
 )
 
 # One row per harness run file a nightly with runs to import read (``cogscore nightly --runs``):

@@ -56,6 +56,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/category_health');
 CREATE OR REPLACE VIEW signals AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/signals');
 
+CREATE OR REPLACE VIEW hypotheses AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/hypotheses');
+
 CREATE OR REPLACE VIEW imports AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/imports');
 

@@ -1,8 +1,8 @@
 -- Views over cogscore's tables, for DuckDB (any version).
 -- They need the tables as relations named episode_scores, rejects, task_scores,
 -- category_scores, model_scores, model_comparisons, regressions, rescore_diff, the standings
--- (task_standings, category_standings, standings, standing_comparisons, standing_changes)
--- and runs. Two ways to have them:
+-- (task_standings, category_standings, standings, standing_comparisons, standing_changes,
+-- hypotheses) and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;
@@ -69,6 +69,19 @@ FROM model_comparisons
 WHERE scope = 'overall'
   AND dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_comparisons)
 ORDER BY model_a, model_b;
+
+-- The planned hypotheses (cogscore --hypotheses FILE) as the benchmark stands as of the
+-- latest night: each claim declared in advance, its test (scipy's, as the benchmark's
+-- authors call it), the raw p-value and Benjamini-Hochberg's over the file, the verdict
+-- (supported, not supported, contradicted, not estimable) and why. They stand beside the
+-- family of every pair (pairwise: Holm), not inside it. Empty where the run that made the
+-- latest standing declared none (hypotheses holds every standing's).
+CREATE OR REPLACE VIEW planned_hypotheses AS
+SELECT as_of, id, claim, test, scope, alternative, a, b, n, n_a_better, n_b_better, mean_a,
+       mean_b, estimate, statistic, p_value, p_adjusted, alpha, verdict, reason
+FROM hypotheses
+WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
+ORDER BY id;
 
 -- Each model's standing night by night: its score as the benchmark stood then (a night it
 -- did not run keeps its results), its rank and how many tasks it averages.

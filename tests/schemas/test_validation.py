@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flows.mappers import local_mapper
+from flows.options import run_options
+from flows.records import RunContext
 from flows.runs import score
 from flows.store.catalog import CORE_TABLES
 from schemas.models import schema_of
@@ -28,11 +30,34 @@ from tests.tables import read_table
 EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 
 
+HYPOTHESES = """
+[[hypothesis]]
+id = "oracle"
+claim = "the oracle beats the random model"
+test = "wilcoxon"
+scope = "overall"
+a = "oracle-large"
+b = "random-small"
+
+[[hypothesis]]
+id = "groups"
+claim = "the two better models beat the random one and one that never ran"
+test = "mann-whitney"
+scope = ["concept_formation", "runtime_rl"]
+a = ["oracle-large", "learner-medium"]
+b = ["random-small", "never-ran"]
+"""
+
+
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pl.DataFrame]:
-    """Each core table of a run of the example dump, as its model lays it out."""
+    """Each core table of a run of the example dump, as its model lays it out (with planned
+    hypotheses: one tested, one not estimable)."""
     out = tmp_path_factory.mktemp("out")
-    score(EXAMPLE_DUMP, out, (), local_mapper)
+    planned = out.parent / f"{out.name}-hypotheses.toml"
+    planned.write_text(HYPOTHESES)
+    context = RunContext(options=run_options(hypotheses=str(planned)))
+    score(EXAMPLE_DUMP, out, (), local_mapper, context)
     laid_out = {}
     for name in CORE_TABLES:
         frame, schema = read_table(out, name), schema_of(name)

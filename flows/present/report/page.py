@@ -24,6 +24,7 @@ from flows.present.report.categories import (
     runtime_rl_section,
 )
 from flows.present.report.figures import Section, palette, script_json
+from flows.present.report.hypotheses import hypotheses_section
 from flows.present.report.quality import (
     diff_section,
     health_section,
@@ -67,7 +68,8 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.health import HEALTH_TABLES
-from schemas.tables import STANDING_CHANGES_TABLE, STANDINGS_TABLE
+from schemas.hypotheses import HYPOTHESES_TABLE
+from schemas.tables import STANDING_CHANGES_TABLE, STANDING_COMPARISONS_TABLE, STANDINGS_TABLE
 from schemas.views import VIEWS, View
 
 
@@ -109,6 +111,7 @@ def build_sections(
         leaderboard_section(board, colours, shown, level, standing),
         results_section(wh, night, shown, view, board[Col.MODEL].to_list()),
         comparisons_section(comparisons, board, shown, level),
+        *(_planned(wh, night, shown) if standing else []),
         *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
         *([_health(wh, night, shown)] if standing else []),
         regressions_section(
@@ -169,6 +172,15 @@ def _health(wh: Warehouse, night: str | None, shown: str) -> Section:
         wh.night(table.name, night, AS_OF) for table in HEALTH_TABLES
     )
     return health_section(stable, tasks, categories, signals, shown)
+
+
+def _planned(wh: Warehouse, night: str | None, shown: str) -> list[Section]:
+    """The planned hypotheses of the standing as of ``night`` (none declared: no section)."""
+    planned = wh.night(HYPOTHESES_TABLE.name, night, AS_OF)
+    if planned.is_empty():
+        return []
+    pairs = wh.night(STANDING_COMPARISONS_TABLE.name, night, AS_OF)
+    return [hypotheses_section(planned, pairs, shown)]
 
 
 def _changes(wh: Warehouse, night: str | None) -> pl.DataFrame:
