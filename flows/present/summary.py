@@ -222,7 +222,7 @@ def formula_lines(outcome: Outcome) -> list[str]:
     lines += absent
     if outcome.regressions_refreshed:
         lines.append(
-            "regressions made again against the rescored nights before them: "
+            "regressions made again against the nights scored before them: "
             + ", ".join(outcome.regressions_refreshed)
         )
     if outcome.nights_input_gone:
