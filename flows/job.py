@@ -166,7 +166,10 @@ def score_nights(
     # rescored): their regressions made again, as their standings are.
     to_score = [n for n in groups if n is not None]
     refresh = later_nights(held, to_score, context.options.regression.span)
-    standings = None if dry_run else Standings(output, bootstrap, context.options.regression)
+    # The nights scored that the output holds (a rescore, a night delivered again): the
+    # standings holding their results are compared with themselves as held (``rescored``).
+    anew = frozenset(n for n in to_score if n in state.nights)
+    standings = None if dry_run else Standings(output, bootstrap, context.options.regression, anew)
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
     def stand(night: str | None, tonight: NightInput) -> None:
