@@ -3,12 +3,14 @@ tables of one night are ``transforms.compare.night``'s, the statistics ``transfo
 
 Regressions compare a night with its baseline nights: those scored earlier in the same run
 (kept here, the few columns compared per episode) or, before that, read from ``OUT`` (only
-those nights' files and columns).
+those nights' files and columns). A night scored late, delivered again or rescored changes
+the baseline of the nights after it: ``later_nights`` names those whose regressions the run
+makes again (``NightWatch.again``), reading of them only their own rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,13 +37,37 @@ if TYPE_CHECKING:
     from flows.store.output import Output
 
 
+def later_nights(held: Sequence[str], scored: Iterable[str], span: int) -> list[str]:
+    """The nights of ``held`` a run does not score whose baseline (the ``span`` nights
+    before each, as the nights stand after the run) holds a night it scores (late, delivered
+    again or rescored): their regressions must be made again. Only those: the nights beyond
+    ``span`` after the last scored one keep theirs.
+
+    >>> later_nights(["01", "02", "03", "04", "05"], ["02"], 1)
+    ['03']
+    >>> later_nights(["01", "02", "03", "04", "05"], ["02", "03"], 2)
+    ['04', '05']
+    >>> later_nights(["01", "03", "04"], ["02"], 1)  # a night arriving late
+    ['03']
+    >>> later_nights(["01", "02"], ["03"], 1)  # the next night: nothing after it
+    []
+    """
+    chosen = set(scored)
+    every = sorted({*held, *chosen})
+    return [
+        night
+        for i, night in enumerate(every)
+        if night not in chosen and chosen.intersection(every[max(0, i - span) : i])
+    ]
+
+
 @dataclass
 class NightWatch:
     """Regressions of the nights a run scores, night after night in date order.
 
     ``known``: the nights ``OUT`` held when the run began (read from it where a baseline
-    needs them); the nights this run scored are kept (the compared columns) for the nights
-    after them."""
+    needs them); the nights this run scored or read are kept (the compared columns, the
+    last ``span`` of them) for the nights after them: each night is read once."""
 
     output: Output | None
     options: RegressionOptions = field(default_factory=RegressionOptions)
@@ -64,10 +90,10 @@ class NightWatch:
         current = (compared(scores), harness_shares(scores, rejects))
         earlier = sorted(n for n in {*self.known, *self._recent} if n < night)
         baseline = earlier[-self.options.span :]
-        history = [self._recent[n] for n in baseline if n in self._recent]
         missing = [n for n in baseline if n not in self._recent]
         if missing and self.output is not None:
-            history.append(self._read(missing))
+            self._recent |= self._read(missing)
+        history = [self._recent[n] for n in baseline if n in self._recent]
         self._recent[night] = current
         for old in sorted(self._recent)[: -self.options.span]:
             del self._recent[old]
@@ -92,8 +118,9 @@ class NightWatch:
 
     def again(self, night: str, level: float) -> pl.DataFrame:
         """The ``regressions`` rows of ``night``, a night the output holds and the run did
-        not score, made again (its baseline nights were rescored) at ``level``: the level of
-        the run that scored the night, which its other tables and its labels keep."""
+        not score, made again (a night of its baseline was scored: late, delivered again or
+        rescored) at ``level``: the level of the run that scored the night, which its other
+        tables and its labels keep."""
         scores, rejects = self._rows([night])
         return self.regressions(night, scores, rejects, level)
 
@@ -107,6 +134,15 @@ class NightWatch:
         scores_frame, rejects_frame = pl.collect_all([scores, rejects])
         return scores_frame, rejects_frame
 
-    def _read(self, nights: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def _read(self, nights: list[str]) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+        """Each of ``nights`` as regressions read it (read from ``OUT`` at once)."""
         scores, rejects = self._rows(nights)
-        return compared(scores), harness_shares(scores, rejects)
+        kept = compared(scores)
+        shares = harness_shares(scores, rejects)
+        return {
+            night: (
+                kept.filter(pl.col(DUMP_DATE) == night),
+                shares.filter(pl.col(DUMP_DATE) == night),
+            )
+            for night in nights
+        }

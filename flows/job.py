@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from flows.comparisons import NightWatch
+from flows.comparisons import NightWatch, later_nights
 from flows.logs import log
 from flows.logs import run_id as run_id_var
 from flows.mappers import FILES_AT_ONCE, Mapper, local_mapper_with
@@ -79,8 +79,6 @@ class Job:
     # Nights scored with their own versions rather than ``formulas`` (a changed night of a
     # rescored range keeps the versions it was rescored with).
     kept: Mapping[str, dict[str, str]] = field(default_factory=dict)
-    # Nights not scored whose regressions are made again (their baseline was rescored).
-    refresh: Sequence[str] = ()
 
 
 def score_nights(
@@ -164,10 +162,23 @@ def score_nights(
             )
 
     held = sorted(state.nights) if dated else []
+    # The nights not scored whose baseline holds a night scored (late, delivered again,
+    # rescored): their regressions made again, as their standings are.
+    to_score = [n for n in groups if n is not None]
+    refresh = later_nights(held, to_score, context.options.regression.span)
+    # The nights scored that the output holds (a rescore, a night delivered again): the
+    # standings holding their results are compared with themselves as held (``rescored``).
+    anew = frozenset(n for n in to_score if n in state.nights)
     standings = (
         None
         if dry_run
-        else Standings(output, bootstrap, context.options.regression, context.options.planned)
+        else Standings(
+            output,
+            bootstrap,
+            context.options.regression,
+            planned=context.options.planned,
+            anew=anew,
+        )
     )
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
@@ -192,11 +203,11 @@ def score_nights(
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
     recorded = False  # the run's rows are in the runs table: its outcome is told there
     try:
-        for night in sorted({*groups, *job.refresh, *to_stand}, key=lambda n: n or ""):
+        for night in sorted({*groups, *refresh, *to_stand}, key=lambda n: n or ""):
             if night not in groups:  # not scored: its regressions or its standing again
                 assert night is not None
                 fingerprints[night] = state.nights[night].input_fingerprint
-                if night in job.refresh:  # its baseline changed: its regressions again
+                if night in refresh:  # its baseline changed: its regressions again
                     table = watch.again(night, night_levels(state)[night])
                     flagged.append(table.filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
                     stage({REGRESSIONS: table}, night)

@@ -105,14 +105,19 @@ class Outcome:
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
 
 
-# Standing changes a run reports beside its flagged ones: a model new, gone, or whose tasks
-# covered changed (its score averages other tasks now).
-NOTICED_KINDS = (ChangeKind.NEW_MODEL, ChangeKind.VANISHED, ChangeKind.COVERAGE)
+# Standing changes a run reports beside its flagged ones: a model new, gone, whose tasks
+# covered changed (its score averages other tasks now), or whose results were scored anew.
+NOTICED_KINDS = (
+    ChangeKind.NEW_MODEL,
+    ChangeKind.VANISHED,
+    ChangeKind.COVERAGE,
+    ChangeKind.RESCORED,
+)
 
 
 def noticed() -> pl.Expr:
     """The standing changes a run reports: every flagged one, and each model's overall row
-    where it is new, gone or covers other tasks."""
+    where it is new, gone, covers other tasks or was scored anew."""
     kinds = (pl.col(SCOPE) == OVERALL) & pl.col(CHANGE_KIND).is_in([k.value for k in NOTICED_KINDS])
     return pl.col(ALERT_LEVEL).is_in(FLAGGED) | kinds
 

@@ -1,6 +1,7 @@
 """``rescore``'s work: the nights of a range scored again with chosen formula versions,
 and ``rescore_diff``, what that moved (old and new scores, with their significance), for
-each night and for the standings after it (``later_nights``).
+each night and for the standings after it (the regressions of the nights after the range,
+whose baseline it holds, are made again: ``flows.comparisons.later_nights``).
 """
 
 from __future__ import annotations
@@ -32,24 +33,6 @@ from transforms.compare import check_design, rescore_significance
 from transforms.compare.night import compared
 from transforms.diff import reported_alone, rescore_diff, with_significance
 from transforms.registry import overlay, resolve
-
-
-def later_nights(held: Sequence[str], rescored: Sequence[str], span: int) -> list[str]:
-    """The nights of ``held`` not rescored whose baseline (the ``span`` nights before each)
-    holds a rescored night: their regressions must be made again.
-
-    >>> later_nights(["01", "02", "03", "04", "05"], ["02"], 1)
-    ['03']
-    >>> later_nights(["01", "02", "03", "04", "05"], ["02", "03"], 2)
-    ['04', '05']
-    """
-    every = sorted({*held, *rescored})
-    chosen = set(rescored)
-    return [
-        night
-        for i, night in enumerate(every)
-        if night not in chosen and chosen.intersection(every[max(0, i - span) : i])
-    ]
 
 
 def in_range(night: str, since: date | None, until: date | None) -> bool:
@@ -131,7 +114,6 @@ def rescore_nights(
         finish=finish,
         per_night=per_night,
         new_set=versions if every_night or pinned is None else pinned,
-        refresh=later_nights(sorted(state.nights), nights, context.options.regression.span),
     )
     outcome = score_nights(job, writer, state, mapper, context)
     outcome.diff = _diff_table(diffs)

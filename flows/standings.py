@@ -8,6 +8,12 @@ the night before, read once; the others from the standing it made just before. A
 that adds one night makes one standing; an output that never had standings (written by an
 earlier cogscore) gets them all, once.
 
+A standing the output already had, made again because a night it holds was scored anew (a
+rescore, or the night delivered again), is also compared with itself as the output held it:
+each result of the same night whose score or formula moved is a ``rescored`` change
+(``standing_changes`` against ``previous_as_of`` = its own night). The old standing is read
+only where the new one holds a result of such a night (``anew``).
+
 A standing's episodes (the compared columns) are carried from one standing to the next:
 the previous standing's less the tasks re-run tonight, with tonight's. ``OUT`` is read for
 the output's standing before the run's first (its nights' partitions, once, and only where
@@ -35,6 +41,7 @@ from flows.store.catalog import (
 )
 from flows.store.output import Output
 from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
+from schemas.comparisons import ChangeKind
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
@@ -49,7 +56,7 @@ from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
-from transforms.compare.night import compared
+from transforms.compare.night import compared, no_regressions
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
@@ -127,6 +134,9 @@ class Standings:
     bootstrap: Bootstrap
     options: RegressionOptions
     planned: tuple[Hypothesis, ...] = ()  # --hypotheses: tested on every standing
+    # The nights the run scores that the output held already: a standing holding a result
+    # of one is compared with itself as held (its ``rescored`` cells).
+    anew: frozenset[str] = frozenset()
     before: Standing | None = None
     _read_before: bool = field(default=False, repr=False)
     _present: list[str | None] | None = field(default=None, repr=False)
@@ -162,7 +172,7 @@ class Standings:
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
         current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
-        changes = self._changes(previous, current, ran)
+        changes = _together_changes(self._changes(previous, current, ran), self._anew(current))
         self.before = current
         return {
             TASK_STANDINGS: tasks,
@@ -248,6 +258,43 @@ class Standings:
             previous_as_of=previous.as_of,
             margin=self.options.regression_margin,
         ).collect()
+
+    def _anew(self, current: Standing) -> pl.DataFrame:
+        """``rescored`` rows of ``current``: against the same standing as ``OUT`` held it
+        before the run (its rows read here, where it holds a result of a night scored anew),
+        the results of the same night whose score or formula moved, per model and scope."""
+        night = current.as_of
+        if night is None or night not in self.present():
+            return _empty(STANDING_CHANGES)
+        if not current.tasks[DUMP_DATE].is_in(sorted(self.anew)).any():
+            return _empty(STANDING_CHANGES)
+        chosen = pl.col(AS_OF) == night
+        tasks, categories, models = pl.collect_all(
+            [
+                self.output.scan(table).filter(chosen).drop(PROVENANCE)
+                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
+            ]
+        )
+        cells = cell_changes(tasks.lazy(), current.tasks.lazy()).filter(
+            pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value
+        )
+        if cells.select(pl.len()).collect().item() == 0:
+            return _empty(STANDING_CHANGES)
+        return standing_changes(
+            cells,
+            (models.lazy(), categories.lazy()),
+            (current.models.lazy(), current.categories.lazy()),
+            no_regressions().lazy(),  # nothing tested: a rescore is not comparable
+            as_of=night,
+            previous_as_of=night,
+            margin=self.options.regression_margin,
+        ).collect()
+
+
+def _together_changes(*frames: pl.DataFrame) -> pl.DataFrame:
+    """A standing's changes against the night before and against itself, in the table's
+    order (its model, scope, then the standing compared with)."""
+    return pl.concat(frames).sort(list(STANDING_CHANGES_TABLE.sort))
 
 
 @dataclass(frozen=True)

@@ -101,8 +101,9 @@ CATEGORIES_COVERED: Final = "categories_covered"
 HARNESS_ERRORS: Final = "harness_errors"
 HARNESS_ERROR_SHARE: Final = "harness_error_share"
 
-# standing_changes columns: a model's standing against the previous night's standing, what
-# moved it (``transforms.standings``), with the regressions' columns of the change.
+# standing_changes columns: a model's standing against the previous night's standing (or,
+# ``rescored``, against itself before a run scored its nights anew), what moved it
+# (``transforms.standings``), with the regressions' columns of the change.
 PREVIOUS_AS_OF: Final = "previous_as_of"
 CHANGE_KIND: Final = "kind"
 TASKS_RERUN: Final = "tasks_rerun"  # tasks whose result comes from a newer night now
@@ -117,7 +118,9 @@ class ChangeKind(StrEnum):
 
     RERUN = "rerun"  # tasks re-run, the same tasks covered: a comparable change
     COVERAGE = "coverage"  # tasks added or dropped: the score averages other tasks now
-    RESCORED = "rescored"  # results scored anew (a rescore), no task re-run
+    # Results of the same night scored anew (a rescore, a night delivered again): the standing
+    # against itself as the output held it before the run (``previous_as_of`` = ``as_of``).
+    RESCORED = "rescored"
     NEW_MODEL = "new_model"  # no standing before
     VANISHED = "vanished"  # a standing before, none now
 

@@ -401,10 +401,12 @@ STANDING_CHANGES_TABLE: Final = Table(
         **PROVENANCE_RULES,
     },
     night=AS_OF,
-    sort=(Col.MODEL, SCOPE),
+    # A standing has a row per model and scope against the night before, and (``rescored``)
+    # one against itself as the output held it before a run scored its nights anew.
+    sort=(Col.MODEL, SCOPE, PREVIOUS_AS_OF),
     strict=True,
     ordered=True,
-    unique=(AS_OF, Col.MODEL, SCOPE),
+    unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE),
 )
 
 

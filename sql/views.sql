@@ -92,7 +92,8 @@ FROM standings
 ORDER BY model, as_of;
 
 -- What moved the standings, night by night: alerts and watches (a re-run that moved a
--- model's standing beyond noise), then models new, gone or covering other tasks.
+-- model's standing beyond noise), then models new, gone, covering other tasks, or whose
+-- standing a rescore (or a night delivered again) moved (kind rescored).
 CREATE OR REPLACE VIEW standing_alerts AS
 SELECT as_of, level, kind, model, scope, baseline_score, score, change, ci_low, ci_high,
        p_value, q_bh, moved_by, reason

@@ -300,7 +300,13 @@ def standing_changes(
             )
         )
         .when(pl.col(CHANGE_KIND) == ChangeKind.RESCORED)
-        .then(pl.format("{} result(s) scored anew (a rescore)", TASKS_RESCORED))
+        .then(
+            pl.format(
+                "{} result(s) of the same night scored anew (a rescore, or the night delivered"
+                " again)",
+                TASKS_RESCORED,
+            )
+        )
         .otherwise(pl.col("__tested_reason"))
     )
     columns = list(STANDING_CHANGES_TABLE.dtypes)

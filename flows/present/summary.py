@@ -162,22 +162,30 @@ def import_lines(outcome: Outcome) -> list[str]:
 def standing_lines(outcome: Outcome) -> list[str]:
     """What moved the standings the run made, and how far: each alert and watch (a re-run
     that moved a model's standing beyond noise, its interval scaled to the standing), each
-    model gone or whose tasks covered changed (not comparable: said why), and per night the
-    models new in its standing, on one line."""
+    model gone or whose tasks covered changed (not comparable: said why), each standing a
+    rescore moved (the latest ones: the rest counted), and per night the models new in its
+    standing, on one line."""
     moved = outcome.standing_changes
     if moved is None or moved.is_empty():
         return []
-    lines = ["standing changes (against the night's previous standing; the tasks that moved it):"]
+    lines = [
+        "standing changes (against the night's previous standing, a rescored one against itself "
+        "before the run; the tasks that moved it):"
+    ]
     new = moved.filter(pl.col(CHANGE_KIND) == ChangeKind.NEW_MODEL)
     for (night,), rows in new.group_by(AS_OF, maintain_order=True):
         names = ", ".join(printable(m) for m in sorted(rows[Col.MODEL].to_list()))
         lines.append(f"  new in the standing as of {printable(night)}: {names}")
     order = moved.filter(pl.col(CHANGE_KIND) != ChangeKind.NEW_MODEL)
-    # Every alert and not comparable change, the latest watches (a year's rescore has many).
+    # Every alert and not comparable change, the latest watches and rescored standings (a
+    # year's rescore has many).
     watch = pl.col(ALERT_LEVEL) == LEVEL_WATCH
+    anew = (pl.col(CHANGE_KIND) == ChangeKind.RESCORED) & ~watch
     watches = order.filter(watch).sort(AS_OF).tail(MOST_NIGHT_LINES)
     hidden = order.filter(watch).height - watches.height
-    order = pl.concat([order.filter(~watch), watches])
+    rescored = order.filter(anew).sort(AS_OF).tail(MOST_NIGHT_LINES)
+    hidden_rescored = order.filter(anew).height - rescored.height
+    order = pl.concat([order.filter(~watch & ~anew), watches, rescored])
     for row in order.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
         change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
         if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
@@ -191,6 +199,11 @@ def standing_lines(outcome: Outcome) -> list[str]:
         )
     if hidden:
         lines.append(f"  … and {hidden} earlier watch(es) (table standing_changes; --json)")
+    if hidden_rescored:
+        lines.append(
+            f"  … and {hidden_rescored} earlier rescored standing(s) (table standing_changes; "
+            "--json)"
+        )
     return lines
 
 
@@ -222,7 +235,7 @@ def formula_lines(outcome: Outcome) -> list[str]:
     lines += absent
     if outcome.regressions_refreshed:
         lines.append(
-            "regressions made again against the rescored nights before them: "
+            "regressions made again against the nights scored before them: "
             + ", ".join(outcome.regressions_refreshed)
         )
     if outcome.nights_input_gone:

@@ -150,7 +150,7 @@ def test_a_rescore_at_another_level_leaves_the_nights_it_did_not_rescore_at_thei
         "rescore", dump, "--out", out, "--formula", "procedural_learning=v1",
         "--since", first, "--until", first, "--engine", "local", "--level", other,
     )  # fmt: skip
-    assert f"regressions made again against the rescored nights before them: {second}" in printed
+    assert f"regressions made again against the nights scored before them: {second}" in printed
     nights = Output.at(out).state().nights
     assert (nights[first].level, nights[second].level) == (other, LEVEL)
     first_night = cogscore("compare", out, "--date", first)

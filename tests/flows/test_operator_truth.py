@@ -342,7 +342,7 @@ def test_a_rescore_makes_the_next_nights_regressions_again_against_the_new_basel
         "--since", "2026-12-01", "--until", "2026-12-01",
     )  # fmt: skip
     assert code == 0
-    assert "regressions made again against the rescored nights before them: 2026-12-02" in text
+    assert "regressions made again against the nights scored before them: 2026-12-02" in text
     after = Output.at(out).read("regressions").filter(pl.col("dump_date") == "2026-12-02")
     procedural = pl.col("scope") == "procedural_learning"
     # The baseline (2026-12-01) is now scored with v1, the night with v2: not comparable.

@@ -138,6 +138,13 @@ def test_a_changed_earlier_night_changes_every_later_standing(tmp_path: Path) ->
     for night in (N1, N2, N3):
         assert found[night][("m2", "t1")] == (N1, pytest.approx(0.9))
         assert found[night] == {k: (n, pytest.approx(s)) for k, (n, s) in expected[night].items()}
+    # Each standing holding the changed result says it was scored anew, against itself.
+    anew = read_table(out, "standing_changes").filter(kind="rescored", scope="overall")
+    assert sorted(anew.select("as_of", "previous_as_of", "model").rows()) == [
+        (night, night, "m2") for night in (N1, N2, N3)
+    ]
+    old = FIRST[("m2", "t1")]
+    assert all(by.startswith(f"t1 +{0.9 - old:.3g}") for by in anew["moved_by"])
 
 
 def test_a_standing_of_mixed_nights_is_scored_as_a_night_of_its_results(tmp_path: Path) -> None:
@@ -265,3 +272,83 @@ def test_the_terminal_the_record_and_the_views_show_the_standing(tmp_path: Path)
     assert alerts == [("m3", "new_model")]
     pairs = read_table(out, "standing_comparisons").filter(as_of=N2, scope="overall")
     assert con.execute("SELECT count(*) FROM pairwise").fetchall() == [(pairs.height,)]
+
+
+def test_a_rescore_that_moves_the_standings_says_rescored_for_each(tmp_path: Path) -> None:
+    """A rescore of every night with another procedural_learning formula: each standing row
+    it moved has a ``rescored`` row (the standing against itself before the run: its old
+    and new score, the tasks that moved it), each category it moved too, and the run record
+    and the terminal name every moved standing."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    shutil.copytree(Path(__file__).parents[2] / "examples" / "dump", dump)
+    runs.nightly(dump, out)
+    before = {
+        name: read_table(out, name)
+        for name in ("standings", "category_standings", "task_standings")
+    }
+    result = CliRunner().invoke(
+        app,
+        ["rescore", str(dump), "--out", str(out), "--formula", "procedural_learning=v1", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    text, record = result.stdout.rsplit("\n{", 1)
+    key = ["as_of", "model"]
+    old = before["standings"].select(*key, pl.col("score").alias("old"))
+    moved = (
+        read_table(out, "standings")
+        .select(*key, pl.col("score").alias("new"))
+        .join(old, on=key)
+        .filter(pl.col("new") != pl.col("old"))
+    )
+    assert moved.height >= 2  # the formula moved standings
+    changes = read_table(out, "standing_changes").filter(pl.col("kind") == "rescored")
+    overall = changes.filter(scope="overall")
+    assert sorted(overall.select(key).rows()) == sorted(moved.select(key).rows())
+    assert (overall["previous_as_of"] == overall["as_of"]).all()
+    for row in moved.iter_rows(named=True):
+        mine = overall.filter(as_of=row["as_of"], model=row["model"]).row(0, named=True)
+        assert mine["baseline_score"] == pytest.approx(row["old"], abs=1e-12)
+        assert mine["score"] == pytest.approx(row["new"], abs=1e-12)
+        assert mine["change"] == pytest.approx(row["new"] - row["old"], abs=1e-12)
+        assert mine["level"] == "not_comparable" and "scored anew" in mine["reason"]
+    # Each rescored cell (a task whose same night's score moved) is named by its row.
+    cells = (
+        read_table(out, "task_standings")
+        .select("as_of", "model", "task", "dump_date", pl.col("score").alias("new"))
+        .join(
+            before["task_standings"].select(
+                "as_of", "model", "task", "dump_date", pl.col("score").alias("old")
+            ),
+            on=["as_of", "model", "task", "dump_date"],
+        )
+        .filter(pl.col("new") != pl.col("old"))
+    )
+    counted = cells.group_by(key).agg(pl.len().alias("n"))
+    for as_of, model, n in counted.rows():
+        mine = overall.filter(as_of=as_of, model=model).row(0, named=True)
+        assert mine["tasks_rescored"] == n
+        named = cells.filter(as_of=as_of, model=model)["task"]
+        assert all(task in mine["moved_by"] for task in named)
+    categories = (
+        read_table(out, "category_standings")
+        .select("as_of", "model", "category", pl.col("score").alias("new"))
+        .join(
+            before["category_standings"].select(
+                "as_of", "model", "category", pl.col("score").alias("old")
+            ),
+            on=["as_of", "model", "category"],
+        )
+        .filter(pl.col("new") != pl.col("old"))
+    )
+    scoped = changes.filter(pl.col("scope") != "overall").select(*key, "scope")
+    assert sorted(scoped.rows()) == sorted(categories.select(*key, "category").rows())
+    parsed = json.loads("{" + record)
+    said = [(r["as_of"], r["model"]) for r in parsed["standing_changes"] if r["kind"] == "rescored"]
+    assert sorted(said) == sorted(moved.select(key).rows())
+    assert all(f"{a} {m} overall rescored" in text for a, m in moved.select(key).rows())

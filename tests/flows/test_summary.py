@@ -16,14 +16,14 @@ from schemas.tables import STANDING_CHANGES_TABLE
 NIGHTS = [(date(2026, 1, 1) + timedelta(days=d)).isoformat() for d in range(3 * MOST_NIGHT_LINES)]
 
 
-def _changes(levels: dict[str, str]) -> pl.DataFrame:
-    """standing_changes rows, one re-run per night of ``levels`` at its level."""
+def _changes(levels: dict[str, str], kind: str = "rerun") -> pl.DataFrame:
+    """standing_changes rows, one ``kind`` change per night of ``levels`` at its level."""
     rows = [
         {
             "as_of": night,
             "model": "m",
             "scope": "overall",
-            "kind": "rerun",
+            "kind": kind,
             "change": -0.02,
             "ci_low": -0.03,
             "ci_high": -0.01,
@@ -55,6 +55,21 @@ def test_a_few_nights_print_every_watch(tmp_path: Path) -> None:
         Outcome("nightly", Output.at(tmp_path), standing_changes=_changes(levels))
     )
     assert len(lines) == 1 + MOST_NIGHT_LINES and "…" not in "".join(lines)
+
+
+def test_a_year_s_rescore_prints_the_latest_rescored_standings(tmp_path: Path) -> None:
+    """A rescore of every night moves every standing: the latest are printed, the rest
+    counted (the table and the record hold them all)."""
+    levels = dict.fromkeys(NIGHTS, "not_comparable")
+    lines = standing_lines(
+        Outcome("rescore", Output.at(tmp_path), standing_changes=_changes(levels, "rescored"))
+    )
+    shown = [line for line in lines if " rescored:" in line]
+    assert [line.split()[1] for line in shown] == NIGHTS[-MOST_NIGHT_LINES:]
+    hidden = len(NIGHTS) - MOST_NIGHT_LINES
+    assert lines[-1] == (
+        f"  … and {hidden} earlier rescored standing(s) (table standing_changes; --json)"
+    )
 
 
 def test_models_that_ran_nothing_are_counted_past_the_latest_nights(tmp_path: Path) -> None:

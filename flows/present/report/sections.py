@@ -432,7 +432,8 @@ def changes_section(flagged: pl.DataFrame, night: str) -> Section:
         f"What moved the standing as of {html.escape(night)} since the night before (table "
         "<code>standing_changes</code>): a re-run whose change is beyond noise (alert: "
         "Benjamini-Hochberg q under 0.05 and a drop beyond the margin; watch: a drop with p "
-        "under 0.05), and each model new, gone or covering other tasks (not comparable).",
+        "under 0.05), each model new, gone or covering other tasks, and each standing whose "
+        "results were scored anew (rescored: against itself before the run; not comparable).",
         after="<table><thead><tr><th>level</th><th>kind</th><th>model</th><th>scope</th>"
         "<th>before</th><th>now</th><th>change</th><th>interval</th><th>q (BH)</th>"
         f"<th>moved by</th><th>why not comparable</th></tr></thead><tbody>{rows}</tbody></table>",
