@@ -40,11 +40,12 @@ def explain(
     as_of: AsOfOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Why an episode scored what it did: its turns in order, each graded item (expected,
-    answer, match kind, right or wrong, the harness's verdict), the formula and its
-    components, the score found again from the transcript and the harness's reported score.
-    The transcript is read from the dump the output was scored from (refused if that file
-    changed since)."""
+    """Why an episode scored what it did.
+
+    Its turns in order (each whole), each graded item (expected, answer, match kind, right
+    or wrong, the harness's verdict), the formula and its components, the score found again
+    from the transcript and the harness's reported score. The transcript is read from the
+    dump the output was scored from (refused if that file changed since)."""
     from flows.present.explain import ExplainError, Which, explanation_lines
     from flows.present.explain import explain as explain_episode
     from flows.store.output import Output
