@@ -121,7 +121,7 @@ def echo(line: str) -> None:
 
 
 def paragraphs(text: str | None) -> str | None:
-    """A command's docstring as its help shows it: each paragraph (they are separated by a
+    r"""A command's docstring as its help shows it: each paragraph (they are separated by a
     blank line) one line, which the terminal folds at its width. typer keeps a docstring's
     line breaks (all of them past the first paragraph; in the first too in the commands'
     list), which cut sentences wherever the source wrapped them, at any width.

@@ -23,7 +23,9 @@ def explain(
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option(help="With --task: the model's episode of that task (see --night)."),
+        typer.Option(
+            help="With --task (not with --episode): the model's episode of that task (see --night)."
+        ),
     ] = None,
     task: Annotated[str | None, typer.Option(help="With --model: the task.")] = None,
     night: Annotated[
@@ -45,14 +47,23 @@ def explain(
     Its turns in order (each whole), each graded item (expected, answer, match kind, right
     or wrong, the harness's verdict), the formula and its components, the score found again
     from the transcript and the harness's reported score. The transcript is read from the
-    dump the output was scored from (refused if that file changed since)."""
+    dump the output was scored from (refused if that file changed since). An imported score
+    (formula version reported) has none: the table gave the score alone."""
     from flows.present.explain import ExplainError, Which, explanation_lines
     from flows.present.explain import explain as explain_episode
+    from flows.store.dumps import is_night
     from flows.store.output import Output
 
     use_storage_options(storage_option)
     if episode is None and (model is None or task is None):
         raise typer.BadParameter("name --episode, or --model and --task", param_hint="--episode")
+    if episode is not None and (model is not None or task is not None):
+        raise typer.BadParameter(
+            "an episode id names the episode: give --episode alone, or --model and --task",
+            param_hint="--episode",
+        )
+    if night is not None and not is_night(night):
+        raise typer.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--night")
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
