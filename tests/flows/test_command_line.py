@@ -1,14 +1,16 @@
 """The command line as a person meets it: its help read at any width (no sentence broken
 where the next word fits), a pipe whose reader goes away (``| head``: the command ends
-quietly, exit 141; a scoring run with the code its runs table records) and an OUT that is
-a file (bad input, exit 2)."""
+quietly, exit 141; a scoring run with the code its runs table records), an OUT that is a
+file (bad input, exit 2) and the lease of a run killed on this host (stale, said so)."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.overview import history
+from flows.store import objects
+from flows.store.lease import LEASE_KEY, Holder
 from flows.store.output import Output
 from schemas.exits import ExitCode
 from tests.tables import read_table
@@ -136,3 +140,42 @@ def test_an_out_that_is_a_file_is_bad_input(command: str, tmp_path: Path) -> Non
         assert result.exit_code == ExitCode.USAGE, result.output
         assert said in result.output and "Errno" not in result.output
     assert blocker.read_text() == "not an output"  # nothing written
+
+
+def test_status_says_a_lease_whose_process_this_host_killed_is_stale(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)]).exit_code == 0
+    holding = (
+        "import sys, time; from flows.store.lease import Lease; from flows.store.output import"
+        " Output; Lease(Output.at(sys.argv[1]).location, 'killed-run', 'cogscore nightly')"
+        ".acquire(); print('held', flush=True); time.sleep(600)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", holding, str(out)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        alive = CliRunner().invoke(app, ["status", str(out)]).stdout
+        assert "run killed-run (cogscore nightly)" in alive and "stale" not in alive
+    finally:
+        holder.kill()  # kill -9
+        holder.wait()
+    said = " ".join(CliRunner().invoke(app, ["status", str(out)]).stdout.split())
+    assert f"stale: its process {holder.pid} is gone (this host)" in said, said
+    assert f"`cogscore unlock {out} --run killed-run` frees it now" in said
+    report = json.loads(CliRunner().invoke(app, ["status", str(out), "--json"]).stdout)
+    assert f"stale: its process {holder.pid} is gone" in report["lease"]
+    # The next run on this host takes the stale lease over, as status says.
+    again = CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert "lease: free" in CliRunner().invoke(app, ["status", str(out)]).stdout
+
+
+def test_status_cannot_tell_of_another_hosts_lease(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)]).exit_code == 0
+    now = datetime.now(UTC)
+    far = Holder("another-host", 4242, "far-run", "cogscore nightly", now, now + timedelta(hours=6))
+    assert objects.put_if_absent(Output.at(out).location, LEASE_KEY, far.to_json()) is not None
+    shown = CliRunner().invoke(app, ["status", str(out)]).stdout
+    assert "run far-run (cogscore nightly) on another-host" in shown and "stale" not in shown
