@@ -51,7 +51,6 @@ def explain(
     (formula version reported) has none: the table gave the score alone."""
     from flows.present.explain import ExplainError, Which, explanation_lines
     from flows.present.explain import explain as explain_episode
-    from flows.store.dumps import is_night
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -62,12 +61,11 @@ def explain(
             "an episode id names the episode: give --episode alone, or --model and --task",
             param_hint="--episode",
         )
-    if night is not None and not is_night(night):
-        raise typer.BadParameter(f"{night!r} is not a date YYYY-MM-DD", param_hint="--night")
     try:
+        which = Which(episode, model, task, night)  # --night a date, before OUT is read
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        found = explain_episode(output, Which(episode, model, task, night), as_of)
+        found = explain_episode(output, which, as_of)
     except (ExplainError, StorageError) as error:
         raise refused(error) from None
     if json_output:

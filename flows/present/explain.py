@@ -31,7 +31,7 @@ from flows.present.terminal import number, printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
 from flows.store.catalog import EPISODE_SCORES, REJECTS
-from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
+from flows.store.dumps import DumpFile, InputError, content_digest, is_night, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import Output
 from flows.store.state import OutputState
@@ -77,6 +77,10 @@ class Which:
     model: str | None = None
     task: str | None = None
     night: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.night is not None and not is_night(self.night):
+            raise ExplainError(f"--night {self.night!r} is not a date YYYY-MM-DD")
 
 
 def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str, Any]:
