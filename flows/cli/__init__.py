@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -86,14 +86,14 @@ class OneLineErrors(TyperGroup):
             raise typer.Exit(1) from None
 
 
-def stdout_gone() -> None:
-    """What follows for stdout goes nowhere: its reader went away (``cogscore … | head``),
-    and the lines it no longer wants are dropped without a word (Python's documented
-    recipe: ``os.devnull`` over descriptor 1, so that no later write or the interpreter's
-    last flush fails again)."""
+def stdout_gone(stream: TextIO | None = None) -> None:
+    """What follows for stdout (or ``stream``) goes nowhere: its reader went away
+    (``cogscore … | head``), and the lines it no longer wants are dropped without a word
+    (Python's documented recipe: ``os.devnull`` over its descriptor, so that no later write
+    or the interpreter's last flush fails again)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (stream or sys.stdout).fileno())
     except (OSError, ValueError):  # no descriptor (a test's capture): nothing to redirect
         pass
     finally:
@@ -182,11 +182,16 @@ _LOG_FORMAT = [LogFormat.TEXT]  # as chosen for this command
 
 
 def say(message: str, error: bool = False) -> None:
-    """A line for stderr: as a log record where logs are JSON lines, else as it is."""
+    """A line for stderr: as a log record where logs are JSON lines, else as it is; nothing
+    where stderr's reader went away (``2>&1 | head``: a run ends all the same, with the
+    code its runs row records)."""
     if _LOG_FORMAT[0] is LogFormat.JSON:
         (log().error if error else log().warning)(message)
-    else:
+        return
+    try:
         typer.echo(f"error: {message}" if error else message, err=True)
+    except BrokenPipeError:
+        stdout_gone(sys.stderr)
 
 
 @app.callback()

@@ -85,17 +85,17 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def closed_stdout(*args: str) -> tuple[int, str]:
-    """``cogscore ARGS`` whose stdout is a pipe nobody reads (its read end closed before the
-    command starts: the first line it writes meets EPIPE, as after ``| head`` has read its
-    line): the exit code and stderr."""
+def closed_stdout(*args: str, stderr_too: bool = False) -> tuple[int, str]:
+    """``cogscore ARGS`` whose stdout (``stderr_too``: and stderr, ``2>&1``) is a pipe nobody
+    reads (its read end closed before the command starts: the first line it writes meets
+    EPIPE, as after ``| head`` has read its line): the exit code and stderr."""
     read, write = os.pipe()
     os.close(read)
     try:
         done = subprocess.run(
             [sys.executable, "-m", "flows.cli", *args],
-            cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=300,
-            env={**os.environ, "COGSCORE_QUIET": "1"},
+            cwd=ROOT, stdout=write, stderr=write if stderr_too else subprocess.PIPE, text=True,
+            timeout=300, env={**os.environ, "COGSCORE_QUIET": "1"},
         )  # fmt: skip
     finally:
         os.close(write)
@@ -118,12 +118,15 @@ def test_a_reader_gone_ends_every_command_quietly(scored: Path) -> None:
         assert closed_stdout(*args) == (ExitCode.CLOSED_PIPE, ""), args
 
 
+@pytest.mark.parametrize("stderr_too", [False, True])
 def test_a_scoring_run_whose_reader_is_gone_exits_with_the_code_it_recorded(
-    tmp_path: Path,
+    tmp_path: Path, stderr_too: bool
 ) -> None:
-    code, said = closed_stdout("score", str(EXAMPLE_DUMP), "--out", str(tmp_path / "out"))
+    out = str(tmp_path / "out")
+    code, said = closed_stdout("score", str(EXAMPLE_DUMP), "--out", out, stderr_too=stderr_too)
+    said = said or ""  # none to read where stderr is the closed pipe too
     assert (code, "Traceback" in said, "internal error" in said) == (0, False, False), said
-    (recorded,) = history(Output.at(tmp_path / "out"))["exit_code"].to_list()
+    (recorded,) = history(Output.at(out))["exit_code"].to_list()
     assert recorded == code
 
 
