@@ -30,11 +30,11 @@ from schemas.version import COGSCORE_VERSION
 
 class OneLineErrors(TyperGroup):
     """The app's command group: a usage error is one ``error: …`` line on stderr and exit 2
-    (README "Exit codes"), where typer draws a box of 5-7 lines; every command's help is
-    its docstring's ``paragraphs``; Ctrl-C outside a run is
+    (README "Exit codes"), where typer draws a box of 5-7 lines; Ctrl-C outside a run is
     ``error: interrupted`` and exit 130 (typer: silence); a reader of stdout gone (``| head``,
-    ``| less`` left early) ends any command quietly, exit 141 (typer: exit 1, or an
-    internal error where a command was printing)."""
+    a ``| less`` quit early) ends any command quietly, exit 141 (typer: exit 1, or an
+    internal error where a command was printing). Every command's help is its docstring's
+    ``paragraphs``."""
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
@@ -65,7 +65,7 @@ class OneLineErrors(TyperGroup):
         try:  # ``cogscore --help`` is printed here
             return super().make_context(*args, **extra)
         except BrokenPipeError:
-            stdout_gone()
+            reader_gone()
             raise typer.Exit(ExitCode.CLOSED_PIPE) from None
 
     def invoke(self, ctx: Any) -> Any:
@@ -75,7 +75,7 @@ class OneLineErrors(TyperGroup):
             say("interrupted", error=True)
             raise typer.Exit(130) from None
         except BrokenPipeError:  # stdout's reader is gone (``| head``): no error, 141
-            stdout_gone()
+            reader_gone()
             raise typer.Exit(ExitCode.CLOSED_PIPE) from None
         except (ClickException, typer.Exit, typer.Abort):
             raise
@@ -86,8 +86,8 @@ class OneLineErrors(TyperGroup):
             raise typer.Exit(1) from None
 
 
-def stdout_gone(stream: TextIO | None = None) -> None:
-    """What follows for stdout (or ``stream``) goes nowhere: its reader went away
+def reader_gone(stream: TextIO | None = None) -> None:
+    """What follows for stdout (or ``stream``: stderr) goes nowhere: its reader went away
     (``cogscore … | head``), and the lines it no longer wants are dropped without a word
     (Python's documented recipe: ``os.devnull`` over its descriptor, so that no later write
     or the interpreter's last flush fails again)."""
@@ -107,7 +107,8 @@ def _rich_reader_gone(console: Any) -> None:
     raise BrokenPipeError(errno.EPIPE, "stdout's reader went away")
 
 
-setattr(Console, "on_broken_pipe", _rich_reader_gone)  # noqa: B010 (a class attribute: mypy)
+# A class attribute (mypy refuses an assignment to a method): rich's own consoles and typer's.
+setattr(Console, "on_broken_pipe", _rich_reader_gone)  # noqa: B010
 
 
 def echo(line: str) -> None:
@@ -117,7 +118,7 @@ def echo(line: str) -> None:
     try:
         typer.echo(line)
     except BrokenPipeError:
-        stdout_gone()
+        reader_gone()
 
 
 def paragraphs(text: str | None) -> str | None:
@@ -191,7 +192,7 @@ def say(message: str, error: bool = False) -> None:
     try:
         typer.echo(f"error: {message}" if error else message, err=True)
     except BrokenPipeError:
-        stdout_gone(sys.stderr)
+        reader_gone(sys.stderr)
 
 
 @app.callback()
@@ -307,7 +308,7 @@ def _flush_stdout() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        stdout_gone()
+        reader_gone()
         raise SystemExit(ExitCode.CLOSED_PIPE) from None
 
 
