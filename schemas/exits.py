@@ -17,3 +17,7 @@ class ExitCode(IntEnum):
     BUSY = 5  # another run holds the output's lease
     REGRESSION = 6  # --fail-on-regression and a regression alert fired
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report a command it stopped: 128 + 2
+    # stdout's reader went away (``| head``): the rest of the output is dropped, without a
+    # word, and the status is the one shells report for a tool a closed pipe stopped (SIGPIPE:
+    # 128 + 13). A scoring command's run ends as it would and exits with its own code.
+    CLOSED_PIPE = 141

@@ -5,15 +5,18 @@ compare, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the impor
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
+from rich.console import Console
 
 # typer's own click (uv.lock pins it)
 from typer._click.exceptions import BadParameter, ClickException, NoSuchOption, UsageError
@@ -21,13 +24,22 @@ from typer.core import TyperGroup
 
 from flows.logs import configure, log
 from flows.present.native import NativeStderr
+from schemas.exits import ExitCode
 from schemas.version import COGSCORE_VERSION
 
 
 class OneLineErrors(TyperGroup):
     """The app's command group: a usage error is one ``error: …`` line on stderr and exit 2
     (README "Exit codes"), where typer draws a box of 5-7 lines; Ctrl-C outside a run is
-    ``error: interrupted`` and exit 130 (typer: silence)."""
+    ``error: interrupted`` and exit 130 (typer: silence); a reader of stdout gone (``| head``,
+    a ``| less`` quit early) ends any command quietly, exit 141 (typer: exit 1, or an
+    internal error where a command was printing). Every command's help is its docstring's
+    ``paragraphs``."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for command in (self, *self.commands.values()):
+            command.help = paragraphs(command.help)
 
     def main(
         self,
@@ -49,12 +61,22 @@ class OneLineErrors(TyperGroup):
             sys.exit(error.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
+    def make_context(self, *args: Any, **extra: Any) -> Any:
+        try:  # ``cogscore --help`` is printed here
+            return super().make_context(*args, **extra)
+        except BrokenPipeError:
+            reader_gone()
+            raise typer.Exit(ExitCode.CLOSED_PIPE) from None
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             say("interrupted", error=True)
             raise typer.Exit(130) from None
+        except BrokenPipeError:  # stdout's reader is gone (``| head``): no error, 141
+            reader_gone()
+            raise typer.Exit(ExitCode.CLOSED_PIPE) from None
         except (ClickException, typer.Exit, typer.Abort):
             raise
         except Exception as bug:  # a bug in any command: one line, exit 1 (README)
@@ -62,6 +84,55 @@ class OneLineErrors(TyperGroup):
                 raise
             say(internal_error(bug), error=True)
             raise typer.Exit(1) from None
+
+
+def reader_gone(stream: TextIO | None = None) -> None:
+    """What follows for stdout (or ``stream``: stderr) goes nowhere: its reader went away
+    (``cogscore … | head``), and the lines it no longer wants are dropped without a word
+    (Python's documented recipe: ``os.devnull`` over its descriptor, so that no later write
+    or the interpreter's last flush fails again)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, (stream or sys.stdout).fileno())
+    except (OSError, ValueError):  # no descriptor (a test's capture): nothing to redirect
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _rich_reader_gone(console: Any) -> None:
+    """rich's ``Console.on_broken_pipe`` (its default ends the process with exit 1, where
+    typer prints a command's help): the pipe's end handled as every command's is."""
+    console.quiet = True
+    raise BrokenPipeError(errno.EPIPE, "stdout's reader went away")
+
+
+# A class attribute (mypy refuses an assignment to a method): rich's own consoles and typer's.
+setattr(Console, "on_broken_pipe", _rich_reader_gone)  # noqa: B010
+
+
+def echo(line: str) -> None:
+    """``typer.echo(line)``, or nothing once stdout's reader went away: for the lines a
+    command prints after its work is done and recorded (a run's summary), whose exit code
+    must stay the one the runs table holds."""
+    try:
+        typer.echo(line)
+    except BrokenPipeError:
+        reader_gone()
+
+
+def paragraphs(text: str | None) -> str | None:
+    r"""A command's docstring as its help shows it: each paragraph (they are separated by a
+    blank line) one line, which the terminal folds at its width. typer keeps a docstring's
+    line breaks (all of them past the first paragraph; in the first too in the commands'
+    list), which cut sentences wherever the source wrapped them, at any width.
+
+    >>> paragraphs("One sentence,\n    folded here.\n\n    Details\n    follow.")
+    'One sentence, folded here.\n\nDetails follow.'
+    """
+    if text is None:
+        return None
+    return "\n\n".join(" ".join(part.split()) for part in inspect.cleandoc(text).split("\n\n"))
 
 
 def internal_error(bug: Exception) -> str:
@@ -112,11 +183,16 @@ _LOG_FORMAT = [LogFormat.TEXT]  # as chosen for this command
 
 
 def say(message: str, error: bool = False) -> None:
-    """A line for stderr: as a log record where logs are JSON lines, else as it is."""
+    """A line for stderr: as a log record where logs are JSON lines, else as it is; nothing
+    where stderr's reader went away (``2>&1 | head``: a run ends all the same, with the
+    code its runs row records)."""
     if _LOG_FORMAT[0] is LogFormat.JSON:
         (log().error if error else log().warning)(message)
-    else:
+        return
+    try:
         typer.echo(f"error: {message}" if error else message, err=True)
+    except BrokenPipeError:
+        reader_gone(sys.stderr)
 
 
 @app.callback()
@@ -205,9 +281,11 @@ def run(args: list[str] | None = None) -> None:
     """The ``cogscore`` command. The arguments as typed are kept for the run record; what
     native libraries print on stderr passes through ``flows.present.native``'s filter (no Rust panic
     text); a temporary Prefect server is stopped before the error line, so that the error
-    line is the last thing on stderr. The process ends with the command: what it made is
-    not garbage-collected on the way out (``gc.freeze``: the final collection took 0.1-0.2 s
-    after a night's last line; the interpreter still runs every exit handler)."""
+    line is the last thing on stderr. A reader of stdout that went away (``| head``) ends
+    the command quietly, exit 141 (``ExitCode.CLOSED_PIPE``). The process ends with the
+    command: what it made is not garbage-collected on the way out (``gc.freeze``: the final
+    collection took 0.1-0.2 s after a night's last line; the interpreter still runs every
+    exit handler)."""
 
     typed = list(sys.argv[1:] if args is None else args)
     TYPED[:] = [typed]
@@ -217,10 +295,21 @@ def run(args: list[str] | None = None) -> None:
                 app(args=hoisted(typed), prog_name="cogscore")
             finally:
                 _stop_temporary_prefect()
+                _flush_stdout()
     finally:
         for line in LAST_WORDS:
             say(line, error=True)
         gc.freeze()
+
+
+def _flush_stdout() -> None:
+    """What is left for stdout, written before the process ends (where its reader went away,
+    the command ends as ``OneLineErrors.invoke`` ends it then: quietly, exit 141)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone()
+        raise SystemExit(ExitCode.CLOSED_PIPE) from None
 
 
 def _stop_temporary_prefect() -> None:

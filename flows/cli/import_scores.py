@@ -46,14 +46,15 @@ def import_scores_command(
         bool, typer.Option("--strict", help="Exit 3 when any row was not imported.")
     ] = False,
 ) -> None:
-    """Import a table of scores that a harness or a leaderboard already computed as dump
-    rows: per row one episode whose episode_end carries the score as reported_score, with
-    no formula inputs. Scored, such an episode's score is its reported score (formula
-    version 'reported'); a rescore leaves it as it is. Rows go to
-    DUMP_ROOT/dump_date=<night>/scores-<FILE's name>-<path key>.parquet, a file per table;
-    importing the same table again writes nothing, a copy of one imported is reported. Scores
-    lie in [0, 1]: a table mostly above 1 (0-100) is refused. Every row not imported is
-    reported with every reason."""
+    """Import a table of scores (CSV or Parquet) as dump rows.
+
+    The scores a harness or a leaderboard already computed: per row one episode whose
+    episode_end carries the score as reported_score, with no formula inputs. Scored, such
+    an episode's score is its reported score (formula version 'reported'); a rescore leaves
+    it as it is. Rows go to DUMP_ROOT/dump_date=<night>/scores-<FILE's name>-<path
+    key>.parquet, a file per table; importing the same table again writes nothing, a copy
+    of one imported is reported. Scores lie in [0, 1]: a table mostly above 1 (0-100) is
+    refused. Every row not imported is reported with every reason."""
     from flows.store.dumps import is_night
 
     if date is not None and not is_night(date):

@@ -29,8 +29,10 @@ from schemas.views import VIEWS, View
 
 @app.command()
 def formulas() -> None:
-    """List every formula version of every category and the default (what a new output
-    pins unless --formula says otherwise), then the tasks with a default of their own."""
+    """List every formula version and the defaults.
+
+    Every version of every category, and its default (what a new output pins unless
+    --formula says otherwise); then the tasks with a default of their own."""
     from transforms.registry import listing
 
     for key, default, description in listing():
@@ -105,9 +107,11 @@ def vacuum(
     ] = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Delete data files no table version of the last --retain needs, and the files of
-    killed runs never committed. Never run by any other command; --as-of to runs older than
-    --retain stops working. Only Parquet data files are deleted."""
+    """Delete the data files that no table version needs any more.
+
+    Those no table version of the last --retain needs, and the files of killed runs never
+    committed. Never run by any other command; --as-of to runs older than --retain stops
+    working. Only Parquet data files are deleted."""
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -136,10 +140,12 @@ def unlock(
     ],
     storage_option: StorageOpt = None,
 ) -> None:
-    """Break the lease of a run that is gone (killed, or its host down): it blocks the output
-    until its lease expires (6 h). Check first that the run is not going. Refused when
-    another run holds the lease or the run is alive on this host. The next run repairs what
-    the killed run left."""
+    """Break the lease of a run that is gone (killed, or its host down).
+
+    Such a lease blocks the output until it expires (6 h; a run on the host it names takes
+    it over once its process is gone, which status tells). Check first that the run is not
+    going. Refused when another run holds the lease or the run is alive on this host. The
+    next run repairs what the killed run left."""
     from flows.store.lease import break_lease
     from flows.store.output import Output
 
@@ -188,8 +194,11 @@ def status(
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """What OUT holds: nights, formula set (and nights off it), unscored counts, last runs,
-    table versions, the lease; with DUMP_ROOT, its nights new, changed or waiting."""
+    """What OUT holds, and which nights of DUMP_ROOT are new.
+
+    Its nights, formula set (and the nights off it), unscored counts, last runs, table
+    versions and the lease (stale where it names a process of this host that is gone); with
+    DUMP_ROOT, which of its nights are new, changed or waiting."""
     from flows.overview import status as status_of
     from flows.present.status import as_json, status_lines
     from flows.store.dumps import InputError
@@ -237,10 +246,11 @@ def compare(
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Every pair of models in a scope as the benchmark stands as of a night (--view night:
-    the night's own episodes): the difference a - b, its interval (at the level of the run
-    that scored the night), the Holm-corrected p-value, the verdict and the minimum
-    detectable effect."""
+    """Compare every pair of models as the benchmark stands as of a night.
+
+    In a scope (--view night: the night's own episodes): the difference a - b, its interval
+    (at the level of the run that scored the night), the Holm-corrected p-value, the verdict
+    and the minimum detectable effect."""
     from flows.overview import CompareChoiceError, comparisons, night_level
     from flows.present.status import as_json, comparison_lines
     from flows.store.output import Output
@@ -282,10 +292,11 @@ def sql(
     ] = None,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Run one DuckDB query that reads OUT: every table (as the latest finished run left it)
-    and the views of sql/views.sql (leaderboard, model_trend, formula_set, ...) are
-    registered, and nothing else can be read or written (no file, URL or extension; one
-    statement, a SELECT)."""
+    """Run one DuckDB query that reads OUT's tables and views.
+
+    Every table (as the latest finished run left it, or --as-of) and the views of
+    sql/views.sql (leaderboard, model_trend, formula_set, ...) are registered, and nothing
+    else can be read or written: no file, URL or extension; one statement, a SELECT."""
     from flows.present.sql import RefusedQuery, answer, connect, reading
     from flows.store.output import Output
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from flows.cli import LAST_WORDS, TYPED, app, command_line, internal_error, say
+from flows.cli import LAST_WORDS, TYPED, app, command_line, echo, internal_error, say
 from flows.cli.options import (
     DaskOpt,
     Engine,
@@ -117,7 +117,7 @@ def _usage_recorded(json_output: bool, engine: Engine) -> Iterator[None]:
                 exit_code=ExitCode.USAGE,
                 error=error.format_message(),
             )
-            typer.echo(json.dumps(record, default=str))
+            echo(json.dumps(record, default=str))
         raise
 
 
@@ -198,12 +198,12 @@ def _run(
         code, error = ExitCode.INTERNAL, internal_error(bug)
     if outcome is not None:
         for line in outcome_lines(outcome, view):
-            typer.echo(line)
+            echo(line)
         if report is not None and error is None:
             from flows.present.report import ReportError, write_report
 
             try:
-                typer.echo(f"report: {write_report(outcome.out, report, view=view)}")
+                echo(f"report: {write_report(outcome.out, report, view=view)}")
             except (ReportError, OSError) as failed:
                 code, error = ExitCode.USAGE, f"the report could not be written: {failed}"
     if error is not None and TYPED:  # the command: said last (``run``)
@@ -222,7 +222,7 @@ def _run(
             error=error,
             output=str(kwargs.get("out")),
         )
-        typer.echo(json.dumps(record, default=str))
+        echo(json.dumps(record, default=str))
     if code is not ExitCode.SUCCESS:
         raise typer.Exit(int(code))
 
@@ -315,8 +315,11 @@ def nightly(
     ] = None,
     **run: Any,
 ) -> None:
-    """Score only the dump_date partitions that are new or changed since the last run,
-    with OUT's formula set (with --runs: the harness runs that arrived imported first)."""
+    """Score the nights that are new or changed since the last run.
+
+    Only the dump_date partitions whose input (the sha256 of every file) differs from what
+    the runs table recorded are scored, with OUT's formula set; with --runs, the harness
+    runs that arrived are imported first."""
     options = _options(json_output, engine, storage_option, run)
     _run(
         engine,

@@ -7,7 +7,10 @@ was recorded in the runs table), scored again from those rows alone, and laid ou
 turns in order, each graded item (expected, answer, match kind, right or wrong, the
 harness's recorded verdict and whether they differ), the formula (version, weights,
 description) and its components, the score written and the score found again, and the
-harness's reported score.
+harness's reported score. An imported score (formula version ``reported``: a score table's
+row) has no transcript: the table gave the score alone, and nothing scores it again. As
+text, every value is whole (a long turn on the lines it has; README: no value is ever cut)
+and a float is shown as a person reads it (``flows.present.terminal.number``).
 
 ``read_transcripts`` does the reading for many episodes at once (the report's matrix): the
 episodes grouped by dump file, each file checked and read once, the items of all its
@@ -17,21 +20,30 @@ episodes graded in one plan; ``explain`` is that read for one episode, scored ag
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
-from flows.present.terminal import printable
+from flows.present.terminal import number, printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
-from flows.store.catalog import EPISODE_SCORES
-from flows.store.dumps import DumpFile, InputError, content_digest, read_schema, scan
+from flows.store.catalog import EPISODE_SCORES, REJECTS
+from flows.store.dumps import DumpFile, InputError, content_digest, is_night, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import Output
 from flows.store.state import OutputState
-from schemas.columns import AS_OF, COMPONENT_DTYPES, FORMULA_VERSION, SCORE, VERDICT_MISMATCHES
+from schemas.columns import (
+    AS_OF,
+    COMPONENT_DTYPES,
+    FORMULA_VERSION,
+    REASONS,
+    SCORE,
+    STATUS,
+    VERDICT_MISMATCHES,
+)
 from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
 from schemas.formulas import REPORTED
 from transforms.episodes import SEGMENT, in_episode_order
@@ -41,8 +53,14 @@ from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE
 from transforms.pipeline import score_rows
 from transforms.registry import REGISTRY, resolve
 
-# Text longer than this is folded on the terminal (``--json`` has it whole).
-FOLD: Final = 400
+# What an imported score's explanation says in place of its transcript (here and in the
+# report's panel).
+IMPORTED: Final = (
+    "an imported score (formula version reported): the table it came from gave the score "
+    "alone, so there is no transcript, item or component to show"
+)
+# The lines of a multi-line turn are shown below it, indented by this much.
+INDENT: Final = " " * 6
 
 
 class ExplainError(InputError):
@@ -60,16 +78,22 @@ class Which:
     task: str | None = None
     night: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.night is not None and not is_night(self.night):
+            raise ExplainError(f"--night {self.night!r} is not a date YYYY-MM-DD")
+
 
 def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str, Any]:
     """The explanation of one episode (see the module), as one JSON-ready object."""
     row = _episode_row(output, which, as_of)
+    if row[FORMULA_VERSION] == REPORTED:  # the score alone: nothing to read or score again
+        none: dict[str, Any] = {"recomputed_score": None, "recomputed_equal": None}
+        return {**episode_header(row), **none, "turns": [], "items": []}
     episode = pl.DataFrame([row]).select(Col.EPISODE_ID, DUMP_DATE, FILE)
     read = read_transcripts(output, episode, output.state(as_of), keep_rows=True)
     if row[Col.EPISODE_ID] in read.unreadable:
         raise ExplainError(read.unreadable[row[Col.EPISODE_ID]])
-    version = row[FORMULA_VERSION]
-    chosen = [] if version == REPORTED else [f"{row[Col.CATEGORY]}/{row[Col.TASK]}={version}"]
+    chosen = [f"{row[Col.CATEGORY]}/{row[Col.TASK]}={row[FORMULA_VERSION]}"]
     assert read.rows is not None
     again, _ = score_rows(read.rows.lazy(), resolve(chosen))
     found = again.collect()
@@ -214,7 +238,9 @@ def _episode_row(output: Output, which: Which, as_of: str | None) -> dict[str, A
         chosen = pl.col(Col.EPISODE_ID) == which.episode_id
         if which.night is not None:
             chosen &= pl.col(DUMP_DATE) == which.night
-        what = f"episode {which.episode_id!r}"
+        what = f"episode {which.episode_id!r} " + (
+            "on any night" if which.night is None else f"on {which.night}"
+        )
     else:
         if which.model is None or which.task is None:
             raise ExplainError("name an episode (--episode ID) or a model's task (--model, --task)")
@@ -224,18 +250,34 @@ def _episode_row(output: Output, which: Which, as_of: str | None) -> dict[str, A
             & (pl.col(Col.TASK) == which.task)
             & (pl.col(DUMP_DATE) == night)
         )
-        what = f"model {which.model!r} on task {which.task!r} on {night}"
+        what = f"episode of model {which.model!r} on task {which.task!r} on {night}"
     found = scores.filter(chosen).collect()
     if found.is_empty():
-        raise ExplainError(f"no scored episode of {what} in {output} (episode_scores)")
+        raise ExplainError(_not_scored(output, chosen, what, as_of))
     if found.height > 1:
         ids = ", ".join(f"{r[Col.EPISODE_ID]} ({r[DUMP_DATE]})" for r in found.head(10).to_dicts())
         more = f" and {found.height - 10} more" if found.height > 10 else ""
         raise ExplainError(
-            f"{found.height} scored episodes of {what}: name one with --episode (and --night): "
-            f"{ids}{more}"
+            f"{found.height} scored episodes match (an {what}): name one with --episode (and "
+            f"--night): {ids}{more}"
         )
     return found.row(0, named=True)
+
+
+def _not_scored(output: Output, chosen: pl.Expr, what: str, as_of: str | None) -> str:
+    """Why no scored episode is ``chosen``: the rejects that match it (status, night and
+    reasons: rejected episodes are not scored, never as 0), or that no table holds one."""
+    rejects = output.scan(REJECTS, as_of).filter(chosen).collect()
+    if rejects.is_empty():
+        return f"no {what} in {output}: neither scored (episode_scores) nor rejected (rejects)"
+    first = rejects.row(0, named=True)
+    reasons = "; ".join(first[REASONS] or []) or "no reason recorded"
+    one = f"{first[Col.EPISODE_ID]} ({first[STATUS]} on {first[DUMP_DATE]}: {reasons})"
+    more = f", and {rejects.height - 1} more" if rejects.height > 1 else ""
+    return (
+        f"no scored {what} in {output}: rejected, not scored: {one}{more} (cogscore sql "
+        f"{shlex.quote(str(output))} 'FROM rejects' lists every reject)"
+    )
 
 
 def _standing_night(output: Output, model: str, task: str, as_of: str | None) -> str:
@@ -302,52 +344,87 @@ def _turns(ordered: pl.DataFrame) -> pl.DataFrame:
 
 
 def explanation_lines(found: dict[str, Any]) -> list[str]:
-    """The explanation as text: long contents folded (``FOLD`` characters)."""
-
-    def fold(value: object) -> str:
-        text = printable("" if value is None else value)
-        return text if len(text) <= FOLD else f"{text[:FOLD]}… ({len(text)} characters)"
-
+    """The explanation as text, every value whole: a turn's content on its line, or where it
+    has several lines on its own lines below it (indented ``INDENT``); the terminal folds
+    what is longer than its width. Control characters are shown as escapes (``printable``),
+    floats as ``number`` shows them."""
     lines = [
         f"episode {printable(found['episode_id'])}: {printable(found['model'])} on "
         f"{printable(found['task'])} ({found['category']}), night {found['dump_date']}, "
         f"file {printable(found['file'])}",
-        f"score {found['score']!r} (formula {found['category']}={found['formula_version']}: "
-        f"{found['formula'] or 'a reported score'}); scored again from these turns: "
-        f"{found['recomputed_score']!r} ({'equal' if found['recomputed_equal'] else 'DIFFERENT'})",
     ]
+    if found["formula_version"] == REPORTED:
+        return [*lines, f"score {number(found['score'])}: {IMPORTED}"]
+    score, again = _shown(found["score"], found["recomputed_score"])
+    lines.append(
+        f"score {score} (formula {found['category']}={found['formula_version']}: "
+        f"{found['formula']}); scored again from these turns: {again} "
+        f"({'equal' if found['recomputed_equal'] else 'DIFFERENT'})"
+    )
     if found["components"]:
-        parts = ", ".join(f"{k} {v!r}" for k, v in found["components"].items())
+        parts = ", ".join(f"{k} {number(v)}" for k, v in found["components"].items())
         lines.append(f"components: {parts}")
     if found["weights"]:
-        lines.append("weights: " + ", ".join(f"{k} {v!r}" for k, v in found["weights"].items()))
+        lines.append(
+            "weights: " + ", ".join(f"{k} {number(v)}" for k, v in found["weights"].items())
+        )
     if found["reported_score"] is not None:
         same = "equal" if not found["score_mismatch"] else "DIFFERENT"
-        lines.append(f"the harness reported {found['reported_score']!r} ({same})")
+        _, reported = _shown(found["score"], found["reported_score"])
+        lines.append(f"the harness reported {reported} ({same})")
     if found["items"]:
         right = sum(item["right"] for item in found["items"])
         lines.append(f"items: {right} of {len(found['items'])} right")
-        for item in found["items"]:
-            mark = "right" if item["right"] else "WRONG"
-            harness = ""
-            if item["harness_verdict"] is not None:
-                said = "right" if item["harness_verdict"] else "wrong"
-                harness = f"; the harness said {said}" + (" (DIFFERS)" if item["differs"] else "")
-            lines.append(
-                f"  item {printable(item['item_id'])} (turn {item['turn']}, {item['match']}): "
-                f"{mark}: expected {fold(item['expected'])!s}, answered {fold(item['answer'])}"
-                f"{harness}"
-            )
+        lines += [_item_line(item) for item in found["items"]]
     lines.append(f"turns ({len(found['turns'])}):")
     for turn in found["turns"]:
-        extra = [
-            f"{k} {fold(v)}"
-            for k, v in turn.items()
-            if k not in (Col.TURN, Col.ROLE, Col.KIND, Col.CONTENT) and v is not None
-        ]
-        lines.append(
-            f"  [{turn.get(Col.TURN)}] {turn.get(Col.ROLE)} {turn.get(Col.KIND)}"
-            + (f" ({', '.join(extra)})" if extra else "")
-            + (f": {fold(turn.get(Col.CONTENT))}" if turn.get(Col.CONTENT) else "")
-        )
+        lines += _turn_lines(turn)
     return lines
+
+
+def _shown(score: float | None, other: float | None) -> tuple[str, str]:
+    """A score and another beside it, as ``number`` shows them; where they differ by less
+    than it shows, both in full (a difference is never hidden)."""
+    a, b = number(score), number(other)
+    return (repr(score), repr(other)) if a == b and not _equal(score, other) else (a, b)
+
+
+def _equal(a: float | None, b: float | None) -> bool:
+    return a == b or (a is not None and b is not None and _same(a, b))
+
+
+def _item_line(item: dict[str, Any]) -> str:
+    """A graded item in one line, its expected answer and answer whole."""
+    mark = "right" if item["right"] else "WRONG"
+    harness = ""
+    if item["harness_verdict"] is not None:
+        said = "right" if item["harness_verdict"] else "wrong"
+        harness = f"; the harness said {said}" + (" (DIFFERS)" if item["differs"] else "")
+    return (
+        f"  item {printable(item['item_id'])} (turn {item['turn']}, {item['match']}): "
+        f"{mark}: expected {_text(item['expected'])}, answered {_text(item['answer'])}"
+        f"{harness}"
+    )
+
+
+def _turn_lines(turn: dict[str, Any]) -> list[str]:
+    """A turn: its number, role, kind and what else it says, then its content (whole)."""
+    extra = [
+        f"{k} {_text(v)}"
+        for k, v in turn.items()
+        if k not in (Col.TURN, Col.ROLE, Col.KIND, Col.CONTENT) and v is not None
+    ]
+    head = f"  [{turn.get(Col.TURN)}] {turn.get(Col.ROLE)} {turn.get(Col.KIND)}" + (
+        f" ({', '.join(extra)})" if extra else ""
+    )
+    content = turn.get(Col.CONTENT)
+    if not content:
+        return [head]
+    if "\n" not in content:
+        return [f"{head}: {printable(content)}"]
+    return [f"{head}:", *(INDENT + printable(line) for line in content.split("\n"))]
+
+
+def _text(value: object) -> str:
+    """A value on the terminal, whole: text made printable, a float as ``number`` shows it."""
+    return number(value) if isinstance(value, float) else printable("" if value is None else value)

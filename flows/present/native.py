@@ -46,6 +46,16 @@ def drop_panics(lines: list[bytes]) -> list[bytes]:
     return kept
 
 
+def _write(real: int, lines: list[bytes]) -> None:
+    """``lines`` to descriptor ``real``; dropped where its reader went away (``2>&1 | head``):
+    the filter goes on reading, so that no native writer blocks on a full pipe."""
+    for line in lines:
+        try:
+            os.write(real, line)
+        except BrokenPipeError:
+            return
+
+
 class NativeStderr:
     """Descriptor 2 through the filter while entered (``with NativeStderr():``)."""
 
@@ -87,11 +97,9 @@ class NativeStderr:
                     continue  # a blank line: it may open a panic block
                 if any(PANIC.match(p) for p in pending) and not END.match(line):
                     continue  # a panic block: wait for its end
-                for kept in drop_panics(pending):
-                    os.write(real, kept)
+                _write(real, drop_panics(pending))
                 pending = []
-        for kept in drop_panics(pending):
-            os.write(real, kept)
+        _write(real, drop_panics(pending))
 
     def __exit__(self, *exc: object) -> None:
         if self._real is None:

@@ -7,6 +7,7 @@ rich tables rendered to plain lines."""
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import sys
 import time
@@ -110,6 +111,22 @@ def printable(text: object) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def number(value: object) -> str:
+    """A value as a person reads it: a float to 12 significant digits, short of the binary
+    noise of its arithmetic (a score the tables keep as 0.43500000000000005 reads 0.435; one
+    a formula rounds to 4 decimals, 0.1562, stays as it is; --json and the tables have every
+    bit), anything else as ``str``.
+
+    >>> number(0.43500000000000005), number(0.1562), number(1.0), number(1 / 3), number(7)
+    ('0.435', '0.1562', '1.0', '0.333333333333', '7')
+    >>> number(2.5e-17), number(float("nan"))
+    ('2.5e-17', 'nan')
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(float(f"{value:.12g}"))
+    return str(value)
+
+
 WIDTH = 100
 
 
@@ -144,6 +161,7 @@ __all__ = [
     "RunProgress",
     "TerminalProgress",
     "line_width",
+    "number",
     "printable",
     "progress_bar",
     "progress_for",

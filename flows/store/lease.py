@@ -10,8 +10,10 @@ wins. `release()` deletes the lease only if it is still ours.
 Time to live: 6 hours by default, renewed after every night a run commits (`renew()`). A night
 of scoring takes minutes here, so a lease that is not renewed for 6 hours belongs to a dead
 run; a run that does outlive its lease finds out at the next renewal (`LeaseLost`) and stops.
-A run killed with -9 blocks the output until its lease expires, or until someone deletes the
-lease object by hand after checking that the run named in it is gone.
+A run killed with -9 leaves its lease behind. On the host it names, the lease is stale as
+soon as its process is gone (`_dead`): the next run there takes it over, and `cogscore status`
+says so. From another host nothing tells whether the run is gone: its lease blocks the output
+until it expires, or until `cogscore unlock OUT --run RUN_ID` (`break_lease`) breaks it.
 
 Release is read-then-delete (object stores have no conditional delete through obstore); the
 one unsafe moment is a run releasing at the very instant its expired lease is taken over, which
@@ -30,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import socket
 import sys
 import uuid
@@ -261,11 +264,20 @@ def check_conditional_writes(location: Location, allow_unsafe: bool = False) -> 
 
 def lease_holder(location: Location) -> str | None:
     """Who holds the lease of the output at ``location`` now (a run in flight, or a killed
-    one's), if anyone."""
+    one's), if anyone. A lease of this host whose process is gone (``kill -9``) is stale
+    before it expires, and said so: the next run on this host takes it over (``acquire``),
+    and ``cogscore unlock`` frees it at once. Of another host's, nothing can be told here."""
     held = objects.get_object(location, LEASE_KEY)
     if held is None:
         return None
     try:
-        return Holder.from_json(held.data).describe()
+        holder = Holder.from_json(held.data)
     except (ValueError, KeyError, TypeError):
         return "unreadable lease object"
+    if not _dead(holder):
+        return holder.describe()
+    unlock = shlex.join(["cogscore", "unlock", location.display, "--run", holder.run_id])
+    return (
+        f"{holder.describe()}; stale: its process {holder.pid} is gone (this host), the next "
+        f"run here takes the lease over, and `{unlock}` frees it now"
+    )

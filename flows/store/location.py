@@ -104,6 +104,23 @@ class Location:
         host = parts.netloc.rsplit("@", 1)[-1]
         return f"{parts.scheme}://{host}{parts.path}"
 
+    def file_in_the_way(self) -> str | None:
+        """Where a local location cannot be a folder: it, or the nearest path above it that
+        exists, is a file (None where it is or can be a folder, and for a URL: its store
+        answers for it).
+
+        >>> Location.parse(f"{os.__file__}/out").file_in_the_way() == os.__file__
+        True
+        >>> Location.parse(os.path.dirname(os.__file__)).file_in_the_way() is None
+        True
+        """
+        if not self.is_local:
+            return None
+        path = self.uri
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        return None if os.path.isdir(path) else path
+
     def child(self, name: str) -> Location:
         """The location `name` (a relative path, `/`-separated) below this one.
 

@@ -79,7 +79,15 @@ class Output:
         read commands and ``vacuum`` never answer "empty" for a mistyped path, nor create
         anything there. ``unfinished``: also an output that holds only what a first run
         killed before its commit left (``unfinished``), which ``status``, ``history``,
-        ``vacuum`` and ``unlock`` can tell about and clean up."""
+        ``vacuum`` and ``unlock`` can tell about and clean up. A local ``OUT`` that is a file
+        (or below one) is ``NoOutput`` too: bad input, not a store that fails."""
+        blocked = self.location.file_in_the_way()
+        if blocked is not None:
+            what = "is" if blocked == self.location.uri else f"is inside {blocked}, which is"
+            raise NoOutput(
+                f"{self.display} {what} a file, not a folder: OUT is the folder a score or "
+                "nightly run writes its tables to"
+            )
         if delta.table_version(self.location, RUNS) is not None:
             return self
 

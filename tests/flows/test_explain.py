@@ -8,6 +8,8 @@ file, each file once, and give each episode what ``explain`` gives it."""
 from __future__ import annotations
 
 import json
+import math
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -17,12 +19,23 @@ import pytest
 from typer.testing import CliRunner
 
 import flows.present.explain
+from flows import runs
 from flows.cli import app
-from flows.present.explain import ExplainError, Which, explain, read_transcripts
+from flows.importers.scores import import_scores
+from flows.present.explain import (
+    INDENT,
+    ExplainError,
+    Which,
+    explain,
+    explanation_lines,
+    read_transcripts,
+)
+from flows.present.terminal import printable
 from flows.store.output import Output
 from tests.learningbench import scored_real_runs
 from tests.tables import read_table
 
+EXAMPLE_DUMP = Path(__file__).parents[2] / "examples" / "dump"
 GRADED = ("associative_learning", "concept_formation", "language_learning",
           "observational_learning")  # fmt: skip
 
@@ -90,7 +103,108 @@ def test_a_transcript_changed_since_it_was_scored_is_refused(scored: Path, tmp_p
 
 def test_an_unknown_episode_is_named(scored: Path) -> None:
     result = CliRunner().invoke(app, ["explain", str(scored / "out"), "--episode", "nope"])
-    assert result.exit_code == 2 and "no scored episode of episode 'nope'" in result.output
+    assert result.exit_code == 2 and "no episode 'nope' on any night" in result.output
+    assert "neither scored (episode_scores) nor rejected (rejects)" in result.output
+
+
+def test_an_episode_not_scored_names_its_night_and_its_reject(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert CliRunner().invoke(app, ["score", str(EXAMPLE_DUMP), "--out", str(out)]).exit_code == 0
+    rejected = read_table(out, "rejects").drop_nulls("episode_id").row(0, named=True)
+    night = rejected["dump_date"]
+    for which in (
+        ["--episode", rejected["episode_id"], "--night", night],
+        ["--episode", rejected["episode_id"]],
+    ):
+        result = CliRunner().invoke(app, ["explain", str(out), *which])
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.output.split())
+        assert "rejected, not scored" in said and "'FROM rejects'" in said, said
+        assert f"{rejected['episode_id']} ({rejected['status']} on {night}: " in said
+    for which in (
+        ["--episode", rejected["episode_id"], "--night", "2020-01-01"],
+        ["--model", rejected["model"], "--task", rejected["task"], "--night", "2020-01-01"],
+    ):
+        result = CliRunner().invoke(app, ["explain", str(out), *which])
+        assert result.exit_code == 2 and "on 2020-01-01" in result.output, result.output
+        assert "neither scored (episode_scores) nor rejected (rejects)" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--model", "m", "--task", "t", "--night", "yesterday"], "'yesterday' is not a date"),
+        (["--episode", "e", "--night", "2026-02-30"], "'2026-02-30' is not a date"),
+        (["--episode", "e", "--model", "m"], "give --episode alone, or --model and --task"),
+        (["--episode", "e", "--task", "t"], "give --episode alone, or --model and --task"),
+    ],
+)
+def test_explain_refuses_what_it_cannot_honour(scored: Path, args: list[str], said: str) -> None:
+    result = CliRunner().invoke(app, ["explain", str(scored / "out"), *args])
+    assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_every_value_is_shown_whole(scored: Path) -> None:
+    output = Output.at(scored / "out")
+    longest = 0
+    for row in read_table(scored / "out", "episode_scores").iter_rows(named=True):
+        found = explain(output, Which(row["episode_id"]))
+        text = "\n".join(explanation_lines(found)) + "\n"
+        for turn in found["turns"]:
+            content = turn["content"]
+            if content and "\n" in content:  # its lines below it, each whole
+                block = "\n".join(INDENT + printable(line) for line in content.split("\n"))
+                assert f":\n{block}\n" in text
+            elif content:
+                assert f": {printable(content)}\n" in text
+            longest = max(longest, len(content or ""))
+        for item in found["items"]:
+            assert f"expected {printable(item['expected'])}, answered " in text
+            assert f"answered {printable(item['answer'])}" in text
+    assert longest > 100_000  # the real runs' 114 kB turn, whole
+
+
+def test_every_float_is_shown_as_read_without_binary_noise(scored: Path) -> None:
+    output = Output.at(scored / "out")
+    scores = read_table(scored / "out", "episode_scores")
+    noisy = [s for s in scores["score"] if len(repr(s).replace(".", "").lstrip("0")) > 12]
+    assert noisy  # 0.43500000000000005 among the real runs' scores
+    for row in scores.iter_rows(named=True):
+        found = explain(output, Which(row["episode_id"]))
+        head = "\n".join(explanation_lines(found)).split("\nturns (")[0]
+        # No float printed with the binary noise of its arithmetic (17 significant digits):
+        for shown in re.findall(r"\d+\.\d+(?:e-?\d+)?", head):
+            assert len(shown.split("e")[0].replace(".", "").lstrip("0")) <= 12, shown
+        (score,) = re.findall(r"^score (\S+) ", head.splitlines()[1])
+        assert math.isclose(float(score), row["score"], rel_tol=1e-12, abs_tol=1e-15)
+
+
+def test_a_score_that_differs_below_what_is_shown_is_shown_in_full(scored: Path) -> None:
+    row = (
+        read_table(scored / "out", "episode_scores").filter(pl.col("score") > 0).row(0, named=True)
+    )
+    found = explain(Output.at(scored / "out"), Which(row["episode_id"]))
+    off = math.nextafter(found["score"], 2.0)  # one ulp: no formula's difference, a bug's
+    line = explanation_lines({**found, "recomputed_score": off, "recomputed_equal": False})[1]
+    assert f"score {found['score']!r} " in line
+    assert f"scored again from these turns: {off!r} (DIFFERENT)" in line
+
+
+def test_an_imported_score_is_said_to_have_no_transcript(tmp_path: Path) -> None:
+    table = tmp_path / "scores.csv"
+    table.write_text(
+        "model,task,category,score,dump_date\nm1,t1,concept_formation,0.5,2026-12-01\n"
+    )
+    import_scores(table, tmp_path / "dump")
+    runs.nightly(tmp_path / "dump", tmp_path / "out")
+    args = ["explain", str(tmp_path / "out"), "--model", "m1", "--task", "t1"]
+    found = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert found["formula_version"] == "reported" and found["score"] == 0.5
+    assert found["recomputed_equal"] is None and found["recomputed_score"] is None
+    assert found["turns"] == [] and found["items"] == []
+    text = CliRunner().invoke(app, args).stdout
+    assert "score 0.5: an imported score (formula version reported)" in text
+    assert "no transcript" in text and "scored again" not in text and "turns" not in text
 
 
 def test_many_episodes_read_at_once_are_each_what_explain_shows(

@@ -37,7 +37,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.present.explain import episode_header, read_transcripts
+from flows.present.explain import IMPORTED, episode_header, read_transcripts
 from flows.present.report.figures import Section, script_json
 from flows.present.report.read import Warehouse
 from flows.store.catalog import EPISODE_SCORES
@@ -58,11 +58,6 @@ RANK: Final = "rank_in_cell"  # 0, 1, … by episode id within a cell
 N_IN_CELL: Final = "episodes_in_cell"
 ROW, COLUMN = "row", "column"
 CELL_KEY: Final = [Col.MODEL, Col.CATEGORY, Col.TASK, DUMP_DATE]
-
-IMPORTED: Final = (
-    "an imported score (formula version reported): the table it came from gave the score "
-    "alone, so there is no transcript, item or component to show"
-)
 
 
 @dataclass(frozen=True)
