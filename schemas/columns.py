@@ -112,6 +112,13 @@ VERDICT_MISMATCHES: Final = "verdict_mismatches"
 REPLIES_WITHOUT_USAGE: Final = "replies_without_usage"
 
 
+# Contract 1.4: why an episode's usage was refused (``usage_invalid``: the turn, the column
+# and its value beyond the contract's bounds), its measures then null; null where its usage,
+# if any, is kept. The episode's score is kept either way: usage never decides whether it
+# counts.
+USAGE_REFUSED: Final = "usage_refused"
+
+
 USAGE_EPISODES: Final = "usage_episodes"
 
 
@@ -193,6 +200,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     VERDICT_MISMATCHES: pl.Int64(),
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
+    USAGE_REFUSED: pl.String(),
 }
 
 
@@ -381,6 +389,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},  # contract 1.3
     **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
+    USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
 }
 
 
@@ -426,4 +435,5 @@ RUN_COUNTS: Final = (
     "warnings_feedback_out_of_range",
     "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
     "episodes_verdict_mismatch",
+    "episodes_usage_refused",  # contract 1.4 (null in rows of earlier runs)
 )

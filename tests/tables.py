@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from deltalake import DeltaTable
@@ -35,6 +36,34 @@ def read_table(out: Path | str, name: str) -> pl.DataFrame:
         frame = frame.with_columns(pl.col("dump_date").cast(pl.String))
     columns = [c for c in frame.columns if frame[c].dtype != pl.List(pl.String)]
     return frame.select(sorted(frame.columns)).sort(columns, nulls_last=True)
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON is (RFC 8259): no NaN or Infinity, which Python's ``json``
+    reads and writes but no Delta reader parses (a log holding one wedges its table)."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"{token} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def assert_finite_everywhere(out: Path) -> None:
+    """Every Delta log of ``out`` is JSON, the statistics of its add actions too, and no
+    float of any table at its pinned version is NaN or infinite (issue 46)."""
+    logs = sorted(out.rglob("_delta_log/*.json"))
+    assert logs
+    for log in logs:
+        for line in log.read_text().splitlines():
+            stats = strict_json(line).get("add", {}).get("stats")
+            if stats:
+                strict_json(stats)
+    for name in latest_versions(out):
+        table = read_table(out, name)
+        for column, dtype in table.schema.items():
+            if dtype.is_float():
+                values = table[column].drop_nulls()
+                assert values.is_finite().all(), (name, column)
 
 
 def read_tables(out: Path | str, names: tuple[str, ...] = CORE_TABLES) -> dict[str, pl.DataFrame]:

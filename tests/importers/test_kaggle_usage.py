@@ -98,8 +98,13 @@ def test_a_requests_usage_goes_on_its_reply_row_only() -> None:
     assert (episode["input_tokens"], episode["replies_without_usage"]) == (10, 1)
 
 
-def test_a_negative_cost_in_a_run_is_written_and_rejected_by_the_scorer() -> None:
+def test_a_negative_cost_in_a_run_is_written_and_its_usage_refused_by_the_scorer() -> None:
+    """Contract 1.4: the episode is scored, its usage refused (1.3 rejected the episode)."""
     rows = _rows([Request("c", (("user", "x"),), "a", Usage(10, 2, -5, 40))])
+    assert rows["cost_usd"].drop_nulls().to_list() == [-5e-9]
     scores, rejects = run_pipeline([{**r, "file": "f"} for r in rows.to_dicts()])
-    assert scores.is_empty()
-    assert rejects["rules"].to_list() == [["usage_invalid"]]
+    assert rejects.is_empty()
+    assert scores.select("score", "cost_usd", "input_tokens").rows() == [(1.0, None, None)]
+    assert scores["usage_refused"].to_list() == [
+        "usage_invalid: turn 2: cost_usd = -5e-9, outside [0, 1000]"
+    ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -34,6 +33,7 @@ from flows.store.errors import LegacyLayout, StorageError
 from flows.store.location import Location
 from tests.s3server import free_port
 from tests.store.frames import night_frame
+from tests.tables import strict_json
 
 
 def files_by_night(out: Location, table: str, version: int | None = None) -> dict:
@@ -415,16 +415,6 @@ def test_a_data_files_statistics_are_its_values(rows: list[tuple[object, ...]]) 
     }
     frame = pl.DataFrame(rows, schema=schema, orient="row")
     assert strict_json(_stats(frame)) == reference_stats(frame)
-
-
-def strict_json(text: str) -> object:
-    """``text`` parsed as JSON is (RFC 8259): no NaN or Infinity, which Python's ``json``
-    reads and writes but no Delta reader parses (a log holding one wedges its table)."""
-
-    def refuse(token: str) -> object:
-        raise ValueError(f"{token} is not JSON")
-
-    return json.loads(text, parse_constant=refuse)
 
 
 def test_an_infinite_value_leaves_its_bound_out_of_the_statistics() -> None:
