@@ -127,6 +127,14 @@ def _invalid_value() -> pl.Expr:
     return said
 
 
+def invalid_usage(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Contract 1.4: the assistant rows of ``rows`` that carry a usage value no call can
+    have, in the rows' order, each as ``turn 3: cost_usd = 1e+308, outside [0, 1000]``
+    (column ``usage_invalid``): what an importer flags before the scorer refuses it."""
+    said = pl.format("turn {}: {}", pl.col(Col.TURN), _invalid_value()).alias(USAGE_INVALID)
+    return rows.filter(pl.col(Col.ROLE) == USAGE_ROLE).select(said).drop_nulls()
+
+
 _INVALID_ROWS: Final = "__usage_invalid_rows"
 _FIRST_INVALID: Final = "__usage_first_invalid"
 _RAW: Final = "__usage_raw_"  # an episode's sum of a measure in the widest type (``_summed``)
