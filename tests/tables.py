@@ -5,6 +5,7 @@ cogscore did not write), at the versions the latest finished run recorded."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,29 @@ def assert_finite_everywhere(out: Path) -> None:
             if dtype.is_float():
                 values = table[column].drop_nulls()
                 assert values.is_finite().all(), (name, column)
+
+
+def with_infinite_stats(commit: bytes, column: str) -> bytes:
+    """A Delta commit file's content with ``column``'s bounds in the statistics of its add
+    actions made infinite, written as cogscore wrote a staged file's statistics before
+    contract 1.4 (Python's ``json``: ``Infinity``, which no Delta reader parses)."""
+    lines = commit.decode().split("\n")
+    for i, line in enumerate(lines):
+        action = json.loads(line) if line.strip() else {}
+        if "add" in action:
+            stats = json.loads(action["add"]["stats"])
+            stats["minValues"][column] = -math.inf
+            stats["maxValues"][column] = math.inf
+            action["add"]["stats"] = json.dumps(stats)
+            lines[i] = json.dumps(action, separators=(",", ":"))
+    return "\n".join(lines).encode()
+
+
+def break_latest_commit(out: Path, table: str, column: str) -> Path:
+    """``with_infinite_stats`` on the latest commit of ``out``'s ``table`` (a local output)."""
+    commit = sorted((out / table / "_delta_log").glob("*.json"))[-1]
+    commit.write_bytes(with_infinite_stats(commit.read_bytes(), column))
+    return commit
 
 
 def read_tables(out: Path | str, names: tuple[str, ...] = CORE_TABLES) -> dict[str, pl.DataFrame]:
