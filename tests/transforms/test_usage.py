@@ -9,6 +9,7 @@ import operator
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -277,3 +278,21 @@ def test_task_totals_that_do_not_fit_are_null_above_the_task() -> None:
     assert tasks.collect()["mean_tokens"].to_list() == [2.0**63] * 2
     model = model_scores(tasks, category_scores(tasks)).collect().row(0, named=True)
     assert (model[INPUT_TOKENS], model[COST_USD], model[USAGE_EPISODES]) == (None, None, 2)
+
+
+def test_an_episode_whose_sum_would_not_fit_has_its_usage_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Replies within the contract's bounds never come near int64's limit (9 x 10^9 of them
+    would); with the bound lifted, two replies of 5e18 tokens each (legal int64s, summed to
+    a negative int64 before, which failed the run) refuse the episode's usage, which says
+    so; the score is kept."""
+    monkeypatch.setitem(USAGE_MAXIMA, INPUT_TOKENS, 2**63 - 1)
+    body = [_reply(input_tokens=5 * 10**18, cost_usd=0.5) for _ in range(2)]
+    scores, rejects = run_pipeline(_episode("e", *body))
+    assert rejects.is_empty()
+    episode = scores.row(0, named=True)
+    assert episode["score"] == 1.0 and episode[INPUT_TOKENS] is None and episode[COST_USD] is None
+    assert episode["usage_refused"] == (
+        "usage_invalid: the episode's sum of input_tokens does not fit its type"
+    )
