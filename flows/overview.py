@@ -125,6 +125,11 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
             }
             for night, entry in nights.items()
         },
+        # Contract 1.4: per night, episodes scored whose usage was refused (null: scored
+        # before cogscore bounded usage).
+        "usage_refused": {
+            night: entry.counts.get("episodes_usage_refused") for night, entry in nights.items()
+        },
         "table_versions": output.versions(),
         "last_runs": [
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}

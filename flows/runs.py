@@ -270,6 +270,12 @@ def held_run(
         if dry_run:
             return work(DryRun())
         with output.writing(context.run_id, context.command) as writer:
+            if writer.healed:
+                log().warning(
+                    "rewrote the statistics that were not JSON (Infinity, written by cogscore "
+                    "before contract 1.4) of %s",
+                    ", ".join(f"{t}/{c}" for t, commits in writer.healed.items() for c in commits),
+                )
             if output.runs_version() == seen:
                 return work(writer)
         log().info("another run committed to %s meanwhile: planning again", output)

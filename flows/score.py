@@ -38,6 +38,7 @@ from schemas.columns import (
     SCORE,
     SCORE_MISMATCH,
     STATUS,
+    USAGE_REFUSED,
     VERDICT_MISMATCHES,
     EpisodeStatus,
 )
@@ -75,12 +76,14 @@ MISMATCHES_LISTED: Final = 20  # named in a run's record; the table holds every 
 class Mismatches:
     """Contract 1.2, of some episodes: how many were scored other than the harness reported,
     how many have item verdicts other than the harness's, and the first few of the former
-    (by night and episode id). Counted where the whole rows are (a staged file keeps only
-    the held columns: issue 17's 100 bytes an episode)."""
+    (by night and episode id); contract 1.4: how many had their usage refused (scored all
+    the same). Counted where the whole rows are (a staged file keeps only the held columns:
+    issue 17's 100 bytes an episode)."""
 
     scores: int = 0
     verdicts: int = 0
     listed: list[dict[str, Any]] = field(default_factory=list)
+    usage_refused: int = 0
 
     @classmethod
     def of(cls, scores: pl.DataFrame) -> Mismatches:
@@ -88,7 +91,8 @@ class Mismatches:
         keys = [DUMP_DATE, Col.EPISODE_ID, Col.MODEL, Col.TASK, SCORE, REPORTED_SCORE]
         first = differ.sort(DUMP_DATE, Col.EPISODE_ID).head(MISMATCHES_LISTED).select(keys)
         verdicts = int((scores[VERDICT_MISMATCHES] > 0).sum())
-        return cls(differ.height, verdicts, first.to_dicts())
+        refused = int(scores[USAGE_REFUSED].is_not_null().sum())
+        return cls(differ.height, verdicts, first.to_dicts(), refused)
 
     @classmethod
     def total(cls, parts: Iterable[Mismatches]) -> Mismatches:
@@ -101,6 +105,7 @@ class Mismatches:
             sum(m.scores for m in every),
             sum(m.verdicts for m in every),
             listed[:MISMATCHES_LISTED],
+            sum(m.usage_refused for m in every),
         )
 
 
@@ -140,6 +145,8 @@ class ScoreResult:
             # and whose declarative verdicts differ from the harness's recorded ones.
             "episodes_score_mismatch": self.mismatches.scores,
             "episodes_verdict_mismatch": self.mismatches.verdicts,
+            # Contract 1.4: episodes scored whose usage was refused (``usage_invalid``).
+            "episodes_usage_refused": self.mismatches.usage_refused,
         }
 
 

@@ -6,6 +6,7 @@ in ``schemas.tables`` (the health tables in ``schemas.health``)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -112,6 +113,13 @@ VERDICT_MISMATCHES: Final = "verdict_mismatches"
 REPLIES_WITHOUT_USAGE: Final = "replies_without_usage"
 
 
+# Contract 1.4: why an episode's usage was refused (``usage_invalid``: the turn, the column
+# and its value beyond the contract's bounds), its measures then null; null where its usage,
+# if any, is kept. The episode's score is kept either way: usage never decides whether it
+# counts.
+USAGE_REFUSED: Final = "usage_refused"
+
+
 USAGE_EPISODES: Final = "usage_episodes"
 
 
@@ -193,6 +201,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     VERDICT_MISMATCHES: pl.Int64(),
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
+    USAGE_REFUSED: pl.String(),
 }
 
 
@@ -320,6 +329,13 @@ def real_column(nullable: bool = False, ge: float | None = None, unit: bool = Fa
     return Column(pl.Float64(), nullable, ge=ge, unit=unit)
 
 
+def usage_column() -> Column:
+    """A usage total (cost, latency, tokens per episode), contract 1.4: null or a finite
+    number at least 0; at most float64's largest, so an infinite or NaN total fails the
+    table's validation before it is written (none is made: ``transforms.usage.fitting``)."""
+    return Column(pl.Float64(), nullable=True, ge=0.0, le=sys.float_info.max)
+
+
 CATEGORIES: Final = tuple(str(c) for c in Category)
 
 
@@ -379,8 +395,9 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     SCORE_MISMATCH: Column(pl.Boolean(), nullable=True),
     VERDICT_MISMATCHES: count_column(nullable=True),
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},  # contract 1.3
-    **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
+    **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
+    USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
 }
 
 
@@ -392,7 +409,7 @@ USAGE_RULES: Final[dict[str, Column]] = {
     USAGE_EPISODES: count_column(nullable=True),
     USAGE_INCOMPLETE: count_column(nullable=True),
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
-    **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
+    **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
 }
 
 
@@ -426,4 +443,5 @@ RUN_COUNTS: Final = (
     "warnings_feedback_out_of_range",
     "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
     "episodes_verdict_mismatch",
+    "episodes_usage_refused",  # contract 1.4 (null in rows of earlier runs)
 )

@@ -1,4 +1,4 @@
-"""Names, kinds and enums of the transcript dump contract, version 1.3.
+"""Names, kinds, enums and bounds of the transcript dump contract, version 1.4.
 
 This module is the single source of column names, dtypes and enum values: every other
 module refers to them through it. The contract itself is ``docs/contract.md`` (a test holds
@@ -12,7 +12,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = "1.3"
+CONTRACT_VERSION: Final = "1.4"
 
 
 class Col(StrEnum):
@@ -60,6 +60,16 @@ USAGE_DTYPES: Final[dict[str, pl.DataType]] = {
     OUTPUT_TOKENS: pl.Int64(),
     COST_USD: pl.Float64(),
     LATENCY_MS: pl.Float64(),
+}
+# Contract 1.4: the most one reply's call can record, per measure (``docs/contract.md``,
+# "Usage": why these). A value above its bound, or negative, or NaN or infinite, is no
+# call's: the episode's usage is refused (``usage_invalid``), its score kept. With every
+# reply bounded, no sum of them reaches int64's or float64's limits in any table.
+USAGE_MAXIMA: Final[dict[str, int | float]] = {
+    INPUT_TOKENS: 1_000_000_000,
+    OUTPUT_TOKENS: 1_000_000_000,
+    COST_USD: 1_000.0,
+    LATENCY_MS: 7 * 24 * 3600 * 1000.0,  # a week
 }
 OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
     INSTANCE_ID: pl.String(),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Final
 
+from schemas import rules
 from schemas.contract import Category
 
 UPSTREAM_CATEGORIES: Final[dict[str, Category]] = {
@@ -59,6 +60,8 @@ class Reason(StrEnum):
     # than its slug: imported as the slug's (the harness wrote it from the model that answered)
     REPLACED = "replaced"  # the night held the rows of another version of this run (the same
     # file name and start time, other content), imported earlier: replaced by this one's
+    USAGE_INVALID = rules.USAGE_INVALID  # a request's usage is beyond contract 1.4's bounds:
+    # written as it is; the scorer scores the episode and refuses its usage
 
 
 # The reasons that still write rows.
@@ -69,6 +72,7 @@ IMPORTED_WITH_NOTE: Final = frozenset(
         Reason.REPLY_MISSING,
         Reason.MODEL_MISMATCH,
         Reason.REPLACED,
+        Reason.USAGE_INVALID,
     }
 )
 

@@ -7,6 +7,7 @@ rejects row says the details (column, turn, item) in words a harness author unde
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 
 class Rule(StrEnum):
@@ -46,11 +47,15 @@ class Rule(StrEnum):
     ROUND_MISSING_NUMBER = "round_missing_number"
     DUPLICATE_ROUND = "duplicate_round"
     WRONG_ROUND_COUNT = "wrong_round_count"
-    # Usage (contract 1.3)
-    USAGE_INVALID = "usage_invalid"
     # Not the model's failure
     HARNESS_ERROR = "harness_error"
     # Whole files
     FILE_UNREADABLE = "file_unreadable"
     MISSING_COLUMN = "missing_column"
     WRONG_COLUMN_TYPE = "wrong_column_type"
+
+
+# Contract 1.4: the code of an episode's usage refused (``episode_scores.usage_refused``: an
+# assistant row's usage value beyond the contract's bounds, ``schemas.contract.USAGE_MAXIMA``).
+# Not a ``Rule``: usage never decides whether an episode is scored (1.3 rejected the episode).
+USAGE_INVALID: Final = "usage_invalid"

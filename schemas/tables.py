@@ -51,6 +51,7 @@ from schemas.columns import (
     count_column,
     real_column,
     text_column,
+    usage_column,
 )
 from schemas.comparisons import (
     ALERT_LEVEL,
@@ -175,7 +176,7 @@ TASK_SCORES_TABLE: Final = Table(
         STD: real_column(nullable=True, ge=0.0),
         FORMULA_VERSION: text_column(),
         **USAGE_RULES,
-        MEAN_TOKENS: real_column(nullable=True, ge=0.0),
+        MEAN_TOKENS: usage_column(),
         **PROVENANCE_RULES,
     },
     sort=(Col.MODEL, Col.CATEGORY, Col.TASK),

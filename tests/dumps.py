@@ -472,16 +472,23 @@ def rule_dump() -> tuple[list[Row], Expected]:
         [item("r1", "yes", match=Match.RECORDED), answer("r1", "yes"), *_assoc_turns()],
         {Rule.RECORDED_WITHOUT_VERDICT},
     )
-    # Contract 1.3: usage no call can have, on an assistant row; elsewhere it is not read.
+    # Contract 1.4: usage no call can have, on an assistant row (negative, or beyond the
+    # most one reply records): the usage is refused, the episode scored (1.3 rejected it);
+    # elsewhere usage is not read.
     add(
         AL,
-        "bad-usage",
+        "ok-usage-refused",
         F0,
         [
             message(Role.ASSISTANT, "Thinking.", input_tokens=-3, output_tokens=5),
             *_assoc_turns(),
         ],
-        {Rule.USAGE_INVALID},
+    )
+    add(
+        AL,
+        "ok-usage-beyond-bound",
+        F0,
+        [message(Role.ASSISTANT, "Thinking.", cost_usd=1e308), *_assoc_turns()],
     )
     add(
         AL,

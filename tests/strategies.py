@@ -37,6 +37,7 @@ from schemas.contract import (
     REPORTED_SCORE,
     REQUIRED,
     USAGE_DTYPES,
+    USAGE_MAXIMA,
     VERDICT,
     Category,
     Col,
@@ -733,12 +734,16 @@ def _non_finite(draw: Draw, rows: list[Row]) -> None:
 
 
 def _bad_usage(draw: Draw, rows: list[Row]) -> None:
-    """Contract 1.3: on an assistant row, a usage value no call can have."""
+    """Contract 1.4: on an assistant row, a usage value no call can have (negative, not
+    finite, or above the most one reply can record: its bound, or far above it)."""
     column = draw(st.sampled_from(list(USAGE_DTYPES)))
+    bound = USAGE_MAXIMA[column]
     if USAGE_DTYPES[column] == pl.Int64():
-        bad: Any = draw(st.integers(-(10**6), -1))
+        above = st.sampled_from([int(bound) + 1, 5 * 10**18, 2**63 - 1])
+        bad: Any = draw(st.integers(-(10**6), -1) | above)
     else:
-        bad = draw(st.sampled_from([math.nan, math.inf, -math.inf, -0.5, -1e-300]))
+        above = st.sampled_from([bound * (1 + 1e-15), 1e9, 1e15, 1e308])
+        bad = draw(st.sampled_from([math.nan, math.inf, -math.inf, -0.5, -1e-300]) | above)
     mine = [r for r in rows if r.get(Col.ROLE) == Role.ASSISTANT]
     if mine:
         draw(st.sampled_from(mine))[column] = bad
@@ -748,15 +753,22 @@ def _bad_usage(draw: Draw, rows: list[Row]) -> None:
 
 @functools.cache
 def usage_values() -> st.SearchStrategy[dict[str, Any]]:
-    """Contract 1.3: some of a call's usage (costs whose sums depend on the order added)."""
+    """Contract 1.3: some of a call's usage (costs whose sums depend on the order added);
+    1.4: now and then the most one reply can record (its bound, which is kept)."""
     cost = st.sampled_from([0.1, 0.2, 0.3, 1e-9, 3.5e-5]) | st.floats(0.0, 100.0)
+
+    def at_most(column: str) -> st.SearchStrategy[Any]:
+        return st.just(USAGE_MAXIMA[column])
+
     return st.fixed_dictionaries(
         {},
         optional={
-            INPUT_TOKENS: st.integers(0, 10**6),
-            OUTPUT_TOKENS: st.integers(0, 10**5),
-            COST_USD: cost,
-            LATENCY_MS: st.sampled_from([0.5, 1.0, 1234.0]) | st.floats(0.0, 1e6),
+            INPUT_TOKENS: st.integers(0, 10**6) | at_most(INPUT_TOKENS),
+            OUTPUT_TOKENS: st.integers(0, 10**5) | at_most(OUTPUT_TOKENS),
+            COST_USD: cost | at_most(COST_USD),
+            LATENCY_MS: st.sampled_from([0.5, 1.0, 1234.0])
+            | st.floats(0.0, 1e6)
+            | at_most(LATENCY_MS),
         },
     )
 

@@ -5,7 +5,9 @@ cogscore did not write), at the versions the latest finished run recorded."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from deltalake import DeltaTable
@@ -35,6 +37,57 @@ def read_table(out: Path | str, name: str) -> pl.DataFrame:
         frame = frame.with_columns(pl.col("dump_date").cast(pl.String))
     columns = [c for c in frame.columns if frame[c].dtype != pl.List(pl.String)]
     return frame.select(sorted(frame.columns)).sort(columns, nulls_last=True)
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON is (RFC 8259): no NaN or Infinity, which Python's ``json``
+    reads and writes but no Delta reader parses (a log holding one wedges its table)."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"{token} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def assert_finite_everywhere(out: Path) -> None:
+    """Every Delta log of ``out`` is JSON, the statistics of its add actions too, and no
+    float of any table at its pinned version is NaN or infinite (issue 46)."""
+    logs = sorted(out.rglob("_delta_log/*.json"))
+    assert logs
+    for log in logs:
+        for line in log.read_text().splitlines():
+            stats = strict_json(line).get("add", {}).get("stats")
+            if stats:
+                strict_json(stats)
+    for name in latest_versions(out):
+        table = read_table(out, name)
+        for column, dtype in table.schema.items():
+            if dtype.is_float():
+                values = table[column].drop_nulls()
+                assert values.is_finite().all(), (name, column)
+
+
+def with_infinite_stats(commit: bytes, column: str) -> bytes:
+    """A Delta commit file's content with ``column``'s bounds in the statistics of its add
+    actions made infinite, written as cogscore wrote a staged file's statistics before
+    contract 1.4 (Python's ``json``: ``Infinity``, which no Delta reader parses)."""
+    lines = commit.decode().split("\n")
+    for i, line in enumerate(lines):
+        action = json.loads(line) if line.strip() else {}
+        if "add" in action:
+            stats = json.loads(action["add"]["stats"])
+            stats["minValues"][column] = -math.inf
+            stats["maxValues"][column] = math.inf
+            action["add"]["stats"] = json.dumps(stats)
+            lines[i] = json.dumps(action, separators=(",", ":"))
+    return "\n".join(lines).encode()
+
+
+def break_latest_commit(out: Path, table: str, column: str) -> Path:
+    """``with_infinite_stats`` on the latest commit of ``out``'s ``table`` (a local output)."""
+    commit = sorted((out / table / "_delta_log").glob("*.json"))[-1]
+    commit.write_bytes(with_infinite_stats(commit.read_bytes(), column))
+    return commit
 
 
 def read_tables(out: Path | str, names: tuple[str, ...] = CORE_TABLES) -> dict[str, pl.DataFrame]:

@@ -22,7 +22,6 @@ from schemas.contract import (
     NULLABLE,
     REPORTED_SCORE,
     REQUIRED,
-    USAGE_DTYPES,
     VERDICT,
     Category,
     Col,
@@ -223,10 +222,6 @@ def _rules(
             got.add(Rule.NON_FINITE_VALUE)
         if at_end and reported is not None and math.isfinite(reported) and not 0 <= reported <= 1:
             got.add(Rule.REPORTED_SCORE_OUT_OF_RANGE)
-        if r.get(Col.ROLE) == Role.ASSISTANT:  # contract 1.3: usage is read there only
-            usage = [r.get(c) for c in USAGE_DTYPES]
-            if any(u is not None and not (math.isfinite(u) and u >= 0) for u in usage):
-                got.add(Rule.USAGE_INVALID)
     turns = [r[Col.TURN] for r in rows if r.get(Col.TURN) is not None]
     if len(turns) != len(set(turns)):
         got.add(Rule.DUPLICATE_TURN)

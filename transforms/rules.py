@@ -23,15 +23,10 @@ import polars as pl
 
 from schemas.columns import REASONS, RULES, STATUS, EpisodeStatus
 from schemas.contract import (
-    COST_USD,
     EPISODE_CONSTANT,
-    INPUT_TOKENS,
-    LATENCY_MS,
     NEEDS_ITEMS,
-    OUTPUT_TOKENS,
     REPORTED_SCORE,
     REQUIRED,
-    USAGE_ROLE,
     Category,
     Col,
     Kind,
@@ -172,14 +167,6 @@ INPUT_RULES: Final = frozenset(
         Rule.PARAMS_INVALID_VALUE,
     }
 )
-
-
-def usage_invalid() -> pl.Expr:
-    """A reply turn's usage (contract 1.3, read on assistant rows) that no call can have: a
-    negative count, cost or latency, or a cost or latency that is NaN or infinite."""
-    tokens = [pl.col(c) < 0 for c in (INPUT_TOKENS, OUTPUT_TOKENS)]
-    reals = [~pl.col(c).is_finite() | (pl.col(c) < 0) for c in (COST_USD, LATENCY_MS)]
-    return (pl.col(Col.ROLE) == USAGE_ROLE) & pl.any_horizontal(*tokens, *reals)
 
 
 def _params_ok() -> pl.Expr:
@@ -334,13 +321,6 @@ def checks() -> tuple[RuleCheck, ...]:
             & pl.col(REPORTED_SCORE).is_finite()
             & ((pl.col(REPORTED_SCORE) < 0.0) | (pl.col(REPORTED_SCORE) > 1.0)),
             "`episode_end` row(s) have a `reported_score` outside [0, 1] (another scale?)",
-        ),
-        _row_check(
-            Rule.USAGE_INVALID,
-            "invalid_usage",
-            usage_invalid(),
-            "`assistant` row(s) have a usage value (`input_tokens`, `output_tokens`, "
-            "`cost_usd`, `latency_ms`) that is negative, NaN or infinite",
         ),
         _row_check(
             Rule.ROUND_VALUE_OUT_OF_RANGE,

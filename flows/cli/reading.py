@@ -1,9 +1,10 @@
-"""The commands that read an output (and ``vacuum`` and ``unlock``, which keep it): report,
-sql, status, history, compare, vacuum, unlock, and formulas. None imports pandera or
-Prefect: they answer in well under a second."""
+"""The commands that read an output (and ``vacuum``, ``unlock`` and ``repair``, which keep
+it): report, sql, status, history, compare, vacuum, unlock, repair, and formulas. None
+imports pandera or Prefect: they answer in well under a second."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from flows.cli.options import (
     use_storage_options,
     writable,
 )
-from flows.store.errors import StorageError
+from flows.store.errors import BrokenLog, StorageError
 from schemas.columns import SqlFormat
 from schemas.views import VIEWS, View
 
@@ -146,15 +147,47 @@ def unlock(
     it over once its process is gone, which status tells). Check first that the run is not
     going. Refused when another run holds the lease or the run is alive on this host. The
     next run repairs what the killed run left."""
-    from flows.store.lease import break_lease
     from flows.store.output import Output
 
     use_storage_options(storage_option)
     try:
-        holder = break_lease(Output.at(out).require(unfinished=True).location, run_id)
+        holder = Output.at(out).require(unfinished=True).unlock(run_id)
     except StorageError as error:
         raise refused(error) from None
     typer.echo(f"unlocked {Output.at(out)}: broke the lease of {holder.describe()}")
+
+
+@app.command()
+def repair(out: OutArg, storage_option: StorageOpt = None) -> None:
+    """Make OUT readable and consistent again without a run.
+
+    Rewrites the Delta commits whose statistics are not JSON (Infinity, which cogscore
+    wrote before contract 1.4 and no reader parses: every command then refused OUT), then
+    brings every table back to the state of the latest succeeded run, as a run does before
+    it writes. Only those statistics change; no data file is touched. Refused while a run
+    holds the lease."""
+    from flows.store.output import Output
+
+    use_storage_options(storage_option)
+    output = Output.at(out)
+    try:
+        with contextlib.suppress(BrokenLog):  # an output all the same: what this repairs
+            output.require(unfinished=True)
+        healed, restored = output.repair()
+    except StorageError as error:
+        raise refused(error) from None
+    for table, commits in healed.items():
+        for commit in commits:
+            typer.echo(f"rewrote {table}/{commit}: statistics that were not JSON left out")
+    for table, version in restored.items():
+        typer.echo(
+            f"brought {table} back to the state the latest succeeded run left (version "
+            f"{version}; empty where no run succeeded)"
+        )
+    if not (healed or restored):
+        typer.echo(f"repair of {output}: nothing to repair")
+    else:
+        typer.echo(f"repair of {output}: done; the next nightly scores the nights left failed")
 
 
 @app.command()

@@ -33,7 +33,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from flows.importers.kaggle_dump import _Dump, parquet_bytes, rows_of, run_id_of, write_if_changed
+from flows.importers.kaggle_dump import (
+    _Dump,
+    parquet_bytes,
+    rows_of,
+    run_id_of,
+    usage_beyond_bounds,
+    write_if_changed,
+)
 from flows.importers.kaggle_files import RunFileError, RunRecord, TaskFile, index_tasks, parse_run
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_plan import _list_runs, _place, _plan, _Planned, _read
@@ -190,6 +197,8 @@ def _import_one(
         return
     if (disagreement := model_disagreement(plan.listed.relative, record, models)) is not None:
         report.note(Reason.MODEL_MISMATCH, disagreement)
+    if (beyond := usage_beyond_bounds(frame)) is not None:
+        report.note(Reason.USAGE_INVALID, beyond)
     before = dump.digest_at(key)
     report.written = write_if_changed(out, key, parquet_bytes(frame, record.digest))
     report.outcome, report.file = Outcome.IMPORTED, key

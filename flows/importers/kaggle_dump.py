@@ -22,7 +22,9 @@ from flows.store.location import Location
 from flows.store.objects import get_object, list_files, put_if_absent, put_if_match
 from schemas.contract import DUMP_DATE, Status
 from schemas.kaggle import RUN_DIGEST_KEY, Reason
+from schemas.rules import USAGE_INVALID
 from transforms.kaggle_rows import episode_rows
+from transforms.usage import invalid_usage
 
 # A dump file's name: the run id where it is made of these (the harness's own names are),
 # else with every other character as "_" (the digest after it keeps distinct runs apart).
@@ -94,6 +96,20 @@ def rows_of(
         inputs=result.get("inputs") or {},
         status=Status.ERROR if errored else Status.COMPLETED,
         reported_score=record.reported_score,
+    )
+
+
+def usage_beyond_bounds(frame: pl.DataFrame) -> str | None:
+    """Contract 1.4: what of a run's rows' usage is beyond the contract's bounds, in words
+    (the first such reply, how many more), or None. Written as it is all the same: the
+    scorer scores the episode and refuses its usage."""
+    invalid = invalid_usage(frame.lazy()).collect()[USAGE_INVALID]
+    if invalid.is_empty():
+        return None
+    more = f" (and {invalid.len() - 1} more reply row(s))" if invalid.len() > 1 else ""
+    return (
+        f"usage beyond the contract's bounds, {invalid[0]}{more}: the scorer refuses the "
+        "episode's usage and scores it"
     )
 
 

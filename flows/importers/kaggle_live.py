@@ -26,13 +26,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from flows.importers.kaggle_dump import dump_key, parquet_bytes, rows_of, write_if_changed
+from flows.importers.kaggle_dump import (
+    dump_key,
+    parquet_bytes,
+    rows_of,
+    usage_beyond_bounds,
+    write_if_changed,
+)
 from flows.importers.kaggle_files import RUN_SUFFIX, TaskFile, parse_run
 from flows.importers.kaggle_replay import _harness, conclude, run_captured
 from flows.importers.kaggle_report import RunReport
 from flows.store.location import Location
 from schemas.contract import Category
-from schemas.kaggle import IMPORTED_WITH_NOTE, UPSTREAM_CATEGORIES, Outcome
+from schemas.kaggle import IMPORTED_WITH_NOTE, UPSTREAM_CATEGORIES, Outcome, Reason
 
 
 def _run_record(kbench: Any, run: Any) -> tuple[str, bytes]:
@@ -104,6 +110,8 @@ def record_rows(
             report.written = write_if_changed(target, key, parquet_bytes(frame, record.digest))
             report.outcome, report.file = Outcome.IMPORTED, key
             report.reasons = [str(n) for n in result["notes"] if n in IMPORTED_WITH_NOTE]
+            if (beyond := usage_beyond_bounds(frame)) is not None:
+                report.note(Reason.USAGE_INVALID, beyond)
         reports.append(report)
         if run.status == kbench.utils.Status.FAILED and not kbench.config.continue_with_exceptions:
             # recorded; now fail as the harness would have outside the recorder

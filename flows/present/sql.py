@@ -12,12 +12,11 @@ from typing import Any, ClassVar, Final
 
 import duckdb
 import polars as pl
-from deltalake import DeltaTable
 
 from flows.present.terminal import printable, render, table_of_columns
 from flows.store.catalog import conform, empty_table
-from flows.store.delta.tables import table_version
-from flows.store.location import Location, storage_options
+from flows.store.delta.tables import dataset_at, table_version
+from flows.store.location import Location
 from flows.store.output import TABLES, Output
 from flows.store.runs_table import RUNS
 from schemas.columns import SqlFormat
@@ -68,10 +67,7 @@ def connect(output: Output, as_of: str | None = None, con: Any = None) -> Any:
         if version is None:
             relation = empty_table(table).to_arrow()
         else:
-            delta = DeltaTable(
-                where.uri, version=version, storage_options=storage_options(where) or None
-            )
-            relation = delta.to_pyarrow_dataset(filesystem=_native(where))
+            relation = dataset_at(output.location, table, version, _native(where))
             model = set(empty_table(table).columns)
             if not model <= set(relation.schema.names):  # written before a column existed
                 frame = pl.scan_pyarrow_dataset(relation)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from flows.overview import history
 from flows.present.terminal import printable, render, table_of_columns
 from flows.store.output import Output, describe_unfinished
+from schemas.columns import USAGE_REFUSED
 from schemas.comparisons import (
     CI_HIGH,
     CI_LOW,
@@ -26,6 +27,7 @@ from schemas.comparisons import (
     PAIRED,
     VERDICT,
 )
+from schemas.rules import USAGE_INVALID
 
 
 def history_lines(output: Output) -> list[str]:
@@ -90,6 +92,12 @@ def status_lines(report: dict[str, Any]) -> list[str]:
                 f"  night {night}: {counts['episodes_score_mismatch'] or 0} episode(s) scored "
                 f"other than the harness reported, {counts['episodes_verdict_mismatch'] or 0} "
                 "with verdicts other than the harness's"
+            )
+    for night, refused in report["usage_refused"].items():
+        if refused:
+            lines.append(
+                f"  night {night}: {refused} episode(s) scored with their usage refused "
+                f"({USAGE_INVALID}: episode_scores.{USAGE_REFUSED} says why)"
             )
     versions = ", ".join(f"{t} v{v}" for t, v in sorted(report["table_versions"].items()))
     lines.append(f"  table versions: {versions or '-'}")

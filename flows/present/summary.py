@@ -13,7 +13,7 @@ from flows.present.terminal import printable, render, table_of_columns
 from flows.records import unscored_line
 from flows.store.catalog import CORE_TABLES, MODEL_SCORES
 from flows.store.output import Output
-from schemas.columns import AS_OF, SCORE
+from schemas.columns import AS_OF, SCORE, USAGE_REFUSED
 from schemas.comparisons import (
     ALERT_LEVEL,
     CHANGE,
@@ -32,6 +32,7 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, REPORTED_SCORE, Col
+from schemas.rules import USAGE_INVALID
 from schemas.views import View
 
 FENCE = "`" * 3
@@ -65,6 +66,7 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         f" + {counts['rows_rejected']} rejected"
     )
     lines += mismatch_lines(summary)
+    lines += usage_lines(summary)
     tables = ", ".join(CORE_TABLES)
     lines.append(f"Delta tables in {out} ({tables}); run {run_id} recorded in its runs table")
     return lines
@@ -89,6 +91,18 @@ def mismatch_lines(summary: RunSummary) -> list[str]:
             f"{row[REPORTED_SCORE]!r}"
         )
     return lines
+
+
+def usage_lines(summary: RunSummary) -> list[str]:
+    """Contract 1.4: the episodes scored whose usage was refused (a value no call can have)."""
+    refused = summary.counts["episodes_usage_refused"]
+    if not refused:
+        return []
+    return [
+        f"{refused} episode(s) scored with their usage refused ({USAGE_INVALID}: a usage value "
+        "beyond the contract's bounds; their scores count, their usage is left out of the "
+        f"totals): episode_scores.{USAGE_REFUSED} says why"
+    ]
 
 
 def diff_lines(diff: pl.DataFrame) -> list[str]:

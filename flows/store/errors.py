@@ -72,6 +72,14 @@ class UnknownRun(StorageError):
     code = ExitCode.USAGE
 
 
+class BrokenLog(StorageError):
+    """A table's Delta log holds statistics that are not JSON (``Infinity``, written by
+    cogscore before contract 1.4): no Delta reader opens it; ``cogscore repair OUT`` (or the
+    next run into OUT) rewrites them (``flows.store.delta.healing``)."""
+
+    code = ExitCode.USAGE
+
+
 class LegacyLayout(StorageError):
     """The output folder holds the snapshot layout (`current`, `_versions/`), not Delta tables."""
 

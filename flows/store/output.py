@@ -10,7 +10,9 @@ see half of a run; ``as_of`` reads them as any earlier run left them.
 
 A run holds ``OUT``'s lease (``flows.store.lease``) from before its first write to after
 its commit; before writing, it repairs what a crashed run left (tables brought back to the
-pinned versions). What the manifest used to say (the input, each night's fingerprint, files
+pinned versions; commits whose statistics an earlier cogscore wrote as ``Infinity``, which no
+Delta reader parses, rewritten: ``flows.store.delta.healing``). ``cogscore repair`` does the
+same without a run. What the manifest used to say (the input, each night's fingerprint, files
 and formula versions, the output's formula set) is read back from the runs table:
 ``Output.state`` (``flows.store.state``).
 """
@@ -29,8 +31,9 @@ import polars as pl
 
 from flows.store import delta, objects, runs_table
 from flows.store.catalog import ALL_TABLES, LAYOUTS, conform, empty_table
-from flows.store.errors import LegacyLayout, NoOutput, UnknownRun
-from flows.store.lease import Lease, check_conditional_writes, lease_holder
+from flows.store.delta import healing
+from flows.store.errors import BrokenLog, LegacyLayout, NoOutput, UnknownRun
+from flows.store.lease import Holder, Lease, break_lease, check_conditional_writes, lease_holder
 from flows.store.location import Location
 from flows.store.runs_table import RUNS
 from flows.store.state import OutputState
@@ -232,6 +235,21 @@ class Output:
                     objects.delete(self.location, path)
         return len(doomed)
 
+    def unlock(self, run_id: str) -> Holder:
+        """Break the lease of run ``run_id``, gone (``lease.break_lease``: guarded); the
+        holder it was."""
+        return break_lease(self.location, run_id)
+
+    def repair(self, run_id: str = "repair") -> tuple[dict[str, list[str]], dict[str, int]]:
+        """Under the lease: rewrite the commits whose statistics are not JSON (an earlier
+        cogscore's ``Infinity``: ``delta.healing``), then bring every table back to the
+        version the latest succeeded run pinned, as a run does before it writes. What was
+        done: per table, the commit files rewritten; and the tables restored, at their new
+        versions. Refused while a run holds the lease (``OutputBusy``)."""
+        with Lease(self.location, run_id, "cogscore repair"):
+            healed = healing.heal(self.location, list(ALL_TABLES))
+            return healed, runs_table.repair(self.location, list(TABLES))
+
     # --- writing ------------------------------------------------------------------------------
 
     @contextmanager
@@ -245,10 +263,19 @@ class Output:
         allow = os.environ.get(ALLOW_UNSAFE, "").strip().lower() in ("1", "true", "yes")
         check_conditional_writes(self.location, allow_unsafe=allow)
         with Lease(self.location, run_id, command) as lease:
-            delta.check_layout(self.location, LAYOUTS)
-            _check_legacy(self.location)
-            runs_table.repair(self.location, list(TABLES))
-            yield Writer(self, lease, run_id)
+            healed: dict[str, list[str]] = {}
+            try:
+                self._prepared()
+            except BrokenLog:  # an earlier cogscore's Infinity in a log: rewritten, then on
+                healed = healing.heal(self.location, list(ALL_TABLES))
+                self._prepared()
+            yield Writer(self, lease, run_id, healed=healed)
+
+    def _prepared(self) -> None:
+        """What a run checks and repairs, holding the lease, before it writes."""
+        delta.check_layout(self.location, LAYOUTS)
+        _check_legacy(self.location)
+        runs_table.repair(self.location, list(TABLES))
 
 
 def describe_unfinished(left: Mapping[str, Any]) -> str:

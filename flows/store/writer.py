@@ -100,6 +100,9 @@ class Writer:
     run_id: str
     staged: dict[str, dict[str | None, list[StagedFiles]]] = field(default_factory=dict)
     appended: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    # Per table, the commits whose statistics (an earlier cogscore's Infinity) were rewritten
+    # before this run wrote (``delta.healing``): the run logs them.
+    healed: dict[str, list[str]] = field(default_factory=dict)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
         return StageTarget(self.output.location, night, fingerprint)

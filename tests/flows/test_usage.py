@@ -5,22 +5,43 @@ their task rows."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
 
 from flows import runs
-from schemas.columns import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
-from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
+from schemas.columns import (
+    REPLIES_WITHOUT_USAGE,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+    USAGE_REFUSED,
+)
+from schemas.contract import (
+    COST_USD,
+    INPUT_TOKENS,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    USAGE_DTYPES,
+    Role,
+)
 from schemas.tables import TABLES
 from simulator import simulate
+from tests.dumps import answer, episode, item, message, write_dump
 from tests.leaderboards import three_models
-from tests.tables import read_table
+from tests.tables import assert_finite_everywhere, last_run, read_table
 
 MEASURES = tuple(USAGE_DTYPES)
-USAGE_COLUMNS = {*MEASURES, REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE, "mean_tokens"}
+USAGE_COLUMNS = {
+    *MEASURES,
+    REPLIES_WITHOUT_USAGE,
+    USAGE_REFUSED,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+    "mean_tokens",
+}
 AGGREGATES = ("task_scores", "category_scores", "model_scores")
 STANDINGS = ("task_standings", "category_standings", "standings")
 
@@ -313,3 +334,101 @@ def test_the_token_signal_is_the_standings_tokens_per_episode_against_score(
     assert signal["spearman"] == pytest.approx(expected.statistic)
     old = scored["old"]["signals"].filter(pl.col("signal") == "tokens_spent_vs_score")
     assert set(old["n_results"].to_list()) <= {0} and old["spearman"].null_count() == old.height
+
+
+# --- usage no call can have (contract 1.4, issue 46) -------------------------------------------
+
+
+def _priced(episode_id: str, model: str, **usage: Any) -> list[dict[str, Any]]:
+    """An associative episode of two replies, each carrying ``usage``, answered right."""
+    replies = [message(Role.ASSISTANT, text, **usage) for text in ("Thinking.", "Done.")]
+    return episode(
+        "associative_learning",
+        episode_id=episode_id,
+        model=model,
+        file=f"dump_date={NIGHT}/part-0.parquet",
+        turns=[*replies, item("q", "yes"), answer("q", "yes")],
+    )
+
+
+NIGHT = "2026-12-01"
+FAIR: Final = {INPUT_TOKENS: 900, OUTPUT_TOKENS: 40, COST_USD: 0.002, LATENCY_MS: 850.0}
+# What each model's replies record: two models of nonsense, one of fair usage.
+HOSTILE_USAGE: Final = {
+    "m-inf": [{COST_USD: 1e308}, {COST_USD: 1e308}],  # each episode's cost sums to inf
+    "m-wrap": [{INPUT_TOKENS: 5 * 10**18}],  # legal int64; two of them wrap an int64 sum
+    "m-dear": [{**FAIR, COST_USD: 1e9}, {**FAIR, LATENCY_MS: 1e15}],  # a $1e9 call; 31,000 years
+    "m-fair": [FAIR, FAIR],
+}
+
+
+def _hostile_dump(root: Path) -> None:
+    rows = [
+        row
+        for model, episodes in HOSTILE_USAGE.items()
+        for i, usage in enumerate(episodes)
+        for row in _priced(f"{model}-{i}", model, **usage)
+    ]
+    write_dump(rows, root)
+    (root / f"dump_date={NIGHT}" / "_SUCCESS").touch()
+
+
+def test_usage_no_call_can_have_is_refused_the_scores_kept_and_every_command_works(
+    tmp_path: Path,
+) -> None:
+    """Issue 46: replies costing 1e308 each put Infinity into episode_scores' Delta log (the
+    commit failed with exit 4, then every nightly, report and vacuum too); 5e18 tokens a
+    reply wrapped the episode's int64 sum (exit 1); $1e9 a call and 1e15 ms went through.
+    Now each such episode is scored, its usage refused with its value, no table or log
+    holds a non-finite value, the run says so, and the next commands work."""
+    from flows.cli import app
+
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    _hostile_dump(dump)
+    runner = CliRunner()
+    first = runner.invoke(app, ["nightly", str(dump), "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    assert "5 episode(s) scored with their usage refused (usage_invalid" in first.output
+    episodes = read_table(out, "episode_scores").sort("episode_id")
+    assert episodes["score"].to_list() == [1.0] * 7  # every score kept
+    refused = dict(episodes.select("episode_id", USAGE_REFUSED).iter_rows())
+    assert refused == {
+        "m-dear-0": "usage_invalid: turn 1: cost_usd = 1000000000.0, outside [0, 1000] "
+        "(and 1 more assistant row(s))",
+        "m-dear-1": "usage_invalid: turn 1: latency_ms = 1000000000000000.0, outside "
+        "[0, 604800000] (and 1 more assistant row(s))",
+        "m-fair-0": None,
+        "m-fair-1": None,
+        "m-inf-0": "usage_invalid: turn 1: cost_usd = 1e+308, outside [0, 1000] (and 1 more "
+        "assistant row(s))",
+        "m-inf-1": "usage_invalid: turn 1: cost_usd = 1e+308, outside [0, 1000] (and 1 more "
+        "assistant row(s))",
+        "m-wrap-0": "usage_invalid: turn 1: input_tokens = 5000000000000000000, outside "
+        "[0, 1000000000] (and 1 more assistant row(s))",
+    }
+    kept = episodes.filter(pl.col(USAGE_REFUSED).is_null())
+    assert kept[COST_USD].to_list() == [2 * FAIR[COST_USD]] * 2
+    refused_rows = episodes.filter(pl.col(USAGE_REFUSED).is_not_null())
+    for column in (*MEASURES, REPLIES_WITHOUT_USAGE):
+        assert refused_rows[column].null_count() == refused_rows.height, column
+    assert_finite_everywhere(out)
+    # the aggregates leave the refused episodes out of their usage, and say how many record it
+    standings = read_table(out, "standings").sort("model")
+    assert standings.select("model", "n_episodes", USAGE_EPISODES, COST_USD).rows() == [
+        ("m-dear", 2, 0, None),
+        ("m-fair", 2, 2, sum([2 * FAIR[COST_USD]] * 2)),
+        ("m-inf", 2, 0, None),
+        ("m-wrap", 1, 0, None),
+    ]
+    assert last_run(out)["counts"]["episodes_usage_refused"] == 5
+    # the output stays readable: a second nightly, status, report and vacuum all work
+    for args in (
+        ["nightly", str(dump), "--out", str(out)],
+        ["status", str(out)],
+        ["report", str(out), "--html", str(tmp_path / "report.html")],
+        ["vacuum", str(out)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)
+        if args[0] == "status":
+            assert f"night {NIGHT}: 5 episode(s) scored with their usage refused" in result.output

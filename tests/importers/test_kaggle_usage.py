@@ -1,9 +1,11 @@
 """A harness run's usage (its requests' ``metrics``) as contract 1.3 rows: read from the JSON
-as proto3 writes it, on each request's reply row only, and judged by the scorer's rules."""
+as proto3 writes it, on each request's reply row only, and judged by the scorer's rules
+(contract 1.4: flagged by the importer where beyond the bounds, refused by the scorer)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -11,8 +13,9 @@ import pytest
 
 from flows.importers.kaggle_files import Request, RunFileError, parse_run, usage_of
 from schemas.contract import Category, Status
-from tests.learningbench import RUNS
+from tests.learningbench import RUNS, TASKS
 from tests.run import run_pipeline
+from tests.tables import read_table
 from transforms.kaggle_rows import Usage, episode_rows
 
 RUN = (
@@ -98,8 +101,46 @@ def test_a_requests_usage_goes_on_its_reply_row_only() -> None:
     assert (episode["input_tokens"], episode["replies_without_usage"]) == (10, 1)
 
 
-def test_a_negative_cost_in_a_run_is_written_and_rejected_by_the_scorer() -> None:
+def test_a_negative_cost_in_a_run_is_written_and_its_usage_refused_by_the_scorer() -> None:
+    """Contract 1.4: the episode is scored, its usage refused (1.3 rejected the episode)."""
     rows = _rows([Request("c", (("user", "x"),), "a", Usage(10, 2, -5, 40))])
+    assert rows["cost_usd"].drop_nulls().to_list() == [-5e-9]
     scores, rejects = run_pipeline([{**r, "file": "f"} for r in rows.to_dicts()])
-    assert scores.is_empty()
-    assert rejects["rules"].to_list() == [["usage_invalid"]]
+    assert rejects.is_empty()
+    assert scores.select("score", "cost_usd", "input_tokens").rows() == [(1.0, None, None)]
+    assert scores["usage_refused"].to_list() == [
+        "usage_invalid: turn 2: cost_usd = -5e-9, outside [0, 1000]"
+    ]
+
+
+def test_a_run_whose_usage_is_beyond_the_bounds_is_imported_flagged_and_its_score_kept(
+    tmp_path: Path,
+) -> None:
+    """Contract 1.4 through the commands: a request that records a $1e9 call is imported as
+    it is, flagged ``usage_invalid`` (the reply and the value named), and the night scores
+    the episode with its usage refused."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    raw = json.loads(RUN.read_bytes())
+    raw["conversations"][0]["requests"][2]["metrics"]["inputTokensCostNanodollars"] = str(10**18)
+    runs = tmp_path / "runs" / RUN.parent.name
+    runs.mkdir(parents=True)
+    (runs / RUN.name).write_text(json.dumps(raw))
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    cli = CliRunner()
+    command = ["import-kaggle", str(tmp_path / "runs"), "--tasks", str(TASKS), "--out", str(dump)]
+    imported = cli.invoke(app, [*command, "--json"])
+    assert imported.exit_code == 0, imported.output
+    report = json.loads(imported.output)
+    (run,) = report["details"]
+    assert (run["outcome"], run["reasons"]) == ("imported", ["usage_invalid"])
+    assert "usage beyond the contract's bounds, turn " in run["detail"]
+    assert ": cost_usd = 1000000000.0" in run["detail"]
+    scored = cli.invoke(app, ["score", str(dump), "--out", str(out)])
+    assert scored.exit_code == 0, scored.output
+    assert "1 episode(s) scored with their usage refused" in scored.output
+    episode = read_table(out, "episode_scores").row(0, named=True)
+    assert episode["score"] == run["reported_score"] and episode["cost_usd"] is None
+    assert episode["usage_refused"].startswith("usage_invalid: turn ")

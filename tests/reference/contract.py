@@ -60,12 +60,22 @@ COLUMNS: Final = (
     TS,
 )
 # Contract 1.3: optional, on assistant rows; the usage of the call that produced the reply
-# (never scored: the reference checks only that no value is negative or not finite).
+# (never scored: summed beside the score).
 INPUT_TOKENS: Final = "input_tokens"
 OUTPUT_TOKENS: Final = "output_tokens"
 COST_USD: Final = "cost_usd"
 LATENCY_MS: Final = "latency_ms"
 USAGE_COLUMNS: Final = (INPUT_TOKENS, OUTPUT_TOKENS, COST_USD, LATENCY_MS)
+# Contract 1.4, "Usage": the most one reply's call can record. A value outside [0, bound]
+# (NaN and infinities included) refuses the episode's usage, code `usage_invalid`; the
+# episode is scored all the same.
+USAGE_MAXIMA: Final = {
+    INPUT_TOKENS: 10**9,
+    OUTPUT_TOKENS: 10**9,
+    COST_USD: 1000.0,
+    LATENCY_MS: 604_800_000.0,  # a week, in milliseconds
+}
+USAGE_INVALID: Final = "usage_invalid"
 OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT, *USAGE_COLUMNS)
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
@@ -220,7 +230,6 @@ class Rule:
     ROUND_MISSING_NUMBER = "round_missing_number"
     DUPLICATE_ROUND = "duplicate_round"
     WRONG_ROUND_COUNT = "wrong_round_count"
-    USAGE_INVALID = "usage_invalid"
     HARNESS_ERROR = "harness_error"
     FILE_UNREADABLE = "file_unreadable"
     MISSING_COLUMN = "missing_column"

@@ -96,7 +96,7 @@ SCORE_FIELDS = (
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
-    *c.USAGE_COLUMNS, "replies_without_usage",
+    *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused",
 )
 # fmt: on
 
@@ -263,10 +263,6 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
             rules.add(Rule.NON_FINITE_VALUE)
         elif r.get(KIND) == EPISODE_END and reported is not None and not 0 <= reported <= 1:
             rules.add(Rule.REPORTED_SCORE_OUT_OF_RANGE)
-        if r.get(ROLE) == "assistant":
-            usage = [r.get(column) for column in c.USAGE_COLUMNS]
-            if any(u is not None and not (math.isfinite(u) and u >= 0) for u in usage):
-                rules.add(Rule.USAGE_INVALID)
 
     # Identity.
     if _has_repeats([r[TURN] for r in rows if r.get(TURN) is not None]):
@@ -489,12 +485,44 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
     return _with_usage(rows, _with_reported(rows, out))
 
 
+def _beyond(value: float, bound: float) -> bool:
+    """A usage value no call can have (contract 1.4): outside [0, bound], or not a number."""
+    return not (0 <= value <= bound)  # NaN compares false
+
+
+def usage_refusal(rows: list[Row]) -> tuple[int, str, float, int] | None:
+    """Contract 1.4, ``rows`` in turn order: where some assistant row carries a usage value
+    beyond its bound, (the first such row's turn, its first such column, the value, how
+    many more such rows); None where every value is within bounds."""
+    bad = [
+        (r[TURN], column, r[column])
+        for r in rows
+        if r.get(ROLE) == "assistant"
+        for column in c.USAGE_COLUMNS
+        if r.get(column) is not None and _beyond(r[column], c.USAGE_MAXIMA[column])
+    ]
+    if not bad:
+        return None
+    rows_bad = len({turn for turn, _, _ in bad})
+    return (*bad[0], rows_bad - 1)
+
+
 def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
     """Contract 1.3, ``rows`` in turn order: each usage column summed over the assistant rows
     that carry it, left to right (null where none does); where some carries usage, the
-    replies (assistant ``message`` or ``action`` rows with content) that carry none."""
+    replies (assistant ``message`` or ``action`` rows with content) that carry none. 1.4:
+    a value beyond its bound refuses all of the episode's usage (null), and says why."""
     mine = [r for r in rows if r.get(ROLE) == "assistant"]
     if not any(r.get(u) is not None for r in mine for u in c.USAGE_COLUMNS):
+        return out
+    refusal = usage_refusal(rows)
+    if refusal is not None:
+        turn, column, value, more = refusal
+        also = f" (and {more} more assistant row(s))" if more else ""
+        bound = c.USAGE_MAXIMA[column]
+        out["usage_refused"] = (
+            f"{c.USAGE_INVALID}: turn {turn}: {column} = {value!r}, outside [0, {bound:.15g}]{also}"
+        )
         return out
     for column in c.USAGE_COLUMNS:
         total = None

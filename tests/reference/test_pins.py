@@ -19,11 +19,12 @@ import pytest
 from schemas import contract as schema_contract
 from schemas.params import PARAMS as SCHEMA_PARAMS
 from schemas.params import PROGRESS_MODES as SCHEMA_PROGRESS_MODES
+from schemas.rules import USAGE_INVALID as SCHEMA_USAGE_INVALID
 from schemas.rules import Rule as SchemaRule
 from tests.reference import contract as ref
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-# The project's own copy of the contract (1.3; it began as ../shared/spec/dump-contract.md).
+# The project's own copy of the contract (1.4; it began as ../shared/spec/dump-contract.md).
 CONTRACT = CHECKOUT / "docs" / "contract.md"
 DECISIONS = CHECKOUT / "docs" / "decisions.md"  # what the contract leaves open
 
@@ -181,6 +182,15 @@ def test_parameter_minimums_are_the_readmes() -> None:
     assert mine == {name: int(v) for name, v in said.items()}
 
 
+def test_usage_bounds_are_the_contracts(contract: str) -> None:
+    """Contract 1.4's bounds table, read here without the scorer's help, is the reference's
+    copy, and so is the code a refusal carries."""
+    bounds = contract.split("### Bounds (1.4)\n", 1)[1].split("\n## ", 1)[0]
+    said = {_ticked(r[0])[0]: r[1] for r in _table(bounds)}
+    assert said == {column: f"{bound:.15g}" for column, bound in ref.USAGE_MAXIMA.items()}
+    assert f"`{ref.USAGE_INVALID}`" in bounds
+
+
 def test_rule_codes_cover_the_contracts_rejections() -> None:
     """Every rule code is lower snake case and unique; ``test_every_row_rule_is_tested`` (the
     reference) and ``test_rule_codes_are_the_scorers`` (below) tie it to both sides."""
@@ -194,6 +204,13 @@ def test_rule_codes_cover_the_contracts_rejections() -> None:
 
 def test_rule_codes_are_the_scorers() -> None:
     assert {r.value for r in SchemaRule} == ref.RULES
+    assert SCHEMA_USAGE_INVALID == ref.USAGE_INVALID
+
+
+def test_usage_bounds_are_the_scorers() -> None:
+    assert schema_contract.USAGE_MAXIMA == ref.USAGE_MAXIMA
+    for column, bound in ref.USAGE_MAXIMA.items():  # 1000 and 1000.0 are one value
+        assert type(schema_contract.USAGE_MAXIMA[column]) is type(bound), column
 
 
 def test_schema_enums_are_the_references() -> None:

@@ -20,6 +20,7 @@ from tests.reference import (
     procedural_v1_score,
     reference_score,
 )
+from tests.reference import contract as c
 from tests.reference.contract import FILE_RULES, RULES, Rule
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -319,18 +320,43 @@ REJECTIONS = [
     ("duplicate-round", procedural(*rounds(*FIVE, numbers=(1, 2, 3, 3, 5))), {R.DUPLICATE_ROUND}),
     ("wrong-round-count", procedural(*rounds(0.1, 0.2, 0.3, 0.4)), {R.WRONG_ROUND_COUNT}),
     ("wrong-round-count-param", procedural(params='{"practice_rounds": 4}'), {R.WRONG_ROUND_COUNT}),
-    (
-        "negative-tokens",
-        assoc(row("message", "assistant", content="x", input_tokens=-1)),
-        {R.USAGE_INVALID},
-    ),
-    (
-        "nan-cost",
-        assoc(row("message", "assistant", content="x", cost_usd=math.nan)),
-        {R.USAGE_INVALID},
-    ),
-    ("infinite-latency", rl(row("action", "assistant", latency_ms=math.inf)), {R.USAGE_INVALID}),
 ]
+
+
+def _reply(**usage: Any) -> dict[str, Any]:
+    return row("message", "assistant", content="x", **usage)
+
+
+@pytest.mark.parametrize(
+    ("rows", "refused"),
+    [
+        (assoc(_reply(input_tokens=-1)), "input_tokens = -1, outside [0, 1000000000]"),
+        (assoc(_reply(cost_usd=math.nan)), "cost_usd = nan, outside [0, 1000]"),
+        (rl(row("action", "assistant", latency_ms=math.inf)), "latency_ms = inf, outside"),
+        (assoc(_reply(output_tokens=10**9 + 1, cost_usd=-1.0)), "output_tokens = 1000000001,"),
+        (assoc(_reply(cost_usd=1e308), _reply(cost_usd=1e308)), "cost_usd = 1e+308, outside"),
+        (assoc(_reply(input_tokens=10**9, cost_usd=1000.0, latency_ms=6.048e8)), None),
+    ],
+    ids=["negative", "nan", "infinite", "above", "two-rows", "at-the-bounds"],
+)
+def test_usage_beyond_its_bounds_is_refused_and_the_episode_scored(
+    rows: list[dict[str, Any]], refused: str | None
+) -> None:
+    """Contract 1.4: a usage value outside [0, its bound] refuses the episode's usage (every
+    measure null, and why: the first such row's turn, column and value), never the episode
+    (1.3 rejected it); a value at its bound is kept."""
+    result = reference_score(rows)
+    assert not result.rejected
+    out = result.scored[KEY]
+    assert out["score"] is not None
+    if refused is None:
+        assert out["usage_refused"] is None
+        assert (out["input_tokens"], out["cost_usd"]) == (10**9, 1000.0)
+        return
+    assert out["usage_refused"].startswith(f"usage_invalid: turn 3: {refused}")
+    assert all(out[column] is None for column in (*c.USAGE_COLUMNS, "replies_without_usage"))
+    two = sum(r.get("cost_usd") == 1e308 for r in rows) == 2  # the second row counted
+    assert out["usage_refused"].endswith(" (and 1 more assistant row(s))") is two
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 """Hostile names and very large values: nothing written outside OUT, names kept exactly,
-bounded work and a clear outcome."""
+bounded work and a clear outcome; an output an earlier cogscore left unreadable (Infinity in
+a Delta log) repaired by one command, or by the next nightly."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,8 +14,16 @@ from typer.testing import CliRunner
 from flows import runs
 from flows.cli import app
 from flows.store.dumps import InputError
-from tests.dumps import answer, episode, item, write_dump
-from tests.tables import last_run, read_table
+from schemas.contract import Role
+from schemas.exits import ExitCode
+from tests.dumps import answer, episode, item, message, write_dump
+from tests.tables import (
+    assert_finite_everywhere,
+    break_latest_commit,
+    last_run,
+    read_table,
+    read_tables,
+)
 
 HOSTILE = [
     "../../escape",
@@ -136,3 +146,91 @@ def test_params_nested_a_thousand_deep_is_rejected_with_a_reason(tmp_path: Path)
     assert "`params` is a JSON value nested too deep to read" in rejects["reasons"][0][0]
     manifest = last_run(tmp_path / "out")
     assert manifest["counts"]["episodes_rejected"] == 1
+
+
+# --- an output whose Delta log holds Infinity (issue 46) ---------------------------------------
+
+
+def _priced_night(dump: Path, night: str) -> None:
+    """A night of two models' episodes, each reply with its usage (contract 1.3)."""
+    rows = [
+        r
+        for i, model in enumerate(("m1", "m2", "m1", "m2"))
+        for r in episode(
+            "associative_learning",
+            episode_id=f"{night}-e{i}",
+            model=model,
+            file=f"dump_date={night}/p.parquet",
+            turns=[
+                message(Role.ASSISTANT, "Thinking.", input_tokens=900, cost_usd=0.01 * (i + 1)),
+                item("q", "yes"),
+                answer("q", "yes" if i else "no"),
+            ],
+        )
+    ]
+    write_dump(rows, dump)
+    (dump / f"dump_date={night}" / "_SUCCESS").touch()
+
+
+def _wedged(tmp_path: Path) -> tuple[Path, Path, dict[str, pl.DataFrame]]:
+    """An output scored by ``nightly`` whose episode_scores log then holds ``Infinity`` in
+    its statistics, as cogscore wrote them before contract 1.4 (a reply costing 1e308);
+    its dump and its tables before."""
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    _priced_night(dump, "2026-12-01")
+    done = CliRunner().invoke(app, ["nightly", str(dump), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    before = read_tables(out)
+    break_latest_commit(out, "episode_scores", "cost_usd")
+    return dump, out, before
+
+
+def test_an_output_whose_log_holds_infinity_says_the_one_command_that_repairs_it(
+    tmp_path: Path,
+) -> None:
+    """Before: every command on such an output failed with exit 4 ("a service does not
+    answer", which a scheduler retries for ever) and delta-rs's parse error. Now each says in
+    one line (exit 2) which commit and the one command; ``cogscore repair OUT`` rewrites the
+    statistics and every command works again, the tables as they were."""
+    _, out, before = _wedged(tmp_path)
+    runner = CliRunner()
+    for args in (
+        ["report", str(out), "--html", str(tmp_path / "r.html")],
+        ["sql", str(out), "SELECT count(*) FROM episode_scores"],
+        ["vacuum", str(out)],
+    ):
+        refused = runner.invoke(app, args)
+        assert refused.exit_code == ExitCode.USAGE, (args, refused.output)
+        (line,) = refused.output.strip().splitlines()
+        assert re.fullmatch(
+            rf"error: cannot (open|read version 0 of) table {re.escape(str(out))}/episode_scores: "
+            rf"_delta_log/0+\.json holds statistics that are not JSON \(Infinity, written by "
+            rf"cogscore before contract 1\.4\); run `cogscore repair {re.escape(str(out))}` to "
+            "rewrite them",
+            line,
+        ), line
+    repaired = runner.invoke(app, ["repair", str(out)])
+    assert repaired.exit_code == 0, repaired.output
+    assert repaired.output.splitlines()[0].startswith("rewrote episode_scores/_delta_log/")
+    assert_finite_everywhere(out)
+    for name, table in read_tables(out).items():
+        assert table.equals(before[name]), name
+    for args in (["status", str(out)], ["report", str(out), "--html", str(tmp_path / "r.html")]):
+        assert runner.invoke(app, args).exit_code == 0, args
+    again = runner.invoke(app, ["repair", str(out)])
+    assert again.output.strip() == f"repair of {out}: nothing to repair"
+
+
+def test_the_next_nightly_repairs_a_log_holding_infinity_itself(tmp_path: Path) -> None:
+    """The scheduled job needs no person: the next nightly, holding the lease, rewrites the
+    statistics before it writes, scores the new night and leaves every log JSON."""
+    dump, out, _ = _wedged(tmp_path)
+    _priced_night(dump, "2026-12-02")
+    result = CliRunner().invoke(app, ["nightly", str(dump), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "rewrote the statistics that were not JSON (Infinity, written by cogscore before " in (
+        result.output
+    )
+    assert_finite_everywhere(out)
+    standings = read_table(out, "standings")
+    assert sorted(set(standings["as_of"])) == ["2026-12-01", "2026-12-02"]

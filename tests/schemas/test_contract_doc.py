@@ -15,6 +15,7 @@ from schemas.contract import (
     OPTIONAL_DTYPES,
     REPLY_KINDS,
     USAGE_DTYPES,
+    USAGE_MAXIMA,
     USAGE_ROLE,
     Category,
     Col,
@@ -24,7 +25,7 @@ from schemas.contract import (
     Status,
 )
 from schemas.params import PARAMS
-from schemas.rules import Rule
+from schemas.rules import USAGE_INVALID, Rule
 
 DOC = Path(__file__).parents[2] / "docs" / "contract.md"
 
@@ -76,6 +77,21 @@ def test_usage(doc: str) -> None:
     usage = " ".join(section(doc, "## Usage (1.3)").split())
     kinds = " or ".join(f"`{k}`" for k in REPLY_KINDS)
     assert f"A **reply turn** is an `{USAGE_ROLE}` row of kind {kinds} with content" in usage
+
+
+def test_usage_bounds(doc: str) -> None:
+    """Contract 1.4: the bounds table is ``USAGE_MAXIMA``, column by column and value by
+    value; a value beyond refuses the usage under the code the scorer writes, and the rule
+    codes of rejects do not list it (usage never rejects an episode)."""
+    bounds = section(doc, "### Bounds (1.4)")
+    rows = {ticked(r[0])[0]: r[1] for r in first_table(bounds)}
+    assert list(rows) == list(USAGE_MAXIMA)
+    for column, bound in USAGE_MAXIMA.items():
+        written = int(rows[column]) if USAGE_DTYPES[column].is_integer() else float(rows[column])
+        assert written == bound and type(written) is type(bound), column
+    assert f"`{USAGE_INVALID}`" in bounds and f"`{USAGE_INVALID}: turn " in bounds
+    codes = [ticked(r[0])[0] for r in first_table(section(doc, "### Rule codes"))]
+    assert USAGE_INVALID not in codes
 
 
 def test_enums(doc: str) -> None:

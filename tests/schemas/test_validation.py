@@ -217,3 +217,28 @@ def test_a_table_missing_any_column_is_reported_by_pandera(
         for column in literal:
             with pytest.raises(pandera.errors.SchemaErrors):
                 validate(name, frame.drop(column))
+
+
+@pytest.mark.parametrize("value", [math.inf, math.nan])
+@pytest.mark.parametrize(
+    ("table", "column"),
+    [
+        ("episode_scores", "cost_usd"),
+        ("task_scores", "latency_ms"),
+        ("task_scores", "mean_tokens"),
+        ("model_scores", "cost_usd"),
+        ("standings", "cost_usd"),
+    ],
+)
+def test_a_usage_value_that_is_not_finite_is_never_written(
+    tables: dict[str, pl.DataFrame], table: str, column: str, value: float
+) -> None:
+    """Contract 1.4 (issue 46): no sum makes one any more (``transforms.usage.fitting``);
+    should one appear, the table fails its validation, both ways, before it is written
+    (two replies of 1e308 dollars put ``inf`` into task_scores and the standings)."""
+    frame = tables[table]
+    assert passes(TABLES[table], frame)
+    bad = frame.with_columns(pl.lit(value, pl.Float64).alias(column))
+    assert not passes(TABLES[table], bad) and not pandera_passes(schema_of(table), bad)
+    at_most = frame.with_columns(pl.lit(1.7976931348623157e308, pl.Float64).alias(column))
+    assert passes(TABLES[table], at_most)

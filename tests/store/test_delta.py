@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -34,6 +33,7 @@ from flows.store.errors import LegacyLayout, StorageError
 from flows.store.location import Location
 from tests.s3server import free_port
 from tests.store.frames import night_frame
+from tests.tables import strict_json
 
 
 def files_by_night(out: Location, table: str, version: int | None = None) -> dict:
@@ -358,8 +358,8 @@ def test_reads_conform_to_the_table_model_whatever_version():
 
 def reference_stats(frame: pl.DataFrame) -> dict[str, object]:
     """A data file's Delta statistics as this project writes them, value by value: null
-    counts of flat columns; minimum and maximum of integers, of floats without NaN, of
-    dates (as text) and of strings of at most 64 characters."""
+    counts of flat columns; minimum and maximum of integers, of floats without NaN (each
+    where it is finite), of dates (as text) and of strings of at most 64 characters."""
     minimum: dict[str, object] = {}
     maximum: dict[str, object] = {}
     nulls: dict[str, int] = {}
@@ -371,10 +371,13 @@ def reference_stats(frame: pl.DataFrame) -> dict[str, object]:
         nulls[name] = len(values) - len(present)
         if not present:
             continue
-        floats_ok = dtype.is_float() and not any(math.isnan(v) for v in present)
         short = dtype == pl.String and max(len(v) for v in present) <= 64
-        if dtype.is_integer() or floats_ok or short:
+        if dtype.is_integer() or short:
             minimum[name], maximum[name] = min(present), max(present)
+        elif dtype.is_float() and not any(math.isnan(v) for v in present):
+            # an infinite bound is left out: JSON has no Infinity (issue 46)
+            minimum |= {name: min(present)} if math.isfinite(min(present)) else {}
+            maximum |= {name: max(present)} if math.isfinite(max(present)) else {}
         elif dtype == pl.Date:
             minimum[name], maximum[name] = str(min(present)), str(max(present))
     return {
@@ -411,4 +414,17 @@ def test_a_data_files_statistics_are_its_values(rows: list[tuple[object, ...]]) 
         "l": pl.List(pl.String),
     }
     frame = pl.DataFrame(rows, schema=schema, orient="row")
-    assert json.loads(_stats(frame)) == reference_stats(frame)
+    assert strict_json(_stats(frame)) == reference_stats(frame)
+
+
+def test_an_infinite_value_leaves_its_bound_out_of_the_statistics() -> None:
+    """Issue 46: a data file holding an infinite cost gave its add action a stats of
+    ``"maxValues": {"cost_usd": Infinity}``, and every later read of the table failed."""
+    frame = pl.DataFrame({"cost": [1.5, math.inf], "low": [-math.inf, 2.0], "n": [1, 2]})
+    stats = strict_json(_stats(frame))
+    assert stats == {
+        "numRecords": 2,
+        "minValues": {"cost": 1.5, "n": 1},
+        "maxValues": {"low": 2.0, "n": 2},
+        "nullCount": {"cost": 0, "low": 0, "n": 0},
+    }

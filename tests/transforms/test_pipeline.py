@@ -14,6 +14,7 @@ Parquet files) must give what ``tests.reference.reference_score`` gives:
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from schemas.columns import (
     ROWS,
     RULES,
     STATUS,
+    USAGE_REFUSED,
     EpisodeStatus,
 )
 from schemas.contract import DUMP_DATE, FILE, Category, Col
@@ -100,10 +102,29 @@ def _episode(rows: Sequence[Row], key: Key) -> str:
     return f"episode {key}:\n" + "\n".join(f"  {r!r}" for r in shown)
 
 
-def _same(got: Any, want: Any) -> bool:
-    """Equal values; null only for null; a bool only for a bool (``0 == False``)."""
+# Contract 1.4: why an episode's usage was refused, as the scorer and the reference say it;
+# the value as each prints it (polars ``NaN``, ``1e308``; Python ``nan``, ``1e+308``).
+_REFUSAL = re.compile(
+    r"usage_invalid: turn (-?\d+): (\w+) = (\S+), outside \[0, (\d+)\]"
+    r"(?: \(and (\d+) more assistant row\(s\)\))?"
+)
+
+
+def _refusal(text: str) -> tuple[Any, ...]:
+    """``usage_refused``'s parts: turn, column, value (a float), bound, rows more."""
+    found = _REFUSAL.fullmatch(text)
+    assert found is not None, text
+    turn, column, value, bound, more = found.groups()
+    return int(turn), column, float(value), int(bound), int(more or 0)
+
+
+def _same(got: Any, want: Any, name: str = "") -> bool:
+    """Equal values; null only for null; a bool only for a bool (``0 == False``); a usage
+    refusal equal in its parts (NaN equal to NaN there)."""
     if got is None or want is None:
         return got is None and want is None
+    if name == USAGE_REFUSED:
+        return repr(_refusal(got)) == repr(_refusal(want))
     if isinstance(got, bool) or isinstance(want, bool):
         return type(got) is type(want) and got == want
     return bool(got == want)
@@ -131,7 +152,7 @@ def assert_agree(rows: Sequence[Row], chosen: Mapping[str, str], got: Outcome) -
             assert not (isinstance(value, float) and math.isnan(value)), (
                 f"{name} is NaN\n{_episode(rows, scored_key)}"
             )
-            assert _same(value, expected[name]), (
+            assert _same(value, expected[name], name), (
                 f"{name}: vectorised {value!r} != reference {expected[name]!r}\n"
                 f"{_episode(rows, scored_key)}"
             )

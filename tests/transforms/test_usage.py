@@ -1,5 +1,6 @@
 """Usage (contract 1.3): per episode from the rows, per task from the files' sums, per
-category and model from the task rows; null where nothing is recorded, never 0."""
+category and model from the task rows; null where nothing is recorded, never 0; contract
+1.4: a sum that its type cannot hold is null, never wrapped or infinite."""
 
 from __future__ import annotations
 
@@ -8,11 +9,19 @@ import operator
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.columns import REPLIES_WITHOUT_USAGE, USAGE_EPISODES, USAGE_INCOMPLETE
-from schemas.contract import COST_USD, INPUT_TOKENS, LATENCY_MS, OUTPUT_TOKENS, USAGE_DTYPES
+from schemas.contract import (
+    COST_USD,
+    INPUT_TOKENS,
+    LATENCY_MS,
+    OUTPUT_TOKENS,
+    USAGE_DTYPES,
+    USAGE_MAXIMA,
+)
 from tests.run import run_pipeline
 from transforms.aggregate import category_scores, component_sums, model_scores
 from transforms.usage import task_usage
@@ -48,12 +57,13 @@ def _usage(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def test_an_episode_sums_its_replies_in_turn_order_exactly() -> None:
     costs = [0.1, 0.2, 0.3]
-    body = [_reply(cost_usd=c, input_tokens=t) for c, t in zip(costs, [2**53, 1, 0], strict=True)]
+    most = USAGE_MAXIMA[INPUT_TOKENS]  # contract 1.4: the most a reply records, kept
+    body = [_reply(cost_usd=c, input_tokens=t) for c, t in zip(costs, [most, 1, 0], strict=True)]
     rows = _episode("e", *body)
     got = _usage(list(reversed(rows)))["e"]  # written out of order: summed in turn order
     in_turn_order = functools.reduce(operator.add, costs)
     assert got[COST_USD] == in_turn_order != functools.reduce(operator.add, reversed(costs))
-    assert got[INPUT_TOKENS] == 2**53 + 1  # int64: a float would have lost the 1
+    assert got[INPUT_TOKENS] == most + 1
     assert got[OUTPUT_TOKENS] is None and got[LATENCY_MS] is None  # not recorded: null, not 0
     assert got[REPLIES_WITHOUT_USAGE] == 0
 
@@ -221,4 +231,68 @@ def test_task_rows_of_an_earlier_cogscore_add_up_to_null_counts() -> None:
     model = model_scores(tasks, category_scores(tasks)).collect().row(0, named=True)
     assert {c: model[c] for c in (USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES)} == dict.fromkeys(
         (USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES)
+    )
+
+
+def _tasks(frame: pl.DataFrame) -> pl.LazyFrame:
+    key = ["dump_date", "model", "category", "task"]
+    return (
+        task_usage(component_sums(frame.lazy()), key)
+        .with_columns(pl.lit(0.5).alias("score"), pl.lit(1).alias("n_episodes"))
+        .with_columns(pl.lit("v1").alias("formula_version"))
+    )
+
+
+def test_a_total_its_type_cannot_hold_is_null_never_wrapped_or_infinite() -> None:
+    """Issue 46: two episodes of 5e18 tokens each (legal int64s) summed to a negative int64,
+    two costing 1e308 to inf, in task_scores and the standings. Episodes within the contract's
+    bounds never come near (these are fed to the aggregates directly); where a sum does not
+    fit, the task's total is null (``usage_episodes`` still counts its episodes), and so is
+    every total above it; the fair task's totals and mean_tokens stay."""
+    base = {"dump_date": NIGHT, "model": "m", "category": "c", "file": "f", "score": 0.5}
+    huge = {INPUT_TOKENS: 5 * 10**18, OUTPUT_TOKENS: 5 * 10**18, COST_USD: 1e308}
+    fair = {INPUT_TOKENS: 10, OUTPUT_TOKENS: 2, COST_USD: 0.5}
+    rows = [
+        {**base, "task": "big", "episode_id": "a", **huge},
+        {**base, "task": "big", "episode_id": "b", **huge},
+        {**base, "task": "fair", "episode_id": "c", **fair},
+    ]
+    frame = pl.DataFrame(rows, schema_overrides={**USAGE_DTYPES})
+    tasks = _tasks(frame)
+    by_task = {r["task"]: r for r in tasks.collect().to_dicts()}
+    assert [by_task["big"][c] for c in (INPUT_TOKENS, OUTPUT_TOKENS, COST_USD)] == [None] * 3
+    assert by_task["big"][USAGE_EPISODES] == 2 and by_task["big"]["mean_tokens"] is None
+    assert [by_task["fair"][c] for c in (INPUT_TOKENS, COST_USD, "mean_tokens")] == [10, 0.5, 12.0]
+    model = model_scores(tasks, category_scores(tasks)).collect().row(0, named=True)
+    assert (model[INPUT_TOKENS], model[COST_USD], model[USAGE_EPISODES]) == (None, None, 3)
+
+
+def test_task_totals_that_do_not_fit_are_null_above_the_task() -> None:
+    """Two tasks whose totals fit (4.6e18 tokens, 1e308 dollars each) but whose sum does
+    not: the model's total is null, not wrapped or infinite; one episode's mean_tokens of
+    two such halves is finite (added as floats)."""
+    base = {"dump_date": NIGHT, "model": "m", "category": "c", "file": "f", "score": 0.5}
+    half = {INPUT_TOKENS: 2**62, OUTPUT_TOKENS: 2**62, COST_USD: 1e308}
+    rows = [{**base, "task": t, "episode_id": t, **half} for t in ("t1", "t2")]
+    tasks = _tasks(pl.DataFrame(rows, schema_overrides={**USAGE_DTYPES}))
+    assert tasks.collect()["mean_tokens"].to_list() == [2.0**63] * 2
+    model = model_scores(tasks, category_scores(tasks)).collect().row(0, named=True)
+    assert (model[INPUT_TOKENS], model[COST_USD], model[USAGE_EPISODES]) == (None, None, 2)
+
+
+def test_an_episode_whose_sum_would_not_fit_has_its_usage_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Replies within the contract's bounds never come near int64's limit (9 x 10^9 of them
+    would); with the bound lifted, two replies of 5e18 tokens each (legal int64s, summed to
+    a negative int64 before, which failed the run) refuse the episode's usage, which says
+    so; the score is kept."""
+    monkeypatch.setitem(USAGE_MAXIMA, INPUT_TOKENS, 2**63 - 1)
+    body = [_reply(input_tokens=5 * 10**18, cost_usd=0.5) for _ in range(2)]
+    scores, rejects = run_pipeline(_episode("e", *body))
+    assert rejects.is_empty()
+    episode = scores.row(0, named=True)
+    assert episode["score"] == 1.0 and episode[INPUT_TOKENS] is None and episode[COST_USD] is None
+    assert episode["usage_refused"] == (
+        "usage_invalid: the episode's sum of input_tokens does not fit its type"
     )

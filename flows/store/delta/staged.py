@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import quote
 
 import polars as pl
@@ -68,15 +69,19 @@ def _stats(data: pl.DataFrame) -> str:
         nulls[name] = column.null_count()
         if column.null_count() == column.len():
             continue
-        numeric = dtype.is_integer() or (dtype.is_float() and not column.is_nan().any())
         short = dtype == pl.String and column.str.len_chars().max() <= 64  # type: ignore[operator]
-        if numeric or short:
+        if dtype.is_integer() or short:
             minimum[name], maximum[name] = column.min(), column.max()
+        elif dtype.is_float() and not column.is_nan().any():
+            # A bound that is infinite is left out, as delta-rs leaves it (null): JSON has no
+            # Infinity, and a log holding one is unreadable to every Delta reader.
+            for bounds, value in ((minimum, column.min()), (maximum, column.max())):
+                if math.isfinite(cast(float, value)):
+                    bounds[name] = value
         elif dtype == pl.Date:
             minimum[name], maximum[name] = str(column.min()), str(column.max())
-    return json.dumps(
-        {"numRecords": data.height, "minValues": minimum, "maxValues": maximum, "nullCount": nulls}
-    )
+    stats = {"numRecords": data.height, "minValues": minimum, "maxValues": maximum}
+    return json.dumps({**stats, "nullCount": nulls}, allow_nan=False)
 
 
 # A staged night's partitions written at once: encoding takes a core each, a store's put

@@ -18,8 +18,9 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from flows.store.delta.frames import _arrow_stream, _night_frame, delta_ready
+from flows.store.delta.healing import JSON_ERROR, broken_commits
 from flows.store.delta.nights import NIGHT_COLUMN, check_night, night_predicate
-from flows.store.errors import StorageError, translate
+from flows.store.errors import BrokenLog, StorageError, translate
 from flows.store.location import Location, polars_options, storage_options
 from flows.store.objects import list_files
 
@@ -43,7 +44,20 @@ def _errors(action: str, where: Location) -> Iterator[None]:
     except (StorageError, ValueError, CommitFailedError):  # a conflict: the caller may retry
         raise
     except Exception as exc:
+        if JSON_ERROR in str(exc) and (broken := broken_commits(where)):
+            raise _broken_log(action, where, broken) from None
         raise translate(exc, action, where.display) from None
+
+
+def _broken_log(action: str, where: Location, broken: Sequence[str]) -> BrokenLog:
+    """One line: which commit of the table cannot be read, and the one command that
+    rewrites it (``where`` is OUT/<table>)."""
+    out = where.display.rstrip("/").rsplit("/", 1)[0]
+    return BrokenLog(
+        f"cannot {action} {where.display}: {broken[0]} holds statistics that are not JSON "
+        "(Infinity, written by cogscore before contract 1.4); run `cogscore repair "
+        f"{out}` to rewrite them"
+    )
 
 
 def _open(where: Location) -> DeltaTable | None:
@@ -194,6 +208,15 @@ def missing_files(location: Location, table: str, version: int) -> list[str]:
         return []
     present = {info.relative for info in list_files(where)}
     return [path for path in needed if path not in present]
+
+
+def dataset_at(location: Location, table: str, version: int, filesystem: Any = None) -> Any:
+    """`OUT/table` at `version` as a pyarrow dataset (read through ``filesystem``, Arrow's
+    own, where given), its errors said as every table's are."""
+    where = _table(location, table)
+    with _errors(f"read version {version} of table", where):
+        pinned = DeltaTable(where.uri, version=version, storage_options=_options(where))
+        return pinned.to_pyarrow_dataset(filesystem=filesystem)
 
 
 def read_table(location: Location, table: str, version: int | None = None) -> pl.LazyFrame:
