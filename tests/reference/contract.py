@@ -66,7 +66,16 @@ OUTPUT_TOKENS: Final = "output_tokens"
 COST_USD: Final = "cost_usd"
 LATENCY_MS: Final = "latency_ms"
 USAGE_COLUMNS: Final = (INPUT_TOKENS, OUTPUT_TOKENS, COST_USD, LATENCY_MS)
-OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT, *USAGE_COLUMNS)
+# Contract 1.4: optional, on episode_start; when the single run the episode is the whole
+# result of started (the latest of a model's such runs of a task on a night stands).
+SINGLE_RUN_STARTED: Final = "single_run_started"
+OPTIONAL_COLUMNS: Final = (
+    INSTANCE_ID,
+    REPORTED_SCORE,
+    VERDICT,
+    *USAGE_COLUMNS,
+    SINGLE_RUN_STARTED,
+)
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
 # "model, task, category or run_id differing within one episode" is a rejection.
