@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import polars as pl
 
+from flows.mismatches import Mismatches
 from flows.provenance import with_provenance
 from flows.reading import FileReport, decodes, read_batch, read_file, reject_file, retrying
 from flows.store import delta
@@ -35,13 +36,10 @@ from schemas.columns import (
     N_ROWS,
     REJECTS_DTYPES,
     ROWS,
-    SCORE,
-    SCORE_MISMATCH,
     STATUS,
-    VERDICT_MISMATCHES,
     EpisodeStatus,
 )
-from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
+from schemas.contract import DUMP_DATE, FILE, Col, canonical_schema
 from schemas.rules import Rule
 from schemas.tables import EPISODE_SCORES_TABLE
 from schemas.validation import validate
@@ -66,42 +64,6 @@ def code_digest(top: Path = Path(__file__).parents[1]) -> str:
 
 
 SCORER_CODE: Final = code_digest()
-
-
-MISMATCHES_LISTED: Final = 20  # named in a run's record; the table holds every one
-
-
-@dataclass
-class Mismatches:
-    """Contract 1.2, of some episodes: how many were scored other than the harness reported,
-    how many have item verdicts other than the harness's, and the first few of the former
-    (by night and episode id). Counted where the whole rows are (a staged file keeps only
-    the held columns: issue 17's 100 bytes an episode)."""
-
-    scores: int = 0
-    verdicts: int = 0
-    listed: list[dict[str, Any]] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, scores: pl.DataFrame) -> Mismatches:
-        differ = scores.filter(pl.col(SCORE_MISMATCH).fill_null(False))
-        keys = [DUMP_DATE, Col.EPISODE_ID, Col.MODEL, Col.TASK, SCORE, REPORTED_SCORE]
-        first = differ.sort(DUMP_DATE, Col.EPISODE_ID).head(MISMATCHES_LISTED).select(keys)
-        verdicts = int((scores[VERDICT_MISMATCHES] > 0).sum())
-        return cls(differ.height, verdicts, first.to_dicts())
-
-    @classmethod
-    def total(cls, parts: Iterable[Mismatches]) -> Mismatches:
-        every = list(parts)
-        listed = sorted(
-            (row for m in every for row in m.listed),
-            key=lambda r: (r[DUMP_DATE] or "", r[Col.EPISODE_ID]),
-        )
-        return cls(
-            sum(m.scores for m in every),
-            sum(m.verdicts for m in every),
-            listed[:MISMATCHES_LISTED],
-        )
 
 
 @dataclass
