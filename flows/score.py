@@ -34,6 +34,7 @@ from schemas.columns import (
     FEEDBACK_OUT_OF_RANGE,
     HELD_DTYPES,
     N_ROWS,
+    PROVENANCE,
     REJECTS_DTYPES,
     ROWS,
     STATUS,
@@ -41,7 +42,7 @@ from schemas.columns import (
 )
 from schemas.contract import DUMP_DATE, FILE, Col, canonical_schema
 from schemas.rules import Rule
-from schemas.tables import EPISODE_SCORES_TABLE
+from schemas.tables import EPISODE_SCORES_TABLE, REPLACED_EPISODES_TABLE
 from schemas.validation import validate
 from schemas.version import COGSCORE_VERSION
 from transforms.aggregate import component_sums
@@ -50,6 +51,7 @@ from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.pipeline import rejects_of, score_rows
 from transforms.registry import resolve
+from transforms.replaced import replaced_runs, single_runs
 
 
 def code_digest(top: Path = Path(__file__).parents[1]) -> str:
@@ -78,6 +80,9 @@ class ScoreResult:
     # The night's staged episode_scores files (``settled`` waits for those being written).
     staged: list[Staged] | None = None
     mismatches: Mismatches = field(default_factory=Mismatches)
+    # Contract 1.4: the episodes a later single run of their model and task replaced (whole
+    # rows, ``replaced_by``): scored, not among ``scores``, never averaged.
+    replaced: pl.DataFrame = field(default_factory=REPLACED_EPISODES_TABLE.empty)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -85,7 +90,8 @@ class ScoreResult:
         harness = rejected.filter(pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR)
         rows_read = sum(f.rows for f in self.files)
         # As Int64: the held counts are Int32 (``HELD_DTYPES``), a night's sums need not be.
-        rows_scored = int(self.scores[N_ROWS].cast(pl.Int64).sum())
+        rows = pl.concat([self.scores[N_ROWS].cast(pl.Int64), self.replaced[N_ROWS]])
+        rows_scored = int(rows.sum())  # the replaced episodes' too: they were scored
         return {
             "files_read": len(self.files),
             "files_rejected": sum(f.status == "rejected" for f in self.files),
@@ -102,6 +108,7 @@ class ScoreResult:
             # and whose declarative verdicts differ from the harness's recorded ones.
             "episodes_score_mismatch": self.mismatches.scores,
             "episodes_verdict_mismatch": self.mismatches.verdicts,
+            "episodes_replaced": self.replaced.height,  # contract 1.4
         }
 
 
@@ -125,6 +132,8 @@ class FilePart:
     # ``scores`` set aside on disk (``scores`` empty): the rows of a file waiting to be staged,
     # or a staged chunk's held columns (as text) waiting for the night's assembly.
     spilled: Spilled | None = None
+    # Staged: its single runs (contract 1.4, ``transforms.replaced.single_runs``; few).
+    runs: pl.DataFrame | None = None
 
     def unspilled(self) -> FilePart:
         """This part, its scores read back if they were set aside."""
@@ -183,6 +192,7 @@ def staging(
     rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
     mismatches = Mismatches.of(scores)
     held = FilePart(_no_held(), _no_rows(), rejects, part.reports, None, sums, mismatches)
+    held.runs = single_runs(scores.lazy()).collect()
     if spill:  # as text: a Categorical's categories stay while any Categorical column does
         held.spilled = Spilled(scores.select(HELD))
     else:
@@ -345,8 +355,9 @@ def assemble(
     target: StageTarget | None = None,
 ) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
-    repeated across the files of a night rejected, in a stable order. Staged parts (all of a
-    night's, with ``target``) whose files hold such copies are staged again without them."""
+    repeated across the files of a night rejected, runs replaced by a later one set apart
+    (``_replaced``), in a stable order. Staged parts (all of a night's, with ``target``)
+    whose files hold such copies or runs are staged again without them."""
     parts = [p.unspilled() for p in parts]
     staged = target is not None and all(p.sums is not None for p in parts)
     for part in parts if staged else ():  # held columns set aside as text, compact again
@@ -365,7 +376,8 @@ def assemble(
         scores = _sorted(scores, [FILE, Col.EPISODE_ID])  # a join may move rows
         if staged:
             assert target is not None
-            parts = [_restaged(p, duplicates, target) for p in parts]
+            parts = [_restaged(p, duplicates, target)[0] for p in parts]
+    scores, parts, replaced = _replaced(scores, parts, target if staged else None)
     sums = (
         pl.concat([p.sums for p in parts if p.sums is not None])
         if staged
@@ -384,7 +396,39 @@ def assemble(
         sums=sums,
         staged=[p.staged for p in parts if p.staged is not None] if staged else None,
         mismatches=mismatches,
+        replaced=replaced,
     )
+
+
+def _replaced(
+    scores: pl.DataFrame, parts: list[FilePart], target: StageTarget | None
+) -> tuple[pl.DataFrame, list[FilePart], pl.DataFrame]:
+    """The night's single runs that a later run of their model and task replaced (contract
+    1.4, ``transforms.replaced``) taken out of ``scores`` and of the parts' staged files
+    (``target``: the parts are staged): (scores, parts, their whole rows with
+    ``replaced_by``). Only scored episodes take part (a copy rejected replaces nothing)."""
+    runs = (
+        pl.concat([p.runs for p in parts if p.runs is not None])
+        if target is not None
+        else single_runs(scores.lazy()).collect()
+    )
+    keys = scores.lazy().select(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
+    scored = runs.lazy().join(keys, on=DUPLICATE_KEY, how="semi")
+    replaced = replaced_runs(scored).collect() if runs.height > 1 else pl.DataFrame()
+    if replaced.is_empty():
+        return scores, parts, REPLACED_EPISODES_TABLE.empty()
+    gone = replaced.select(pl.col(c).cast(scores.schema[c]) for c in DUPLICATE_KEY)
+    if target is not None:
+        restaged = [_restaged(p, replaced, target) for p in parts]
+        parts, taken = [p for p, _ in restaged], [t for _, t in restaged]
+        rows = pl.concat([pl.DataFrame(schema=EPISODE_SCORES_DTYPES), *taken])
+    else:
+        rows = scores.join(gone, on=DUPLICATE_KEY, how="semi")
+    scores = scores.join(gone, on=DUPLICATE_KEY, how="anti", maintain_order="left")
+    moved = rows.with_columns(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
+    columns = [c for c in REPLACED_EPISODES_TABLE.columns if c not in PROVENANCE]
+    joined = moved.join(replaced, on=DUPLICATE_KEY).select(columns)
+    return scores, parts, _sorted(joined, [FILE, Col.EPISODE_ID])
 
 
 def _in_file_order(held: Iterable[pl.DataFrame]) -> list[pl.DataFrame]:
@@ -410,23 +454,27 @@ def _reject_rows(unscored: pl.DataFrame) -> pl.DataFrame:
     return rejects_of(unscored.lazy()).collect(engine="in-memory")
 
 
-def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> FilePart:
-    """A staged part without the copies of ids repeated across files (a harness bug: rare),
-    its files written again and the old ones deleted; a part without such copies as it is
-    (its files are not read back)."""
-    copies = duplicates.select(DUPLICATE_KEY)
+def _restaged(
+    part: FilePart, episodes: pl.DataFrame, target: StageTarget
+) -> tuple[FilePart, pl.DataFrame]:
+    """A staged part without ``episodes`` (their key: copies of ids repeated across files, a
+    harness bug, or runs replaced; rare), its files written again and the old ones deleted,
+    and the rows taken out; a part without such episodes as it is (its files are not read
+    back), and no rows."""
+    copies = episodes.select(DUPLICATE_KEY)
     written = settled([part.staged])
+    none = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if not written:
-        return part
+        return part, none
     if part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi").is_empty():
-        return part
+        return part, none
     rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE.name, written[0])
+    rows = rows.select(list(EPISODE_SCORES_DTYPES))
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
+    taken = rows.join(copies, on=DUPLICATE_KEY, how="semi", nulls_equal=True)
     delta.discard(target.location, EPISODE_SCORES_TABLE.name, written)
-    unstaged = FilePart(
-        kept.select(list(EPISODE_SCORES_DTYPES)), part.unscored, part.rejects, part.reports
-    )
-    return stage(unstaged, target)
+    unstaged = FilePart(kept, part.unscored, part.rejects, part.reports)
+    return stage(unstaged, target), taken
 
 
 def score_dump(

@@ -39,6 +39,7 @@ from schemas.contract import (
     LATENCY_MS,
     OUTPUT_TOKENS,
     REPORTED_SCORE,
+    SINGLE_RUN_STARTED,
     USAGE_DTYPES,
     Category,
     Col,
@@ -193,7 +194,13 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     VERDICT_MISMATCHES: pl.Int64(),
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
+    SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
 }
+
+
+# Contract 1.4: a replaced episode (``replaced_episodes``) names the episode that replaced it,
+# a later single run of the same model and task on the same night (``transforms.replaced``).
+REPLACED_BY: Final = "replaced_by"
 
 
 # What the comparisons, rank intervals and regressions read of an episode (``flows.comparisons``):
@@ -381,6 +388,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},  # contract 1.3
     **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
+    SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
 }
 
 
@@ -426,4 +434,5 @@ RUN_COUNTS: Final = (
     "warnings_feedback_out_of_range",
     "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
     "episodes_verdict_mismatch",
+    "episodes_replaced",  # contract 1.4: scored, and replaced by a later run (null: earlier)
 )

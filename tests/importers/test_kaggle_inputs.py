@@ -270,9 +270,18 @@ def test_the_dump_scores_every_imported_run(layout: dict, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     scores = pl.read_delta(str(tmp_path / "episode_scores"))
+    replaced = pl.read_delta(str(tmp_path / "replaced_episodes"))
     imported = [r for r in layout["second"].runs if r.outcome is Outcome.IMPORTED]
-    assert scores.height == len(imported)
-    assert "run[1]" in scores["run_id"].to_list()
+    assert scores.height + replaced.height == len(imported)  # every run scored, once
+    # Each a run of its model on the task (contract 1.4): the latest started stands, the
+    # others are kept as replaced by it, never averaged with it.
+    assert scores.select("model", "task").is_unique().all()
+    for run in replaced.iter_rows(named=True):
+        [stands] = scores.filter(model=run["model"], task=run["task"]).iter_rows(named=True)
+        assert run["replaced_by"] == stands["episode_id"]
+        later = (stands["single_run_started"], stands["episode_id"])
+        assert (run["single_run_started"], run["episode_id"]) < later
+    assert "run[1]" in [*scores["run_id"], *replaced["run_id"]]
 
 
 def test_a_run_saved_again_is_found_in_the_dump_under_its_first_name(tmp_path: Path) -> None:
