@@ -35,7 +35,14 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from flows.importers.kaggle_dump import _Dump, parquet_bytes, rows_of, run_id_of, write_if_changed
+from flows.importers.kaggle_dump import (
+    _Dump,
+    harness_named,
+    parquet_bytes,
+    rows_of,
+    run_id_of,
+    write_if_changed,
+)
 from flows.importers.kaggle_files import RunFileError, RunRecord, TaskFile, index_tasks, parse_run
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_plan import _list_runs, _place, _plan, _Planned, _read
@@ -67,7 +74,7 @@ def model_disagreement(relative: str, record: RunRecord, models: set[str]) -> st
     label = model_label(record.model)
     said = []
     run_id = run_id_of(relative)
-    if re.search(r"-run_(?:param_)?id_", run_id) and not run_id.endswith(f"_{label}"):
+    if harness_named(relative) and not run_id.endswith(f"_{label}"):
         said.append(f"its file name {run_id!r} does not end with it")
     folder = relative.rsplit("/", 2)[-2] if "/" in relative else None
     if folder is not None and folder != label and folder in models:

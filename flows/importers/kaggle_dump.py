@@ -40,6 +40,15 @@ def run_id_of(relative: str) -> str:
     return relative.rsplit("/", 1)[-1].removesuffix(RUN_SUFFIX)
 
 
+def harness_named(relative: str) -> bool:
+    """Whether a run file has a name the harness gives (``<task>-run_id_<id>_<model>``).
+
+    >>> harness_named("m/t-run_id_Run_1_m.run.json"), harness_named("m/copy.run.json")
+    (True, False)
+    """
+    return re.search(r"-run_(?:param_)?id_", run_id_of(relative)) is not None
+
+
 def episode_id_of(run_id: str, record: RunRecord, distinct: bool = False) -> str:
     """An episode's id: its run's id and start time (a run file name repeats per night);
     ``distinct``: with its content's digest too, for a run that shares its file name and

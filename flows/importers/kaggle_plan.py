@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from flows.importers.kaggle_dump import _Dump, dump_key, run_id_of
+from flows.importers.kaggle_dump import _Dump, dump_key, harness_named, run_id_of
 from flows.importers.kaggle_files import (
     RUN_SUFFIX,
     ListedRun,
@@ -146,10 +146,13 @@ def _place(plans: list[_Planned], dump: _Dump, date: str | None) -> None:
 
 def _kept_of(group: list[_Planned], dump: _Dump) -> _Planned:
     """Of the files of one run (in path order), the one imported: the one the dump holds
-    byte for byte, else one whose own key holds a version of the run, else the first."""
+    byte for byte, else one whose own key holds a version of the run, else the first named
+    as the harness names runs (``<task>-run_id_<id>_<model>``: a copy saved under another
+    name is not the run's own file), else the first."""
     for held in (
         lambda p: dump.digest_at(str(p.key)) == p.record.digest,
         lambda p: dump.identity_at(str(p.key)) == p.record.identity,
+        lambda p: harness_named(p.listed.relative),
     ):
         found = next((p for p in group if p.record is not None and held(p)), None)
         if found is not None:

@@ -174,7 +174,11 @@ def test_a_score_table_with_two_rows_of_one_cell_and_night_keeps_the_later(
     )
     done = import_scores(table, tmp_path / "dump")
     assert done.rows_imported == 3 and done.rejected == []
-    runs.score(tmp_path / "dump", tmp_path / "out")
+    scored = CliRunner().invoke(
+        app, ["score", str(tmp_path / "dump"), "--out", str(tmp_path / "out"), "--engine", "local"]
+    )
+    assert scored.exit_code == 0, scored.output
+    assert "2 episodes scored (and 1 replaced by a later run" in scored.output
     rows = pl.read_csv(table)
     later = rows.filter(model_name="m1").sort("eval_date")[-1]
     cell = read_table(tmp_path / "out", "task_scores").filter(model="m1")

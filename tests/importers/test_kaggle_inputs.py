@@ -301,3 +301,22 @@ def test_a_run_saved_again_is_found_in_the_dump_under_its_first_name(tmp_path: P
     [plan] = plans
     assert plan.key is None and plan.report.reasons == [Reason.DUPLICATE_RUN]
     assert f"was imported already, as {key}" in str(plan.report.detail)
+
+
+def test_of_a_run_and_its_copy_saved_again_the_harness_named_file_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The copy's name sorts first, but the file the harness named is the run's own (its
+    episode id and dump file keep the run's name)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    own = f"feistel-run_id_Run_1_{MODEL}.run.json"
+    (runs / own).write_bytes(variant(21))
+    (runs / "a-copy.run.json").write_bytes(resaved(21))
+    location = Location.parse(str(runs))
+    plans = [_plan(location, listed, None) for listed in _list_runs(location)]
+    _place(plans, _Dump(Location.parse(str(tmp_path / "dump"))), None)
+    kept = {p.listed.relative: p.key is not None for p in plans}
+    assert kept == {own: True, "a-copy.run.json": False}
+    copy = next(p for p in plans if p.key is None)
+    assert f"as {own}, its content differing" in str(copy.report.detail)
