@@ -406,15 +406,13 @@ def _replaced(
     """The night's single runs that a later run of their model and task replaced (contract
     1.4, ``transforms.replaced``) taken out of ``scores`` and of the parts' staged files
     (``target``: the parts are staged): (scores, parts, their whole rows with
-    ``replaced_by``). Only scored episodes take part (a copy rejected replaces nothing)."""
-    runs = (
-        pl.concat([p.runs for p in parts if p.runs is not None])
-        if target is not None
-        else single_runs(scores.lazy()).collect()
-    )
-    keys = scores.lazy().select(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
-    scored = runs.lazy().join(keys, on=DUPLICATE_KEY, how="semi")
-    replaced = replaced_runs(scored).collect() if runs.height > 1 else pl.DataFrame()
+    ``replaced_by``). Only scored episodes take part: the copies of an id rejected are out
+    of ``scores`` and of the parts staged again without them. A night without two single
+    runs costs nothing here (a simulated night has none)."""
+    held = [p.runs for p in parts if p.runs is not None]
+    none = single_runs(pl.LazyFrame(schema=EPISODE_SCORES_DTYPES)).collect()
+    runs = single_runs(scores.lazy()).collect() if target is None else pl.concat([none, *held])
+    replaced = replaced_runs(runs.lazy()).collect() if runs.height > 1 else pl.DataFrame()
     if replaced.is_empty():
         return scores, parts, REPLACED_EPISODES_TABLE.empty()
     gone = replaced.select(pl.col(c).cast(scores.schema[c]) for c in DUPLICATE_KEY)

@@ -37,7 +37,7 @@ def at(hour: int) -> datetime:
 ITEMS = 4
 # Each episode's items answered right (an associative episode scores right / items).
 RIGHT = {"m1-second": 4, "m1-first": 3, "m2-one": 2, "m2-two": 4, "m3-x": 1, "m3-y": 2,
-         "m4-ran": 2, "m4-failed": 4}  # fmt: skip
+         "m4-ran": 2, "m4-failed": 4, "m5-ran": 3, "m5-copied": 4}  # fmt: skip
 
 
 def run(
@@ -68,7 +68,8 @@ def run(
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """m1 ran t twice (the earlier run in the later file), m2 has two repeated episodes, m3
-    two runs that started at the same instant, m4 a run and a later one a harness error."""
+    two runs that started at the same instant, m4 a run and a later one a harness error, m5
+    a run and a later one whose episode id is in two files (both copies rejected)."""
     root = tmp_path_factory.mktemp("replaced") / "dump"
     write_dump(
         [
@@ -80,6 +81,9 @@ def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
             *run("m3-y", "m3", "b.parquet", at(8)),
             *run("m4-ran", "m4", "a.parquet", at(7)),
             *run("m4-failed", "m4", "b.parquet", at(11), Status.ERROR),
+            *run("m5-ran", "m5", "a.parquet", at(6)),
+            *run("m5-copied", "m5", "a.parquet", at(12)),  # one id in two files: rejected
+            *run("m5-copied", "m5", "b.parquet", at(12)),
         ],
         root,
     )
@@ -103,7 +107,7 @@ def test_the_latest_run_stands_and_the_earlier_one_is_kept_as_replaced(scored: P
     assert tasks.filter(model="m1")["n_episodes"].item() == 1  # never averaged (0.875)
     assert tasks.filter(model="m2")["n_episodes"].item() == 2  # repeated: averaged
     episodes = read_table(scored, "episode_scores")
-    assert _ids(episodes) == ["m1-second", "m2-one", "m2-two", "m3-y", "m4-ran"]
+    assert _ids(episodes) == ["m1-second", "m2-one", "m2-two", "m3-y", "m4-ran", "m5-ran"]
     for model, cell in zip(tasks["model"], tasks.iter_rows(named=True), strict=True):
         own = episodes.filter(model=model)["score"]
         assert cell["n_episodes"] == own.len() and cell["score"] == own.mean(), model
@@ -114,17 +118,28 @@ def test_the_latest_run_stands_and_the_earlier_one_is_kept_as_replaced(scored: P
     ]
     kept = [RIGHT[e] / ITEMS for e in replaced["episode_id"]]
     assert replaced["score"].to_list() == kept  # kept with its own score
-    counts = last_run(scored)["counts"]
+    run = last_run(scored)
+    assert replaced["scorer_version"].unique().to_list() == [run["scorer_version"]]
+    nights = run["nights"]
+    assert isinstance(nights, dict)
+    fingerprint = nights[NIGHT]["input_fingerprint"]
+    assert replaced["input_fingerprint"].unique().to_list() == [fingerprint]
+    counts = run["counts"]
     assert isinstance(counts, dict) and counts["episodes_replaced"] == 2
 
 
-def test_a_later_run_that_failed_replaces_nothing(scored: Path) -> None:
-    """A harness error is not the model's result: the earlier run stands (as a night of
-    harness errors leaves the earlier standing)."""
+def test_a_later_run_not_scored_replaces_nothing(scored: Path) -> None:
+    """A harness error is not the model's result, a rejected copy no result at all: the
+    earlier run stands (as a night of harness errors leaves the earlier standing)."""
     rejects = read_table(scored, "rejects")
     assert rejects.filter(episode_id="m4-failed")["status"].to_list() == ["harness_error"]
-    assert "m4-ran" in _ids(read_table(scored, "episode_scores"))
-    assert "m4-ran" not in _ids(read_table(scored, "replaced_episodes"))
+    assert (
+        rejects.filter(episode_id="m5-copied")["rules"].to_list()
+        == [["duplicate_episode_across_files"]] * 2
+    )
+    for earlier in ("m4-ran", "m5-ran"):
+        assert earlier in _ids(read_table(scored, "episode_scores"))
+        assert earlier not in _ids(read_table(scored, "replaced_episodes"))
 
 
 def test_scoring_without_staging_sets_apart_the_same_runs(dump: Path, scored: Path) -> None:
