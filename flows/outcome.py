@@ -14,8 +14,9 @@ from typing import Any
 import polars as pl
 
 from flows.importers.kaggle_report import ImportReport
+from flows.mismatches import MISMATCHES_LISTED
 from flows.records import Verdict, new_run_id
-from flows.score import MISMATCHES_LISTED, ScoreResult
+from flows.score import ScoreResult
 from flows.store.output import Output
 from schemas.columns import AS_OF, RULES
 from schemas.comparisons import (

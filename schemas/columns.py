@@ -40,6 +40,7 @@ from schemas.contract import (
     LATENCY_MS,
     OUTPUT_TOKENS,
     REPORTED_SCORE,
+    SINGLE_RUN_STARTED,
     USAGE_DTYPES,
     Category,
     Col,
@@ -202,7 +203,13 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
     USAGE_REFUSED: pl.String(),
+    SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
 }
+
+
+# Contract 1.4: a replaced episode (``replaced_episodes``) names the episode that replaced it,
+# a later single run of the same model and task on the same night (``transforms.replaced``).
+REPLACED_BY: Final = "replaced_by"
 
 
 # What the comparisons, rank intervals and regressions read of an episode (``flows.comparisons``):
@@ -398,6 +405,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
     USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
+    SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
 }
 
 
@@ -444,4 +452,5 @@ RUN_COUNTS: Final = (
     "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
     "episodes_verdict_mismatch",
     "episodes_usage_refused",  # contract 1.4 (null in rows of earlier runs)
+    "episodes_replaced",  # contract 1.4: scored, and replaced by a later run (null: earlier)
 )

@@ -34,6 +34,7 @@ from schemas.columns import (
     RANK,
     REASONS,
     REJECTS_DTYPES,
+    REPLACED_BY,
     ROWS,
     RULES,
     RUN_COUNTS,
@@ -147,6 +148,20 @@ EPISODE_SCORES_TABLE: Final = Table(
     strict=True,
     ordered=True,
     unique=(DUMP_DATE, Col.EPISODE_ID),  # copies within a night are rejected
+)
+# Contract 1.4: the episodes that a later single run of their model and task on their night
+# replaced (``transforms.replaced``): scored, kept as they were, never averaged.
+REPLACED_EPISODES_TABLE: Final = Table(
+    "replaced_episodes",
+    {
+        **{n: c for n, c in EPISODE_SCORES_TABLE.columns.items() if n not in PROVENANCE_RULES},
+        REPLACED_BY: text_column(),
+        **PROVENANCE_RULES,
+    },
+    sort=(FILE, Col.EPISODE_ID),
+    strict=True,
+    ordered=True,
+    unique=(DUMP_DATE, Col.EPISODE_ID),
 )
 REJECTS_TABLE: Final = Table(
     "rejects",
@@ -456,6 +471,7 @@ TABLES: Final[dict[str, Table]] = {
     for t in (
         EPISODE_SCORES_TABLE,
         REJECTS_TABLE,
+        REPLACED_EPISODES_TABLE,
         TASK_SCORES_TABLE,
         CATEGORY_SCORES_TABLE,
         MODEL_SCORES_TABLE,

@@ -11,6 +11,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/episode_scores');
 CREATE OR REPLACE VIEW rejects AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/rejects');
 
+CREATE OR REPLACE VIEW replaced_episodes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/replaced_episodes');
+
 CREATE OR REPLACE VIEW task_scores AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_scores');
 

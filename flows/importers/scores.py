@@ -16,10 +16,13 @@ is resolved from the task files' folders (``--tasks``: ``<category folder>/<task
 Every row that cannot be imported is reported with every reason, never dropped silently:
 a missing model or task, a score that is not a finite number or lies outside [0, 1], a
 category that is not known or cannot be resolved, a date that is not one, a second row for
-the same model, task and night, a model, task and night another table imported into the dump
-already. A row's ``instance_id`` is the table's where it has one, else the task's name: every
-model that ran a LearningBench task faced its one instance (the task files fix their
-seeds), so the models' scores of a task are paired.
+the same model, task, night and time, a model, task and night another table imported into
+the dump already. A row is one run (contract 1.4): of rows of one model, task and night at
+other times, the latest stands when scored, the others are kept as replaced.
+
+A row's ``instance_id`` is the table's where it has one, else the task's name: every model
+that ran a LearningBench task faced its one instance (the task files fix their seeds), so
+the models' scores of a task are paired.
 
 Scores lie in [0, 1] (every LearningBench score does, and so does every formula's). A table
 most of whose scores lie above 1 is on another scale (a 0-100 table, as leaderboards print
@@ -46,16 +49,8 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import (
-    DTYPES,
-    INSTANCE_ID,
-    REPORTED_SCORE,
-    Category,
-    Col,
-    Kind,
-    Role,
-    Status,
-)
+from schemas.contract import INSTANCE_ID, REPORTED_SCORE, Category, Col
+from transforms.table_rows import contract_rows
 
 # The night a row goes to, and the date column of the table it may come from.
 NIGHT: Final = "dump_date"
@@ -275,13 +270,16 @@ def importable_scores(
         .list.drop_nulls()
         .alias(REASONS)
     )
-    # A second row for the same model, task and night: every copy is reported (which of
-    # them is the score cannot be told).
-    key = [Col.MODEL, Col.TASK, NIGHT]
+    # A row is one run of its model on its task (contract 1.4 ``single_run_started``: its
+    # time): of several for one model, task and night the latest stands when scored, the
+    # others are kept as replaced. Rows of one model, task, night and time: every copy is
+    # reported (which of them is the later cannot be told).
+    key = [Col.MODEL, Col.TASK, NIGHT, Col.TS]
     copies = pl.len().over(key) > 1
+    tie = pl.lit("the table has another row for this model, task and night, at the same time")
     judged = judged.with_columns(
         pl.when(copies & (pl.col(REASONS).list.len() == 0))
-        .then(pl.concat_list(pl.lit("the table has another row for this model, task and night")))
+        .then(pl.concat_list(tie))
         .otherwise(pl.col(REASONS))
         .alias(REASONS)
     )
@@ -318,56 +316,6 @@ def check_scale(table: pl.DataFrame, path: Path) -> None:
         f"{path}: {above} of its {finite.len()} scores lie above 1 (up to {largest:g}): a "
         f"table on another scale than [0, 1]{hundred}; nothing imported"
     )
-
-
-def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
-    """Two contract rows per score (``importable_scores``): ``episode_start`` (turn 0, ``params``
-    ``{}``, ``instance_id``) and ``episode_end`` (turn 1, ``status`` completed,
-    ``reported_score``). The episode id is the night, model and task: unique in a dump."""
-    episode_id = pl.concat_str(NIGHT, Col.MODEL, Col.TASK, separator="/")
-    start = scores.select(
-        episode_id.alias(Col.EPISODE_ID),
-        pl.lit(0).alias(Col.TURN),
-        pl.lit(Kind.EPISODE_START.value).alias(Col.KIND),
-        pl.lit("{}").alias(Col.PARAMS),
-        pl.lit(None, pl.String).alias(Col.STATUS),
-        pl.lit(None, pl.Float64).alias(REPORTED_SCORE),
-        INSTANCE_ID,
-        *_common(),
-    )
-    end = scores.select(
-        episode_id.alias(Col.EPISODE_ID),
-        pl.lit(1).alias(Col.TURN),
-        pl.lit(Kind.EPISODE_END.value).alias(Col.KIND),
-        pl.lit(None, pl.String).alias(Col.PARAMS),
-        pl.lit(Status.COMPLETED.value).alias(Col.STATUS),
-        REPORTED_SCORE,
-        pl.lit(None, pl.String).alias(INSTANCE_ID),
-        *_common(),
-    )
-    rows = pl.concat([start, end]).sort(NIGHT, Col.EPISODE_ID, Col.TURN)
-    columns = {str(c): t for c, t in DTYPES.items()}
-    return rows.select(
-        NIGHT,
-        *(
-            (pl.col(c) if c in rows.columns else pl.lit(None)).cast(t).alias(c)
-            for c, t in columns.items()
-        ),
-        pl.col(INSTANCE_ID).cast(pl.String),
-        pl.col(REPORTED_SCORE).cast(pl.Float64),
-    )
-
-
-def _common() -> list[pl.Expr]:
-    return [
-        pl.col(Col.RUN_ID),
-        pl.col(Col.MODEL),
-        pl.col(Col.TASK),
-        pl.col(Col.CATEGORY),
-        pl.lit(Role.ENVIRONMENT.value).alias(Col.ROLE),
-        pl.col(Col.TS),
-        pl.col(NIGHT),
-    ]
 
 
 def parquet_bytes(rows: pl.DataFrame, metadata: Mapping[str, str] | None = None) -> bytes:

@@ -59,8 +59,11 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
     if len(summary.rejected_files) > 5:
         lines.append(f"… and {len(summary.rejected_files) - 5} more file(s) (cogscore status)")
     counts = summary.counts
+    replaced = counts.get("episodes_replaced") or 0  # contract 1.4
+    also = f" (and {replaced} replaced by a later run: replaced_episodes)" if replaced else ""
     lines.append(
-        f"{counts['episodes_scored']} episodes scored, {counts['episodes_rejected']} rejected, "
+        f"{counts['episodes_scored']} episodes scored{also}, "
+        f"{counts['episodes_rejected']} rejected, "
         f"{counts['episodes_harness_error']} harness errors; "
         f"{counts['rows_read']} rows read = {counts['rows_scored']} scored"
         f" + {counts['rows_rejected']} rejected"

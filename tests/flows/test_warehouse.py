@@ -254,6 +254,8 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
     manifest = last_run(scored_out)
     for table in CORE_TABLES:
         frame = read(scored_out, table)
+        if table == "replaced_episodes" and frame.is_empty():
+            continue  # no run of the example dump replaces another (test_replaced_runs.py)
         assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
         for i, (night, info) in enumerate(sorted(manifest["nights"].items())):
             # (a standing's rows carry the fingerprint of the night it is as of)

@@ -93,7 +93,7 @@ def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_pat
         "m1,t2,concept-learning,NaN,2026-12-01\n"  # not finite
         "m1,t3,cooking,0.2,2026-12-01\n"  # unknown category name
         ",t4,runtime_rl,,someday\n"  # no model, no score, a date that is not one
-        "m2,t1,associative_learning,0.7,2026-12-01\n"  # a copy of the next
+        "m2,t1,associative_learning,0.7,2026-12-01\n"  # a copy of the next (the same time)
         "m2,t1,associative_learning,0.8,2026-12-01\n"
         "m3,t9,unknown,0.4,2026-12-01\n"  # unknown, no task file for t9
         "m4,t1,associative_learning,1,2026-12-02\n"  # fine, another night
@@ -129,8 +129,8 @@ def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_pat
             )
         ],
         4: ["no model", "no score", "date someday is not a date"],
-        5: ["the table has another row for this model, task and night"],
-        6: ["the table has another row for this model, task and night"],
+        5: ["the table has another row for this model, task and night, at the same time"],
+        6: ["the table has another row for this model, task and night, at the same time"],
         7: ["category unknown and no task file t9.py in --tasks"],
     }
     assert done.rows_imported == 2 and sorted(done.written) == ["2026-12-01", "2026-12-02"]

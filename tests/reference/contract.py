@@ -76,7 +76,16 @@ USAGE_MAXIMA: Final = {
     LATENCY_MS: 604_800_000.0,  # a week, in milliseconds
 }
 USAGE_INVALID: Final = "usage_invalid"
-OPTIONAL_COLUMNS: Final = (INSTANCE_ID, REPORTED_SCORE, VERDICT, *USAGE_COLUMNS)
+# Contract 1.4: optional, on episode_start; when the single run the episode is the whole
+# result of started (the latest of a model's such runs of a task on a night stands).
+SINGLE_RUN_STARTED: Final = "single_run_started"
+OPTIONAL_COLUMNS: Final = (
+    INSTANCE_ID,
+    REPORTED_SCORE,
+    VERDICT,
+    *USAGE_COLUMNS,
+    SINGLE_RUN_STARTED,
+)
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
 # "model, task, category or run_id differing within one episode" is a rejection.

@@ -96,7 +96,7 @@ SCORE_FIELDS = (
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
-    *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused",
+    *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
 )
 # fmt: on
 
@@ -421,6 +421,9 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         category=category,
         # An integer id reads as its decimal text; absent or null: not shared.
         instance_id=None if instance is None else str(instance),
+        # Contract 1.4: read on the episode_start row. Which single runs a later one
+        # replaces is a rule of the whole night (tests/flows/test_replaced_runs.py).
+        single_run_started=start.get(c.SINGLE_RUN_STARTED),
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
