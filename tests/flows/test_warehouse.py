@@ -30,7 +30,7 @@ from flows.score import score_dump
 from flows.store.catalog import CORE_TABLES, PAUSE_AT, PAUSE_FLAG
 from flows.store.output import TABLES, Output
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
-from transforms.aggregate import Bootstrap, _group_seed
+from transforms.aggregate import Bootstrap, group_seed
 from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
@@ -133,7 +133,7 @@ def resample_means(values: np.ndarray, key: tuple, bootstrap: Bootstrap) -> np.n
     """The README's resampling: with replacement from the group's own stream; where the
     scores take at most 1/16 as many distinct values as there are episodes, the draw is the
     multinomial count of each distinct value (ascending), else n indices per resample."""
-    rng = _group_seed(bootstrap.seed, key)
+    rng = group_seed(bootstrap.seed, key)
     n = len(values)
     distinct = sorted(set(values.tolist()))
     if len(distinct) * 16 <= n:
