@@ -219,6 +219,12 @@ def cost_section(
 VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
 
 
+def _family() -> str:
+    """What Holm's family covers, as a sentence of the report."""
+    note = HOLM_FAMILY_NOTE.removeprefix("verdicts: ")
+    return note[0].upper() + note[1:] + "."
+
+
 def _why(reason: object) -> str:
     """A cell's reason for its tooltip (quotes escaped: it sits in an attribute)."""
     return "" if not reason else ". " + html.escape(str(reason), quote=True)
@@ -289,8 +295,7 @@ def comparisons_section(
         "cell is unresolved for want of an estimate (a difference the same on every task, a "
         "spread of 0, is not evidence) or its interval approximate (few tasks). Only "
         "models covering the same categories are compared overall; every category (and the "
-        "score by category) is compared in the table. Holm's correction is over the pairs of "
-        "this scope alone: " + html.escape(HOLM_FAMILY_NOTE),
+        "score by category) is compared in the table. " + html.escape(_family()),
         [fig] if order else [],
         table if order else "<p>No two models cover the same categories.</p>",
     )
