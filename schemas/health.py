@@ -28,6 +28,12 @@ N_MODELS: Final = "n_models"
 LOO_SPEARMAN_MEAN: Final = "loo_spearman_mean"
 LOO_SPEARMAN_MIN: Final = "loo_spearman_min"
 LOO_MAX_RANK_CHANGE: Final = "loo_max_rank_change"
+# ... and the tasks drawn again (a bootstrap of the group's tasks, each resample the same
+# number of tasks drawn with replacement): leaving one task out of many moves little, which
+# is not that the ranking is settled; a sample of tasks like this one can move it more.
+BOOT_SPEARMAN_MEAN: Final = "boot_spearman_mean"
+BOOT_RANK_CHANGED: Final = "boot_rank_changed"  # share of resamples where some rank changes
+BOOT_MAX_RANK_CHANGE: Final = "boot_max_rank_change"
 # task_health
 MEAN: Final = "mean"
 SPREAD: Final = "std"
@@ -66,6 +72,9 @@ STABILITY_TABLE: Final = Table(
         LOO_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
         LOO_SPEARMAN_MIN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
         LOO_MAX_RANK_CHANGE: count_column(nullable=True),
+        BOOT_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        BOOT_RANK_CHANGED: real_column(nullable=True, unit=True),
+        BOOT_MAX_RANK_CHANGE: count_column(nullable=True),
         **PROVENANCE_RULES,
     },
     night=AS_OF,

@@ -302,6 +302,9 @@ MODEL_COMPARISONS_TABLE: Final = Table(
         P_WILCOXON: real_column(nullable=True, unit=True),
         N_TASKS_A_BETTER: count_column(),
         N_TASKS_B_BETTER: count_column(),
+        # why se, p, the interval and the verdict are null, the mde null, or the interval
+        # approximate (null: none of these); null too in tables written before it existed
+        REASON: text_column(nullable=True),
         **PROVENANCE_RULES,
     },
     sort=(SCOPE, MODEL_A, MODEL_B),

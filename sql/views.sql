@@ -53,9 +53,14 @@ ORDER BY categories_covered DESC, ranked_among, rank, model;
 
 -- The verdicts between models as the benchmark stands as of the latest night, overall: one
 -- row per ordered pair (standing_comparisons holds every night and every category too).
+-- Holm's correction is over the pairs of one night and one scope. reason: why a pair's
+-- interval, p and verdict are null (design none: e.g. a difference the same on every task,
+-- a spread of 0, which is not evidence), its mde null (past the scores' range), or its
+-- interval approximate (few tasks); null where none applies (and in tables written before
+-- it existed).
 CREATE OR REPLACE VIEW pairwise AS
 SELECT as_of, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde,
-       design, p_wilcoxon
+       design, p_wilcoxon, reason
 FROM standing_comparisons
 WHERE scope = 'overall'
   AND as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standing_comparisons)
@@ -64,7 +69,7 @@ ORDER BY model_a, model_b;
 -- The same of the latest night's own episodes (model_comparisons).
 CREATE OR REPLACE VIEW night_pairwise AS
 SELECT dump_date, model_a, model_b, diff, ci_low, ci_high, p_holm, verdict, paired, mde,
-       design, p_wilcoxon
+       design, p_wilcoxon, reason
 FROM model_comparisons
 WHERE scope = 'overall'
   AND dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_comparisons)

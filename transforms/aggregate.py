@@ -79,7 +79,7 @@ class Bootstrap:
         return tail, 1.0 - tail
 
 
-def _group_seed(seed: int, key: Sequence[object]) -> np.random.Generator:
+def group_seed(seed: int, key: Sequence[object]) -> np.random.Generator:
     digest = hashlib.sha256("\x1f".join("" if k is None else str(k) for k in key).encode())
     words = np.frombuffer(digest.digest()[:16], dtype=np.uint32)
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *words.tolist()])))
@@ -100,7 +100,7 @@ def _replicate_means(values: np.ndarray, key: Sequence[object], bootstrap: Boots
     # a cost per episode. Either way the same distribution, and the same numbers on every
     # run: the draws come from the group's own stream.
     n = len(values)
-    rng = _group_seed(bootstrap.seed, key)
+    rng = group_seed(bootstrap.seed, key)
     distinct, counts = np.unique(values, return_counts=True)
     if len(distinct) * _BINOMIAL_COST <= n:
         drawn = rng.multinomial(n, counts / n, size=bootstrap.resamples)

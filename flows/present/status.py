@@ -18,6 +18,7 @@ from schemas.comparisons import (
     CI_LOW,
     DESIGN,
     DIFF,
+    HOLM_FAMILY_NOTE,
     MDE,
     MODEL_A,
     MODEL_B,
@@ -25,6 +26,7 @@ from schemas.comparisons import (
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    REASON,
     VERDICT,
 )
 from schemas.rules import USAGE_INVALID
@@ -123,7 +125,8 @@ def as_json(value: Any) -> str:
 
 def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
     """The comparisons of ``comparisons``, their intervals labelled with their ``level``
-    (``night_level``)."""
+    (``night_level``); each row's ``reason`` (why its statistics are null, its mde, or its
+    interval approximate) a note under the table, and what Holm's correction covers."""
 
     if table.is_empty():
         return ["no pair of models to compare"]
@@ -133,13 +136,17 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
         grid.add_column(name, overflow="fold")
     # The raw p beside Holm's: a comparison planned alone (as LearningBench's H4) reads the
     # raw one; the verdict is Holm's, over every pair of the night and scope.
-    for name in ("a - b", interval, "p", "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+    columns = ("a - b", interval, "p", "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired")
+    for name in (*columns, "note"):
         grid.add_column(name, no_wrap=True)
 
     def number(value: float | None, spec: str = ".3f") -> str:
         return "-" if value is None else format(value, spec)
 
+    notes: dict[str, int] = {}
     for row in table.iter_rows(named=True):
+        reason = row.get(REASON)
+        mark = f"[{notes.setdefault(reason, len(notes) + 1)}]" if reason else ""
         grid.add_row(
             escape(printable(row[MODEL_A])),
             escape(printable(row[MODEL_B])),
@@ -151,7 +158,9 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
             number(row[MDE]),
             number(row.get(P_WILCOXON), ".3g"),
             row[PAIRED],
+            mark,
         )
     designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
     named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
-    return [*render(grid), named]
+    footnotes = [f"[{n}] {printable(reason)}" for reason, n in notes.items()]
+    return [*render(grid), *footnotes, named, HOLM_FAMILY_NOTE]

@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
+from statsmodels.stats.proportion import proportion_confint
 
 from flows import runs
 from flows.night import aggregate
@@ -30,7 +31,7 @@ from flows.score import score_dump
 from flows.store.catalog import CORE_TABLES, PAUSE_AT, PAUSE_FLAG
 from flows.store.output import TABLES, Output
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
-from transforms.aggregate import Bootstrap, _group_seed
+from transforms.aggregate import Bootstrap, group_seed
 from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
@@ -55,8 +56,8 @@ def read(out: Path, table: str) -> pl.DataFrame:
 def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
     """Task, category and model aggregates in plain Python, from the README's definitions:
     a task's interval the percentile bootstrap of its episodes (null where they do not
-    vary); a category's and a model's the two-level t interval (README "Comparisons and
-    statistics")."""
+    vary); a category's and a model's the two-level interval of a bounded mean (README
+    "Comparisons and statistics")."""
     tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
     for r in scores.iter_rows(named=True):
         key = (r["dump_date"], r["model"], r["category"], r["task"])
@@ -116,24 +117,27 @@ def _scaled(part: tuple[float | None, float | None], weight: float) -> tuple:
 
 
 def _t_ci(score: float, parts: list[tuple]) -> tuple[float | None, float | None]:
-    """``score ± t · se``, the variance the sum of the parts', Satterthwaite's degrees of
-    freedom, held to [0, 1] (every score here lies in it: README "Comparisons and
-    statistics"); null where a part is unknown or the variance is zero."""
+    """Korn and Graubard's interval of a mean of scores in [0, 1] (every score here lies in
+    it: README "Comparisons and statistics"): statsmodels' Clopper-Pearson interval of the
+    effective sample ``p(1 - p) / variance`` (where the variance is 0, rounding aside, the
+    ``df + 1`` values behind it), shrunk by ``(z / t_df)²``, the variance the sum of the
+    parts', Satterthwaite's degrees of freedom; null where a part is unknown."""
     if any(v is None for v, _ in parts):
         return None, None
     variance = sum(v for v, _ in parts)
-    if variance == 0:
-        return None, None
-    df = variance**2 / sum(v**2 / d for v, d in parts)
-    half = scipy_stats.t.ppf(0.975, df) * variance**0.5
-    return max(0.0, score - half), min(1.0, score + half)
+    spread = variance > 1e-24
+    df = variance**2 / sum(v**2 / d for v, d in parts) if spread else sum(d for _, d in parts)
+    n = score * (1 - score) / variance if spread else df + 1
+    n *= (scipy_stats.norm.ppf(0.975) / scipy_stats.t.ppf(0.975, df)) ** 2
+    low, high = proportion_confint(score * n, n, 0.05, method="beta")
+    return float(low), float(high)
 
 
 def resample_means(values: np.ndarray, key: tuple, bootstrap: Bootstrap) -> np.ndarray:
     """The README's resampling: with replacement from the group's own stream; where the
     scores take at most 1/16 as many distinct values as there are episodes, the draw is the
     multinomial count of each distinct value (ascending), else n indices per resample."""
-    rng = _group_seed(bootstrap.seed, key)
+    rng = group_seed(bootstrap.seed, key)
     n = len(values)
     distinct = sorted(set(values.tolist()))
     if len(distinct) * 16 <= n:

@@ -12,6 +12,7 @@ import polars as pl
 from schemas.columns import SCORE
 from schemas.comparisons import (
     A_BETTER,
+    APPROXIMATE_BELOW_DF,
     B_BETTER,
     CI_HIGH,
     CI_LOW,
@@ -32,6 +33,9 @@ from schemas.comparisons import (
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    REASON,
+    REASON_APPROXIMATE,
+    REASON_MDE,
     SCOPE,
     SCORE_A,
     SCORE_B,
@@ -44,7 +48,7 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.preparation import TASK_KEY, Prepared, prepare
+from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
@@ -75,6 +79,7 @@ COMPARISON_COLUMNS: Final = [
     P_WILCOXON,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    REASON,
 ]
 
 
@@ -143,7 +148,7 @@ def comparisons_of(
     half = pairs.join(var, on=Work.CID, how="left").with_columns(
         (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
     )
-    half = inference(half, DIFF, alpha, power, level)
+    half = _held(inference(half, DIFF, alpha, power, level), prep)
     half = adjust_over(half, P_VALUE, [DUMP_DATE, SCOPE], "holm", P_HOLM)
     # The MDE of the verdict as shown: at the level Holm tests the pair at on the night.
     family = [DUMP_DATE, SCOPE]
@@ -159,7 +164,7 @@ def comparisons_of(
         .then(pl.lit(B_BETTER))
         .otherwise(pl.lit(UNRESOLVED))
     )
-    half = half.with_columns(verdict.alias(VERDICT))
+    half = half.with_columns(verdict.alias(VERDICT), _reason().alias(REASON))
     forward = half.rename(
         {
             Col.MODEL: MODEL_A,
@@ -202,6 +207,47 @@ def comparisons_of(
         .sort(DUMP_DATE, SCOPE, MODEL_A, MODEL_B, nulls_last=True)
         .select(COMPARISON_COLUMNS)
     )
+
+
+def _held(half: pl.DataFrame, prep: Prepared) -> pl.DataFrame:
+    """The interval of ``a - b`` held to the differences two scores in ``SCORE_RANGE`` can
+    have (``[-1, 1]``; a side an episode of either scored past is left open): the true
+    difference lies there, so no coverage is lost, and a t interval on few tasks no longer
+    reaches to -6 (whether it holds 0, so the verdict, is unchanged)."""
+    bounds = score_bounds(prep)
+    low_a, high_a = pl.col(Work.LOWEST), pl.col(Work.HIGHEST)
+    low_b, high_b = pl.col(Work.LOWEST + "_b"), pl.col(Work.HIGHEST + "_b")
+    return (
+        half.join(bounds, on=[Work.UNIT, SCOPE], how="left")
+        .join(
+            bounds.rename({c: c + "_b" for c in bounds.columns if c != SCOPE}),
+            on=[Work.UNIT + "_b", SCOPE],
+            how="left",
+        )
+        .with_columns(
+            pl.when(pl.col(CI_LOW).is_not_null())
+            .then(pl.max_horizontal(CI_LOW, low_a - high_b))
+            .alias(CI_LOW),
+            pl.when(pl.col(CI_HIGH).is_not_null())
+            .then(pl.min_horizontal(CI_HIGH, high_a - low_b))
+            .alias(CI_HIGH),
+        )
+        .drop(Work.LOWEST, Work.HIGHEST, Work.LOWEST + "_b", Work.HIGHEST + "_b")
+    )
+
+
+def _reason() -> pl.Expr:
+    """Why a row's statistics are null (``WHY``), its MDE past the scores' range, or its
+    interval approximate (few degrees of freedom); null where none applies."""
+    estimated = pl.col(SE).is_not_null()
+    df = pl.col(DF).round(1).cast(pl.String).fill_null("infinite (the normal)")
+    mde = pl.when(estimated & pl.col(MDE).is_null()).then(pl.format(REASON_MDE, df))
+    # (rounded: Satterthwaite's sum gives 13.000000000000002 for 14 tasks)
+    approximate = pl.when(estimated & (pl.col(DF).round(6) < APPROXIMATE_BELOW_DF)).then(
+        pl.format(REASON_APPROXIMATE, df)
+    )
+    joined = pl.concat_str([pl.col(Work.WHY), mde, approximate], separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
 
 
 def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:

@@ -16,7 +16,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import SCORE
+from schemas.columns import SCORE, SCORE_RANGE
 from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from transforms.aggregate import mean_in_order
@@ -204,6 +204,24 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
         ]
     )
     return scopes, weights
+
+
+def score_bounds(prep: Prepared) -> pl.DataFrame:
+    """Per unit and scope: the bounds of ``SCORE_RANGE`` its interval is held to (``LOWEST``,
+    ``HIGHEST``), each null where an episode of the scope scored past it."""
+    low, high = SCORE_RANGE
+    return (
+        prep.weights.select(Work.UNIT, SCOPE, *TASK_KEY)
+        .join(
+            prep.cells.select(Work.UNIT, *TASK_KEY, Work.LOWEST, Work.HIGHEST),
+            on=[Work.UNIT, *TASK_KEY],
+        )
+        .group_by(Work.UNIT, SCOPE)
+        .agg(
+            pl.when(pl.col(Work.LOWEST).min() >= low).then(pl.lit(low)).alias(Work.LOWEST),
+            pl.when(pl.col(Work.HIGHEST).max() <= high).then(pl.lit(high)).alias(Work.HIGHEST),
+        )
+    )
 
 
 def each_task(frame: pl.DataFrame, keys: pl.DataFrame) -> Iterator[tuple[str, str, pl.LazyFrame]]:

@@ -32,6 +32,7 @@ from schemas.columns import (
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     FORMULA_VERSIONS,
+    HOLM_FAMILY_NOTE,
 )
 from schemas.contract import (
     COST_USD,
@@ -218,6 +219,17 @@ def cost_section(
 VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
 
 
+def _family() -> str:
+    """What Holm's family covers, as a sentence of the report."""
+    note = HOLM_FAMILY_NOTE.removeprefix("verdicts: ")
+    return note[0].upper() + note[1:] + "."
+
+
+def _why(reason: object) -> str:
+    """A cell's reason for its tooltip (quotes escaped: it sits in an attribute)."""
+    return "" if not reason else ". " + html.escape(str(reason), quote=True)
+
+
 def comparisons_section(
     pairs: pl.DataFrame, board: pl.DataFrame, night: str, level: float
 ) -> Section:
@@ -258,7 +270,8 @@ def comparisons_section(
                 f"{fmt(cell[(a, b)]['ci_high'])}], Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')},"
                 f" Wilcoxon p {fmt(cell[(a, b)]['p_wilcoxon'], '.3g')}, tasks won "
                 f"{cell[(a, b)]['n_tasks_a_better']}-{cell[(a, b)]['n_tasks_b_better']}, "
-                f"{cell[(a, b)]['design']}, {cell[(a, b)]['paired']}'>"
+                f"{cell[(a, b)]['design']}, {cell[(a, b)]['paired']}"
+                f"{_why(cell[(a, b)].get('reason'))}'>"
                 f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}</td>"
             )
             if (a, b) in cell
@@ -278,9 +291,11 @@ def comparisons_section(
         "of the night. Paired over the tasks both models ran and over the instances they "
         "shared; the standard error follows the two-level design (the tasks a sample of the "
         "ability, the episodes within them). Each cell's tooltip gives the interval, the "
-        "Wilcoxon signed-rank p-value over the tasks and the tasks each model won. Only "
+        "Wilcoxon signed-rank p-value over the tasks and the tasks each model won, and why a "
+        "cell is unresolved for want of an estimate (a difference the same on every task, a "
+        "spread of 0, is not evidence) or its interval approximate (few tasks). Only "
         "models covering the same categories are compared overall; every category (and the "
-        "score by category) is compared in the table.",
+        "score by category) is compared in the table. " + html.escape(_family()),
         [fig] if order else [],
         table if order else "<p>No two models cover the same categories.</p>",
     )

@@ -58,6 +58,7 @@ from schemas.comparisons import (
     RANK_LOW,
     RANK_UB,
     RANKED_AMONG,
+    REASON,
     SCOPE,
     SCORE_BY_CATEGORY,
     TIER,
@@ -165,6 +166,7 @@ def pairwise(comparisons: pl.DataFrame, scope: str = OVERALL) -> pl.DataFrame:
         P_WILCOXON,
         N_TASKS_A_BETTER,
         N_TASKS_B_BETTER,
+        REASON,
     )
 
 
