@@ -238,11 +238,11 @@ def compare(
     storage_option: StorageOpt = None,
 ) -> None:
     """Every pair of models in a scope as the benchmark stands as of a night (--view night:
-    the night's own episodes): the difference a - b, its interval (at the level of the run
-    that scored the night), the Holm-corrected p-value, the verdict and the minimum
-    detectable effect."""
+    the night's own episodes), once, a placed before b on the leaderboard: the difference
+    a - b, its interval (at the level of the run that scored the night), the Holm-corrected
+    p-value, the verdict and the minimum detectable effect (--json: both orders)."""
     from flows.overview import CompareChoiceError, comparisons, night_level
-    from flows.present.status import as_json, comparison_lines
+    from flows.present.status import as_json, comparison_lines, leaderboard_order
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -261,7 +261,8 @@ def compare(
         if shown is not None:
             what = "as the benchmark stands as of" if view is View.STANDING else "the night"
             typer.echo(f"{what} {shown}, {scope}:")
-        for line in comparison_lines(table, night_level(output, shown, as_of)):
+        order = leaderboard_order(output, shown, as_of, view)
+        for line in comparison_lines(table, night_level(output, shown, as_of), order):
             typer.echo(line)
 
 
