@@ -4,6 +4,7 @@ back from the tables the run wrote (so the terminal shows what a dashboard will 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import polars as pl
@@ -97,6 +98,7 @@ def leaderboard_table(
             if member == group:
                 table.add_row(*cells)
         lines += render(table, width)
+    lines += coverage_note(order, width)
     if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)] for cells in rows):
         lines.append(
             f"{PARTIAL_COST} some of its calls or episodes record no usage: "
@@ -146,6 +148,32 @@ def group_line(group: str, models: int) -> str:
 
 
 CATEGORIES = frozenset(str(c) for c in Category)
+
+
+def coverage_note(models: pl.DataFrame, width: int | None = None) -> list[str]:
+    """Where the leaderboard holds several coverage groups, what one is (its ranks restart
+    at 1); where no verdict tells any two models of a group apart, why UB is 1 throughout.
+    Folded at spaces to ``width`` (``line_width``'s)."""
+    groups = models["ranked_among"].n_unique()
+    text = []
+    if groups > 1:
+        text.append(
+            f"ranks restart in each of the {groups} coverage groups: a group is the models "
+            "with results in the same categories (named above it), ranked among themselves "
+            "only; UB: 1 + the models of its group the verdicts (Holm, 0.05) call better."
+        )
+    crowded = models.filter(pl.col("n_ranked") > 1) if "n_ranked" in models.columns else None
+    if (
+        crowded is not None
+        and not crowded.is_empty()
+        and "rank_ub" in crowded.columns
+        and (crowded["rank_ub"].fill_null(1) == 1).all()
+    ):
+        text.append(
+            "no verdict tells any two models of a group apart (UB 1 throughout): their "
+            "results do not vary enough to test (one task each, say) or differ too little."
+        )
+    return [line for paragraph in text for line in textwrap.wrap(paragraph, line_width(width))]
 
 
 def _leaderboard_cells(
