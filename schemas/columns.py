@@ -118,6 +118,12 @@ USAGE_EPISODES: Final = "usage_episodes"
 USAGE_INCOMPLETE: Final = "usage_incomplete"
 
 
+# The model calls behind an episode where it records usage (contract 1.3): its assistant rows
+# that carry usage and its reply turns that carry none (``replies_without_usage``); totalled
+# per task, category and model over the episodes that record usage, as the usage columns.
+CALLS: Final = "calls"
+
+
 # Per task: tokens (input and output) per episode that records usage, the behaviour of
 # LearningBench's token signal (``transforms.health``: tokens spent against score).
 MEAN_TOKENS: Final = "mean_tokens"
@@ -193,6 +199,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     VERDICT_MISMATCHES: pl.Int64(),
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
+    CALLS: pl.Int64(),
 }
 
 
@@ -381,6 +388,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},  # contract 1.3
     **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
+    CALLS: count_column(nullable=True),
 }
 
 
@@ -393,6 +401,7 @@ USAGE_RULES: Final[dict[str, Column]] = {
     USAGE_INCOMPLETE: count_column(nullable=True),
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
     **{name: real_column(nullable=True, ge=0.0) for name in (COST_USD, LATENCY_MS)},
+    CALLS: count_column(nullable=True),
 }
 
 

@@ -34,14 +34,16 @@
 -- cost_usd: what its episodes' model calls cost (contract 1.3; null where they record none),
 -- over usage_episodes of its n_episodes; cost_per_episode: per such episode;
 -- usage_incomplete: of those, the episodes some of whose calls record no usage (their cost
--- leaves them out).
+-- leaves them out); calls: the model calls behind those episodes (calls_per_episode per
+-- such episode); latency_ms: the time those calls took (not the harness's wall time).
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, oldest_night,
        newest_night, formula_versions, cost_usd, usage_episodes, usage_incomplete,
        cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
-       output_tokens, latency_ms, input_fingerprint
+       output_tokens, latency_ms, input_fingerprint, calls,
+       calls / nullif(usage_episodes, 0) AS calls_per_episode
 FROM standings
 WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
@@ -54,7 +56,8 @@ SELECT dump_date, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low
        categories_covered, ranked_among, n_ranked, n_tasks, n_episodes, formula_versions,
        cost_usd, usage_episodes, usage_incomplete,
        cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
-       output_tokens, latency_ms, input_fingerprint
+       output_tokens, latency_ms, input_fingerprint, calls,
+       calls / nullif(usage_episodes, 0) AS calls_per_episode
 FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
 ORDER BY categories_covered DESC, ranked_among, rank, model;

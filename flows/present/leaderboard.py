@@ -11,6 +11,7 @@ import polars as pl
 from rich.markup import escape
 
 from flows.present.terminal import line_width, printable, render, table_of_columns
+from flows.present.usage import usage_lines
 from flows.store.output import Output
 from schemas.columns import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.columns import Table as TableSpec
@@ -251,7 +252,11 @@ def leaderboard_lines(
         f"{what}; {each}score: each task weighs the same; by cat.: each category; "
         f"{level:.0%} intervals{priced}):"
     )
-    return [title, *leaderboard_table(models, categories, level)]
+    ordered = models.sort(  # the leaderboard's order
+        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    return [title, *leaderboard_table(models, categories, level), *usage_lines(ordered)]
 
 
 def _rows_of_night(out: Output, table: TableSpec, night: str | None) -> pl.DataFrame:

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from flows.overview import history
-from flows.present.numbers import signed
+from flows.present.formats import signed
 from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output, describe_unfinished
 from schemas.columns import RANK

@@ -173,10 +173,14 @@ def test_the_cost_chart_names_its_models_in_a_legend() -> None:
             "input_tokens_per_episode": [10.0, 10.0],
             "output_tokens_per_episode": [1.0, 1.0],
             "latency_ms_per_episode": [1.0, 1.0],
+            "calls_per_episode": [8.0, 24.0],
         },
         schema_overrides={"ci_low": pl.Float64, "ci_high": pl.Float64},
     )
-    (figure,) = cost_section(costs, {}, "2026-04-12", 0.95).figures
+    section = cost_section(costs, {}, "2026-04-12", 0.95)
+    (figure,) = section.figures
+    assert "<th>model calls per episode</th>" in section.after
+    assert "<td>8.0</td>" in section.after and "<td>24.0</td>" in section.after
     assert [t.mode for t in figure.data] == ["markers", "markers"]  # no labels to overlap
     assert figure.layout.showlegend is not False
     assert figure.layout.yaxis.range[0] < 0  # a point at 0 is drawn whole

@@ -11,7 +11,7 @@ from typing import Any, Final
 import plotly.graph_objects as go
 import polars as pl
 
-from flows.present.numbers import signed
+from flows.present.formats import signed
 from flows.present.report.figures import (
     SHORT,
     Section,
@@ -24,6 +24,7 @@ from flows.present.report.figures import (
 )
 from flows.present.report.shape import PER_EPISODE
 from schemas.columns import (
+    CALLS,
     N_EPISODES,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
@@ -223,17 +224,19 @@ def cost_section(
         return fmt(None if milliseconds is None else milliseconds / 1000, ",.1f")
 
     rows = "".join(
-        f"<tr><td>{html.escape(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
+        f"<tr><td>{breakable(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
         f"<td>{fmt(r[per_episode], '.3g')}</td><td>{fmt(r[COST_USD], '.4g')}</td>"
         f"<td>{fmt(r[INPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
         f"<td>{fmt(r[OUTPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
+        f"<td>{fmt(r[CALLS + PER_EPISODE], ',.1f')}</td>"
         f"<td>{seconds(r[LATENCY_MS + PER_EPISODE])}</td><td>{partial(r)}</td></tr>"
         for r in costs.iter_rows(named=True)
     )
     table = (
         "<table><thead><tr><th>model</th><th>score</th><th>$ per episode</th><th>$ total</th>"
         "<th>input tokens per episode</th><th>output tokens per episode</th>"
-        "<th>seconds of calls per episode</th><th>episodes with usage (of scored)</th>"
+        "<th>model calls per episode</th><th>seconds of calls per episode</th>"
+        "<th>episodes with usage (of scored)</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
     return Section(
@@ -241,8 +244,10 @@ def cost_section(
         "Score against cost",
         "What each model's score cost: the model calls behind its episodes, as the harness "
         "recorded them (contract 1.3's usage, totalled in the tables' <code>cost_usd</code>, "
-        "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> over "
-        "<code>usage_episodes</code>), per episode that records usage. The models up and to "
+        "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> and "
+        "<code>calls</code> over <code>usage_episodes</code>), per episode that records "
+        "usage (the seconds are the calls' own, their latency, not the harness's wall time). "
+        "The models up and to "
         "the left score more for less (each model named in the legend and on hovering its "
         "point); one whose episodes or calls record usage only in part "
         "(<i>incomplete</i>) cost more than shown. Models without a recorded cost are not "
