@@ -329,7 +329,7 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f4f4f4; } code { font-size: 0.85em; word-break: break-all; }
 .chart { width: 100%; min-height: 420px; margin: 0.5em 0 1.5em 0; }
 nav a { margin-right: 1em; } .note { color: #555; }
-table.board td:not(.name) { white-space: nowrap; } tr.group th { background: #eef; }
+table.board td:not(.name), .whole { white-space: nowrap; } tr.group th { background: #eef; }
 table.pairs { font-size: 0.8em; }
 table.pairs td, table.pairs thead th { white-space: nowrap; padding: 0.2em 0.3em;
                                        text-align: right; font-variant-numeric: tabular-nums; }

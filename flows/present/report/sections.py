@@ -88,9 +88,12 @@ def leaderboard_section(
     def nights_of(r: dict[str, Any]) -> str:
         if not standing:
             return ""
-        oldest, newest = r.get(OLDEST_NIGHT), r.get(NEWEST_NIGHT)
+        oldest, newest = (
+            f"<span class='whole'>{html.escape(str(r.get(n)))}</span>"
+            for n in (OLDEST_NIGHT, NEWEST_NIGHT)
+        )
         span = oldest if oldest == newest else f"{oldest} – {newest}"
-        return f"<td>{html.escape(str(span))}</td>"
+        return f"<td class='name'>{span}</td>"  # a line may break at the dash, not in a date
 
     columns = 13 if standing else 12
     groups = board["ranked_among"].n_unique()
