@@ -127,6 +127,12 @@ USAGE_EPISODES: Final = "usage_episodes"
 USAGE_INCOMPLETE: Final = "usage_incomplete"
 
 
+# The model calls behind an episode where it records usage (contract 1.3): its assistant rows
+# that carry usage and its reply turns that carry none (``replies_without_usage``); totalled
+# per task, category and model over the episodes that record usage, as the usage columns.
+CALLS: Final = "calls"
+
+
 # Per task: tokens (input and output) per episode that records usage, the behaviour of
 # LearningBench's token signal (``transforms.health``: tokens spent against score).
 MEAN_TOKENS: Final = "mean_tokens"
@@ -204,6 +210,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     REPLIES_WITHOUT_USAGE: pl.Int64(),
     USAGE_REFUSED: pl.String(),
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
+    CALLS: pl.Int64(),
 }
 
 
@@ -406,6 +413,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
     USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
     SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
+    CALLS: count_column(nullable=True),
 }
 
 
@@ -418,6 +426,7 @@ USAGE_RULES: Final[dict[str, Column]] = {
     USAGE_INCOMPLETE: count_column(nullable=True),
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
     **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
+    CALLS: count_column(nullable=True),
 }
 
 

@@ -24,6 +24,7 @@ from schemas.contract import (
 )
 
 # stability: leave one task out, per group of models that ran the same tasks
+MODELS: Final = "models"  # the group's models, by name: which group a row is
 N_MODELS: Final = "n_models"
 LOO_SPEARMAN_MEAN: Final = "loo_spearman_mean"
 LOO_SPEARMAN_MIN: Final = "loo_spearman_min"
@@ -67,6 +68,7 @@ STABILITY_TABLE: Final = Table(
     "stability",
     {
         AS_OF: text_column(nullable=True),
+        MODELS: Column(pl.List(pl.String())),
         N_MODELS: count_column(1),
         N_TASKS: count_column(1),
         LOO_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),

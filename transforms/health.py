@@ -54,6 +54,7 @@ from schemas.health import (
     LOO_SPEARMAN_MIN,
     LOWEST,
     MEAN,
+    MODELS,
     N_MODELS,
     N_RESULTS,
     P_VALUE,
@@ -110,11 +111,11 @@ def _rank(column: str) -> pl.Expr:
 
 
 def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
-    """Per ``as_of`` and group of models that ran the same tasks: ``n_models``,
-    ``n_tasks``, ``loo_spearman_mean``, ``loo_spearman_min``, ``loo_max_rank_change`` and
-    the task bootstrap's ``boot_spearman_mean``, ``boot_rank_changed`` and
-    ``boot_max_rank_change`` (see the module; null where the group has fewer than three
-    models or one task)."""
+    """Per ``as_of`` and group of models that ran the same tasks: the group's ``models``
+    (by name: which group the row is), ``n_models``, ``n_tasks``, ``loo_spearman_mean``,
+    ``loo_spearman_min``, ``loo_max_rank_change`` and the task bootstrap's
+    ``boot_spearman_mean``, ``boot_rank_changed`` and ``boot_max_rank_change`` (see the
+    module; null where the group has fewer than three models or one task)."""
     cells = tasks.select(AS_OF, Col.MODEL, Col.TASK, SCORE)
     per_model = cells.group_by(AS_OF, Col.MODEL).agg(
         pl.col(Col.TASK).sort().str.join("\x1f").alias(_TASKS),
@@ -144,6 +145,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
         _spearman(_FULL, _LOO).fill_nan(None).alias(_RHO),
         (_rank(_FULL) - _rank(_LOO)).abs().max().alias(_MOVE),
         pl.len().cast(pl.Int64).alias(N_MODELS),
+        pl.col(Col.MODEL).sort().alias(MODELS),
     )
     enough = (pl.col(N_MODELS).first() >= MIN_MODELS) & (pl.len() > 1)
     drawn = pl.LazyFrame(
@@ -153,6 +155,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
     return (
         by_task.group_by(*group)
         .agg(
+            pl.col(MODELS).first(),
             pl.col(N_MODELS).first(),
             pl.len().cast(pl.Int64).alias(N_TASKS),
             # (a left-out task whose rho is undefined, the scores all equal, makes it so)

@@ -281,11 +281,12 @@ def compare(
 ) -> None:
     """Compare every pair of models as the benchmark stands as of a night.
 
-    In a scope (--view night: the night's own episodes): the difference a - b, its interval
-    (at the level of the run that scored the night), the Holm-corrected p-value, the verdict
-    and the minimum detectable effect."""
+    In a scope (--view night: the night's own episodes), each pair once, a placed before b
+    on the leaderboard: the difference a - b, its interval (at the level of the run that
+    scored the night), the Holm-corrected p-value, the verdict, the minimum detectable
+    effect and why a statistic is missing (--json: both orders)."""
     from flows.overview import CompareChoiceError, comparisons, night_level
-    from flows.present.status import as_json, comparison_lines
+    from flows.present.status import as_json, comparison_lines, leaderboard_order
     from flows.store.output import Output
 
     use_storage_options(storage_option)
@@ -304,7 +305,8 @@ def compare(
         if shown is not None:
             what = "as the benchmark stands as of" if view is View.STANDING else "the night"
             typer.echo(f"{what} {shown}, {scope}:")
-        for line in comparison_lines(table, night_level(output, shown, as_of)):
+        order = leaderboard_order(output, shown, as_of, view)
+        for line in comparison_lines(table, night_level(output, shown, as_of), order):
             typer.echo(line)
 
 

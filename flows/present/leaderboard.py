@@ -4,12 +4,14 @@ back from the tables the run wrote (so the terminal shows what a dashboard will 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 
 import polars as pl
 from rich.markup import escape
 
 from flows.present.terminal import line_width, printable, render, table_of_columns
+from flows.present.usage import usage_lines
 from flows.store.output import Output
 from schemas.columns import N_EPISODES, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE
 from schemas.columns import Table as TableSpec
@@ -97,6 +99,7 @@ def leaderboard_table(
             if member == group:
                 table.add_row(*cells)
         lines += render(table, width)
+    lines += coverage_note(order, width)
     if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)] for cells in rows):
         lines.append(
             f"{PARTIAL_COST} some of its calls or episodes record no usage: "
@@ -146,6 +149,32 @@ def group_line(group: str, models: int) -> str:
 
 
 CATEGORIES = frozenset(str(c) for c in Category)
+
+
+def coverage_note(models: pl.DataFrame, width: int | None = None) -> list[str]:
+    """Where the leaderboard holds several coverage groups, what one is (its ranks restart
+    at 1); where no verdict tells any two models of a group apart, why UB is 1 throughout.
+    Folded at spaces to ``width`` (``line_width``'s)."""
+    groups = models["ranked_among"].n_unique()
+    text = []
+    if groups > 1:
+        text.append(
+            f"ranks restart in each of the {groups} coverage groups: a group is the models "
+            "with results in the same categories (named above it), ranked among themselves "
+            "only; UB: 1 + the models of its group the verdicts (Holm, 0.05) call better."
+        )
+    crowded = models.filter(pl.col("n_ranked") > 1) if "n_ranked" in models.columns else None
+    if (
+        crowded is not None
+        and not crowded.is_empty()
+        and "rank_ub" in crowded.columns
+        and (crowded["rank_ub"].fill_null(1) == 1).all()
+    ):
+        text.append(
+            "no verdict tells any two models of a group apart (UB 1 throughout): their "
+            "results do not vary enough to test (one task each, say) or differ too little."
+        )
+    return [line for paragraph in text for line in textwrap.wrap(paragraph, line_width(width))]
 
 
 def _leaderboard_cells(
@@ -223,7 +252,11 @@ def leaderboard_lines(
         f"{what}; {each}score: each task weighs the same; by cat.: each category; "
         f"{level:.0%} intervals{priced}):"
     )
-    return [title, *leaderboard_table(models, categories, level)]
+    ordered = models.sort(  # the leaderboard's order
+        ["categories_covered", "ranked_among", "rank", Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    return [title, *leaderboard_table(models, categories, level), *usage_lines(ordered)]
 
 
 def _rows_of_night(out: Output, table: TableSpec, night: str | None) -> pl.DataFrame:

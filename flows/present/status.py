@@ -4,16 +4,21 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 from rich.markup import escape
+from rich.table import Table
 
 from flows.overview import history
-from flows.present.terminal import printable, render, table_of_columns
+from flows.present.formats import signed
+from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output, describe_unfinished
-from schemas.columns import USAGE_REFUSED
+from schemas.columns import RANK, USAGE_REFUSED
 from schemas.comparisons import (
+    CATEGORIES_COVERED,
     CI_HIGH,
     CI_LOW,
     DESIGN,
@@ -26,10 +31,13 @@ from schemas.comparisons import (
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    RANKED_AMONG,
     REASON,
     VERDICT,
 )
+from schemas.contract import Col
 from schemas.rules import USAGE_INVALID
+from schemas.views import VIEWS, View
 
 
 def history_lines(output: Output) -> list[str]:
@@ -123,34 +131,65 @@ def as_json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
+def comparison_lines(
+    table: pl.DataFrame, level: float, order: Sequence[str] = (), width: int | None = None
+) -> list[str]:
     """The comparisons of ``comparisons``, their intervals labelled with their ``level``
-    (``night_level``); each row's ``reason`` (why its statistics are null, its mde, or its
-    interval approximate) a note under the table, and what Holm's correction covers."""
+    (``night_level``), each pair once: model a the one placed first in ``order`` (the
+    leaderboard's: ``leaderboard_order``), the pairs in that order (the table and ``--json``
+    hold both orders, the same pair's). A row a line where the names fit beside the numbers
+    (``width``: as ``render``'s; off a terminal always); else each pair's names on a line of
+    their own above its numbers, whole: a name is never folded to what the numbers leave.
+    Each row's ``reason`` (why its statistics are null, its mde, or its interval
+    approximate) is a note under the table, and so is what Holm's correction covers."""
 
     if table.is_empty():
         return ["no pair of models to compare"]
+    table = once_per_pair(table, order)
+    notes: dict[str, int] = {}
+    for reason in table.get_column(REASON, default=pl.Series([None] * table.height)):
+        if reason:
+            notes.setdefault(reason, len(notes) + 1)
+    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
+    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
+    footnotes = [f"[{n}] {printable(reason)}" for reason, n in notes.items()]
+    below = [*footnotes, named, HOLM_FAMILY_NOTE]
+    lines = render(_comparison_grid(table, level, notes, names=True), width)
+    if len(lines) == 2 + table.height:  # the header, its rule and a line a row: it fits
+        return [*lines, *below]
+    room = line_width(width)
+    numbers = render(_comparison_grid(table, level, notes, names=False), room - 2)
+    stacked = [f"  {line}" for line in numbers[:2]]
+    for row, line in zip(table.iter_rows(named=True), numbers[2:], strict=True):
+        pair = f"a: {printable(row[MODEL_A])}   b: {printable(row[MODEL_B])}"
+        stacked += textwrap.wrap(pair, room, subsequent_indent="   ", break_on_hyphens=False)
+        stacked.append(f"  {line}")
+    return [*stacked, *below]
+
+
+def _comparison_grid(
+    table: pl.DataFrame, level: float, notes: Mapping[str, int], names: bool
+) -> Table:
+    """The comparisons as a table: the models (``names``), then the numbers and the mark of
+    each row's note (``notes``: a reason and its number)."""
     grid = table_of_columns()
-    interval = f"{level:.0%} interval"
-    for name in ("model a", "model b"):
+    for name in ("model a", "model b") if names else ():
         grid.add_column(name, overflow="fold")
     # The raw p beside Holm's: a comparison planned alone (as LearningBench's H4) reads the
     # raw one; the verdict is Holm's, over every pair of the night and scope.
-    columns = ("a - b", interval, "p", "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired")
-    for name in (*columns, "note"):
+    headers = ("a - b", f"{level:.0%} interval", "p", "p (Holm)", "verdict", "mde")
+    for name in (*headers, "p (Wilcoxon)", "paired", "note"):
         grid.add_column(name, no_wrap=True)
 
     def number(value: float | None, spec: str = ".3f") -> str:
         return "-" if value is None else format(value, spec)
 
-    notes: dict[str, int] = {}
     for row in table.iter_rows(named=True):
+        models = [escape(printable(row[MODEL_A])), escape(printable(row[MODEL_B]))]
         reason = row.get(REASON)
-        mark = f"[{notes.setdefault(reason, len(notes) + 1)}]" if reason else ""
         grid.add_row(
-            escape(printable(row[MODEL_A])),
-            escape(printable(row[MODEL_B])),
-            f"{row[DIFF]:+.3f}",
+            *(models if names else []),
+            signed(row[DIFF]),
             f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
             number(row[P_VALUE], ".3g"),
             number(row[P_HOLM], ".3g"),
@@ -158,9 +197,36 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
             number(row[MDE]),
             number(row.get(P_WILCOXON), ".3g"),
             row[PAIRED],
-            mark,
+            f"[{notes[reason]}]" if reason else "",
         )
-    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
-    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
-    footnotes = [f"[{n}] {printable(reason)}" for reason, n in notes.items()]
-    return [*render(grid), *footnotes, named, HOLM_FAMILY_NOTE]
+    return grid
+
+
+def once_per_pair(table: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
+    """Each pair of ``table``'s comparisons once: the row whose model a comes first in
+    ``order`` (models not in it after those in it, by name), in that order."""
+    position = {model: i for i, model in enumerate(order)}
+
+    def place(column: str) -> pl.Expr:
+        return pl.col(column).replace_strict(position, default=len(position), return_dtype=pl.Int64)
+
+    a, b = place(MODEL_A), place(MODEL_B)
+    first = (a < b) | ((a == b) & (pl.col(MODEL_A) < pl.col(MODEL_B)))
+    return table.filter(first).sort(a, b, MODEL_A, MODEL_B)
+
+
+def leaderboard_order(
+    output: Output, night: str | None, as_of: str | None = None, view: View = View.STANDING
+) -> list[str]:
+    """The models of ``night``'s leaderboard (the standing as of it, or with ``view`` night
+    its own), in its order: the widest coverage first, each coverage group by rank."""
+    tables = VIEWS[view]
+    column = pl.col(tables.night)
+    rows = output.scan(tables.models.name, as_of).filter(
+        column.is_null() if night is None else column == night
+    )
+    ordered = rows.select(Col.MODEL, CATEGORIES_COVERED, RANKED_AMONG, RANK).sort(
+        [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    return ordered.collect()[Col.MODEL].to_list()

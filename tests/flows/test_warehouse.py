@@ -465,9 +465,9 @@ def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> No
     assert got == want and len({r[1] for r in want}) == 2  # both nights, in order
 
 
-def test_category_profile_view_is_one_column_per_category(scored_out: Path) -> None:
+def test_night_category_profile_view_is_one_column_per_category(scored_out: Path) -> None:
     con = _views(scored_out)
-    result = con.execute("SELECT * FROM category_profile")
+    result = con.execute("SELECT * FROM night_category_profile")
     names = [d[0] for d in result.description]
     got = {
         (str(r["dump_date"]), r["model"]): {c: r[c] for c in names[2:]}

@@ -97,6 +97,7 @@ SCORE_FIELDS = (
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
     *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
+    "calls",
 )
 # fmt: on
 
@@ -513,8 +514,9 @@ def usage_refusal(rows: list[Row]) -> tuple[int, str, float, int] | None:
 def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
     """Contract 1.3, ``rows`` in turn order: each usage column summed over the assistant rows
     that carry it, left to right (null where none does); where some carries usage, the
-    replies (assistant ``message`` or ``action`` rows with content) that carry none. 1.4:
-    a value beyond its bound refuses all of the episode's usage (null), and says why."""
+    replies (assistant ``message`` or ``action`` rows with content) that carry none, and
+    the calls (the rows that carry usage and those replies). 1.4: a value beyond its bound
+    refuses all of the episode's usage (null), and says why."""
     mine = [r for r in rows if r.get(ROLE) == "assistant"]
     if not any(r.get(u) is not None for r in mine for u in c.USAGE_COLUMNS):
         return out
@@ -540,6 +542,10 @@ def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
         and r.get(CONTENT) is not None
         and all(r.get(u) is None for u in c.USAGE_COLUMNS)
     )
+    # The calls: every assistant row that carries usage (the call behind it), and every
+    # reply that carries none.
+    priced = sum(1 for r in mine if any(r.get(u) is not None for u in c.USAGE_COLUMNS))
+    out["calls"] = priced + out["replies_without_usage"]
     return out
 
 

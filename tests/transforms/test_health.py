@@ -73,6 +73,23 @@ def test_the_task_bootstrap_beside_leave_one_out_is_scipys_on_the_same_draws() -
     assert row["boot_spearman_mean"] < row["loo_spearman_min"] and row["loo_max_rank_change"] == 1
 
 
+def test_each_stability_row_names_the_models_of_its_group() -> None:
+    """Where models ran different tasks (nights as of which the benchmark stood part-run),
+    each group is a row of its own: its ``models`` say which (issue 47: 14 rows an as_of,
+    none saying whose)."""
+    cells = _published_cells()
+    ran = cells.filter(
+        (pl.col("model") != "GLM-5") | ~pl.col("task").is_in(["10000", "10001"])
+    ).filter((pl.col("model") != "GPT-5.4 nano") | (pl.col("task") != "10002"))
+    rows = stability(ran.lazy()).collect()  # the widest group first
+    everyone = sorted(set(cells["model"]) - {"GLM-5", "GPT-5.4 nano"})
+    assert rows.select("models", "n_models", "n_tasks").rows() == [
+        (everyone, 12, 135),
+        (["GPT-5.4 nano"], 1, 134),
+        (["GLM-5"], 1, 133),
+    ]
+
+
 def _matrix(draw: st.DrawFn) -> np.ndarray:
     models = draw(st.integers(3, 7))
     tasks = draw(st.integers(2, 8))

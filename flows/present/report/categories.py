@@ -15,6 +15,7 @@ from flows.present.report.figures import (
     label,
     layout,
     per_model_traces,
+    tables_of,
 )
 from schemas.columns import SCORE
 from schemas.contract import (
@@ -24,8 +25,12 @@ from schemas.contract import (
 
 
 def profile_section(
-    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float
+    profile: pl.DataFrame, colours: dict[str, str], night: str, level: float, standing: bool = True
 ) -> Section:
+    """The category scores of each model: of the standing as of ``night`` (``standing``
+    False: of the night's own episodes)."""
+    table = tables_of(standing).categories.name
+    of = f"as of {night}" if standing else f"of the night {night} alone"
     fig = go.Figure()
     per_model_traces(
         fig,
@@ -39,7 +44,7 @@ def profile_section(
     )
     layout(
         fig,
-        f"Category scores per model, {night} ({level:.0%} interval, two-level design)",
+        f"Category scores per model, {of} ({level:.0%} interval, two-level design)",
         "category",
         "category score (0-1)",
         barmode="group",
@@ -48,7 +53,8 @@ def profile_section(
     return Section(
         "profile",
         "Category profile",
-        "Mean of the model's task scores in each category (table <code>category_scores</code>).",
+        "Mean of the model's task scores in each category (table "
+        f"<code>{html.escape(table)}</code>).",
         [fig],
     )
 

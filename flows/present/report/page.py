@@ -25,6 +25,7 @@ from flows.present.report.categories import (
 )
 from flows.present.report.figures import Section, palette, script_json
 from flows.present.report.hypotheses import hypotheses_section
+from flows.present.report.nights import over_time_section
 from flows.present.report.quality import (
     diff_section,
     health_section,
@@ -39,7 +40,6 @@ from flows.present.report.sections import (
     comparisons_section,
     cost_section,
     leaderboard_section,
-    over_time_section,
     regressions_section,
 )
 from flows.present.report.shape import (
@@ -110,14 +110,14 @@ def build_sections(
     sections = [
         leaderboard_section(board, colours, shown, level, standing),
         results_section(wh, night, shown, view, board[Col.MODEL].to_list()),
-        comparisons_section(comparisons, board, shown, level),
+        comparisons_section(comparisons, board, shown, level, standing),
         *(_planned(wh, night, shown) if standing else []),
         *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
         *([_health(wh, night, shown)] if standing else []),
         regressions_section(
             flagged_regressions(wh.night("regressions", night)), shown, level, standing
         ),
-        profile_section(profile, colours, shown, level),
+        profile_section(profile, colours, shown, level, standing),
         cost_section(score_and_cost(model_rows), colours, shown, level, standing),
         *_episode_sections(episodes, rounds, where, colours, shown, level),
         *(
@@ -329,6 +329,10 @@ th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f4f4f4; } code { font-size: 0.85em; word-break: break-all; }
 .chart { width: 100%; min-height: 420px; margin: 0.5em 0 1.5em 0; }
 nav a { margin-right: 1em; } .note { color: #555; }
+table.board td:not(.name), .whole { white-space: nowrap; } tr.group th { background: #eef; }
+table.pairs { font-size: 0.8em; }
+table.pairs td, table.pairs thead th { white-space: nowrap; padding: 0.2em 0.3em;
+                                       text-align: right; font-variant-numeric: tabular-nums; }
 .attention { border: 2px solid #c0392b; background: #fdecea; padding: 0.2em 1em; }
 """
 

@@ -9,6 +9,7 @@ from typing import Final, TypeVar
 import polars as pl
 
 from schemas.columns import (
+    CALLS,
     N_EPISODES,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
@@ -130,10 +131,12 @@ PER_EPISODE: Final = "_per_episode"  # score_and_cost: a total over the episodes
 
 def score_and_cost(models: pl.DataFrame) -> pl.DataFrame:
     """The models whose episodes record a cost (contract 1.3): score, its interval, and per
-    episode that records usage, the cost, tokens and latency (each total over
+    episode that records usage, the cost, tokens, latency and calls (each total over
     ``usage_episodes``); cheapest first. Empty where no model records a cost."""
     episodes = pl.col(USAGE_EPISODES).cast(pl.Float64)
-    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS)
+    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS, CALLS)
+    if CALLS not in models.columns:  # rows scored before cogscore counted the calls
+        models = models.with_columns(pl.lit(None, pl.Int64).alias(CALLS))
     return (
         models.filter(pl.col(COST_USD).is_not_null() & (pl.col(USAGE_EPISODES) > 0))
         .select(
