@@ -153,11 +153,15 @@ def comparison_lines(
     designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
     named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
     footnotes = [f"[{n}] {printable(reason)}" for reason, n in notes.items()]
-    below = [*footnotes, named, HOLM_FAMILY_NOTE]
+    room = line_width(width)
+    below = [  # folded at the table's width, never cut (off a terminal: a line each)
+        folded
+        for line in (*footnotes, named, HOLM_FAMILY_NOTE)
+        for folded in textwrap.wrap(line, room, subsequent_indent="    ", break_on_hyphens=False)
+    ]
     lines = render(_comparison_grid(table, level, notes, names=True), width)
     if len(lines) == 2 + table.height:  # the header, its rule and a line a row: it fits
         return [*lines, *below]
-    room = line_width(width)
     numbers = render(_comparison_grid(table, level, notes, names=False), room - 2)
     stacked = [f"  {line}" for line in numbers[:2]]
     for row, line in zip(table.iter_rows(named=True), numbers[2:], strict=True):

@@ -44,7 +44,8 @@ def test_each_pair_is_printed_once_model_a_placed_first(out: Path) -> None:
     assert result.exit_code == 0, result.output
     standing = read_table(out, "standings").sort("rank")
     assert standing["model"].to_list() == list(MODELS)
-    rows = [line for line in result.output.splitlines() if line.split()[-1] in ("full",)]
+    # a row ends with its pairing, then its note's mark where it has one
+    rows = [line for line in result.output.splitlines() if "full" in line.split()[-2:]]
     pairs = [(a, b) for line in rows for a in MODELS for b in MODELS if line.startswith(f"{a} ")
              and f" {b} " in line[len(a):]]  # fmt: skip
     expected = [(a, b) for i, a in enumerate(MODELS) for b in MODELS[i + 1 :]]
@@ -64,4 +65,7 @@ def test_at_100_columns_every_name_is_whole_on_a_line(out: Path) -> None:
     assert shown.split()[0] == f"{diffs['diff'][0]:+.3f}"
     # Wide enough, a row a line as before.
     wide = comparison_lines(table, 0.95, MODELS, width=200)
-    assert len(wide) == 2 + 6 + 1 and wide[2].startswith(f"{MODELS[0]}  ")
+    rows = wide[2 : 2 + 6]  # the header and its rule, a row a pair, then the notes
+    assert all(any(row.startswith(f"{a}  ") for a in MODELS) for row in rows)
+    assert wide[2].startswith(f"{MODELS[0]}  ") and not any(w.startswith("a: ") for w in wide)
+    assert max(map(len, wide)) <= 200

@@ -247,10 +247,24 @@ def test_intervals_are_seeded(scores: pl.DataFrame) -> None:
     assert not first["model_scores"]["ci_low"].equals(other["model_scores"]["ci_low"])
 
 
+# A planned hypothesis of the example dump's models: its table has rows to check too.
+PLANNED = """
+[[hypothesis]]
+id = "H1"
+claim = "learner-medium outperforms random-small"
+test = "wilcoxon"
+scope = "overall"
+a = "learner-medium"
+b = "random-small"
+"""
+
+
 @pytest.fixture(scope="module")
 def scored_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("out")
-    run(EXAMPLE_DUMP, out)
+    planned = out.parent / "planned.toml"
+    planned.write_text(PLANNED)
+    run(EXAMPLE_DUMP, out, context=RunContext(options=run_options(hypotheses=str(planned))))
     return out
 
 
