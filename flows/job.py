@@ -261,7 +261,7 @@ def score_nights(
                 tables[RESCORE_DIFF] = no_diff()
             t4 = time.perf_counter()
             progress.step(f"night {night or '(undated)'}: staging {len(tables)} tables")
-            fingerprints[night] = fingerprint((r.file, r.sha256) for r in result.files)
+            fingerprints[night] = fingerprint((r.file, r.digest) for r in result.files)
             if result.staged is not None:  # written while the tables were made: waited for
                 writer.stage_files(EPISODE_SCORES, night, settled(result.staged))
             stage(tables, night)

@@ -23,6 +23,7 @@ from flows.store.dumps import (
 )
 from flows.store.dumps import dump_root as root_of
 from flows.store.output import Output
+from flows.store.prehash import DIGEST, digest_kind
 from flows.store.runs_table import RunRow
 from flows.store.state import NightState, OutputState
 from schemas.columns import RunStatus
@@ -240,7 +241,7 @@ def ready(
 @dataclass
 class NightlyPlan:
     nights: dict[str, list[DumpFile]]
-    digests: dict[str, str]  # relative path -> sha256
+    digests: dict[str, str]  # relative path -> content digest (``prehash.digest_kind``)
     new: list[str]
     changed: list[str]
     unchanged: list[str]
@@ -263,7 +264,10 @@ def plan_nightly(
     """Which ``dump_date`` partitions are new, changed (their content fingerprint differs
     from the one scored last), unchanged, or waiting for their ``_SUCCESS`` marker (where
     ``require_marker``). A file whose size and modification time are those recorded last
-    keeps its recorded digest unless ``verify``; every other file is read and hashed."""
+    keeps its recorded digest unless ``verify``; every other file is read and hashed, with
+    the kind of digest recorded for it where there is one (like with like: a night a run
+    before issue 48 scored, its files recorded with sha256, is hashed with sha256, so an
+    unchanged file keeps its digest and its night its fingerprint), else with ``DIGEST``."""
     dump_root, output = root_of(dump_root), Output.at(out)
     files = list(discover(dump_root) if listed is None else listed)
     undated = [f.relative for f in files if DUMP_DATE not in f.partitions]
@@ -287,11 +291,12 @@ def plan_nightly(
             and seen
             and seen.bytes == f.size
             and str(seen.mtime_ns) == f.version
-            and seen.sha256
+            and seen.digest
         ):
-            digests[f.relative] = seen.sha256
+            digests[f.relative] = seen.digest
         else:  # hashed (a local file), or the object's ETag as listed
-            digests[f.relative] = content_digest(f)
+            kind = digest_kind(seen.digest) if seen and seen.digest else DIGEST
+            digests[f.relative] = content_digest(f, kind)
     new, changed, unchanged = [], [], []
     for night, night_files in sorted(nights.items()):
         now = fingerprint((f.relative, digests[f.relative]) for f in night_files)

@@ -32,7 +32,7 @@ class FileReport:
     rows: int
     bytes: int
     dump_date: str | None = None
-    sha256: str = ""
+    digest: str = ""  # its content digest, its kind named (``flows.store.prehash.digest_kind``)
     mtime_ns: int = 0
     status: str = "scored"  # or "rejected", or "gone" (deleted after the dump was listed)
     problems: list[str] = field(default_factory=list)

@@ -264,10 +264,10 @@ def _size(dump_file: DumpFile) -> int:
 def score_batch(
     batch: Sequence[DumpFile], formulas: Mapping[str, str], digests: Mapping[str, str]
 ) -> FilePart:
-    """Scores, unscored rows and a report per file of a batch (``digests``: the sha256 of
-    those known): the files' rows read together and scored in one plan. Episodes are keyed
-    by (file, episode_id) and never span files, so each file's episodes are judged and
-    scored as they are alone (``tests/flows/test_batches.py``); a file that cannot be read
+    """Scores, unscored rows and a report per file of a batch (``digests``: the content
+    digests of those known): the files' rows read together and scored in one plan. Episodes
+    are keyed by (file, episode_id) and never span files, so each file's episodes are judged
+    and scored as they are alone (``tests/flows/test_batches.py``); a file that cannot be read
     is rejected by name, as alone (``read_file``). Where the readable files' rows cannot be
     read together (a file's data does not decode) or a file is gone since the listing, each
     file is scored alone, which says which."""
@@ -278,7 +278,7 @@ def score_batch(
         return merged([score_file(f, formulas, digests.get(f.relative)) for f in batch])
     rows, reports, rejects = read
     for dump_file, report in zip(batch, reports, strict=True):
-        report.sha256 = digests.get(dump_file.relative) or content_digest(dump_file)
+        report.digest = digests.get(dump_file.relative) or content_digest(dump_file)
         report.mtime_ns = modified_ns(dump_file)
     scores, unscored = pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows()
     if rows is not None:
@@ -305,7 +305,7 @@ _UNSCORED: Final = {c: t for c, t in canonical_schema().items() if c != Col.CONT
 def score_file(
     dump_file: DumpFile, formulas: Mapping[str, str], digest: str | None = None
 ) -> FilePart:
-    """Scores, unscored rows and report of one file; ``digest``: its sha256, if known.
+    """Scores, unscored rows and report of one file; ``digest``: its content digest, if known.
 
     The result depends on this file alone: ids repeated across the files of a night are
     rejected when the parts are assembled."""
@@ -313,7 +313,7 @@ def score_file(
     if report.status == "gone":
         no_reject = pl.DataFrame(schema=REJECTS_DTYPES)
         return FilePart(pl.DataFrame(schema=EPISODE_SCORES_DTYPES), _no_rows(), no_reject, [report])
-    report.sha256 = digest or content_digest(dump_file)
+    report.digest = digest or content_digest(dump_file)
     report.mtime_ns = modified_ns(dump_file)
     if rows is not None:
         try:

@@ -317,7 +317,7 @@ def nightly(
 ) -> None:
     """Score the nights that are new or changed since the last run.
 
-    Only the dump_date partitions whose input (the sha256 of every file) differs from what
+    Only the dump_date partitions whose input (the content digest of every file) differs from what
     the runs table recorded are scored, with OUT's formula set; with --runs, the harness
     runs that arrived are imported first."""
     options = _options(json_output, engine, storage_option, run)

@@ -1,17 +1,18 @@
 """``cogscore explain``: from a score down to the turns that earned it.
 
-An episode is found in ``episode_scores`` (by its id, or as the result a model's task
-stands on: the standing as of the latest night, or a night's own; by its id, a run a later
-one replaced too, from ``replaced_episodes``: contract 1.4), its transcript read from
-the dump file the output scored it from (refused where that file changed since: its sha256
-was recorded in the runs table), scored again from those rows alone, and laid out: its
-turns in order, each graded item (expected, answer, match kind, right or wrong, the
-harness's recorded verdict and whether they differ), the formula (version, weights,
-description) and its components, the score written and the score found again, and the
-harness's reported score. An imported score (formula version ``reported``: a score table's
-row) has no transcript: the table gave the score alone, and nothing scores it again. As
-text, every value is whole (a long turn on the lines it has; README: no value is ever cut)
-and a float is shown as a person reads it (``flows.present.terminal.number``).
+An episode is found in ``episode_scores`` (by its id, or as the result a model's task stands
+on: the standing as of the latest night, or a night's own; by its id, a run a later one
+replaced too, from ``replaced_episodes``: contract 1.4), its transcript read from the dump
+file the output scored it from (refused where that file changed since: its content digest
+was recorded in the runs table, and is compared with one of the same kind), scored again
+from those rows alone, and laid out: its turns in order, each graded item (expected, answer,
+match kind, right or wrong, the harness's recorded verdict and whether they differ), the
+formula (version, weights, description) and its components, the score written and the score
+found again, and the harness's reported score. An imported score (formula version
+``reported``: a score table's row) has no transcript: the table gave the score alone, and
+nothing scores it again. As text, every value is whole (a long turn on the lines it has;
+README: no value is ever cut) and a float is shown as a person reads it
+(``flows.present.terminal.number``).
 
 ``read_transcripts`` does the reading for many episodes at once (the report's matrix): the
 episodes grouped by dump file, each file checked and read once, the items of all its
@@ -35,6 +36,7 @@ from flows.store.catalog import EPISODE_SCORES, REJECTS, REPLACED_EPISODES
 from flows.store.dumps import DumpFile, InputError, content_digest, is_night, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import Output
+from flows.store.prehash import digest_kind
 from flows.store.state import OutputState
 from schemas.columns import (
     AS_OF,
@@ -191,7 +193,7 @@ def read_transcripts(
     """The transcripts of ``episodes`` (``episode_id``, ``dump_date``, ``file``: rows of
     ``episode_scores``) from the dump ``output`` was scored from, as ``state``
     (``Output.state``) records it: the episodes grouped by file, each file checked (its
-    sha256 against the one recorded) and read once, the items of all its episodes graded in
+    content digest against the one recorded) and read once, the items of all its episodes graded in
     one plan. A file that is gone or changed makes its episodes unreadable (with why), not
     the others."""
     turns, items, rows = [], [], []
@@ -342,8 +344,8 @@ def _standing_night(output: Output, model: str, task: str, as_of: str | None) ->
 
 def _scored_file(output: Output, state: OutputState, night: str | None, file: str) -> DumpFile:
     """The dump file the output scored the night's episodes from, as it was then: refused
-    where it is gone or its content changed since (its sha256 is in the runs table,
-    ``state``)."""
+    where it is gone or its content changed since (its content digest is in the runs table,
+    ``state``: the file is hashed again with the same kind)."""
     entry = state.nights.get(night) if night is not None else state.undated
     files = entry.files if entry is not None else ()
     recorded = next((f for f in files if f.file == file), None)
@@ -355,17 +357,19 @@ def _scored_file(output: Output, state: OutputState, night: str | None, file: st
         dump_file = DumpFile(f"{root.rstrip('/')}/{file}", file, version=version)
     else:
         dump_file = DumpFile(Path(root) / file, file)
+    then = recorded.digest or ""
     try:
-        now = content_digest(dump_file)
+        now = content_digest(dump_file, digest_kind(then))  # like with like
     except Exception as error:  # gone, unreadable
         raise ExplainError(
             f"the transcript's file {dump_file.path} cannot be read ({error}): explain reads "
             "the dump the output was scored from"
         ) from None
-    if now != recorded.sha256:
+    if now != then:
         raise ExplainError(
-            f"the transcript's file {dump_file.path} changed since it was scored (sha256 "
-            f"{recorded.sha256} then, {now} now): its turns are not the ones scored; "
+            f"the transcript's file {dump_file.path} changed since it was scored (content "
+            f"digest {then or '(none recorded)'} then, {now} now): its turns are not the ones "
+            "scored; "
             "score the night again to explain it"
         )
     return dump_file

@@ -17,7 +17,7 @@ from flows.store import prehash
 from flows.store.errors import BadLocation, NothingThere
 from flows.store.location import Location, polars_options, storage_options
 from flows.store.objects import get_object, list_files
-from flows.store.prehash import file_digest, parquet_below
+from flows.store.prehash import DIGEST, ETAG, file_digest, parquet_below
 from schemas.contract import DUMP_DATE
 from schemas.exits import ExitCode
 from transforms.ingest import partition_values
@@ -236,14 +236,17 @@ def row_count(dump_file: DumpFile, scanned: pl.LazyFrame | None = None) -> int:
     return int(lazy.select(pl.len()).collect().item())
 
 
-def content_digest(dump_file: DumpFile) -> str:
-    """What identifies the file's content: the sha256 of a local file's bytes (hashed while
-    the command started, ``flows.store.prehash``, where it was and the file is unchanged); an
-    object's ETag as the store gave it at listing (``etag:…``: the store's own content
-    identity, read without downloading the object)."""
+def content_digest(dump_file: DumpFile, kind: str = DIGEST) -> str:
+    """What identifies the file's content: the digest of ``kind`` of a local file's bytes
+    (hashed while the command started, ``flows.store.prehash``, where it was, of that kind,
+    and the file is unchanged); an object's ETag as the store gave it at listing
+    (``etag:…``: the store's own content identity, read without downloading the object),
+    whatever ``kind`` (an object recorded with an ETag is compared by its ETag)."""
     if dump_file.is_local:
-        return prehash.take(dump_file.path) or file_digest(Path(dump_file.path))
-    return f"etag:{dump_file.version}"
+        if kind == ETAG:  # a file once listed as an object, now local: its bytes
+            kind = DIGEST
+        return prehash.take(dump_file.path, kind) or file_digest(Path(dump_file.path), kind)
+    return f"{ETAG}:{dump_file.version}"
 
 
 def modified_ns(dump_file: DumpFile) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
@@ -28,15 +28,19 @@ class RecordedFile:
     version did not record is None.
 
     >>> recorded = RecordedFile.of({"file": "a.parquet", "bytes": 10, "problems": ["x"], "new": 1})
-    >>> recorded.bytes, recorded.sha256, recorded.problems
+    >>> recorded.bytes, recorded.digest, recorded.problems
     (10, None, ('x',))
+    >>> RecordedFile.of({"file": "a.parquet", "sha256": "ab12"}).digest
+    'ab12'
     """
 
     file: str
     rows: int | None = None
     bytes: int | None = None
     dump_date: str | None = None
-    sha256: str | None = None
+    # Its content digest, which names its kind (``flows.store.prehash.digest_kind``): runs
+    # before issue 48 recorded a sha256 as ``sha256`` (read here as the digest).
+    digest: str | None = None
     mtime_ns: int | None = None
     status: str | None = None  # "scored", "rejected" or "gone"
     problems: tuple[str, ...] = ()
@@ -45,7 +49,13 @@ class RecordedFile:
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> RecordedFile:
         values = {f.name: record[f.name] for f in fields(cls) if f.name in record}
+        if "digest" not in values and record.get(_LEGACY_DIGEST):
+            values["digest"] = record[_LEGACY_DIGEST]  # a sha256, as bare hex
         return cls(**(values | {"problems": tuple(record.get("problems") or ())}))
+
+
+# Where runs before issue 48 recorded a file's digest (a sha256, always).
+_LEGACY_DIGEST: Final = "sha256"
 
 
 @dataclass(frozen=True)

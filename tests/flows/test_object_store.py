@@ -161,7 +161,7 @@ def test_a_dump_on_s3_scores_as_the_same_dump_on_disk(s3_env: S3Server, tmp_path
     state = remote.state()
     assert state.input == root
     files = [f for night in state.nights.values() for f in night.files]
-    assert files and all((f.sha256 or "").startswith("etag:") for f in files)  # no download
+    assert files and all((f.digest or "").startswith("etag:") for f in files)  # no download
     assert "nothing new" in cli("nightly", root, "--out", tmp_path / "remote", "--engine", "local")
     page = tmp_path / "page.html"
     cli("report", tmp_path / "remote", "--html", page)

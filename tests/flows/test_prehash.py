@@ -9,6 +9,7 @@ import shutil
 import threading
 from pathlib import Path
 
+import blake3
 import pytest
 from typer.testing import CliRunner
 
@@ -26,8 +27,8 @@ def every_file_hashed_early(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prehash, "EARLY_BYTES", 0)
 
 
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def digest_of(path: Path) -> str:
+    return "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
 
 
 def dump_copy(tmp_path: Path) -> Path:
@@ -45,7 +46,7 @@ def test_each_file_hashed_early_is_given_once_with_its_digest(tmp_path: Path) ->
     hashed_early(root)
     files = prehash.parquet_below(root)
     assert len(files) > 1
-    assert [prehash.take(f) for f in files] == [sha256_of(f) for f in files]
+    assert [prehash.take(f) for f in files] == [digest_of(f) for f in files]
     assert [prehash.take(f) for f in files] == [None] * len(files)  # taken: hashed again
 
 
@@ -67,7 +68,7 @@ def test_a_file_changed_since_it_was_hashed_is_not_given(tmp_path: Path) -> None
     hashed_early(root)  # hashed again: its digest is the file's as it is now
     listed = {f.relative: f for f in discover(root)}
     for path in (grown, same_size):
-        assert content_digest(listed[path.relative_to(root).as_posix()]) == sha256_of(path)
+        assert content_digest(listed[path.relative_to(root).as_posix()]) == digest_of(path)
 
 
 def test_a_file_whose_turn_has_not_come_is_left_to_the_run(
@@ -80,18 +81,18 @@ def test_a_file_whose_turn_has_not_come_is_left_to_the_run(
     hashing, release = threading.Event(), threading.Event()
     real = prehash.file_digest
 
-    def slow_first(path: Path | str) -> str:
+    def slow_first(path: Path | str, kind: str = prehash.DIGEST) -> str:
         if Path(path) == first:
             hashing.set()
             release.wait(timeout=30)
-        return real(path)
+        return real(path, kind)
 
     monkeypatch.setattr(prehash, "file_digest", slow_first)
     thread = prehash.start(root)
     assert thread is not None and hashing.wait(timeout=30)
     assert prehash.take(second) is None  # not begun: the early thread will not hash it
     release.set()
-    assert prehash.take(first) == sha256_of(first)  # being hashed: waited for
+    assert prehash.take(first) == digest_of(first)  # being hashed: waited for
     thread.join(timeout=30)
 
 
@@ -106,7 +107,7 @@ def test_files_smaller_than_early_bytes_are_left_to_the_run(
     hashed_early(root)
     given = {f: prehash.take(f) for f in files}
     largest = [f for f in files if f.stat().st_size == sizes[-1]]
-    assert {f: d for f, d in given.items() if d is not None} == {f: sha256_of(f) for f in largest}
+    assert {f: d for f, d in given.items() if d is not None} == {f: digest_of(f) for f in largest}
     assert len(largest) < len(files)
 
 
@@ -120,8 +121,8 @@ def test_score_records_each_files_digest_with_the_early_hashing(tmp_path: Path) 
     root = dump_copy(tmp_path)
     result = CliRunner().invoke(app, ["score", str(root), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    recorded = {f["file"]: f["sha256"] for f in last_run(tmp_path / "out")["files"]}
-    assert recorded == {f.relative: sha256_of(f.path) for f in discover(root)}
+    recorded = {f["file"]: f["digest"] for f in last_run(tmp_path / "out")["files"]}
+    assert recorded == {f.relative: digest_of(f.path) for f in discover(root)}
 
 
 def test_the_early_listing_is_the_runs(tmp_path: Path) -> None:
@@ -146,3 +147,17 @@ def test_the_early_listing_is_the_runs(tmp_path: Path) -> None:
     early = prehash._large_below(root, 0)
     assert [path for path, _ in early] == listed
     assert [key for _, key in early] == [prehash._key(path) for path in listed]
+
+
+def test_a_digest_of_another_kind_is_left_to_the_run(tmp_path: Path) -> None:
+    """A file recorded with sha256 (by a run before issue 48) is hashed with sha256 again:
+    the early BLAKE3 digest is not given for it, and stays for a run that asks for BLAKE3."""
+    root = dump_copy(tmp_path)
+    hashed_early(root)
+    path = prehash.parquet_below(root)[0]
+    dump_file = {f.relative: f for f in discover(root)}[path.relative_to(root).as_posix()]
+    assert prehash.take(path, prehash.SHA256) is None
+    assert (
+        content_digest(dump_file, prehash.SHA256) == hashlib.sha256(path.read_bytes()).hexdigest()
+    )
+    assert prehash.take(path) == digest_of(path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -13,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from statistics import fmean, stdev
 
+import blake3
 import duckdb
 import numpy as np
 import polars as pl
@@ -289,7 +289,7 @@ def test_manifest_records_inputs_versions_and_accounting(scored_out: Path) -> No
     for entry in manifest["files"]:
         path = EXAMPLE_DUMP / entry["file"]
         assert entry["bytes"] == path.stat().st_size
-        assert entry["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert entry["digest"] == "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
         assert entry["rows"] == pl.scan_parquet(path).select(pl.len()).collect().item()
     counts = manifest["counts"]
     assert counts["rows_read"] == counts["rows_scored"] + counts["rows_rejected"]

@@ -262,7 +262,7 @@ def test_the_state_reads_every_field_a_run_records_of_its_files() -> None:
         3,
         10,
         "2026-12-01",
-        sha256="ab",
+        digest="blake3:ab",
         mtime_ns=5,
         status="rejected",
         problems=["unreadable"],
@@ -272,3 +272,4 @@ def test_the_state_reads_every_field_a_run_records_of_its_files() -> None:
     assert asdict(recorded) == {**report.record(), "problems": ("unreadable",)}
     older = RecordedFile.of({"file": "f.parquet", "bytes": 10, "sha256": "ab"})
     assert (older.mtime_ns, older.status, older.link_target, older.problems) == (None,) * 3 + ((),)
+    assert older.digest == "ab"  # runs before issue 48 recorded a sha256 as ``sha256``
