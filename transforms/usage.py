@@ -133,6 +133,11 @@ def _invalid_value() -> pl.Expr:
     return said
 
 
+def _beyond_any() -> pl.Expr:
+    """Per row: some measure lies beyond its bound (``_invalid_value`` is not null)."""
+    return pl.any_horizontal(beyond(m).fill_null(False) for m in MEASURES)
+
+
 def invalid_usage(rows: pl.LazyFrame) -> pl.LazyFrame:
     """Contract 1.4: the assistant rows of ``rows`` that carry a usage value no call can
     have, in the rows' order, each as ``turn 3: cost_usd = 1e+308, outside [0, 1000]``
@@ -180,18 +185,26 @@ def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
     without usage and, where its usage is refused (contract 1.4: a row's value beyond its
     bound, or a sum its type cannot hold), why (``usage_refused``), its measures and reply
     count then null. ``rows``: in episode order (``transforms.episodes.in_episode_order``),
-    with the ``unpriced_reply`` flag."""
-    invalid = _invalid_value()
-    first = pl.format("turn {}: {}", pl.col(Col.TURN), invalid).drop_nulls().first()
+    with the ``unpriced_reply`` flag.
+
+    The text of a refusal is made for the rows beyond a bound alone (rare), not formatted
+    for every usage row and dropped (60 ms of a file of 264,000 rows, 113,000 with usage)."""
+    usage_rows = rows.filter(_is_usage_row())
+    beyond_rows = usage_rows.filter(_beyond_any())
+    first = pl.format("turn {}: {}", pl.col(Col.TURN), _invalid_value()).first()
+    refused = (
+        beyond_rows.group_by(segment)
+        .agg(pl.len().alias(_INVALID_ROWS), first.alias(_FIRST_INVALID))
+        .with_columns(pl.col(_INVALID_ROWS).cast(pl.UInt32))
+    )
     recorded = (
-        rows.filter(_is_usage_row())
-        .group_by(segment)
+        usage_rows.group_by(segment)
         .agg(
             *(_row_sum(m, t) for m, t in USAGE_DTYPES.items()),
-            invalid.is_not_null().sum().alias(_INVALID_ROWS),
-            first.alias(_FIRST_INVALID),
             pl.len().cast(pl.Int64).alias(_USAGE_ROWS),
         )
+        .join(refused, on=segment, how="left")
+        .with_columns(pl.col(_INVALID_ROWS).fill_null(0))
     )
     unpriced = (
         rows.filter(pl.col(UNPRICED_REPLY))
