@@ -143,9 +143,8 @@ class Standings:
 
     def present(self) -> list[str | None]:
         """The nights the output has a standing as of (read once)."""
-        if self._present is None:
-            column = self.output.scan(TASK_STANDINGS).select(AS_OF).unique().collect()[AS_OF]
-            self._present = column.to_list()
+        if self._present is None:  # (from the table's log: no night's file read)
+            self._present = self.output.nights_held(TASK_STANDINGS, AS_OF)
         return self._present
 
     def nights_to_make(self, held: Iterable[str], scored: Iterable[str | None]) -> list[str | None]:

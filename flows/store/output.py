@@ -217,12 +217,25 @@ class Output:
         version = self.versions(as_of).get(table)
         if version is None:
             return empty_table(table).lazy()
-        if (table, version) not in self._tables_at:
-            self._tables_at[(table, version)] = delta.open_table(self.location, table, version)
-        frame = delta.read_table(self.location, table, version, self._tables_at[(table, version)])
+        frame = delta.read_table(self.location, table, version, self._table_at(table, version))
         schema = frame.collect_schema()
         nights = [pl.col(c).cast(pl.String) for c in NIGHT_COLUMNS if c in schema]
         return conform(table, frame.with_columns(nights) if nights else frame)
+
+    def nights_held(self, table: str, column: str, as_of: str | None = None) -> list[str | None]:
+        """The nights (values of the night column ``column``) table ``table`` holds rows of,
+        as the latest finished run (or run ``as_of``) left it: from its Delta log, no data
+        file read (a scan of the column opens every night's files)."""
+        version = self.versions(as_of).get(table)
+        if version is None:
+            return []
+        return delta.partition_values(self._table_at(table, version), column)
+
+    def _table_at(self, table: str, version: int) -> Any:
+        """``table`` at ``version``, opened once (``_tables_at``)."""
+        if (table, version) not in self._tables_at:
+            self._tables_at[(table, version)] = delta.open_table(self.location, table, version)
+        return self._tables_at[(table, version)]
 
     def state(self, as_of: str | None = None) -> OutputState:
         """What the output holds, from its runs table: the input, the formula set, whether it

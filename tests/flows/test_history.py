@@ -14,6 +14,11 @@ import pytest
 
 from flows import runs
 from flows.importers.scores import import_scores
+from flows.options import RegressionOptions
+from flows.repeats import SeenIds
+from flows.standings import Standings
+from flows.store.output import Output
+from transforms.aggregate import Bootstrap
 
 FIRST = "2026-03-01"
 CATEGORIES = {"t1": "associative_learning", "t2": "associative_learning", "t3": "runtime_rl"}
@@ -83,3 +88,46 @@ def test_a_nightly_opens_each_table_once_a_version(
     # The runs table: read before the lease (the plan), once holding it, once recorded.
     runs_opens = sum(n for (table, _), n in opens.items() if table == "runs")
     assert runs_opens <= 12, opens
+
+
+def _scored(tmp: Path, days: int) -> tuple[Path, Path]:
+    """A dump of ``days`` nights and its output, scored by one run."""
+    dump, out = tmp / "dump", tmp / "out"
+    for day in range(1, days + 1):
+        _deliver(tmp, dump, day)
+    runs.score(dump, out)
+    return dump, out
+
+
+def _spoil(out: Path, table: str, nights: list[str], column: str = "dump_date") -> int:
+    """Overwrite the data files of ``nights`` in ``table`` with bytes no reader takes: a run
+    that reads one fails. How many."""
+    spoiled = 0
+    for night in nights:
+        for path in (out / table / f"{column}={night}").rglob("*.parquet"):
+            path.write_bytes(b"not parquet")
+            spoiled += 1
+    return spoiled
+
+
+def test_the_ids_check_reads_no_night_whose_ids_cannot_hold_tonights(tmp_path: Path) -> None:
+    """An episode id unique in the whole dump is checked against every night the output
+    holds: the files' statistics (their ids' range) answer for the nights whose ids cannot
+    hold tonight's (import-scores' name their night), and their files are not read."""
+    _, out = _scored(tmp_path, 3)
+    assert _spoil(out, "episode_scores", [_night(1), _night(2)])
+    seen = SeenIds(Output.at(out), frozenset(_night(d) for d in range(1, 4)))
+    tonight = pl.Series([f"{_night(4)}/m1/t1", f"{_night(4)}/m2/t3"])
+    assert seen.repeats(_night(4), tonight) == {}
+    # A copy of night 3's episode is still found (its file is read).
+    copied = pl.Series([f"{_night(3)}/m1/t1"])  # night 3 re-ran m1 on t1
+    assert seen.repeats(_night(4), copied) == {_night(3): 1}
+
+
+def test_the_standings_held_are_read_from_the_log(tmp_path: Path) -> None:
+    """Which standings the output holds (their as_of) is its table's partitions, from the
+    Delta log: no standing's file is read for it."""
+    _, out = _scored(tmp_path, 3)
+    assert _spoil(out, "task_standings", [_night(d) for d in range(1, 4)], "as_of")
+    standings = Standings(Output.at(out), Bootstrap(), RegressionOptions())
+    assert standings.present() == [_night(d) for d in range(1, 4)]

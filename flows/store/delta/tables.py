@@ -263,6 +263,16 @@ def read_table(
         return pl.scan_delta(table_at, storage_options=options)
 
 
+def partition_values(table_at: DeltaTable, column: str) -> list[str | None]:
+    """The values of partition column ``column`` that rows of an opened table version hold,
+    from its log alone (no data file read; the null partition is None), in order."""
+    actions = pl.DataFrame(table_at.get_add_actions(flatten=True))
+    if actions.is_empty():
+        return []
+    held = actions.filter(pl.col("num_records").fill_null(1) > 0)[f"partition.{column}"]
+    return sorted(held.unique().to_list(), key=lambda v: (v is not None, v or ""))
+
+
 def history(
     location: Location, table: str, limit: int | None = None, opened: Opened | None = None
 ) -> list[dict[str, Any]]:
