@@ -40,8 +40,15 @@ from flows.store.catalog import (
     empty_table,
 )
 from flows.store.output import Output
-from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
-from schemas.comparisons import ChangeKind
+from schemas.columns import (
+    AS_OF,
+    COMPARED_COLUMNS,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
+    PROVENANCE,
+    SCORER_VERSION,
+)
+from schemas.comparisons import DF, ChangeKind, Design
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
@@ -52,11 +59,13 @@ from schemas.tables import (
     STANDINGS_TABLE,
     TASK_STANDINGS_TABLE,
 )
+from schemas.version import COGSCORE_VERSION
 from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
-from transforms.compare import check_design, regressions
+from transforms.compare import Known, check_design, regressions
 from transforms.compare.night import compared, no_regressions
+from transforms.compare.pairs import KNOWN_COLUMNS
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
@@ -110,15 +119,16 @@ def standing_nights(
 
 @dataclass
 class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models, and the
+    """One standing's rows (no provenance): its tasks, categories and models, the
     compared columns of its episodes (None: not read yet; each keeps the night it comes
-    from as its ``dump_date``)."""
+    from as its ``dump_date``) and its comparisons (None: not read)."""
 
     as_of: str | None
     tasks: pl.DataFrame
     categories: pl.DataFrame
     models: pl.DataFrame
     episodes: pl.DataFrame | None = None
+    comparisons: pl.DataFrame | None = None
 
 
 @dataclass
@@ -167,10 +177,20 @@ class Standings:
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
             episodes = ran if kept is None else _together(kept, ran)
-            made = above_tasks(_at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap)
+            known = self._known(previous, tasks, tonight.tasks)
+            made = above_tasks(
+                _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
+            )
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
-        current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        current = Standing(
+            night,
+            tasks,
+            above[CATEGORY_STANDINGS],
+            above[STANDINGS],
+            episodes,
+            above[STANDING_COMPARISONS],
+        )
         changes = _together_changes(self._changes(previous, current, ran), self._anew(current))
         self.before = current
         return {
@@ -200,6 +220,39 @@ class Standings:
         )
         self.before = Standing(as_of, *frames)
         return self.before
+
+    def _known(
+        self, previous: Standing | None, tasks: pl.DataFrame, tonight: pl.DataFrame
+    ) -> Known | None:
+        """The comparisons of the standing before whose models' results this one keeps (the
+        models without a result tonight), where they hold to the bit: the same models and
+        tasks (their codes order the sums), compared by this cogscore with this design (a
+        standing made earlier in the run; else as ``OUT`` holds it, ``_comparisons_held``)."""
+        if previous is None:
+            return None
+        for key in ([Col.MODEL], [Col.CATEGORY, Col.TASK]):
+            if _keys(previous.tasks, key) != _keys(tasks, key):
+                return None
+        if previous.comparisons is None:
+            previous.comparisons = self._comparisons_held(previous.as_of)
+        if previous.comparisons is None:
+            return None
+        changed = tonight[Col.MODEL].cast(pl.String).unique().to_list()
+        return Known(previous.comparisons, frozenset(changed))
+
+    def _comparisons_held(self, as_of: str | None) -> pl.DataFrame | None:
+        """The standing comparisons as of ``as_of`` as ``OUT`` holds them (one partition),
+        where this cogscore made them with this design (the two-level design's degrees of
+        freedom: the within-task one has none); else None (made again)."""
+        if as_of is None or self.bootstrap.design != Design.TWO_LEVEL:
+            return None
+        chosen = pl.col(AS_OF) == as_of
+        scan = self.output.scan(STANDING_COMPARISONS).filter(chosen)
+        rows = scan.select(*KNOWN_COLUMNS, SCORER_VERSION).collect()
+        made_here = (rows[SCORER_VERSION] == COGSCORE_VERSION).all()
+        if rows.is_empty() or not made_here or rows[DF].is_null().all():
+            return None
+        return rows.drop(SCORER_VERSION)
 
     def _tonight(self, tonight: NightInput) -> pl.DataFrame:
         """The compared columns of the night's episodes: the run's, or ``OUT``'s."""
@@ -336,6 +389,10 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
         return True
     kept = previous.tasks.lazy().join(tonight.lazy(), on=CELL, how="anti")
     return kept.select(pl.len()).collect().item() == 0
+
+
+def _keys(frame: pl.DataFrame, columns: list[Col]) -> set[tuple[object, ...]]:
+    return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
 
 
 def _together(*frames: pl.DataFrame) -> pl.DataFrame:

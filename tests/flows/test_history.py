@@ -11,6 +11,7 @@ from pathlib import Path
 import deltalake
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from flows import runs
 from flows.importers.scores import import_scores
@@ -18,6 +19,7 @@ from flows.options import RegressionOptions
 from flows.repeats import SeenIds
 from flows.standings import Standings
 from flows.store.output import Output
+from tests.tables import read_table
 from transforms.aggregate import Bootstrap
 
 FIRST = "2026-03-01"
@@ -131,3 +133,33 @@ def test_the_standings_held_are_read_from_the_log(tmp_path: Path) -> None:
     assert _spoil(out, "task_standings", [_night(d) for d in range(1, 4)], "as_of")
     standings = Standings(Output.at(out), Bootstrap(), RegressionOptions())
     assert standings.present() == [_night(d) for d in range(1, 4)]
+
+
+def test_a_standing_takes_the_pairs_whose_models_kept_their_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A standing compares again only the pairs of a model with a new result; the others
+    are the standing's before (made earlier in the run, or as OUT holds it), to the bit:
+    every standing table is the one comparing every pair makes."""
+    dump, out = _scored(tmp_path, 4)
+    _deliver(tmp_path, dump, 5)
+    made: list[bool] = []
+    real = Standings._known
+
+    def known(self: Standings, *args: object) -> object:
+        found = real(self, *args)  # type: ignore[arg-type]
+        made.append(found is not None)
+        return found
+
+    monkeypatch.setattr(Standings, "_known", known)
+    runs.nightly(dump, out)
+    assert made == [True]  # OUT's standing before, read, was taken
+    monkeypatch.setattr(Standings, "_known", lambda self, *args: None)
+    every = tmp_path / "every"
+    runs.score(dump, every)
+    for table in ("standing_comparisons", "standings", "category_standings", "standing_changes"):
+        mine, theirs = read_table(out, table), read_table(every, table)
+        keys = [c for c in theirs.columns if theirs[c].dtype == pl.String]
+        assert_frame_equal(
+            mine.sort(keys, nulls_last=True), theirs.sort(keys, nulls_last=True), check_exact=True
+        )
