@@ -24,7 +24,7 @@ night) its tables are the night's, renamed, and nothing more is computed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -36,6 +36,7 @@ from flows.store.catalog import (
     EPISODE_SCORES,
     MODEL_COMPARISONS,
     MODEL_SCORES,
+    STANDING_EPISODES,
     TASK_SCORES,
     empty_table,
 )
@@ -262,15 +263,53 @@ class Standings:
 
     def _episodes_of(self, standing: Standing) -> pl.DataFrame:
         """A standing's episodes, read from ``OUT`` where not held (the output's own
-        standing before the run's first: its nights' partitions, once)."""
+        standing before the run's first, once): its own night's partitions, and those it
+        takes from earlier nights as ``standing_episodes`` keeps them (``_carried``; else
+        their nights' partitions)."""
         if standing.episodes is None:
             nights = set(standing.tasks[DUMP_DATE].unique().to_list())
+            carried = self._carried(standing, nights - {standing.as_of})
+            if carried is not None:
+                nights &= {standing.as_of}
             rows = self._read(nights)
             cells = standing.tasks.select(DUMP_DATE, *CELL)
-            standing.episodes = compared(
+            own = compared(
                 plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
             )
+            standing.episodes = own if carried is None else _together(carried, own)
         return standing.episodes
+
+    def _carried(self, standing: Standing, earlier: set[str | None]) -> pl.DataFrame | None:
+        """The episodes ``standing`` takes from the ``earlier`` nights, as ``OUT``'s
+        ``standing_episodes`` keeps them for it (the latest standing's): one partition
+        instead of a partition of every night. None where it keeps another standing's, or
+        not each of the results (an output an earlier cogscore wrote): read from the nights."""
+        as_of = standing.as_of
+        if not earlier or as_of is None:
+            return None
+        if self.output.nights_held(STANDING_EPISODES, AS_OF) != [as_of]:
+            return None
+        kept = self.output.scan(STANDING_EPISODES).filter(pl.col(AS_OF) == as_of)
+        rows = kept.select(COMPARED_COLUMNS).collect()
+        cells = standing.tasks.filter(pl.col(DUMP_DATE) != as_of)
+        if _keys(rows, [DUMP_DATE, *CELL]) != _keys(cells, [DUMP_DATE, *CELL]):
+            return None
+        return compared(rows)
+
+    def carried(self) -> dict[str | None, pl.DataFrame]:
+        """``standing_episodes`` as the run leaves it, by as_of: the episodes the last
+        standing it made takes from nights before it (what the next nightly reads instead
+        of those nights), and the standing ``OUT`` kept there emptied. Nothing where the
+        run made no standing."""
+        last = self.before
+        if last is None or last.as_of is None or last.episodes is None:
+            return {}
+        held = self.output.nights_held(STANDING_EPISODES, AS_OF)
+        kept = {night: _empty(STANDING_EPISODES) for night in held if night != last.as_of}
+        earlier = plain(last.episodes).filter(pl.col(DUMP_DATE) != last.as_of)
+        as_of = pl.lit(last.as_of, pl.String).alias(AS_OF)
+        kept[last.as_of] = earlier.select(as_of, *COMPARED_COLUMNS)
+        return kept
 
     def _read(self, nights: set[str | None]) -> pl.DataFrame:
         """The compared columns of ``nights``' episodes in ``OUT`` (their partitions only)."""
@@ -391,7 +430,7 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
     return kept.select(pl.len()).collect().item() == 0
 
 
-def _keys(frame: pl.DataFrame, columns: list[Col]) -> set[tuple[object, ...]]:
+def _keys(frame: pl.DataFrame, columns: Sequence[str]) -> set[tuple[object, ...]]:
     return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
 
 

@@ -5,6 +5,7 @@ replays the table's Delta log) and the nights' files read."""
 from __future__ import annotations
 
 import collections
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from flows.options import RegressionOptions
 from flows.repeats import SeenIds
 from flows.standings import Standings
 from flows.store.output import Output
+from schemas.tables import TABLES
 from tests.tables import read_table
 from transforms.aggregate import Bootstrap
 
@@ -163,3 +165,31 @@ def test_a_standing_takes_the_pairs_whose_models_kept_their_results(
         assert_frame_equal(
             mine.sort(keys, nulls_last=True), theirs.sort(keys, nulls_last=True), check_exact=True
         )
+
+
+def test_a_nightly_reads_no_night_before_its_baseline(tmp_path: Path) -> None:
+    """The night after a history reads of it only what does not grow with it: the standing
+    before (its partitions), the episodes that standing takes from earlier nights as
+    ``standing_episodes`` keeps them, and the baseline night of the regressions. Every
+    earlier night's files spoiled, the nightly makes the same tables."""
+    dump, out = _scored(tmp_path, 5)
+    _deliver(tmp_path, dump, 6)
+    intact = tmp_path / "intact"
+    shutil.copytree(out, intact)
+    earlier = [_night(day) for day in range(1, 5)]
+    spoiled = sum(_spoil(out, table, earlier) for table in ("episode_scores", "rejects"))
+    spoiled += sum(
+        _spoil(out, table.name, earlier, "as_of")
+        for table in TABLES.values()
+        if table.night == "as_of"
+    )
+    assert spoiled > 30
+    for where in (out, intact):
+        assert runs.nightly(dump, where).nights_scored == [_night(6)]
+    for table in ("standing_comparisons", "standings", "standing_changes", "standing_episodes"):
+        tonight = pl.col("as_of") == _night(6)  # (the spoiled nights are not read here)
+        mine = Output.at(out).scan(table).filter(tonight).collect()
+        theirs = Output.at(intact).scan(table).filter(tonight).collect()
+        keys = [c for c in theirs.columns if theirs[c].dtype == pl.String]
+        assert not theirs.is_empty() or table == "standing_changes"
+        assert_frame_equal(mine.sort(keys), theirs.sort(keys), check_exact=True)
