@@ -141,6 +141,7 @@ EPISODE_SCORES_TABLE: Final = Table(
     strict=True,
     ordered=True,
     unique=(DUMP_DATE, Col.EPISODE_ID),  # copies within a night are rejected
+    indexed=(Col.EPISODE_ID, Col.MODEL, Col.TASK),  # the ids check, explain
 )
 REJECTS_TABLE: Final = Table(
     "rejects",
