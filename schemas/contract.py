@@ -1,4 +1,4 @@
-"""Names, kinds and enums of the transcript dump contract, version 1.3.
+"""Names, kinds and enums of the transcript dump contract, version 1.4.
 
 This module is the single source of column names, dtypes and enum values: every other
 module refers to them through it. The contract itself is ``docs/contract.md`` (a test holds
@@ -12,7 +12,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = "1.3"
+CONTRACT_VERSION: Final = "1.4"
 
 
 class Col(StrEnum):
@@ -83,6 +83,15 @@ class Category(StrEnum):
     OBSERVATIONAL_LEARNING = "observational_learning"
     RUNTIME_RL = "runtime_rl"
     PROCEDURAL_LEARNING = "procedural_learning"
+
+
+# Contract 1.4 (backward compatible): the category of a task its publisher puts in none of the
+# six (LearningBench's leaderboard calls three of its tasks ``unknown``). Only an episode
+# scored as reported (a score table imported: no formula input) may have it; it counts in
+# the overall score, in no category (``docs/decisions.md``).
+UNCATEGORISED: Final = "uncategorised"
+# Every value the contract's ``category`` column may take: the six, then ``uncategorised``.
+CATEGORY_VALUES: Final = (*(c.value for c in Category), UNCATEGORISED)
 
 
 class Role(StrEnum):
