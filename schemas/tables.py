@@ -42,6 +42,7 @@ from schemas.columns import (
     SCORER_VERSION,
     STATUS,
     STD,
+    TASK_CATEGORIES,
     USAGE_RULES,
     VERDICTS,
     Column,
@@ -167,7 +168,7 @@ TASK_SCORES_TABLE: Final = Table(
         **INTERVAL_RULES,
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),  # uncategorised: in no category
         Col.TASK: text_column(),
         SCORE: real_column(),
         N_EPISODES: count_column(1),
@@ -205,11 +206,12 @@ MODEL_SCORES_TABLE: Final = Table(
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
         SCORE: real_column(),  # the mean of the model's task scores: each task weighs the same
-        SCORE_BY_CATEGORY: real_column(),  # the mean of its category scores
+        # the mean of its category scores (null: every task of it in no category, contract 1.4)
+        SCORE_BY_CATEGORY: real_column(nullable=True),
         CI_LOW_BY_CATEGORY: real_column(nullable=True),
         CI_HIGH_BY_CATEGORY: real_column(nullable=True),
-        RANK_BY_CATEGORY: count_column(1),
-        CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
+        RANK_BY_CATEGORY: count_column(1, nullable=True),
+        CATEGORIES_COVERED: Column(pl.Int64(), ge=0, le=len(Category)),
         RANKED_AMONG: text_column(),  # the categories covered, comma-joined: ranked among these
         N_TASKS: count_column(1),
         N_EPISODES: count_column(1),

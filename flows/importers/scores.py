@@ -10,12 +10,16 @@ rescore leaves it as it is.
 The table may use the contract's column names (``model``, ``task``, ``category``,
 ``score``, optionally ``dump_date``, ``instance_id``) or LearningBench's published ones
 (``leaderboard_flat.csv``: ``model_name``, ``task_slug``, ``category`` with its slugs such
-as ``assoc-learning``, ``score``, ``eval_date``). A category the table gives as ``unknown``
-is resolved from the task files' folders (``--tasks``: ``<category folder>/<task>.py``).
+as ``assoc-learning``, ``score``, ``eval_date``). A table's categories are kept as it publishes
+them: a task it puts in none of the six (``unknown``, or no category given) is
+``uncategorised`` (contract 1.4: it counts in the overall score, in no category), so that the
+overall and every category equal the table's own figures at once. The task files' folders
+(``--tasks``: ``<category folder>/<task>.py``) change no category: where one puts a task in
+another category than the table does, the import says so (``Imported.disagreements``).
 
 Every row that cannot be imported is reported with every reason, never dropped silently:
 a missing model or task, a score that is not a finite number or lies outside [0, 1], a
-category that is not known or cannot be resolved, a date that is not one, a second row for
+category that is not known, a date that is not one, a second row for
 the same model, task and night, a model, task and night another table imported into the dump
 already. A row's ``instance_id`` is the table's where it has one, else the task's name: every
 model that ran a LearningBench task faced its one instance (the task files fix their
@@ -47,9 +51,11 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import (
+    CATEGORY_VALUES,
     DTYPES,
     INSTANCE_ID,
     REPORTED_SCORE,
+    UNCATEGORISED,
     Category,
     Col,
     Kind,
@@ -72,10 +78,14 @@ SOURCE_NAMES: Final[dict[str, tuple[str, ...]]] = {
 }
 REQUIRED_SOURCE: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, REPORTED_SCORE)
 
-# Category names a table may use: the contract's, LearningBench's leaderboard slugs and its
-# task folders' names.
-CATEGORY_NAMES: Final[dict[str, Category]] = {
-    **{c.value: c for c in Category},
+# What LearningBench's leaderboard says of three tasks: in none of the six categories (a table
+# that gives no category says the same).
+UNKNOWN: Final = "unknown"
+
+# Category names a table may use (their contract value): the contract's, LearningBench's
+# leaderboard slugs and its task folders' names.
+CATEGORY_NAMES: Final[dict[str, str]] = {
+    **{c: c for c in CATEGORY_VALUES},
     "assoc-learning": Category.ASSOCIATIVE_LEARNING,
     "concept-learning": Category.CONCEPT_FORMATION,
     "lang-learning": Category.LANGUAGE_LEARNING,
@@ -84,8 +94,8 @@ CATEGORY_NAMES: Final[dict[str, Category]] = {
     "proc-learning": Category.PROCEDURAL_LEARNING,
     "concept_learning": Category.CONCEPT_FORMATION,
     "reinforcement_learning": Category.RUNTIME_RL,
+    UNKNOWN: UNCATEGORISED,
 }
-UNKNOWN: Final = "unknown"  # what LearningBench's leaderboard says of three tasks
 
 # A table whose scores mostly lie above 1 is on another scale than [0, 1] (refused whole).
 OTHER_SCALE_SHARE: Final = 0.5
@@ -93,6 +103,10 @@ OTHER_SCALE_SHARE: Final = 0.5
 # What a night's file records of the table it came from (Parquet key-value metadata).
 SOURCE_DIGEST: Final = "cogscore_import_sha256"
 SOURCE_PATH: Final = "cogscore_import_source"
+
+# A category disagreement's report: the task, the table's category (kept), the task file's.
+TABLE_CATEGORY: Final = "table"
+FILE_CATEGORY: Final = "task_files"
 
 # The unimportable rows' report: the source row (1-based, as a spreadsheet counts data rows
 # after the header), its model and task as read, and every reason.
@@ -115,7 +129,9 @@ class Imported:
     written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
     unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
     copies: dict[str, str] = field(default_factory=dict)  # night -> the earlier import's file
-    resolved: dict[str, str] = field(default_factory=dict)  # task -> category from --tasks
+    # Per task whose file (--tasks) puts it in another category than the table does: the
+    # task, the table's category (kept) and the task file's.
+    disagreements: list[dict[str, str]] = field(default_factory=list)
     rejected: list[dict[str, object]] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
@@ -127,7 +143,7 @@ class Imported:
             "nights_written": self.written,
             "nights_unchanged": self.unchanged,
             "nights_copied": self.copies,
-            "categories_resolved": self.resolved,
+            "category_disagreements": self.disagreements,
             "not_imported": self.rejected,
         }
 
@@ -172,8 +188,8 @@ def task_categories(tasks: Path) -> dict[str, Category]:
     out: dict[str, Category] = {}
     for file in sorted(tasks.glob("*/*.py")):
         category = CATEGORY_NAMES.get(file.parent.name)
-        if category is not None:
-            out[file.stem] = category
+        if category in set(Category):
+            out[file.stem] = Category(category)
     if not out:
         raise ImportError_(f"--tasks {tasks}: no <category folder>/<task>.py file in it")
     return out
@@ -184,9 +200,11 @@ def importable_scores(
     source: str,
     night: str | None = None,
     tasks: Mapping[str, Category] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
-    """(the importable rows, one per model and task and night, with the contract's names;
-    the rows that are not, with every reason; the categories resolved from ``tasks``)."""
+) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, str]]]:
+    """(the importable rows, one per model and task and night, with the contract's names
+    and the table's categories; the rows that are not, with every reason; each task whose
+    file in ``tasks`` puts it in another category than the table: ``task``, ``table``,
+    ``task_files``)."""
     names = source_columns(table)
     text = pl.col
     picked = table.with_row_index(ROW, offset=1).select(
@@ -213,21 +231,22 @@ def importable_scores(
         when,
         pl.col("__date_text").str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us", "UTC")),
     )
+    # A category given as none (empty) is in none of the six, as ``unknown`` is.
+    none_given = pl.col(Col.CATEGORY).fill_null("") == ""
     known = (
         pl.col(Col.CATEGORY)
         .str.to_lowercase()
-        .replace_strict(
-            {k: v.value for k, v in CATEGORY_NAMES.items()}, default=None, return_dtype=pl.String
-        )
+        .replace_strict(CATEGORY_NAMES, default=None, return_dtype=pl.String)
     )
+    category = pl.when(none_given).then(pl.lit(UNCATEGORISED)).otherwise(known)
     from_files = pl.col(Col.TASK).replace_strict(
         {k: v.value for k, v in (tasks or {}).items()}, default=None, return_dtype=pl.String
     )
-    unknown = pl.col(Col.CATEGORY).is_null() | (pl.col(Col.CATEGORY).str.to_lowercase() == UNKNOWN)
     rows = picked.with_columns(
         score.alias(REPORTED_SCORE),
         when.alias(Col.TS),
-        pl.when(unknown).then(from_files).otherwise(known).alias("__category"),
+        category.alias("__category"),
+        from_files.alias("__task_file"),
         (pl.lit(night) if night is not None else when.dt.date().cast(pl.String)).alias(NIGHT),
     )
     checks: Sequence[tuple[pl.Expr, pl.Expr]] = [
@@ -246,15 +265,7 @@ def importable_scores(
             pl.format("score {} lies outside [0, 1]", pl.col("__score_text")),
         ),
         (
-            unknown & pl.lit(tasks is None),
-            pl.lit("category unknown: --tasks names the folder of task files to resolve it"),
-        ),
-        (
-            unknown & pl.lit(tasks is not None) & from_files.is_null(),
-            pl.format("category unknown and no task file {}.py in --tasks", Col.TASK),
-        ),
-        (
-            ~unknown & known.is_null(),
+            ~none_given & known.is_null(),
             pl.format(
                 "category {} is none of {}",
                 Col.CATEGORY,
@@ -286,7 +297,18 @@ def importable_scores(
         .alias(REASONS)
     )
     good = pl.col(REASONS).list.len() == 0
-    resolved = judged.filter(good & unknown).select(Col.TASK, "__category").unique().sort(Col.TASK)
+    # Where a task file's folder says otherwise, the table's category stands, and it is said.
+    other = pl.col("__task_file").is_not_null() & (pl.col("__task_file") != pl.col("__category"))
+    disagree = (
+        judged.filter(good & other)
+        .select(
+            Col.TASK,
+            pl.col("__category").alias(TABLE_CATEGORY),
+            pl.col("__task_file").alias(FILE_CATEGORY),
+        )
+        .unique()
+        .sort(Col.TASK, TABLE_CATEGORY)
+    )
     kept = judged.filter(good).select(
         NIGHT,
         Col.MODEL,
@@ -299,7 +321,7 @@ def importable_scores(
         ROW,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
-    return kept, rejected, dict(resolved.iter_rows())
+    return kept, rejected, disagree.to_dicts()
 
 
 def check_scale(table: pl.DataFrame, path: Path) -> None:
@@ -394,9 +416,9 @@ def import_scores(
     check_scale(table, source)
     categories = task_categories(tasks) if tasks is not None else None
     run_id = f"import-scores/{source.name}"
-    kept, rejected, resolved = importable_scores(table, run_id, night, categories)
+    kept, rejected, disagreements = importable_scores(table, run_id, night, categories)
     done = Imported(str(source), rows_read=table.height)
-    done.resolved = resolved
+    done.disagreements = disagreements
     done.rejected = rejected.to_dicts()
     origin = source.resolve()
     digest = _digest(origin.read_bytes())
