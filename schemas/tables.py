@@ -194,10 +194,16 @@ CATEGORY_SCORES_TABLE: Final = Table(
         N_EPISODES: count_column(1),
         FORMULA_VERSION: text_column(),
         **USAGE_RULES,
+        # its rank in the category among every model with a score in it (1 = best, ties
+        # share the better rank), and the rank's interval, which holds for all of them at
+        # once (from the category's Holm comparisons, as the overall rank's)
+        RANK: count_column(1),
+        RANK_LOW: count_column(1),
+        RANK_HIGH: count_column(1),
         **PROVENANCE_RULES,
     },
     sort=(Col.MODEL, Col.CATEGORY),
-    frame_checks=("low_below_high",),
+    frame_checks=("low_below_high", "rank_in_interval"),
 )
 MODEL_SCORES_TABLE: Final = Table(
     "model_scores",

@@ -195,6 +195,28 @@ def test_the_leaderboards_claims_are_the_holm_verdicts(scored: Path) -> None:
     assert (overall["mde"].to_numpy() > unadjusted).any()
 
 
+def test_each_categorys_leaderboard_is_its_own_holm_verdicts(scored: Path) -> None:
+    """Each category ranks its 14 models by its own score (ties share the better rank), and
+    each rank interval runs from 1 + the models the category's verdicts call better to 14
+    less those called worse (the default level: the verdicts' own)."""
+    categories = read_table(scored / "out", "category_scores")
+    comparisons = read_table(scored / "out", "model_comparisons")
+    counts = comparisons.group_by("scope", "model_a").agg(
+        (pl.col("verdict") == "b_better").sum().alias("above"),
+        (pl.col("verdict") == "a_better").sum().alias("below"),
+    )
+    joined = categories.join(
+        counts, left_on=["category", "model"], right_on=["scope", "model_a"], how="left"
+    ).with_columns(
+        pl.col("score").rank("min", descending=True).over("category").alias("expected_rank")
+    )
+    assert joined.height == 14 * 6 and joined["above"].null_count() == 0
+    assert (joined["rank"] == joined["expected_rank"]).all()
+    assert (joined["rank_low"] == 1 + joined["above"]).all()
+    assert (joined["rank_high"] == 14 - joined["below"]).all()
+    assert (joined["rank_high"] > joined["rank_low"]).any()
+
+
 def test_the_benchmarks_own_concept_formation_test(scored: Path) -> None:
     """H4 of the benchmark's analysis: concept formation, Qwen 3 Next 80B Thinking against
     Instruct, a Wilcoxon signed-rank test over 18 matched tasks, 14 won, 1 lost."""
