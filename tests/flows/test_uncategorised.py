@@ -134,3 +134,13 @@ def test_a_rerun_of_a_task_in_no_category_moves_the_overall_standing_alone(score
     categories = read_table(scored, "category_standings").filter(as_of=SECOND, model="m1")
     before = read_table(scored, "category_standings").filter(as_of=FIRST, model="m1")
     assert categories.sort("category")["score"].equals(before.sort("category")["score"])
+
+
+def test_the_leaderboards_show_the_categories_without_it(scored: Path) -> None:
+    runner = CliRunner()
+    overall = runner.invoke(app, ["leaderboard", str(scored), "--format", "csv"])
+    assert overall.exit_code == 0, overall.output
+    board = pl.read_csv(overall.stdout.encode())
+    assert set(board["model"]) == {"m1", "m2", "m3", "solo"}
+    refused = runner.invoke(app, ["leaderboard", str(scored), "--scope", UNCATEGORISED])
+    assert refused.exit_code == 2 and "overall, associative_learning" in refused.output
