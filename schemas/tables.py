@@ -194,10 +194,7 @@ CATEGORY_SCORES_TABLE: Final = Table(
         N_EPISODES: count_column(1),
         FORMULA_VERSION: text_column(),
         **USAGE_RULES,
-        # its rank in the category among every model with a score in it (1 = best, ties
-        # share the better rank), and the rank's interval, which holds for all of them at
-        # once (from the category's Holm comparisons, as the overall rank's)
-        RANK: count_column(1),
+        RANK: count_column(1),  # among the category's models; its interval as model_scores'
         RANK_LOW: count_column(1),
         RANK_HIGH: count_column(1),
         **PROVENANCE_RULES,
@@ -212,8 +209,7 @@ MODEL_SCORES_TABLE: Final = Table(
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
         SCORE: real_column(),  # the mean of the model's task scores: each task weighs the same
-        # the mean of its category scores (null: every task of it in no category, contract 1.4)
-        SCORE_BY_CATEGORY: real_column(nullable=True),
+        SCORE_BY_CATEGORY: real_column(nullable=True),  # null: all its tasks in no category
         CI_LOW_BY_CATEGORY: real_column(nullable=True),
         CI_HIGH_BY_CATEGORY: real_column(nullable=True),
         RANK_BY_CATEGORY: count_column(1, nullable=True),

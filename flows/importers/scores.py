@@ -10,20 +10,17 @@ rescore leaves it as it is.
 The table may use the contract's column names (``model``, ``task``, ``category``,
 ``score``, optionally ``dump_date``, ``instance_id``) or LearningBench's published ones
 (``leaderboard_flat.csv``: ``model_name``, ``task_slug``, ``category`` with its slugs such
-as ``assoc-learning``, ``score``, ``eval_date``). A table's categories are kept as it publishes
-them: a task it puts in none of the six (``unknown``, or no category given) is
-``uncategorised`` (contract 1.4: it counts in the overall score, in no category), so that the
-overall and every category equal the table's own figures at once. The task files' folders
-(``--tasks``: ``<category folder>/<task>.py``) change no category: where one puts a task in
-another category than the table does, the import says so (``Imported.disagreements``).
+as ``assoc-learning``, ``score``, ``eval_date``), its categories kept as it publishes them
+(``flows.importers.score_categories``: a task it puts in none of the six is
+``uncategorised``; the task files of ``--tasks`` only say where they disagree).
 
 Every row that cannot be imported is reported with every reason, never dropped silently:
 a missing model or task, a score that is not a finite number or lies outside [0, 1], a
-category that is not known, a date that is not one, a second row for
-the same model, task and night, a model, task and night another table imported into the dump
-already. A row's ``instance_id`` is the table's where it has one, else the task's name: every
-model that ran a LearningBench task faced its one instance (the task files fix their
-seeds), so the models' scores of a task are paired.
+category name that is not known, a date that is not one, a second row for the same model,
+task and night, a model, task and night another table imported into the dump already. A
+row's ``instance_id`` is the table's where it has one, else the task's name: every model
+that ran a LearningBench task faced its one instance (the task files fix their seeds), so
+the models' scores of a task are paired.
 
 Scores lie in [0, 1] (every LearningBench score does, and so does every formula's). A table
 most of whose scores lie above 1 is on another scale (a 0-100 table, as leaderboards print
@@ -50,18 +47,18 @@ from typing import Final
 
 import polars as pl
 
+from flows.importers.score_categories import CATEGORY_NAMES, disagreements, named
 from schemas.contract import (
-    CATEGORY_VALUES,
     DTYPES,
     INSTANCE_ID,
     REPORTED_SCORE,
-    UNCATEGORISED,
     Category,
     Col,
     Kind,
     Role,
     Status,
 )
+from schemas.kaggle import UPSTREAM_CATEGORIES
 
 # The night a row goes to, and the date column of the table it may come from.
 NIGHT: Final = "dump_date"
@@ -78,35 +75,12 @@ SOURCE_NAMES: Final[dict[str, tuple[str, ...]]] = {
 }
 REQUIRED_SOURCE: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, REPORTED_SCORE)
 
-# What LearningBench's leaderboard says of three tasks: in none of the six categories (a table
-# that gives no category says the same).
-UNKNOWN: Final = "unknown"
-
-# Category names a table may use (their contract value): the contract's, LearningBench's
-# leaderboard slugs and its task folders' names.
-CATEGORY_NAMES: Final[dict[str, str]] = {
-    **{c: c for c in CATEGORY_VALUES},
-    "assoc-learning": Category.ASSOCIATIVE_LEARNING,
-    "concept-learning": Category.CONCEPT_FORMATION,
-    "lang-learning": Category.LANGUAGE_LEARNING,
-    "obs-learning": Category.OBSERVATIONAL_LEARNING,
-    "rf-learning": Category.RUNTIME_RL,
-    "proc-learning": Category.PROCEDURAL_LEARNING,
-    "concept_learning": Category.CONCEPT_FORMATION,
-    "reinforcement_learning": Category.RUNTIME_RL,
-    UNKNOWN: UNCATEGORISED,
-}
-
 # A table whose scores mostly lie above 1 is on another scale than [0, 1] (refused whole).
 OTHER_SCALE_SHARE: Final = 0.5
 
 # What a night's file records of the table it came from (Parquet key-value metadata).
 SOURCE_DIGEST: Final = "cogscore_import_sha256"
 SOURCE_PATH: Final = "cogscore_import_source"
-
-# A category disagreement's report: the task, the table's category (kept), the task file's.
-TABLE_CATEGORY: Final = "table"
-FILE_CATEGORY: Final = "task_files"
 
 # The unimportable rows' report: the source row (1-based, as a spreadsheet counts data rows
 # after the header), its model and task as read, and every reason.
@@ -187,9 +161,9 @@ def task_categories(tasks: Path) -> dict[str, Category]:
         raise ImportError_(f"--tasks {tasks}: not a folder of task files")
     out: dict[str, Category] = {}
     for file in sorted(tasks.glob("*/*.py")):
-        category = CATEGORY_NAMES.get(file.parent.name)
-        if category in set(Category):
-            out[file.stem] = Category(category)
+        category = UPSTREAM_CATEGORIES.get(file.parent.name)
+        if category is not None:
+            out[file.stem] = category
     if not out:
         raise ImportError_(f"--tasks {tasks}: no <category folder>/<task>.py file in it")
     return out
@@ -231,22 +205,11 @@ def importable_scores(
         when,
         pl.col("__date_text").str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us", "UTC")),
     )
-    # A category given as none (empty) is in none of the six, as ``unknown`` is.
-    none_given = pl.col(Col.CATEGORY).fill_null("") == ""
-    known = (
-        pl.col(Col.CATEGORY)
-        .str.to_lowercase()
-        .replace_strict(CATEGORY_NAMES, default=None, return_dtype=pl.String)
-    )
-    category = pl.when(none_given).then(pl.lit(UNCATEGORISED)).otherwise(known)
-    from_files = pl.col(Col.TASK).replace_strict(
-        {k: v.value for k, v in (tasks or {}).items()}, default=None, return_dtype=pl.String
-    )
+    category = named(Col.CATEGORY)  # the table's, as it publishes it
     rows = picked.with_columns(
         score.alias(REPORTED_SCORE),
         when.alias(Col.TS),
         category.alias("__category"),
-        from_files.alias("__task_file"),
         (pl.lit(night) if night is not None else when.dt.date().cast(pl.String)).alias(NIGHT),
     )
     checks: Sequence[tuple[pl.Expr, pl.Expr]] = [
@@ -265,7 +228,7 @@ def importable_scores(
             pl.format("score {} lies outside [0, 1]", pl.col("__score_text")),
         ),
         (
-            ~none_given & known.is_null(),
+            category.is_null(),
             pl.format(
                 "category {} is none of {}",
                 Col.CATEGORY,
@@ -297,18 +260,6 @@ def importable_scores(
         .alias(REASONS)
     )
     good = pl.col(REASONS).list.len() == 0
-    # Where a task file's folder says otherwise, the table's category stands, and it is said.
-    other = pl.col("__task_file").is_not_null() & (pl.col("__task_file") != pl.col("__category"))
-    disagree = (
-        judged.filter(good & other)
-        .select(
-            Col.TASK,
-            pl.col("__category").alias(TABLE_CATEGORY),
-            pl.col("__task_file").alias(FILE_CATEGORY),
-        )
-        .unique()
-        .sort(Col.TASK, TABLE_CATEGORY)
-    )
     kept = judged.filter(good).select(
         NIGHT,
         Col.MODEL,
@@ -321,7 +272,7 @@ def importable_scores(
         ROW,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
-    return kept, rejected, disagree.to_dicts()
+    return kept, rejected, disagreements(judged.filter(good), "__category", tasks)
 
 
 def check_scale(table: pl.DataFrame, path: Path) -> None:

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from flows import runs
 from flows.cli import app
-from flows.importers.scores import CATEGORY_NAMES, UNKNOWN, import_scores
+from flows.importers.score_categories import CATEGORY_NAMES, UNKNOWN
+from flows.importers.scores import import_scores
 from schemas.contract import UNCATEGORISED
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS
 from tests.tables import read_table

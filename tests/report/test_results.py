@@ -20,7 +20,8 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.importers.scores import CATEGORY_NAMES, import_scores
+from flows.importers.score_categories import CATEGORY_NAMES
+from flows.importers.scores import import_scores
 from flows.present.explain import Which, explain
 from flows.present.report import read_warehouse, render
 from flows.present.report.results import (
