@@ -43,6 +43,7 @@ from schemas.columns import (
     SCORER_VERSION,
     STATUS,
     STD,
+    TASK_CATEGORIES,
     USAGE_RULES,
     VERDICTS,
     Column,
@@ -184,7 +185,7 @@ TASK_SCORES_TABLE: Final = Table(
         **INTERVAL_RULES,
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),  # uncategorised: in no category
         Col.TASK: text_column(),
         SCORE: real_column(),
         N_EPISODES: count_column(1),
@@ -210,10 +211,13 @@ CATEGORY_SCORES_TABLE: Final = Table(
         N_EPISODES: count_column(1),
         FORMULA_VERSION: text_column(),
         **USAGE_RULES,
+        RANK: count_column(1),  # among the category's models; its interval as model_scores'
+        RANK_LOW: count_column(1),
+        RANK_HIGH: count_column(1),
         **PROVENANCE_RULES,
     },
     sort=(Col.MODEL, Col.CATEGORY),
-    frame_checks=("low_below_high",),
+    frame_checks=("low_below_high", "rank_in_interval"),
 )
 MODEL_SCORES_TABLE: Final = Table(
     "model_scores",
@@ -222,11 +226,11 @@ MODEL_SCORES_TABLE: Final = Table(
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
         SCORE: real_column(),  # the mean of the model's task scores: each task weighs the same
-        SCORE_BY_CATEGORY: real_column(),  # the mean of its category scores
+        SCORE_BY_CATEGORY: real_column(nullable=True),  # null: all its tasks in no category
         CI_LOW_BY_CATEGORY: real_column(nullable=True),
         CI_HIGH_BY_CATEGORY: real_column(nullable=True),
-        RANK_BY_CATEGORY: count_column(1),
-        CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
+        RANK_BY_CATEGORY: count_column(1, nullable=True),
+        CATEGORIES_COVERED: Column(pl.Int64(), ge=0, le=len(Category)),
         RANKED_AMONG: text_column(),  # the categories covered, comma-joined: ranked among these
         N_TASKS: count_column(1),
         N_EPISODES: count_column(1),

@@ -48,6 +48,19 @@ FROM standings
 WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
 
+-- Each category's own leaderboard as the benchmark stands as of the latest night: one row
+-- per category and model, best first (ranked among every model with a score in it; a task
+-- in no category, contract 1.4's uncategorised, is in none). score: the mean of its task
+-- scores in the category; ci_low..ci_high and rank_low..rank_high as in leaderboard (from
+-- the category's own comparisons); rank null: a standing made before categories were ranked.
+CREATE OR REPLACE VIEW category_leaderboard AS
+SELECT as_of, category, rank, rank_low, rank_high, model, score, ci_low, ci_high, n_tasks,
+       n_episodes, formula_version, cost_usd, usage_episodes,
+       cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_fingerprint
+FROM category_standings
+WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM category_standings)
+ORDER BY category, rank, score DESC, model;
+
 -- The latest night's own leaderboard: its episodes alone (a model that did not run that
 -- night is not on it; a model that re-ran some tasks is scored on those alone).
 CREATE OR REPLACE VIEW night_leaderboard AS

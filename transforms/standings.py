@@ -49,7 +49,7 @@ from schemas.comparisons import (
     TASKS_RESCORED,
     ChangeKind,
 )
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from schemas.tables import STANDING_CHANGES_TABLE
 from transforms.compare.regressions import alert_level
 
@@ -133,10 +133,13 @@ def cell_changes(previous: pl.LazyFrame, current: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _scoped(cells: pl.LazyFrame) -> pl.LazyFrame:
-    """Each changed cell once under its category's scope and once under ``overall``."""
+    """Each changed cell once under its category's scope and once under ``overall``; a cell
+    of a task in no category (contract 1.4) under ``overall`` alone."""
     return pl.concat(
         [
-            cells.with_columns(pl.col(Col.CATEGORY).alias(SCOPE)),
+            cells.filter(pl.col(Col.CATEGORY) != UNCATEGORISED).with_columns(
+                pl.col(Col.CATEGORY).alias(SCOPE)
+            ),
             cells.with_columns(pl.lit(OVERALL).alias(SCOPE)),
         ]
     )

@@ -1,11 +1,10 @@
 """The commands that read an output (and ``vacuum``, ``unlock`` and ``repair``, which keep
-it): report, sql, status, history, compare, vacuum, unlock, repair, and formulas. None
-imports pandera or Prefect: they answer in well under a second."""
+it): report, sql, status, history, compare, leaderboard, vacuum, unlock, repair, and
+formulas. None imports pandera or Prefect: they answer in well under a second."""
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -15,16 +14,17 @@ import typer
 from flows.cli import app
 from flows.cli.options import (
     AsOfOpt,
+    FormatOpt,
     JsonOpt,
     OutArg,
     StorageOpt,
     ViewOpt,
+    format_of,
     refused,
     use_storage_options,
     writable,
 )
 from flows.store.errors import BrokenLog, StorageError
-from schemas.columns import SqlFormat
 from schemas.views import VIEWS, View
 
 
@@ -315,16 +315,7 @@ def sql(
     out: OutArg,
     query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
     as_of: AsOfOpt = None,
-    output_format: Annotated[
-        SqlFormat | None,
-        typer.Option(
-            "--format",
-            envvar="COGSCORE_FORMAT",
-            help="table (the default on a terminal: every column, long values folded), csv "
-            "(the default elsewhere: a pipe, a file, a cron log; lists and structs as JSON) "
-            "or json (one array of objects). No value is ever cut.",
-        ),
-    ] = None,
+    output_format: FormatOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
     """Run one DuckDB query that reads OUT's tables and views.
@@ -336,8 +327,7 @@ def sql(
     from flows.store.output import Output
 
     use_storage_options(storage_option)
-    # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.
-    how = output_format or (SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV)
+    how = format_of(output_format)
     try:
         reading(query)  # refused before OUT is opened
         output = Output.at(out).require()
@@ -348,4 +338,34 @@ def sql(
     except Exception as error:  # a DuckDB error in the query: the user's to fix
         typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None
+    typer.echo(shown)
+
+
+@app.command()
+def leaderboard(
+    out: OutArg,
+    scope: Annotated[
+        str,
+        typer.Option(
+            envvar="COGSCORE_SCOPE",
+            help="overall (each task weighs the same: the benchmark's own) or a category "
+            "(its own leaderboard: ranked among every model with a score in it).",
+        ),
+    ] = "overall",
+    as_of: AsOfOpt = None,
+    output_format: FormatOpt = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """The leaderboard of OUT as it stands as of its latest night, overall or of one
+    category, without scoring: rank, rank interval, score and interval, as the score command
+    prints it (csv, json: the rows of standings or category_standings). Reads OUT alone."""
+    from flows.present.ranking import ScopeError, leaderboard_of
+
+    use_storage_options(storage_option)
+    try:
+        shown = leaderboard_of(out, scope, format_of(output_format), as_of)
+    except ScopeError as error:
+        raise typer.BadParameter(str(error), param_hint="--scope") from None
+    except StorageError as error:
+        raise refused(error) from None
     typer.echo(shown)

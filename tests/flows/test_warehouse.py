@@ -460,6 +460,23 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path, reader: str) -
         )
 
 
+def test_category_leaderboard_view_is_each_categorys_ranks(scored_out: Path) -> None:
+    """Each category's own leaderboard as of the latest night: its ``category_standings``
+    rows in rank order, the ranks and their intervals as written."""
+    got = (
+        _views(scored_out)
+        .execute("SELECT category, model, rank, rank_low, rank_high FROM category_leaderboard")
+        .fetchall()
+    )
+    rows = read(scored_out, "category_standings")
+    latest = rows.filter(pl.col("as_of").cast(pl.String) == rows["as_of"].cast(pl.String).max())
+    want = latest.sort("category", "rank", "model").select(
+        "category", "model", "rank", "rank_low", "rank_high"
+    )
+    assert got == list(want.rows()) and want["rank"].null_count() == 0
+    assert len(set(want["category"])) > 1
+
+
 def _night(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("dump_date").cast(pl.String))
 

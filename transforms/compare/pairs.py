@@ -28,6 +28,8 @@ from schemas.comparisons import (
     N_TASKS,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    OVERALL,
+    OVERALL_BY_CATEGORY,
     OVERALL_SCOPES,
     P_HOLM,
     P_VALUE,
@@ -46,7 +48,7 @@ from schemas.comparisons import (
     VERDICT,
     Work,
 )
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
@@ -257,7 +259,9 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
     each side won. Pairs with the same number of tasks are tested at once."""
     cells = prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN)
-    in_scope = pl.col(SCOPE).is_in(list(OVERALL_SCOPES)) | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
+    # (overall_by_category averages the categories: a task in none is not in it)
+    in_categories = (pl.col(SCOPE) == OVERALL_BY_CATEGORY) & (pl.col(Col.CATEGORY) != UNCATEGORISED)
+    in_scope = (pl.col(SCOPE) == OVERALL) | in_categories | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
     differences = (
         pairs.select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
         .join(cells, on=Work.UNIT)

@@ -18,6 +18,7 @@ from plotly.offline import get_plotlyjs
 from flows.overview import failed_nights, runs_not_imported
 from flows.plan import nights_off_set
 from flows.present.report.categories import (
+    category_leaderboards_section,
     examples_section,
     procedural_section,
     profile_section,
@@ -105,10 +106,12 @@ def build_sections(
     levels = night_levels(wh.manifest)
     level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
     comparisons = pairwise(wh.night(tables.comparisons.name, night, tables.night))
-    profile = category_profile(wh.night(tables.categories.name, night, tables.night))
+    category_rows = wh.night(tables.categories.name, night, tables.night)
+    profile = category_profile(category_rows)
     off_set = nights_off_set(wh.manifest)
     sections = [
         leaderboard_section(board, colours, shown, level, standing),
+        category_leaderboards_section(category_rows, shown, level, standing),
         results_section(wh, night, shown, view, board[Col.MODEL].to_list()),
         comparisons_section(comparisons, board, shown, level, standing),
         *(_planned(wh, night, shown) if standing else []),
