@@ -1,0 +1,88 @@
+"""What changed between two standings (``transforms.standings`` computes it): per model and
+scope, ``standing_changes``. Registered with the other standing tables in ``schemas.tables``
+(``STANDING_TABLES``)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from schemas.columns import (
+    AS_OF,
+    DESIGN_VALUES,
+    LEVELS,
+    PAIRINGS,
+    PROVENANCE_RULES,
+    SCOPES,
+    SCORE,
+    Table,
+    count_column,
+    real_column,
+    text_column,
+)
+from schemas.comparisons import (
+    ALERT_LEVEL,
+    BASELINE_SCORE,
+    CHANGE,
+    CHANGE_KIND,
+    CI_HIGH,
+    CI_LOW,
+    DESIGN,
+    DF,
+    MARGIN,
+    MDE,
+    MOVED_BY,
+    N_PAIRS,
+    P_VALUE,
+    PAIRED,
+    PREVIOUS_AS_OF,
+    Q_BH,
+    REASON,
+    SCOPE,
+    SE,
+    TASKS_ADDED,
+    TASKS_DROPPED,
+    TASKS_RERUN,
+    TASKS_RESCORED,
+    ChangeKind,
+)
+from schemas.contract import Col
+
+STANDING_CHANGES_TABLE: Final = Table(
+    "standing_changes",
+    {
+        AS_OF: text_column(),
+        PREVIOUS_AS_OF: text_column(),
+        Col.MODEL: text_column(),
+        SCOPE: text_column(isin=SCOPES),
+        CHANGE_KIND: text_column(isin=tuple(k.value for k in ChangeKind)),
+        TASKS_RERUN: count_column(),
+        TASKS_ADDED: count_column(),
+        TASKS_DROPPED: count_column(),
+        TASKS_RESCORED: count_column(),
+        MOVED_BY: text_column(nullable=True),
+        BASELINE_SCORE: real_column(nullable=True),  # the previous standing's (null: a new model)
+        SCORE: real_column(nullable=True),  # null: the model vanished
+        CHANGE: real_column(nullable=True),
+        SE: real_column(nullable=True, ge=0.0),
+        DF: real_column(nullable=True, ge=0.0),
+        DESIGN: text_column(nullable=True, isin=DESIGN_VALUES),
+        CI_LOW: real_column(nullable=True),
+        CI_HIGH: real_column(nullable=True),
+        P_VALUE: real_column(nullable=True, unit=True),
+        Q_BH: real_column(nullable=True, unit=True),
+        MDE: real_column(nullable=True, ge=0.0),
+        MARGIN: real_column(nullable=True, ge=0.0),
+        N_PAIRS: count_column(nullable=True),
+        PAIRED: text_column(nullable=True, isin=PAIRINGS),
+        ALERT_LEVEL: text_column(isin=LEVELS),
+        REASON: text_column(nullable=True),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    # A standing has a row per model and scope against the night before, and (``rescored``)
+    # one against itself as the output held it before a run scored its nights anew.
+    sort=(Col.MODEL, SCOPE, PREVIOUS_AS_OF),
+    strict=True,
+    ordered=True,
+    unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE),
+)
