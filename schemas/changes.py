@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import polars as pl
+
 from schemas.columns import (
     AS_OF,
     DESIGN_VALUES,
@@ -14,6 +16,7 @@ from schemas.columns import (
     PROVENANCE_RULES,
     SCOPES,
     SCORE,
+    Column,
     Table,
     count_column,
     real_column,
@@ -22,6 +25,7 @@ from schemas.columns import (
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE_SCORE,
+    BEYOND_NOISE,
     CHANGE,
     CHANGE_KIND,
     CI_HIGH,
@@ -32,6 +36,12 @@ from schemas.comparisons import (
     MDE,
     MOVED_BY,
     N_PAIRS,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
     P_VALUE,
     PAIRED,
     PREVIOUS_AS_OF,
@@ -63,6 +73,14 @@ STANDING_CHANGES_TABLE: Final = Table(
         BASELINE_SCORE: real_column(nullable=True),  # the previous standing's (null: a new model)
         SCORE: real_column(nullable=True),  # null: the model vanished
         CHANGE: real_column(nullable=True),
+        # the rank and rank interval before and now (null: no rank in one of them, or a
+        # scope without ranks)
+        OLD_RANK: count_column(1, nullable=True),
+        NEW_RANK: count_column(1, nullable=True),
+        OLD_RANK_LOW: count_column(1, nullable=True),
+        OLD_RANK_HIGH: count_column(1, nullable=True),
+        NEW_RANK_LOW: count_column(1, nullable=True),
+        NEW_RANK_HIGH: count_column(1, nullable=True),
         SE: real_column(nullable=True, ge=0.0),
         DF: real_column(nullable=True, ge=0.0),
         DESIGN: text_column(nullable=True, isin=DESIGN_VALUES),
@@ -75,6 +93,7 @@ STANDING_CHANGES_TABLE: Final = Table(
         N_PAIRS: count_column(nullable=True),
         PAIRED: text_column(nullable=True, isin=PAIRINGS),
         ALERT_LEVEL: text_column(isin=LEVELS),
+        BEYOND_NOISE: Column(pl.Boolean(), nullable=True),
         REASON: text_column(nullable=True),
         **PROVENANCE_RULES,
     },

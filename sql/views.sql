@@ -98,7 +98,7 @@ CREATE OR REPLACE VIEW standing_alerts AS
 SELECT as_of, level, kind, model, scope, baseline_score, score, change, ci_low, ci_high,
        p_value, q_bh, moved_by, reason
 FROM standing_changes
-WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind <> 'rerun')
+WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind NOT IN ('rerun', 'reranked'))
 ORDER BY as_of DESC, level, model, scope;
 
 -- Regressions that need a look, every night: alerts first, then watches.

@@ -20,10 +20,11 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import AS_OF, FORMULA_VERSION, SCORE
+from schemas.columns import AS_OF, FORMULA_VERSION, RANK, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE_SCORE,
+    BEYOND_NOISE,
     CHANGE,
     CHANGE_KIND,
     CI_HIGH,
@@ -35,11 +36,19 @@ from schemas.comparisons import (
     MOVED_BY,
     N_PAIRS,
     N_TASKS,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
     OVERALL,
     P_VALUE,
     PAIRED,
     PREVIOUS_AS_OF,
     Q_BH,
+    RANK_HIGH,
+    RANK_LOW,
     REASON,
     SCOPE,
     SE,
@@ -186,13 +195,50 @@ def _counts(cells: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+# A standing's rank columns, and their names in standing_changes before and now.
+RANKS: Final = {
+    RANK: (OLD_RANK, NEW_RANK),
+    RANK_LOW: (OLD_RANK_LOW, NEW_RANK_LOW),
+    RANK_HIGH: (OLD_RANK_HIGH, NEW_RANK_HIGH),
+}
+
+
+def _ranks(frame: pl.LazyFrame) -> list[pl.Expr]:
+    """A standing's rank and rank interval, where its rows have them (null elsewhere: a
+    scope without ranks)."""
+    have = frame.collect_schema()
+    return [(pl.col(c) if c in have else pl.lit(None)).cast(pl.Int64).alias(c) for c in RANKS]
+
+
 def _scores(models: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
-    """Per model and scope: a standing's score and its tasks (overall and each category)."""
+    """Per model and scope: a standing's score, its tasks and its rank (overall and each
+    category)."""
     return pl.concat(
         [
-            models.select(Col.MODEL, pl.lit(OVERALL).alias(SCOPE), SCORE, N_TASKS),
-            categories.select(Col.MODEL, pl.col(Col.CATEGORY).alias(SCOPE), SCORE, N_TASKS),
+            models.select(Col.MODEL, pl.lit(OVERALL).alias(SCOPE), SCORE, N_TASKS, *_ranks(models)),
+            categories.select(
+                Col.MODEL,
+                pl.col(Col.CATEGORY).alias(SCOPE),
+                SCORE,
+                N_TASKS,
+                *_ranks(categories),
+            ),
         ]
+    )
+
+
+def _reranked(counted: pl.LazyFrame, old: pl.LazyFrame, new: pl.LazyFrame) -> pl.LazyFrame:
+    """Per model and scope whose results did not change but whose rank did (other models'
+    changes moved it): a row of ``counted``'s columns, no task counted."""
+    moved = old.join(new, on=[Col.MODEL, SCOPE], how="inner").filter(
+        pl.col(OLD_RANK).ne_missing(pl.col(NEW_RANK))
+    )
+    none = pl.lit(0, pl.Int64)
+    return moved.join(counted, on=[Col.MODEL, SCOPE], how="anti").select(
+        Col.MODEL,
+        SCOPE,
+        *(none.alias(c) for c in (TASKS_RERUN, TASKS_ADDED, TASKS_DROPPED, TASKS_RESCORED)),
+        pl.lit(None, pl.String).alias(MOVED_BY),
     )
 
 
@@ -219,12 +265,19 @@ def standing_changes(
     the standing's divided by the share of the scope's tasks re-run. Its interval, MDE and
     margin are scaled back by that share (the p-value does not change), and its level
     follows the regressions' rule (``alert``: ``q_bh < alpha`` and a drop beyond the margin,
-    by default the MDE; ``watch``: a drop with ``p_value < alpha``). Any other change (tasks
-    added or dropped, results rescored, a model new or gone) is ``not_comparable``, its
-    reason said. A model whose standing did not change has no row."""
+    by default the MDE; ``watch``: a drop with ``p_value < alpha``); it is ``beyond_noise``
+    where its ``q_bh`` is under ``alpha``, a rise or a drop (null where its noise could not
+    be estimated). Any other change (tasks added or dropped, results rescored, a model new
+    or gone) is ``not_comparable``, its reason said. Each row has the model's rank and rank
+    interval before and after (where the scope's rows have ranks); a model whose results
+    did not change but whose rank did (others moved it) is ``reranked`` (level ``none``).
+    A model whose standing and rank did not change has no row."""
     counted = _counts(_scoped(changes))
-    old = _scores(*before).rename({SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"})
-    new = _scores(*after)
+    old = _scores(*before).rename(
+        {SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"} | {c: o for c, (o, _) in RANKS.items()}
+    )
+    new = _scores(*after).rename({c: n for c, (_, n) in RANKS.items()})
+    counted = pl.concat([counted, _reranked(counted, old, new)])
     rows = counted.join(old, on=[Col.MODEL, SCOPE], how="left").join(
         new, on=[Col.MODEL, SCOPE], how="left"
     )
@@ -238,7 +291,9 @@ def standing_changes(
         .then(pl.lit(ChangeKind.COVERAGE.value))
         .when(pl.col(TASKS_RESCORED) > 0)
         .then(pl.lit(ChangeKind.RESCORED.value))
-        .otherwise(pl.lit(ChangeKind.RERUN.value))
+        .when(pl.col(TASKS_RERUN) > 0)
+        .then(pl.lit(ChangeKind.RERUN.value))
+        .otherwise(pl.lit(ChangeKind.RERANKED.value))
     )
     # A new or vanished model: its overall row says so (its categories' rows would repeat it).
     whole_model = pl.col(CHANGE_KIND).is_in([ChangeKind.NEW_MODEL, ChangeKind.VANISHED])
@@ -268,6 +323,7 @@ def standing_changes(
     )
     rows = rows.join(test, on=[Col.MODEL, SCOPE], how="left")
     rerun = pl.col(CHANGE_KIND) == ChangeKind.RERUN
+    reranked = pl.col(CHANGE_KIND) == ChangeKind.RERANKED
     comparable = rerun & pl.col("__tested_reason").is_null()
     change = pl.col(SCORE) - pl.col(BASELINE_SCORE)
     scaled = {
@@ -315,7 +371,11 @@ def standing_changes(
         rows.with_columns(
             pl.lit(as_of, pl.String).alias(AS_OF),
             pl.lit(previous_as_of, pl.String).alias(PREVIOUS_AS_OF),
-            alert_level(comparable, alpha).alias(ALERT_LEVEL),
+            # A rank moved by others: its own results unchanged, nothing to test.
+            alert_level(comparable | reranked, alpha).alias(ALERT_LEVEL),
+            pl.when(comparable & pl.col(Q_BH).is_not_null())
+            .then(pl.col(Q_BH) < alpha)
+            .alias(BEYOND_NOISE),
             reason.alias(REASON),
         )
         .select(pl.col(c).cast(STANDING_CHANGES_TABLE.dtypes[c]) for c in _OWN)

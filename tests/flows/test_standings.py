@@ -104,7 +104,19 @@ def test_a_rerun_replaces_exactly_its_cells_night_after_night(tmp_path: Path) ->
             assert (row["oldest_night"], row["newest_night"]) == (min(nights_of), max(nights_of))
     changes = read_table(out, "standing_changes").filter(scope="overall")
     kinds = {(a, m): k for a, m, k in changes.select("as_of", "model", "kind").rows()}
-    assert kinds == {(N2, "m1"): "rerun", (N2, "m3"): "new_model", (N3, "m2"): "rerun"}
+    changed = {(N2, "m1"): "rerun", (N2, "m3"): "new_model", (N3, "m2"): "rerun"}
+    # Every other model whose rank moved between the standings has a reranked row.
+    ranks = {(a, m): r for a, m, r in standings.select("as_of", "model", "rank").rows()}
+    reranked = {
+        (now, model): "reranked"
+        for before, now in ((N1, N2), (N2, N3))
+        for model in ("m1", "m2", "m3")
+        if (now, model) not in changed
+        and (before, model) in ranks
+        and ranks[(before, model)] != ranks[(now, model)]
+    }
+    assert reranked  # m3, new, passes a model that did not run
+    assert kinds == changed | reranked
     m1 = changes.filter(as_of=N2, model="m1").row(0, named=True)
     assert m1["tasks_rerun"] == 1 and m1["moved_by"].startswith("t1 ")
     before, after = expected[N1], expected[N2]

@@ -298,7 +298,8 @@ def flagged_changes(changes: pl.DataFrame) -> pl.DataFrame:
     row where it is new, gone or covers other tasks."""
     order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
     noticed = pl.col(ALERT_LEVEL).is_in([LEVEL_ALERT, LEVEL_WATCH]) | (
-        (pl.col(SCOPE) == OVERALL) & (pl.col(CHANGE_KIND) != ChangeKind.RERUN)
+        (pl.col(SCOPE) == OVERALL)
+        & ~pl.col(CHANGE_KIND).is_in([ChangeKind.RERUN, ChangeKind.RERANKED])
     )
     return (
         changes.filter(noticed)
