@@ -1,6 +1,6 @@
 """What changed between two standings (``transforms.standings`` computes it): per model and
-scope, ``standing_changes``. Registered with the other standing tables in ``schemas.tables``
-(``STANDING_TABLES``)."""
+scope, ``standing_changes``; per model and task, ``task_changes``. Registered with the other
+standing tables in ``schemas.tables`` (``STANDING_TABLES``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import polars as pl
 
 from schemas.columns import (
     AS_OF,
+    CATEGORIES,
     DESIGN_VALUES,
     LEVELS,
     PAIRINGS,
@@ -36,12 +37,18 @@ from schemas.comparisons import (
     MDE,
     MOVED_BY,
     N_PAIRS,
+    NEW_FORMULA,
+    NEW_NIGHT,
     NEW_RANK,
     NEW_RANK_HIGH,
     NEW_RANK_LOW,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_NIGHT,
     OLD_RANK,
     OLD_RANK_HIGH,
     OLD_RANK_LOW,
+    OLD_SCORE,
     P_VALUE,
     PAIRED,
     PREVIOUS_AS_OF,
@@ -104,4 +111,38 @@ STANDING_CHANGES_TABLE: Final = Table(
     strict=True,
     ordered=True,
     unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE),
+)
+
+
+# How a model's result on a task changed between two standings: a newer night's result
+# (``rerun``), one added or dropped (``coverage``), the same night's scored anew (``rescored``).
+CELL_KINDS: Final = tuple(
+    k.value for k in (ChangeKind.RERUN, ChangeKind.COVERAGE, ChangeKind.RESCORED)
+)
+
+# One row per standing, standing compared with, model and task whose result changed: the
+# result before (its night, score, formula) and now. A dashboard's "what was re-run".
+TASK_CHANGES_TABLE: Final = Table(
+    "task_changes",
+    {
+        AS_OF: text_column(),
+        PREVIOUS_AS_OF: text_column(),  # as in standing_changes
+        Col.MODEL: text_column(),
+        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.TASK: text_column(),
+        CHANGE_KIND: text_column(isin=CELL_KINDS),
+        OLD_NIGHT: text_column(nullable=True),  # null: no result before (added)
+        NEW_NIGHT: text_column(nullable=True),  # null: none now (dropped)
+        OLD_SCORE: real_column(nullable=True),
+        NEW_SCORE: real_column(nullable=True),
+        CHANGE: real_column(nullable=True),  # new_score - old_score
+        OLD_FORMULA: text_column(nullable=True),
+        NEW_FORMULA: text_column(nullable=True),
+        **PROVENANCE_RULES,
+    },
+    night=AS_OF,
+    sort=(Col.MODEL, Col.CATEGORY, Col.TASK, PREVIOUS_AS_OF),
+    strict=True,
+    ordered=True,
+    unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK),
 )

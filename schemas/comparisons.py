@@ -111,6 +111,10 @@ TASKS_ADDED: Final = "tasks_added"  # tasks the model has a result for now, not 
 TASKS_DROPPED: Final = "tasks_dropped"  # tasks it had a result for, not now (a night emptied)
 TASKS_RESCORED: Final = "tasks_rescored"  # the same night's result, scored anew (a rescore)
 MOVED_BY: Final = "moved_by"  # the tasks that moved the score, each with its share of the change
+# task_changes columns (besides OLD_SCORE, NEW_SCORE, OLD_FORMULA, NEW_FORMULA): the night
+# a model's result on a task comes from in the standing before and in this one.
+OLD_NIGHT: Final = "old_night"
+NEW_NIGHT: Final = "new_night"
 # The rank (``rank`` of the scope's standing, within its coverage group) and rank interval
 # of the model in the standing before (OLD_RANK, ...) and in this one (NEW_RANK, ...).
 OLD_RANK_LOW: Final = "old_rank_low"

@@ -14,7 +14,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.changes import STANDING_CHANGES_TABLE
+from schemas.changes import STANDING_CHANGES_TABLE, TASK_CHANGES_TABLE
 from schemas.columns import (
     AS_OF,
     CATEGORIES,
@@ -373,6 +373,7 @@ STANDING_TABLES: Final = (
     STANDINGS_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
+    TASK_CHANGES_TABLE,
     *HEALTH_TABLES,
     HYPOTHESES_TABLE,
 )

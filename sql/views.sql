@@ -2,7 +2,7 @@
 -- They need the tables as relations named episode_scores, rejects, task_scores,
 -- category_scores, model_scores, model_comparisons, regressions, rescore_diff, the standings
 -- (task_standings, category_standings, standings, standing_comparisons, standing_changes,
--- hypotheses) and runs. Two ways to have them:
+-- task_changes, hypotheses) and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;

@@ -20,7 +20,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import AS_OF, FORMULA_VERSION, RANK, SCORE
+from schemas.columns import AS_OF, FORMULA_VERSION, PROVENANCE, RANK, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE_SCORE,
@@ -36,12 +36,18 @@ from schemas.comparisons import (
     MOVED_BY,
     N_PAIRS,
     N_TASKS,
+    NEW_FORMULA,
+    NEW_NIGHT,
     NEW_RANK,
     NEW_RANK_HIGH,
     NEW_RANK_LOW,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_NIGHT,
     OLD_RANK,
     OLD_RANK_HIGH,
     OLD_RANK_LOW,
+    OLD_SCORE,
     OVERALL,
     P_VALUE,
     PAIRED,
@@ -59,15 +65,11 @@ from schemas.comparisons import (
     ChangeKind,
 )
 from schemas.contract import DUMP_DATE, Col
-from schemas.tables import STANDING_CHANGES_TABLE
+from schemas.tables import STANDING_CHANGES_TABLE, TASK_CHANGES_TABLE
 from transforms.compare.regressions import alert_level
 
 CELL: Final = [Col.MODEL, Col.CATEGORY, Col.TASK]
-# cell_changes columns (working names: never written).
-OLD_NIGHT: Final = "old_night"
-NEW_NIGHT: Final = "new_night"
-OLD_SCORE: Final = "old_score"
-NEW_SCORE: Final = "new_score"
+# cell_changes' kind of change (a working name: task_changes writes it as ``kind``).
 CELL_CHANGE: Final = "cell_change"
 # How many tasks ``moved_by`` names (the largest moves first); the rest are counted.
 MOVED_NAMED: Final = 8
@@ -119,8 +121,8 @@ def cell_changes(previous: pl.LazyFrame, current: pl.LazyFrame) -> pl.LazyFrame:
             pl.col(FORMULA_VERSION).alias(formula),
         )
 
-    old = side(previous, OLD_NIGHT, OLD_SCORE, "__old_formula")
-    new = side(current, NEW_NIGHT, NEW_SCORE, "__new_formula")
+    old = side(previous, OLD_NIGHT, OLD_SCORE, OLD_FORMULA)
+    new = side(current, NEW_NIGHT, NEW_SCORE, NEW_FORMULA)
     joined = old.join(new, on=CELL, how="full", coalesce=True, nulls_equal=True)
     absent = pl.col(OLD_SCORE).is_null() | pl.col(NEW_SCORE).is_null()
     kind = (
@@ -130,14 +132,34 @@ def cell_changes(previous: pl.LazyFrame, current: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.lit(ChangeKind.RERUN.value))
         .when(
             pl.col(OLD_SCORE).ne_missing(pl.col(NEW_SCORE))
-            | pl.col("__old_formula").ne_missing(pl.col("__new_formula"))
+            | pl.col(OLD_FORMULA).ne_missing(pl.col(NEW_FORMULA))
         )
         .then(pl.lit(ChangeKind.RESCORED.value))
     )
+    return joined.with_columns(kind.alias(CELL_CHANGE)).filter(pl.col(CELL_CHANGE).is_not_null())
+
+
+def task_changes(cells: pl.LazyFrame, *, as_of: str, previous_as_of: str) -> pl.LazyFrame:
+    """``task_changes`` rows of the standing as of ``as_of`` against the one as of
+    ``previous_as_of``: each changed cell (``cell_changes``), its result before and now.
+
+    >>> cells = pl.LazyFrame({"model": ["m"], "category": ["c"], "task": ["t"],
+    ...     "old_night": ["01"], "old_score": [0.0], "old_formula": ["reported"],
+    ...     "new_night": ["02"], "new_score": [0.875], "new_formula": ["reported"],
+    ...     "cell_change": ["rerun"]})
+    >>> row = task_changes(cells, as_of="02", previous_as_of="01").collect().row(0)
+    >>> row[:6], row[8:11]
+    (('02', '01', 'm', 'c', 't', 'rerun'), (0.0, 0.875, 0.875))
+    """
     return (
-        joined.with_columns(kind.alias(CELL_CHANGE))
-        .filter(pl.col(CELL_CHANGE).is_not_null())
-        .drop("__old_formula", "__new_formula")
+        cells.with_columns(
+            pl.lit(as_of, pl.String).alias(AS_OF),
+            pl.lit(previous_as_of, pl.String).alias(PREVIOUS_AS_OF),
+            pl.col(CELL_CHANGE).alias(CHANGE_KIND),
+            (pl.col(NEW_SCORE) - pl.col(OLD_SCORE)).alias(CHANGE),
+        )
+        .select(pl.col(c).cast(TASK_CHANGES_TABLE.dtypes[c]) for c in _OWN_CELLS)
+        .sort(list(TASK_CHANGES_TABLE.sort))
     )
 
 
@@ -384,7 +406,6 @@ def standing_changes(
     )
 
 
-# The columns ``standing_changes`` makes (the writer adds the provenance).
-_OWN: Final = [
-    c for c in STANDING_CHANGES_TABLE.dtypes if c not in ("scorer_version", "input_fingerprint")
-]
+# The columns ``standing_changes`` and ``task_changes`` make (the writer adds the provenance).
+_OWN: Final = [c for c in STANDING_CHANGES_TABLE.dtypes if c not in PROVENANCE]
+_OWN_CELLS: Final = [c for c in TASK_CHANGES_TABLE.dtypes if c not in PROVENANCE]

@@ -119,6 +119,24 @@ def test_a_rerun_replaces_exactly_its_cells_night_after_night(tmp_path: Path) ->
     assert kinds == changed | reranked
     m1 = changes.filter(as_of=N2, model="m1").row(0, named=True)
     assert m1["tasks_rerun"] == 1 and m1["moved_by"].startswith("t1 ")
+    # Each result that changed between two standings is a row of task_changes, every one.
+    cells = {}
+    for before, now in ((N1, N2), (N2, N3)):
+        for key in sorted(set(expected[before]) | set(expected[now])):
+            old, new = expected[before].get(key), expected[now].get(key)
+            if old == new:
+                continue
+            kind = "coverage" if old is None or new is None else "rerun"
+            cells[(now, before, *key, CATEGORIES[key[1]], kind)] = (old or (None, None), new)
+    found_cells = read_table(out, "task_changes")
+    assert {
+        (a, p, m, t, c, k): ((on, os and pytest.approx(os)), (nn, pytest.approx(ns)))
+        for a, p, m, t, c, k, on, os, nn, ns in found_cells.select(
+            "as_of", "previous_as_of", "model", "task", "category", "kind",
+            "old_night", "old_score", "new_night", "new_score",
+        ).rows()
+    } == cells  # fmt: skip
+    assert (found_cells["change"] == found_cells["new_score"] - found_cells["old_score"]).all()
     before, after = expected[N1], expected[N2]
     m1_before = [s for (m, _), (_, s) in before.items() if m == "m1"]
     m1_after = [s for (m, _), (_, s) in after.items() if m == "m1"]
@@ -157,6 +175,12 @@ def test_a_changed_earlier_night_changes_every_later_standing(tmp_path: Path) ->
     ]
     old = FIRST[("m2", "t1")]
     assert all(by.startswith(f"t1 +{0.9 - old:.3g}") for by in anew["moved_by"])
+    cells = read_table(out, "task_changes").filter(kind="rescored")
+    assert sorted(cells.select("as_of", "previous_as_of", "model", "task", "old_night").rows()) == [
+        (night, night, "m2", "t1", N1) for night in (N1, N2, N3)
+    ]
+    assert cells["old_score"].to_list() == [pytest.approx(old)] * 3
+    assert cells["new_score"].to_list() == [pytest.approx(0.9)] * 3
 
 
 def test_a_standing_of_mixed_nights_is_scored_as_a_night_of_its_results(tmp_path: Path) -> None:
