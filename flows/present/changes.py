@@ -60,6 +60,28 @@ def interval(low: int | None, high: int | None) -> str:
     return "-" if low is None or high is None else f"{low}-{high}"
 
 
+def rank_move(row: Row) -> tuple[str, str] | None:
+    """A ``standing_changes`` row's rank before and now, and its rank intervals (None where
+    neither standing ranks the model in the row's scope).
+
+    >>> rank_move({"old_rank": 2, "new_rank": 1, "old_rank_low": 1, "old_rank_high": 3,
+    ...     "new_rank_low": 1, "new_rank_high": 2})
+    ('rank 2 → 1', 'rank intervals 1-3 → 1-2')
+    >>> rank_move({"old_rank": 2, "new_rank": 2, "old_rank_low": 1, "old_rank_high": 3,
+    ...     "new_rank_low": 1, "new_rank_high": 3})
+    ('rank 2, unmoved', 'rank interval 1-3')
+    """
+    old, new = row.get(OLD_RANK), row.get(NEW_RANK)
+    if old is None and new is None:
+        return None
+    before = interval(row.get(OLD_RANK_LOW), row.get(OLD_RANK_HIGH))
+    after = interval(row.get(NEW_RANK_LOW), row.get(NEW_RANK_HIGH))
+    ranks = f"rank interval {after}" if before == after else f"rank intervals {before} → {after}"
+    if old == new:
+        return f"rank {new}, unmoved", ranks
+    return f"rank {old or '-'} → {new or '-'}", ranks
+
+
 def told(row: Row) -> str:
     """A ``standing_changes`` row's rank move and what the statistics say of its change, in
     words (only the latter where neither standing ranks the model in the row's scope).
@@ -70,20 +92,14 @@ def told(row: Row) -> str:
     >>> told({"kind": "reranked", "old_rank": 1, "new_rank": 2, "old_rank_low": 1,
     ...     "old_rank_high": 3, "new_rank_low": 1, "new_rank_high": 3})
     'rank 1 → 2 (its results unchanged; rank interval 1-3)'
-    >>> told({"kind": "rerun", "beyond_noise": True, "old_rank": 2, "new_rank": 2,
-    ...     "old_rank_low": 1, "old_rank_high": 3, "new_rank_low": 1, "new_rank_high": 3})
-    'rank 2, unmoved (beyond noise; rank interval 1-3)'
+    >>> told({"kind": "coverage", "beyond_noise": None})
+    'not comparable'
     """
-    said = noise(row)
-    old, new = row.get(OLD_RANK), row.get(NEW_RANK)
-    if old is None and new is None:
+    said, moved = noise(row), rank_move(row)
+    if moved is None:
         return said
-    before = interval(row.get(OLD_RANK_LOW), row.get(OLD_RANK_HIGH))
-    after = interval(row.get(NEW_RANK_LOW), row.get(NEW_RANK_HIGH))
-    ranks = f"rank interval {after}" if before == after else f"rank intervals {before} → {after}"
-    if old == new:
-        return f"rank {new}, unmoved ({said}; {ranks})"
-    return f"rank {old or '-'} → {new or '-'} ({said}; {ranks})"
+    move, ranks = moved
+    return f"{move} ({said}; {ranks})"
 
 
 def scores(row: Row) -> str:

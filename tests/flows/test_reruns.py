@@ -137,3 +137,35 @@ def test_the_run_record_lists_every_rerun(ran: tuple[Path, str, dict]) -> None:
     }
     noise = {"far": True, "near": False, "solo": None}
     assert moves == {m: (old[m], new[m], noise[m]) for m in old}
+
+
+def test_the_report_lists_every_rerun_and_what_the_statistics_say(
+    ran: tuple[Path, str, dict],
+) -> None:
+    """The report's "Standing changes" no longer says nothing moved: each model's row has
+    its noise label and rank move, each re-run result its scores and nights."""
+    from flows.present.report import read_warehouse
+    from flows.present.report.page import build_sections
+
+    out, _, _ = ran
+    _, sections = build_sections(read_warehouse(out), None)
+    (changes,) = [s for s in sections if s.key == "changes"]
+    assert "Nothing moved" not in changes.text
+    cells = changes.after.split("<table class='reruns'>")[1]
+    for (model, task), score in SECOND.items():
+        old = FIRST[(model, task)]
+        row = (
+            f"<tr><td>{model}</td><td>{task}</td><td>{CATEGORY}</td>"
+            f"<td>{old:.3f} ({N1})</td><td>{score:.3f} ({N2})</td>"
+        )
+        assert row in cells, row
+    old, new = _ranks(FIRST), _ranks(SECOND)
+    said = {"far": "beyond noise", "near": "within noise", "solo": "noise not estimable"}
+    models = changes.after.split("<table class='reruns'>")[0]
+    for model, label in said.items():
+        move = (
+            f"{old[model]} → {new[model]}" if old[model] != new[model] else f"{new[model]}, unmoved"
+        )
+        assert f"<td>{model}</td><td>overall</td>" in models
+        row = models.split(f"<td>{model}</td><td>overall</td>")[1].split("</tr>")[0]
+        assert f"<td>{label}</td><td>rank {move} (" in row, row
