@@ -195,15 +195,7 @@ class Standings:
         earlier = [n for n in self.present() if n is not None and n < night]
         if not earlier:
             return None
-        as_of = max(earlier)
-        chosen = pl.col(AS_OF) == as_of
-        frames = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
-        )
-        self.before = Standing(as_of, *frames)
+        self.before = standing_of(self.output, max(earlier))
         return self.before
 
     def _tonight(self, tonight: NightInput) -> pl.DataFrame:
@@ -254,15 +246,9 @@ class Standings:
             return nothing
         if not current.tasks[DUMP_DATE].is_in(sorted(self.anew)).any():
             return nothing
-        chosen = pl.col(AS_OF) == night
-        tasks, categories, models = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
-        )
+        held = standing_of(self.output, night)
         cells = (
-            cell_changes(tasks.lazy(), current.tasks.lazy())
+            cell_changes(held.tasks.lazy(), current.tasks.lazy())
             .filter(pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value)
             .collect()
         )
@@ -270,7 +256,7 @@ class Standings:
             return nothing
         moved = standing_changes(
             cells.lazy(),
-            (models.lazy(), categories.lazy()),
+            (held.models.lazy(), held.categories.lazy()),
             (current.models.lazy(), current.categories.lazy()),
             no_regressions().lazy(),  # nothing tested: a rescore is not comparable
             as_of=night,
@@ -280,6 +266,35 @@ class Standings:
         each = task_changes(cells.lazy(), as_of=night, previous_as_of=night)
         rows, tasks_moved = pl.collect_all([moved, each])
         return rows, tasks_moved
+
+
+def standing_of(output: Output, as_of: str, run: str | None = None) -> Standing:
+    """The standing as of ``as_of`` as ``OUT`` holds it (as the latest finished run, or run
+    ``run``, left it): its task, category and model rows; its episodes not read."""
+    chosen = pl.col(AS_OF) == as_of
+    tasks, categories, models = pl.collect_all(
+        [
+            output.scan(table, run).filter(chosen).drop(PROVENANCE)
+            for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
+        ]
+    )
+    return Standing(as_of, tasks, categories, models)
+
+
+def read_reruns(output: Output, before: Standing, after: Standing, run: str | None = None) -> None:
+    """Each standing's ``episodes``: those of the results whose night differs between the
+    two (the re-runs ``changes_between`` tests), read from ``OUT`` (their nights'
+    partitions and the compared columns only)."""
+    key = [DUMP_DATE, *CELL]
+    moved = before.tasks.select(key).join(after.tasks.select(key), on=CELL, suffix="__after")
+    moved = moved.filter(pl.col(DUMP_DATE).ne_missing(pl.col(f"{DUMP_DATE}__after")))
+    old = moved.select(key)
+    new = moved.select(pl.col(f"{DUMP_DATE}__after").alias(DUMP_DATE), *CELL)
+    nights = sorted(set(old[DUMP_DATE].drop_nulls()) | set(new[DUMP_DATE].drop_nulls()))
+    chosen = output.scan(EPISODE_SCORES, run).filter(pl.col(DUMP_DATE).is_in(nights))
+    rows = plain(compared(chosen.select(COMPARED_COLUMNS).collect()))
+    for standing, cells in ((before, old), (after, new)):
+        standing.episodes = compared(rows.join(cells, on=key, how="semi", nulls_equal=True))
 
 
 def changes_between(

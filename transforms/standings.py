@@ -249,6 +249,18 @@ def _scores(models: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _sides(
+    before: tuple[pl.LazyFrame, pl.LazyFrame], after: tuple[pl.LazyFrame, pl.LazyFrame]
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per model and scope, two standings' scores and ranks under their names in
+    ``standing_changes``: the one before's (``baseline_score``, ``old_rank``, ...) and the
+    one after's (``score``, ``new_rank``, ...)."""
+    old = _scores(*before).rename(
+        {SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"} | {c: o for c, (o, _) in RANKS.items()}
+    )
+    return old, _scores(*after).rename({c: n for c, (_, n) in RANKS.items()})
+
+
 def _reranked(counted: pl.LazyFrame, old: pl.LazyFrame, new: pl.LazyFrame) -> pl.LazyFrame:
     """Per model and scope whose results did not change but whose rank did (other models'
     changes moved it): a row of ``counted``'s columns, no task counted."""
@@ -295,10 +307,7 @@ def standing_changes(
     did not change but whose rank did (others moved it) is ``reranked`` (level ``none``).
     A model whose standing and rank did not change has no row."""
     counted = _counts(_scoped(changes))
-    old = _scores(*before).rename(
-        {SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"} | {c: o for c, (o, _) in RANKS.items()}
-    )
-    new = _scores(*after).rename({c: n for c, (_, n) in RANKS.items()})
+    old, new = _sides(before, after)
     counted = pl.concat([counted, _reranked(counted, old, new)])
     rows = counted.join(old, on=[Col.MODEL, SCOPE], how="left").join(
         new, on=[Col.MODEL, SCOPE], how="left"
@@ -404,6 +413,38 @@ def standing_changes(
         .select(*(c for c in columns if c not in provenance))
         .sort(Col.MODEL, SCOPE)
     )
+
+
+def every_model(
+    moved: pl.LazyFrame,
+    before: tuple[pl.LazyFrame, pl.LazyFrame],
+    after: tuple[pl.LazyFrame, pl.LazyFrame],
+) -> pl.LazyFrame:
+    """Two standings side by side: ``moved`` (``standing_changes`` rows of ``after``
+    against ``before``) and, for each model and scope of either standing that has none (its
+    results and rank did not change), a row of its score and rank in both (``kind`` null,
+    ``change`` 0).
+
+    >>> one = pl.LazyFrame({"model": ["m"], "score": [0.5], "n_tasks": [1], "rank": [1]})
+    >>> none = pl.LazyFrame(schema={"model": pl.String, "category": pl.String,
+    ...     "score": pl.Float64, "n_tasks": pl.Int64})
+    >>> moved = pl.LazyFrame(schema={"model": pl.String, "scope": pl.String})
+    >>> every_model(moved, (one, none), (one, none)).select(
+    ...     "model", "scope", "kind", "change", "old_rank", "new_rank").collect().rows()
+    [('m', 'overall', None, 0.0, 1, 1)]
+    """
+    old, new = _sides(before, after)
+    both = old.join(new, on=[Col.MODEL, SCOPE], how="full", coalesce=True)
+    still = both.join(moved, on=[Col.MODEL, SCOPE], how="anti").select(
+        Col.MODEL,
+        SCOPE,
+        pl.lit(None, pl.String).alias(CHANGE_KIND),
+        BASELINE_SCORE,
+        SCORE,
+        (pl.col(SCORE) - pl.col(BASELINE_SCORE)).alias(CHANGE),
+        *(name for pair in RANKS.values() for name in pair),
+    )
+    return pl.concat([moved, still], how="diagonal_relaxed")
 
 
 # The columns ``standing_changes`` and ``task_changes`` make (the writer adds the provenance).

@@ -104,7 +104,7 @@ def told(row: Row) -> str:
 
 def scores(row: Row) -> str:
     """A row's score before and now ("0.000 → 0.875"; "-" where there is none)."""
-    return f"{_score(row.get(BASELINE_SCORE))} → {_score(row.get(SCORE))}"
+    return f"{fmt(row.get(BASELINE_SCORE))} → {fmt(row.get(SCORE))}"
 
 
 def result_moved(row: Row) -> str:
@@ -117,10 +117,11 @@ def result_moved(row: Row) -> str:
     """
     return (
         f"{printable(row[Col.MODEL])} {printable(row[Col.TASK])}: "
-        f"{_score(row[OLD_SCORE])} ({printable(row[OLD_NIGHT] or '-')}) → "
-        f"{_score(row[NEW_SCORE])} ({printable(row[NEW_NIGHT] or '-')})"
+        f"{fmt(row[OLD_SCORE])} ({printable(row[OLD_NIGHT] or '-')}) → "
+        f"{fmt(row[NEW_SCORE])} ({printable(row[NEW_NIGHT] or '-')})"
     )
 
 
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+def fmt(value: float | None, spec: str = ".3f") -> str:
+    """A number for a line or a cell; "-" where there is none."""
+    return "-" if value is None else format(value, spec)

@@ -169,3 +169,89 @@ def test_the_report_lists_every_rerun_and_what_the_statistics_say(
         assert f"<td>{model}</td><td>overall</td>" in models
         row = models.split(f"<td>{model}</td><td>overall</td>")[1].split("</tr>")[0]
         assert f"<td>{label}</td><td>rank {move} (" in row, row
+
+
+N3 = "2026-04-03"
+THIRD = {("solo", "t1"): 0.8, ("near", "t1"): 0.6}
+
+
+def test_compare_two_consecutive_standings_is_the_table(ran: tuple[Path, str, dict]) -> None:
+    """``compare --date N2 --against N1`` gives, model by model, the row of
+    standing_changes the run wrote: the same function over two standings."""
+    out, _, _ = ran
+    args = ["compare", str(out), "--date", N2, "--against", N1, "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = pl.DataFrame(json.loads(result.stdout)["models"])
+    table = read_table(out, "standing_changes").filter(scope="overall")
+    columns = [c for c in table.columns if c not in ("scorer_version", "input_fingerprint")]
+    key = ["model"]
+    assert said.select(columns).sort(key).rows() == table.select(columns).sort(key).rows()
+    cells = pl.DataFrame(json.loads(result.stdout)["tasks"])
+    written = read_table(out, "task_changes")
+    columns = [c for c in written.columns if c not in ("scorer_version", "input_fingerprint")]
+    keys = ["model", "task"]
+    assert cells.select(columns).sort(keys).rows() == written.select(columns).sort(keys).rows()
+
+
+def test_compare_any_two_standings(tmp_path: Path) -> None:
+    """Three nights: the standing as of the third against the first's. Each result that
+    changed is named from its first night to its latest; each model's score and rank in
+    both; a model whose results did not change between them still has its row."""
+    from flows import runs
+    from flows.overview import standings_compared
+    from flows.store.output import Output
+
+    dump, out = tmp_path / "dump", tmp_path / "out"
+    for night, cells in ((N1, FIRST), (N2, SECOND), (N3, THIRD)):
+        _import(tmp_path, dump, night, cells)
+        runs.nightly(dump, out)
+    two = standings_compared(Output.at(out), N3, N1)
+    latest = {**{k: (N2, s) for k, s in SECOND.items()}, **{k: (N3, s) for k, s in THIRD.items()}}
+    found = {
+        (m, t): (on, os, nn, ns)
+        for m, t, on, os, nn, ns in two.tasks.select(
+            "model", "task", "old_night", "old_score", "new_night", "new_score"
+        ).rows()
+    }
+    assert found == {k: (N1, FIRST[k], *latest[k]) for k in latest}
+    now = {**SECOND, **THIRD}
+    old, new = _ranks(FIRST), _ranks(now)
+    rows = {r["model"]: r for r in two.models.iter_rows(named=True)}
+    assert {m: (r["old_rank"], r["new_rank"]) for m, r in rows.items()} == {
+        m: (old[m], new[m]) for m in old
+    }
+    for model, row in rows.items():
+        mine = [s for (m, _), s in now.items() if m == model]
+        assert row["score"] == pytest.approx(sum(mine) / len(mine))
+    # Against the second night, far's results and rank did not change: its row says so.
+    assert _ranks(SECOND)["far"] == new["far"]
+    held = standings_compared(Output.at(out), N3, N2).models.filter(model="far").row(0, named=True)
+    assert held["kind"] is None and held["change"] == 0.0
+    result = CliRunner().invoke(app, ["compare", str(out), "--against", N1])
+    assert result.exit_code == 0, result.output
+    assert f"the standing as of {N3} against the one as of {N1}, overall:" in result.stdout
+    named = (
+        f"  rerun solo t1: {FIRST[('solo', 't1')]:.3f} ({N1}) → {THIRD[('solo', 't1')]:.3f} ({N3})"
+    )
+    assert named in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "why"),
+    [
+        (["--against", "2026-03-01"], "--against", "has no standing as of 2026-03-01"),
+        (["--date", N1, "--against", N2], "--against", f"{N2} is not earlier than {N1}"),
+        (["--against", "yesterday"], "--against", "is not a date"),
+        (["--against", N1, "--scope", "overall_by_category"], "--scope", "with --against"),
+        (["--against", N1, "--view", "night"], "--against", "not with --view night"),
+    ],
+)
+def test_compare_against_refuses_what_it_cannot_compare(
+    ran: tuple[Path, str, dict], args: list[str], option: str, why: str
+) -> None:
+    """One line, exit 2, naming the option and why."""
+    out, _, _ = ran
+    result = CliRunner().invoke(app, ["compare", str(out), *args])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and option in text and why in text, result.output
