@@ -12,7 +12,15 @@ from typing import Any, Final
 
 import polars as pl
 
-from flows.present.changes import UNCHANGED, noise, rank_move
+from flows.present.changes import (
+    BEYOND,
+    NOT_COMPARABLE,
+    NOT_ESTIMABLE,
+    UNCHANGED,
+    WITHIN,
+    noise,
+    rank_move,
+)
 from flows.present.report.figures import Section, fmt
 from schemas.columns import SCORE
 from schemas.comparisons import (
@@ -38,16 +46,28 @@ from schemas.contract import Col
 MOST_RESULTS: Final = 500
 
 
+# How the page counts the changes it lists, by what the statistics call them.
+PHRASES: Final = {
+    BEYOND: "beyond noise",
+    WITHIN: "within noise",
+    NOT_ESTIMABLE: "whose noise is not estimable",
+    NOT_COMPARABLE: "not comparable",
+    UNCHANGED: "ranked anew by others' changes",
+}
+
+
 def told_changes(changes: pl.DataFrame) -> pl.DataFrame:
     """The standing changes the page lists: every model's overall row (whatever moved it)
     and each flagged category's; alerts, then watches, then the rest, by model."""
     listed = pl.col(ALERT_LEVEL).is_in([LEVEL_ALERT, LEVEL_WATCH]) | (pl.col(SCOPE) == OVERALL)
     order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1}
+    level = pl.col(ALERT_LEVEL).replace_strict(order, default=2)
+    others = pl.col(CHANGE_KIND) == ChangeKind.RERANKED  # after the changes that moved them
     return (
         changes.filter(listed)
-        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, default=2).alias("_o"))
-        .sort("_o", Col.MODEL, SCOPE, PREVIOUS_AS_OF)
-        .drop("_o")
+        .with_columns(level.alias("_o"), others.alias("_k"))
+        .sort("_o", "_k", Col.MODEL, SCOPE, PREVIOUS_AS_OF)
+        .drop("_o", "_k")
     )
 
 
@@ -63,7 +83,7 @@ def changes_section(changes: pl.DataFrame, results: pl.DataFrame, night: str) ->
             "no result re-run, no model new, gone, covering other tasks or ranked anew.",
         )
     counted = Counter(noise(r) for r in shown.iter_rows(named=True))
-    said = ", ".join(f"{n} {what}" for what, n in sorted(counted.items()))
+    said = "; ".join(f"{n} {PHRASES[what]}" for what, n in sorted(counted.items())) or "-"
     text = (
         f"What moved the standing as of {html.escape(night)} since the night before (table "
         "<code>standing_changes</code>), every change told whether or not it is beyond noise: "
