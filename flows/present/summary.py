@@ -192,9 +192,10 @@ def standing_lines(outcome: Outcome) -> list[str]:
     # re-runs (a year's rescore, a backfill of a harness that runs everything, have many).
     watch = pl.col(ALERT_LEVEL) == LEVEL_WATCH
     latest = {
-        "watch(es)": watch,
-        "rescored standing(s)": (kind == ChangeKind.RESCORED) & ~watch,
-        "re-run standing(s)": (kind == ChangeKind.RERUN) & ~pl.col(ALERT_LEVEL).is_in(FLAGGED),
+        "earlier watch(es)": watch,
+        "earlier rescored standing(s)": (kind == ChangeKind.RESCORED) & ~watch,
+        "earlier or smaller re-run(s)": (kind == ChangeKind.RERUN)
+        & ~pl.col(ALERT_LEVEL).is_in(FLAGGED),
     }
     hidden = {}
     shown = [order.filter(~pl.any_horizontal(*latest.values()))]
@@ -204,12 +205,20 @@ def standing_lines(outcome: Outcome) -> list[str]:
         hidden[what] = rows.height - shown[-1].height
     for row in pl.concat(shown).sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
         lines.append(_change_line(row))
+    # Counted, not cut: the re-runs' count does not read as a value shown in part.
     lines += [
-        f"  … and {n} earlier {what} (table standing_changes; --json)"
+        f"  … and {n} {what} (table standing_changes; --json)"
+        if what in FOLDED
+        else f"  and {n} {what} more: table standing_changes, --json"
         for what, n in hidden.items()
         if n
     ]
     return lines + rerun_lines(outcome)
+
+
+# The counts of standing changes said as before re-runs were told ("… and 3 earlier
+# watch(es)").
+FOLDED = ("earlier watch(es)", "earlier rescored standing(s)")
 
 
 def _change_line(row: dict[str, object]) -> str:
@@ -250,8 +259,8 @@ def rerun_lines(outcome: Outcome) -> list[str]:
     ]
     if cells.height > shown.height:
         lines.append(
-            f"  … and {cells.height - shown.height} more, earlier or smaller (table "
-            "task_changes; --json: reruns)"
+            f"  and {cells.height - shown.height} earlier or smaller re-run result(s) more: "
+            "table task_changes, --json (reruns)"
         )
     return lines
 

@@ -110,7 +110,7 @@ def test_a_backfill_prints_the_latest_largest_reruns_and_counts_the_rest(tmp_pat
     expected = cells.sort("as_of", "change", descending=True).head(MOST_RERUN_LINES)
     shown = {(line.split()[2].rstrip(":"), line.split()[4].rstrip(":")) for line in named}
     assert shown == set(expected.select("as_of", "task").rows())
-    assert lines[-1].startswith(f"  … and {cells.height - MOST_RERUN_LINES} more")
+    assert lines[-1].startswith(f"  and {cells.height - MOST_RERUN_LINES} earlier or smaller")
 
 
 def test_a_rerun_within_noise_is_told_with_its_rank_move(tmp_path: Path) -> None:
@@ -132,3 +132,18 @@ def test_a_rerun_within_noise_is_told_with_its_rank_move(tmp_path: Path) -> None
         f"  none {NIGHTS[0]} m overall rerun: 0.500 → 0.480 -0.020 [-0.030, -0.010] q=0.01; "
         "rank 2 → 3 (within noise; rank interval 1-3)"
     ]
+
+
+def test_a_backfill_prints_the_latest_reruns_within_noise_and_counts_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Re-runs within noise on every night of a backfill: each is a line up to the latest
+    nights', the rest counted (never dropped without a word)."""
+    changes = _changes(dict.fromkeys(NIGHTS, "none"))
+    lines = standing_lines(Outcome("nightly", Output.at(tmp_path), standing_changes=changes))
+    shown = [line for line in lines if " rerun:" in line]
+    assert [line.split()[1] for line in shown] == NIGHTS[-MOST_NIGHT_LINES:]
+    hidden = len(NIGHTS) - MOST_NIGHT_LINES
+    assert lines[-1] == (
+        f"  and {hidden} earlier or smaller re-run(s) more: table standing_changes, --json"
+    )
