@@ -178,9 +178,17 @@ def standing_lines(outcome: Outcome) -> list[str]:
         "whether the statistics call the change beyond noise: BH q < 0.05):"
     ]
     kind = pl.col(CHANGE_KIND)
-    # One line a night: the models new in its standing; those whose rank others moved.
+    # One line a night: the models new in its standing; those whose rank others moved (of
+    # a year's rescore, the latest nights': the rest counted).
     for label, which in (("new in", ChangeKind.NEW_MODEL), ("reranked in", ChangeKind.RERANKED)):
         rows = moved.filter(kind == which).sort(AS_OF, Col.MODEL)
+        nights = rows[AS_OF].unique(maintain_order=True).to_list()
+        if which == ChangeKind.RERANKED and len(nights) > MOST_NIGHT_LINES:
+            lines.append(
+                f"  and {len(nights) - MOST_NIGHT_LINES} earlier standing(s) in which others' "
+                "changes moved a model's rank more: table standing_changes (kind reranked)"
+            )
+            rows = rows.filter(pl.col(AS_OF).is_in(nights[-MOST_NIGHT_LINES:]))
         for (night,), group in rows.group_by(AS_OF, maintain_order=True):
             names = ", ".join(
                 printable(r[Col.MODEL]) + ("" if which == ChangeKind.NEW_MODEL else f" {told(r)}")

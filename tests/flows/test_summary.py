@@ -147,3 +147,16 @@ def test_a_backfill_prints_the_latest_reruns_within_noise_and_counts_the_rest(
     assert lines[-1] == (
         f"  and {hidden} earlier or smaller re-run(s) more: table standing_changes, --json"
     )
+
+
+def test_a_year_s_rescore_names_the_latest_standings_reranked(tmp_path: Path) -> None:
+    """Ranks moved by others' rescored results on every night: one line for each of the
+    latest nights, the earlier ones counted."""
+    changes = _changes(dict.fromkeys(NIGHTS, "none"), "reranked").with_columns(
+        pl.lit(1, pl.Int64).alias("old_rank"), pl.lit(2, pl.Int64).alias("new_rank")
+    )
+    lines = standing_lines(Outcome("rescore", Output.at(tmp_path), standing_changes=changes))
+    named = [line for line in lines if line.startswith("  reranked in the standing as of")]
+    assert [line.split()[6].rstrip(":") for line in named] == NIGHTS[-MOST_NIGHT_LINES:]
+    assert all(" m rank 1 → 2 (its results unchanged; " in line for line in named)
+    assert lines[1].startswith(f"  and {len(NIGHTS) - MOST_NIGHT_LINES} earlier standing(s)")
