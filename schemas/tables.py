@@ -14,6 +14,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.changes import STANDING_CHANGES_TABLE, TASK_CHANGES_TABLE
 from schemas.columns import (
     AS_OF,
     CATEGORIES,
@@ -62,7 +63,6 @@ from schemas.comparisons import (
     BASELINE_SCORE,
     CATEGORIES_COVERED,
     CHANGE,
-    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -78,7 +78,6 @@ from schemas.comparisons import (
     MDE,
     MODEL_A,
     MODEL_B,
-    MOVED_BY,
     N_BASELINE_NIGHTS,
     N_EPISODES_A,
     N_EPISODES_B,
@@ -97,7 +96,6 @@ from schemas.comparisons import (
     P_VALUE,
     P_WILCOXON,
     PAIRED,
-    PREVIOUS_AS_OF,
     Q_BH,
     RANK_BY_CATEGORY,
     RANK_CHANGE_SIGNIFICANT,
@@ -113,13 +111,8 @@ from schemas.comparisons import (
     SE,
     SE_TASKS,
     SE_WITHIN,
-    TASKS_ADDED,
-    TASKS_DROPPED,
-    TASKS_RERUN,
-    TASKS_RESCORED,
     TIER,
     VERDICT,
-    ChangeKind,
 )
 from schemas.contract import (
     DUMP_DATE,
@@ -392,45 +385,6 @@ STANDINGS_TABLE: Final = _as_of(
     {OLDEST_NIGHT: text_column(nullable=True), NEWEST_NIGHT: text_column(nullable=True)},
 )
 STANDING_COMPARISONS_TABLE: Final = _as_of(MODEL_COMPARISONS_TABLE, "standing_comparisons")
-STANDING_CHANGES_TABLE: Final = Table(
-    "standing_changes",
-    {
-        AS_OF: text_column(),
-        PREVIOUS_AS_OF: text_column(),
-        Col.MODEL: text_column(),
-        SCOPE: text_column(isin=SCOPES),
-        CHANGE_KIND: text_column(isin=tuple(k.value for k in ChangeKind)),
-        TASKS_RERUN: count_column(),
-        TASKS_ADDED: count_column(),
-        TASKS_DROPPED: count_column(),
-        TASKS_RESCORED: count_column(),
-        MOVED_BY: text_column(nullable=True),
-        BASELINE_SCORE: real_column(nullable=True),  # the previous standing's (null: a new model)
-        SCORE: real_column(nullable=True),  # null: the model vanished
-        CHANGE: real_column(nullable=True),
-        SE: real_column(nullable=True, ge=0.0),
-        DF: real_column(nullable=True, ge=0.0),
-        DESIGN: text_column(nullable=True, isin=DESIGN_VALUES),
-        CI_LOW: real_column(nullable=True),
-        CI_HIGH: real_column(nullable=True),
-        P_VALUE: real_column(nullable=True, unit=True),
-        Q_BH: real_column(nullable=True, unit=True),
-        MDE: real_column(nullable=True, ge=0.0),
-        MARGIN: real_column(nullable=True, ge=0.0),
-        N_PAIRS: count_column(nullable=True),
-        PAIRED: text_column(nullable=True, isin=PAIRINGS),
-        ALERT_LEVEL: text_column(isin=LEVELS),
-        REASON: text_column(nullable=True),
-        **PROVENANCE_RULES,
-    },
-    night=AS_OF,
-    # A standing has a row per model and scope against the night before, and (``rescored``)
-    # one against itself as the output held it before a run scored its nights anew.
-    sort=(Col.MODEL, SCOPE, PREVIOUS_AS_OF),
-    strict=True,
-    ordered=True,
-    unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE),
-)
 
 
 # --- the benchmark's health, per standing (``transforms.health``) --------------------------
@@ -442,6 +396,7 @@ STANDING_TABLES: Final = (
     STANDINGS_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
+    TASK_CHANGES_TABLE,
     *HEALTH_TABLES,
     HYPOTHESES_TABLE,
 )

@@ -47,6 +47,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_comparisons')
 CREATE OR REPLACE VIEW standing_changes AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_changes');
 
+CREATE OR REPLACE VIEW task_changes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_changes');
+
 CREATE OR REPLACE VIEW stability AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/stability');
 

@@ -2,7 +2,7 @@
 -- They need the tables as relations named episode_scores, rejects, task_scores,
 -- category_scores, model_scores, model_comparisons, regressions, rescore_diff, the standings
 -- (task_standings, category_standings, standings, standing_comparisons, standing_changes,
--- hypotheses) and runs. Two ways to have them:
+-- task_changes, hypotheses) and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;
@@ -129,7 +129,7 @@ CREATE OR REPLACE VIEW standing_alerts AS
 SELECT as_of, level, kind, model, scope, baseline_score, score, change, ci_low, ci_high,
        p_value, q_bh, moved_by, reason
 FROM standing_changes
-WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind <> 'rerun')
+WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind NOT IN ('rerun', 'reranked'))
 ORDER BY as_of DESC, level, model, scope;
 
 -- Regressions that need a look, every night: alerts first, then watches.

@@ -274,30 +274,66 @@ def compare(
         list[str] | None,
         typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
     ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            envvar="COGSCORE_AGAINST",
+            help="An earlier night, YYYY-MM-DD: compare the standing as of --date with the "
+            "standing as of it instead of the pairs of models (each model's score and rank "
+            "in both, the change, its interval and whether it is beyond noise; every result "
+            "that changed between them).",
+        ),
+    ] = None,
     view: ViewOpt = View.STANDING,
     as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Compare every pair of models as the benchmark stands as of a night.
+    """Compare every pair of models as the benchmark stands as of a night, or two standings.
 
     In a scope (--view night: the night's own episodes), each pair once, a placed before b
     on the leaderboard: the difference a - b, its interval (at the level of the run that
     scored the night), the Holm-corrected p-value, the verdict, the minimum detectable
-    effect and why a statistic is missing (--json: both orders)."""
-    from flows.overview import CompareChoiceError, comparisons, night_level
-    from flows.present.status import as_json, comparison_lines, leaderboard_order
+    effect and why a statistic is missing (--json: both orders). With --against: the
+    standing as of --date against the one as of an earlier night, model by model (the
+    statistics of standing_changes)."""
+    from flows.overview import CompareChoiceError, comparisons, night_level, standings_compared
+    from flows.present.status import (
+        as_json,
+        comparison_lines,
+        leaderboard_order,
+        standing_comparison_lines,
+    )
     from flows.store.output import Output
 
     use_storage_options(storage_option)
+    if against is not None and view is View.NIGHT:
+        raise typer.BadParameter(
+            "compares two standings: not with --view night", param_hint="--against"
+        )
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        table = comparisons(output, night, scope, models, as_of, view)
+        if against is not None:
+            two = standings_compared(
+                output, night, against, scope=scope, models=models, as_of=as_of
+            )
+        else:
+            table = comparisons(output, night, scope, models, as_of, view)
     except StorageError as error:
         raise refused(error) from None
     except CompareChoiceError as error:
         raise typer.BadParameter(str(error), param_hint=error.option) from None
+    if against is not None:
+        if json_output:
+            typer.echo(as_json({"models": two.models.to_dicts(), "tasks": two.tasks.to_dicts()}))
+            return
+        typer.echo(f"the standing as of {two.night} against the one as of {two.against}, {scope}:")
+        level = night_level(output, two.night, as_of)
+        for line in standing_comparison_lines(two, level):
+            typer.echo(line)
+        return
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
