@@ -10,13 +10,13 @@ import polars as pl
 
 from schemas.columns import (
     AS_OF,
-    CATEGORIES,
     DESIGN_VALUES,
     LEVELS,
     PAIRINGS,
     PROVENANCE_RULES,
     SCOPES,
     SCORE,
+    TASK_CATEGORIES,
     Column,
     Table,
     count_column,
@@ -128,7 +128,7 @@ TASK_CHANGES_TABLE: Final = Table(
         AS_OF: text_column(),
         PREVIOUS_AS_OF: text_column(),  # as in standing_changes
         Col.MODEL: text_column(),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),  # a task in none: uncategorised
         Col.TASK: text_column(),
         CHANGE_KIND: text_column(isin=CELL_KINDS),
         OLD_NIGHT: text_column(nullable=True),  # null: no result before (added)
