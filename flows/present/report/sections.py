@@ -166,8 +166,8 @@ def ranks_text(board: pl.DataFrame, level: float, standing: bool = True) -> str:
         f"<code>{tables_of(standing).comparisons.name}</code>: the ▼ of the pairwise matrix); "
         f"the {share} rank interval runs from 1 + the models better at Holm p under "
         f"{1 - level:.2g} to the last place those tests leave the model, and holds for every "
-        "model at once (at 95% its first place is rank (UB); at another level the two "
-        "differ)."
+        "model at once (at the default level, 0.95, its first place is rank (UB); at "
+        "another level the two differ)."
     )
     crowded = board.filter(pl.col(N_RANKED) > 1)
     if not crowded.is_empty() and (crowded[RANK_UB].fill_null(1) == 1).all():
