@@ -392,9 +392,11 @@ def leaderboard(
     output_format: FormatOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
-    """The leaderboard of OUT as it stands as of its latest night, overall or of one
-    category, without scoring: rank, rank interval, score and interval, as the score command
-    prints it (csv, json: the rows of standings or category_standings). Reads OUT alone."""
+    """Print OUT's leaderboard, overall or of one category, without scoring.
+
+    As it stands as of its latest night (or --as-of): rank, rank interval, score and
+    interval, as the score command prints it (csv, json: the rows of standings or
+    category_standings). Reads OUT alone."""
     from flows.present.ranking import ScopeError, leaderboard_of
 
     use_storage_options(storage_option)

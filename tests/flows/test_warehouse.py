@@ -279,7 +279,7 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
             # (a standing's rows carry the fingerprint of the night it is as of)
             rows = frame.filter(pl.col(TABLES[table].night).cast(pl.String) == night)
             # The first night has no baseline night: no regression, no change to check.
-            first = table in ("regressions", "standing_changes") and i == 0
+            first = table in ("regressions", "standing_changes", "task_changes") and i == 0
             expected = [] if first else [info["input_fingerprint"]]
             assert rows["input_fingerprint"].unique().to_list() == expected
 
@@ -331,7 +331,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
-        if table == "standing_changes":  # the standings the rescore moved say so, added
+        if table in ("standing_changes", "task_changes"):  # the rescore's moves, added
             after = after.filter(pl.col("kind") != "rescored")
         night = pl.col(TABLES[table].night).cast(pl.String) == "2026-11-30"
         assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
@@ -384,7 +384,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     assert data_files(out) == referenced(out, latest_only=True)  # only the latest state's
     for table, frame in before.items():  # replaced, not duplicated (the moved standings
         after = read(out, table)  # say so: rescored rows, added)
-        if table == "standing_changes":
+        if table in ("standing_changes", "task_changes"):
             after = after.filter(pl.col("kind") != "rescored")
         assert after.height == frame.height
 
