@@ -40,8 +40,9 @@ def main() -> None:
     parser.add_argument("dump", nargs="?")
     parser.add_argument("--files", type=int, default=8)
     options = parser.parse_args()
+    from flows.mismatches import Mismatches
     from flows.provenance import with_provenance
-    from flows.score import HELD, Mismatches, merged, score_file
+    from flows.score import HELD, merged, score_file
     from flows.store import delta
     from flows.store.delta.staged import StageTarget
     from flows.store.dumps import discover

@@ -23,7 +23,7 @@ from flows.store.catalog import (
     REGRESSIONS,
     TASK_SCORES,
 )
-from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE
+from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE, REPLACED_EPISODES_TABLE
 from transforms.aggregate import (
     Bootstrap,
     category_scores,
@@ -55,8 +55,9 @@ def tables_of_night(
 
 
 def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.DataFrame]:
-    """The tables of one night's result (or of an undated dump's): its episode scores and
-    rejects, and their task, category and model aggregates (no provenance yet)."""
+    """The tables of one night's result (or of an undated dump's): its episode scores,
+    rejects and replaced runs, and the task, category and model aggregates of its scores (no
+    provenance yet)."""
     counts = result.counts
     if counts["rows_read"] != counts["rows_scored"] + counts["rows_rejected"]:
         raise RuntimeError(f"row accounting does not balance: {counts}")
@@ -65,6 +66,7 @@ def night_tables(result: ScoreResult, bootstrap: Bootstrap) -> dict[str, pl.Data
     return {
         **episodes,
         REJECTS_TABLE.name: result.rejects,
+        REPLACED_EPISODES_TABLE.name: result.replaced,  # contract 1.4: never aggregated
         **aggregate(result.scores, bootstrap, result.sums),
     }
 

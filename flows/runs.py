@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows
+from flows.importers.kaggle_nightly import IMPORTS, Harvest, import_rows, recorded_imports
 from flows.job import Job, score_nights
 from flows.logs import log
 from flows.mappers import Mapper
@@ -33,6 +33,7 @@ from flows.plan import (
 )
 from flows.records import RunContext
 from flows.rescore import in_range, rescore_nights
+from flows.store.catalog import fault_point
 from flows.store.dumps import InputError, discover, one_layout
 from flows.store.dumps import dump_root as root_of
 from flows.store.errors import StorageError
@@ -142,6 +143,7 @@ def nightly(
         context.progress.step(f"importing the harness runs of {harvest.source}")
         imported = harvest.into(dump_root)
         log().info("%d run(s) imported, %d not", imported.imported, imported.rejected)
+        fault_point("imported")  # the dump's files written, the ledger's rows not yet
     listed = discover(dump_root) if imported is None or imported.imported else []
     plans: list[NightlyPlan] = []
 
@@ -164,7 +166,11 @@ def nightly(
         assert harvest is not None
         # The import's counts with the run; each run's outcome in the imports table.
         details["imports"] = imported.as_json() | {"details": None}
-        rows = import_rows(imported, harvest.source, context.run_id, datetime.now(UTC))
+        # Every run the dump holds is in the ledger: those found imported already that it
+        # does not record too (written by a run killed before its commit).
+        recorded = recorded_imports(output)
+        now = datetime.now(UTC)
+        rows = import_rows(imported, harvest.source, context.run_id, now, recorded)
         score_them = scoring(plan, versions, details, state)
 
         def work(writer: TableWriter) -> Outcome:

@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import polars as pl
 
+from flows.mismatches import Mismatches
 from flows.provenance import with_provenance
 from flows.reading import FileReport, decodes, read_batch, read_file, reject_file, retrying
 from flows.store import delta
@@ -33,18 +34,15 @@ from schemas.columns import (
     FEEDBACK_OUT_OF_RANGE,
     HELD_DTYPES,
     N_ROWS,
+    PROVENANCE,
     REJECTS_DTYPES,
     ROWS,
-    SCORE,
-    SCORE_MISMATCH,
     STATUS,
-    USAGE_REFUSED,
-    VERDICT_MISMATCHES,
     EpisodeStatus,
 )
-from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, Col, canonical_schema
+from schemas.contract import DUMP_DATE, FILE, Col, canonical_schema
 from schemas.rules import Rule
-from schemas.tables import EPISODE_SCORES_TABLE
+from schemas.tables import EPISODE_SCORES_TABLE, REPLACED_EPISODES_TABLE
 from schemas.validation import validate
 from schemas.version import COGSCORE_VERSION
 from transforms.aggregate import component_sums
@@ -53,6 +51,7 @@ from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.pipeline import rejects_of, score_rows
 from transforms.registry import resolve
+from transforms.replaced import replaced_runs, single_runs
 
 
 def code_digest(top: Path = Path(__file__).parents[1]) -> str:
@@ -69,46 +68,6 @@ def code_digest(top: Path = Path(__file__).parents[1]) -> str:
 SCORER_CODE: Final = code_digest()
 
 
-MISMATCHES_LISTED: Final = 20  # named in a run's record; the table holds every one
-
-
-@dataclass
-class Mismatches:
-    """Contract 1.2, of some episodes: how many were scored other than the harness reported,
-    how many have item verdicts other than the harness's, and the first few of the former
-    (by night and episode id); contract 1.4: how many had their usage refused (scored all
-    the same). Counted where the whole rows are (a staged file keeps only the held columns:
-    issue 17's 100 bytes an episode)."""
-
-    scores: int = 0
-    verdicts: int = 0
-    listed: list[dict[str, Any]] = field(default_factory=list)
-    usage_refused: int = 0
-
-    @classmethod
-    def of(cls, scores: pl.DataFrame) -> Mismatches:
-        differ = scores.filter(pl.col(SCORE_MISMATCH).fill_null(False))
-        keys = [DUMP_DATE, Col.EPISODE_ID, Col.MODEL, Col.TASK, SCORE, REPORTED_SCORE]
-        first = differ.sort(DUMP_DATE, Col.EPISODE_ID).head(MISMATCHES_LISTED).select(keys)
-        verdicts = int((scores[VERDICT_MISMATCHES] > 0).sum())
-        refused = int(scores[USAGE_REFUSED].is_not_null().sum())
-        return cls(differ.height, verdicts, first.to_dicts(), refused)
-
-    @classmethod
-    def total(cls, parts: Iterable[Mismatches]) -> Mismatches:
-        every = list(parts)
-        listed = sorted(
-            (row for m in every for row in m.listed),
-            key=lambda r: (r[DUMP_DATE] or "", r[Col.EPISODE_ID]),
-        )
-        return cls(
-            sum(m.scores for m in every),
-            sum(m.verdicts for m in every),
-            listed[:MISMATCHES_LISTED],
-            sum(m.usage_refused for m in every),
-        )
-
-
 @dataclass
 class ScoreResult:
     """Scored episodes and rejects of some files (a night's, in a run)."""
@@ -121,6 +80,9 @@ class ScoreResult:
     # The night's staged episode_scores files (``settled`` waits for those being written).
     staged: list[Staged] | None = None
     mismatches: Mismatches = field(default_factory=Mismatches)
+    # Contract 1.4: the episodes a later single run of their model and task replaced (whole
+    # rows, ``replaced_by``): scored, not among ``scores``, never averaged.
+    replaced: pl.DataFrame = field(default_factory=REPLACED_EPISODES_TABLE.empty)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -128,7 +90,8 @@ class ScoreResult:
         harness = rejected.filter(pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR)
         rows_read = sum(f.rows for f in self.files)
         # As Int64: the held counts are Int32 (``HELD_DTYPES``), a night's sums need not be.
-        rows_scored = int(self.scores[N_ROWS].cast(pl.Int64).sum())
+        rows = pl.concat([self.scores[N_ROWS].cast(pl.Int64), self.replaced[N_ROWS]])
+        rows_scored = int(rows.sum())  # the replaced episodes' too: they were scored
         return {
             "files_read": len(self.files),
             "files_rejected": sum(f.status == "rejected" for f in self.files),
@@ -147,6 +110,7 @@ class ScoreResult:
             "episodes_verdict_mismatch": self.mismatches.verdicts,
             # Contract 1.4: episodes scored whose usage was refused (``usage_invalid``).
             "episodes_usage_refused": self.mismatches.usage_refused,
+            "episodes_replaced": self.replaced.height,  # contract 1.4
         }
 
 
@@ -170,6 +134,8 @@ class FilePart:
     # ``scores`` set aside on disk (``scores`` empty): the rows of a file waiting to be staged,
     # or a staged chunk's held columns (as text) waiting for the night's assembly.
     spilled: Spilled | None = None
+    # Staged: its single runs (contract 1.4, ``transforms.replaced.single_runs``; few).
+    runs: pl.DataFrame | None = None
 
     def unspilled(self) -> FilePart:
         """This part, its scores read back if they were set aside."""
@@ -229,6 +195,7 @@ def staging(
     rejects = owned(pl.concat([part.rejects, _reject_rows(part.unscored)]))
     mismatches = Mismatches.of(scores)
     held = FilePart(_no_held(), _no_rows(), rejects, part.reports, None, sums, mismatches)
+    held.runs = single_runs(scores.lazy()).collect()
     if spill:  # as text: a Categorical's categories stay while any Categorical column does
         held.spilled = Spilled(scores.select(HELD))
     else:
@@ -391,8 +358,9 @@ def assemble(
     target: StageTarget | None = None,
 ) -> ScoreResult:
     """One result from the per-file parts: the reject rows of every unscored episode, ids
-    repeated across the files of a night rejected, in a stable order. Staged parts (all of a
-    night's, with ``target``) whose files hold such copies are staged again without them."""
+    repeated across the files of a night rejected, runs replaced by a later one set apart
+    (``_replaced``), in a stable order. Staged parts (all of a night's, with ``target``)
+    whose files hold such copies or runs are staged again without them."""
     parts = [p.unspilled() for p in parts]
     staged = target is not None and all(p.sums is not None for p in parts)
     for part in parts if staged else ():  # held columns set aside as text, compact again
@@ -411,7 +379,8 @@ def assemble(
         scores = _sorted(scores, [FILE, Col.EPISODE_ID])  # a join may move rows
         if staged:
             assert target is not None
-            parts = [_restaged(p, duplicates, target) for p in parts]
+            parts = [_restaged(p, duplicates, target)[0] for p in parts]
+    scores, parts, replaced = _replaced(scores, parts, target if staged else None)
     sums = (
         pl.concat([p.sums for p in parts if p.sums is not None])
         if staged
@@ -430,7 +399,37 @@ def assemble(
         sums=sums,
         staged=[p.staged for p in parts if p.staged is not None] if staged else None,
         mismatches=mismatches,
+        replaced=replaced,
     )
+
+
+def _replaced(
+    scores: pl.DataFrame, parts: list[FilePart], target: StageTarget | None
+) -> tuple[pl.DataFrame, list[FilePart], pl.DataFrame]:
+    """The night's single runs that a later run of their model and task replaced (contract
+    1.4, ``transforms.replaced``) taken out of ``scores`` and of the parts' staged files
+    (``target``: the parts are staged): (scores, parts, their whole rows with
+    ``replaced_by``). Only scored episodes take part: the copies of an id rejected are out
+    of ``scores`` and of the parts staged again without them. A night without two single
+    runs costs nothing here (a simulated night has none)."""
+    held = [p.runs for p in parts if p.runs is not None]
+    none = single_runs(pl.LazyFrame(schema=EPISODE_SCORES_DTYPES)).collect()
+    runs = single_runs(scores.lazy()).collect() if target is None else pl.concat([none, *held])
+    replaced = replaced_runs(runs.lazy()).collect() if runs.height > 1 else pl.DataFrame()
+    if replaced.is_empty():
+        return scores, parts, REPLACED_EPISODES_TABLE.empty()
+    gone = replaced.select(pl.col(c).cast(scores.schema[c]) for c in DUPLICATE_KEY)
+    if target is not None:
+        restaged = [_restaged(p, replaced, target) for p in parts]
+        parts, taken = [p for p, _ in restaged], [t for _, t in restaged]
+        rows = pl.concat([pl.DataFrame(schema=EPISODE_SCORES_DTYPES), *taken])
+    else:
+        rows = scores.join(gone, on=DUPLICATE_KEY, how="semi")
+    scores = scores.join(gone, on=DUPLICATE_KEY, how="anti", maintain_order="left")
+    moved = rows.with_columns(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
+    columns = [c for c in REPLACED_EPISODES_TABLE.columns if c not in PROVENANCE]
+    joined = moved.join(replaced, on=DUPLICATE_KEY).select(columns)
+    return scores, parts, _sorted(joined, [FILE, Col.EPISODE_ID])
 
 
 def _in_file_order(held: Iterable[pl.DataFrame]) -> list[pl.DataFrame]:
@@ -456,23 +455,27 @@ def _reject_rows(unscored: pl.DataFrame) -> pl.DataFrame:
     return rejects_of(unscored.lazy()).collect(engine="in-memory")
 
 
-def _restaged(part: FilePart, duplicates: pl.DataFrame, target: StageTarget) -> FilePart:
-    """A staged part without the copies of ids repeated across files (a harness bug: rare),
-    its files written again and the old ones deleted; a part without such copies as it is
-    (its files are not read back)."""
-    copies = duplicates.select(DUPLICATE_KEY)
+def _restaged(
+    part: FilePart, episodes: pl.DataFrame, target: StageTarget
+) -> tuple[FilePart, pl.DataFrame]:
+    """A staged part without ``episodes`` (their key: copies of ids repeated across files, a
+    harness bug, or runs replaced; rare), its files written again and the old ones deleted,
+    and the rows taken out; a part without such episodes as it is (its files are not read
+    back), and no rows."""
+    copies = episodes.select(DUPLICATE_KEY)
     written = settled([part.staged])
+    none = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
     if not written:
-        return part
+        return part, none
     if part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi").is_empty():
-        return part
+        return part, none
     rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE.name, written[0])
+    rows = rows.select(list(EPISODE_SCORES_DTYPES))
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
+    taken = rows.join(copies, on=DUPLICATE_KEY, how="semi", nulls_equal=True)
     delta.discard(target.location, EPISODE_SCORES_TABLE.name, written)
-    unstaged = FilePart(
-        kept.select(list(EPISODE_SCORES_DTYPES)), part.unscored, part.rejects, part.reports
-    )
-    return stage(unstaged, target)
+    unstaged = FilePart(kept, part.unscored, part.rejects, part.reports)
+    return stage(unstaged, target), taken
 
 
 def score_dump(

@@ -58,6 +58,7 @@ from schemas.tables import (
     STANDING_CHANGES_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDINGS_TABLE,
+    TASK_CHANGES_TABLE,
     TASK_STANDINGS_TABLE,
 )
 from schemas.version import COGSCORE_VERSION
@@ -73,6 +74,7 @@ from transforms.standings import (
     CELL_CHANGE,
     cell_changes,
     standing_changes,
+    task_changes,
     task_standing,
 )
 
@@ -81,6 +83,7 @@ CATEGORY_STANDINGS = CATEGORY_STANDINGS_TABLE.name
 STANDINGS = STANDINGS_TABLE.name
 STANDING_COMPARISONS = STANDING_COMPARISONS_TABLE.name
 STANDING_CHANGES = STANDING_CHANGES_TABLE.name
+TASK_CHANGES = TASK_CHANGES_TABLE.name
 HYPOTHESES = HYPOTHESES_TABLE.name
 # A night's table -> the standing's table it becomes where the standing is the night.
 _OF_NIGHT = {
@@ -184,20 +187,15 @@ class Standings:
             )
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
-        current = Standing(
-            night,
-            tasks,
-            above[CATEGORY_STANDINGS],
-            above[STANDINGS],
-            episodes,
-            above[STANDING_COMPARISONS],
-        )
-        changes = _together_changes(self._changes(previous, current, ran), self._anew(current))
+        made_above = (above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS])
+        changes, cells = _together_changes(self._changes(previous, current), self._anew(current))
         self.before = current
         return {
             TASK_STANDINGS: tasks,
             **above,
             STANDING_CHANGES: changes,
+            TASK_CHANGES: cells,
             **health_of(tasks, above[CATEGORY_STANDINGS]),
             HYPOTHESES: hypotheses(tasks.lazy(), self.planned, self.bootstrap.level).collect(),
         }
@@ -211,15 +209,7 @@ class Standings:
         earlier = [n for n in self.present() if n is not None and n < night]
         if not earlier:
             return None
-        as_of = max(earlier)
-        chosen = pl.col(AS_OF) == as_of
-        frames = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
-        )
-        self.before = Standing(as_of, *frames)
+        self.before = standing_of(self.output, max(earlier))
         return self.before
 
     def _known(
@@ -243,12 +233,10 @@ class Standings:
 
     def _comparisons_held(self, as_of: str | None) -> pl.DataFrame | None:
         """The standing comparisons as of ``as_of`` as ``OUT`` holds them (one partition),
-        where this cogscore made them with this design (the two-level design's degrees of
-        freedom: the within-task one has none); else None (made again)."""
+        where this cogscore made them with the two-level design; else None (made again)."""
         if as_of is None or self.bootstrap.design != Design.TWO_LEVEL:
             return None
-        chosen = pl.col(AS_OF) == as_of
-        scan = self.output.scan(STANDING_COMPARISONS).filter(chosen)
+        scan = self.output.scan(STANDING_COMPARISONS).filter(pl.col(AS_OF) == as_of)
         rows = scan.select(*KNOWN_COLUMNS, SCORER_VERSION).collect()
         made_here = (rows[SCORER_VERSION] == COGSCORE_VERSION).all()
         if rows.is_empty() or not made_here or rows[DF].is_null().all():
@@ -321,71 +309,122 @@ class Standings:
         return compared(rows.collect())
 
     def _changes(
-        self, previous: Standing | None, current: Standing, ran: pl.DataFrame
-    ) -> pl.DataFrame:
-        """``standing_changes`` of ``current`` against ``previous`` (none for the first):
-        the re-run tasks tested, tonight's episodes of them against those they replaced."""
+        self, previous: Standing | None, current: Standing
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """``standing_changes`` and ``task_changes`` of ``current`` against ``previous``
+        (none for the first)."""
         if previous is None or previous.as_of is None or current.as_of is None:
-            return _empty(STANDING_CHANGES)
-        changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
-        if changes.is_empty():
-            return _empty(STANDING_CHANGES)
-        rerun = compact(changes.filter(pl.col(CELL_CHANGE) == "rerun").select(CELL))
-        old = self._episodes_of(previous).join(rerun, on=CELL, how="semi")
-        new = ran.join(rerun, on=CELL, how="semi")
-        tested = regressions(
-            _together(_at(old, previous.as_of), _at(new, current.as_of)),
-            baseline="previous",
-            k=1,
-            design=check_design(self.bootstrap.design),
-            level=self.bootstrap.level,
-        )
-        return standing_changes(
-            changes.lazy(),
-            (previous.models.lazy(), previous.categories.lazy()),
-            (current.models.lazy(), current.categories.lazy()),
-            tested.lazy(),
-            as_of=current.as_of,
-            previous_as_of=previous.as_of,
-            margin=self.options.regression_margin,
-        ).collect()
+            return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+        self._episodes_of(previous)
+        return changes_between(previous, current, bootstrap=self.bootstrap, options=self.options)
 
-    def _anew(self, current: Standing) -> pl.DataFrame:
+    def _anew(self, current: Standing) -> tuple[pl.DataFrame, pl.DataFrame]:
         """``rescored`` rows of ``current``: against the same standing as ``OUT`` held it
         before the run (its rows read here, where it holds a result of a night scored anew),
-        the results of the same night whose score or formula moved, per model and scope."""
+        the results of the same night whose score or formula moved, per model and scope
+        (and per task)."""
         night = current.as_of
+        nothing = _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
         if night is None or night not in self.present():
-            return _empty(STANDING_CHANGES)
+            return nothing
         if not current.tasks[DUMP_DATE].is_in(sorted(self.anew)).any():
-            return _empty(STANDING_CHANGES)
-        chosen = pl.col(AS_OF) == night
-        tasks, categories, models = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
+            return nothing
+        held = standing_of(self.output, night)
+        cells = (
+            cell_changes(held.tasks.lazy(), current.tasks.lazy())
+            .filter(pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value)
+            .collect()
         )
-        cells = cell_changes(tasks.lazy(), current.tasks.lazy()).filter(
-            pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value
-        )
-        if cells.select(pl.len()).collect().item() == 0:
-            return _empty(STANDING_CHANGES)
-        return standing_changes(
-            cells,
-            (models.lazy(), categories.lazy()),
+        if cells.is_empty():
+            return nothing
+        moved = standing_changes(
+            cells.lazy(),
+            (held.models.lazy(), held.categories.lazy()),
             (current.models.lazy(), current.categories.lazy()),
             no_regressions().lazy(),  # nothing tested: a rescore is not comparable
             as_of=night,
             previous_as_of=night,
             margin=self.options.regression_margin,
-        ).collect()
+        )
+        each = task_changes(cells.lazy(), as_of=night, previous_as_of=night)
+        rows, tasks_moved = pl.collect_all([moved, each])
+        return rows, tasks_moved
 
 
-def _together_changes(*frames: pl.DataFrame) -> pl.DataFrame:
-    """A standing's changes against the night before and against itself, in the table's
-    order (its model, scope, then the standing compared with)."""
-    return pl.concat(frames).sort(list(STANDING_CHANGES_TABLE.sort))
+def standing_of(output: Output, as_of: str, run: str | None = None) -> Standing:
+    """The standing as of ``as_of`` as ``OUT`` holds it (as the latest finished run, or run
+    ``run``, left it): its task, category and model rows; its episodes not read."""
+    chosen = pl.col(AS_OF) == as_of
+    tasks, categories, models = pl.collect_all(
+        [
+            output.scan(table, run).filter(chosen).drop(PROVENANCE)
+            for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
+        ]
+    )
+    return Standing(as_of, tasks, categories, models)
+
+
+def read_reruns(output: Output, before: Standing, after: Standing, run: str | None = None) -> None:
+    """Each standing's ``episodes``: those of the results whose night differs between the
+    two (the re-runs ``changes_between`` tests), read from ``OUT`` (their nights'
+    partitions and the compared columns only)."""
+    key = [DUMP_DATE, *CELL]
+    moved = before.tasks.select(key).join(after.tasks.select(key), on=CELL, suffix="__after")
+    moved = moved.filter(pl.col(DUMP_DATE).ne_missing(pl.col(f"{DUMP_DATE}__after")))
+    old = moved.select(key)
+    new = moved.select(pl.col(f"{DUMP_DATE}__after").alias(DUMP_DATE), *CELL)
+    nights = sorted(set(old[DUMP_DATE].drop_nulls()) | set(new[DUMP_DATE].drop_nulls()))
+    chosen = output.scan(EPISODE_SCORES, run).filter(pl.col(DUMP_DATE).is_in(nights))
+    rows = plain(compared(chosen.select(COMPARED_COLUMNS).collect()))
+    for standing, cells in ((before, old), (after, new)):
+        standing.episodes = compared(rows.join(cells, on=key, how="semi", nulls_equal=True))
+
+
+def changes_between(
+    previous: Standing, current: Standing, *, bootstrap: Bootstrap, options: RegressionOptions
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``standing_changes`` and ``task_changes`` of the standing ``current`` against an
+    earlier one, ``previous`` (the night before, or any: ``compare --against``): each model
+    and task whose result changed, and per model and scope how far its standing moved, its
+    re-run tasks tested (``current``'s episodes of them against ``previous``'s, which each
+    standing's ``episodes`` must hold) and its rank before and now."""
+    assert previous.as_of is not None and current.as_of is not None
+    assert previous.episodes is not None and current.episodes is not None
+    changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
+    if changes.is_empty():
+        return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+    rerun = compact(changes.filter(pl.col(CELL_CHANGE) == ChangeKind.RERUN.value).select(CELL))
+    old = previous.episodes.join(rerun, on=CELL, how="semi")
+    new = current.episodes.join(rerun, on=CELL, how="semi")
+    tested = regressions(
+        _together(_at(old, previous.as_of), _at(new, current.as_of)),
+        baseline="previous",
+        k=1,
+        design=check_design(bootstrap.design),
+        level=bootstrap.level,
+    )
+    moved = standing_changes(
+        changes.lazy(),
+        (previous.models.lazy(), previous.categories.lazy()),
+        (current.models.lazy(), current.categories.lazy()),
+        tested.lazy(),
+        as_of=current.as_of,
+        previous_as_of=previous.as_of,
+        margin=options.regression_margin,
+    )
+    each = task_changes(changes.lazy(), as_of=current.as_of, previous_as_of=previous.as_of)
+    rows, cells = pl.collect_all([moved, each])
+    return rows, cells
+
+
+def _together_changes(
+    *pairs: tuple[pl.DataFrame, pl.DataFrame],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A standing's changes (``standing_changes``, ``task_changes``) against the night
+    before and against itself, each in its table's order (then the standing compared with)."""
+    moved = pl.concat([m for m, _ in pairs]).sort(list(STANDING_CHANGES_TABLE.sort))
+    cells = pl.concat([c for _, c in pairs]).sort(list(TASK_CHANGES_TABLE.sort))
+    return moved, cells
 
 
 @dataclass(frozen=True)

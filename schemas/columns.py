@@ -32,6 +32,7 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import (
+    CATEGORY_VALUES,
     COST_USD,
     DUMP_DATE,
     FILE,
@@ -40,6 +41,7 @@ from schemas.contract import (
     LATENCY_MS,
     OUTPUT_TOKENS,
     REPORTED_SCORE,
+    SINGLE_RUN_STARTED,
     USAGE_DTYPES,
     Category,
     Col,
@@ -126,6 +128,12 @@ USAGE_EPISODES: Final = "usage_episodes"
 USAGE_INCOMPLETE: Final = "usage_incomplete"
 
 
+# The model calls behind an episode where it records usage (contract 1.3): its assistant rows
+# that carry usage and its reply turns that carry none (``replies_without_usage``); totalled
+# per task, category and model over the episodes that record usage, as the usage columns.
+CALLS: Final = "calls"
+
+
 # Per task: tokens (input and output) per episode that records usage, the behaviour of
 # LearningBench's token signal (``transforms.health``: tokens spent against score).
 MEAN_TOKENS: Final = "mean_tokens"
@@ -202,7 +210,14 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
     USAGE_REFUSED: pl.String(),
+    SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
+    CALLS: pl.Int64(),
 }
+
+
+# Contract 1.4: a replaced episode (``replaced_episodes``) names the episode that replaced it,
+# a later single run of the same model and task on the same night (``transforms.replaced``).
+REPLACED_BY: Final = "replaced_by"
 
 
 # What the comparisons, rank intervals and regressions read of an episode (``flows.comparisons``):
@@ -343,6 +358,11 @@ def usage_column() -> Column:
 CATEGORIES: Final = tuple(str(c) for c in Category)
 
 
+# The categories of an episode or a task: the six, or ``uncategorised`` (contract 1.4: a task
+# its publisher puts in none; it counts in the overall score, in no category's table).
+TASK_CATEGORIES: Final = CATEGORY_VALUES
+
+
 SCOPES: Final = (*CATEGORIES, OVERALL, OVERALL_BY_CATEGORY)
 
 
@@ -389,7 +409,7 @@ COMPONENT_RULES: Final[dict[str, Column]] = {
 
 
 EPISODE_RULES: Final[dict[str, Column]] = {
-    Col.CATEGORY: text_column(isin=CATEGORIES),
+    Col.CATEGORY: text_column(isin=TASK_CATEGORIES),
     INSTANCE_ID: text_column(nullable=True),  # contract 1.1; null: not shared
     DUMP_DATE: text_column(nullable=True),
     FEEDBACK_OUT_OF_RANGE: count_column(),
@@ -402,6 +422,8 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
     REPLIES_WITHOUT_USAGE: count_column(nullable=True),
     USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
+    SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
+    CALLS: count_column(nullable=True),
 }
 
 
@@ -414,6 +436,7 @@ USAGE_RULES: Final[dict[str, Column]] = {
     USAGE_INCOMPLETE: count_column(nullable=True),
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
     **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
+    CALLS: count_column(nullable=True),
 }
 
 
@@ -448,4 +471,5 @@ RUN_COUNTS: Final = (
     "episodes_score_mismatch",  # contract 1.2 (null in rows of earlier runs)
     "episodes_verdict_mismatch",
     "episodes_usage_refused",  # contract 1.4 (null in rows of earlier runs)
+    "episodes_replaced",  # contract 1.4: scored, and replaced by a later run (null: earlier)
 )

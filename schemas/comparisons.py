@@ -63,6 +63,59 @@ DESIGNS: Final = (Design.TWO_LEVEL, Design.WITHIN_TASKS)
 # records the level it used (the runs table's details, ``bootstrap.level``).
 DEFAULT_LEVEL: Final = 0.95
 
+
+# Why a comparison's statistics are null, or its MDE, or why its interval is approximate
+# (``model_comparisons.reason``; null where none applies). A cause of its own per stratum
+# (a category, or ``overall``) where the variance is null; ``{}`` is where the strata go.
+class Unestimable(StrEnum):
+    """Why a contrast's standard error is not estimated (its ``design`` is ``none``)."""
+
+    # the difference is the same on every task (or instance) it is estimated from
+    NO_SPREAD = "no spread"
+    ONE_EPISODE = "one task, one episode"  # a stratum of one task, one instance of it
+    ONE_TASK = "a model's only task"  # a model's single task there, the other's not
+    TASKS_FIXED = "one episode per task"  # the tasks fixed, a task of one instance
+
+
+REASON_TEXT: Final = {
+    Unestimable.NO_SPREAD: "no spread: the difference is the same on every task it is estimated "
+    "from, and a spread of 0 is not evidence",
+    Unestimable.ONE_EPISODE: "one task, one episode ({}): the models share a single task there, "
+    "one instance of it each, so neither how tasks vary nor how its episodes vary can be "
+    "estimated",
+    Unestimable.ONE_TASK: "a model's only task ({}): a model has a single task there that the "
+    "other did not run, so how its task scores vary cannot be estimated",
+    Unestimable.TASKS_FIXED: "one episode per task ({}): with the tasks fixed there is no "
+    "within-task spread to estimate",
+}
+# A statistic shown only where it says something: an MDE past the scores' range (a
+# difference of scores in [0, 1] is at most 1) detects no difference there.
+REASON_MDE: Final = (
+    "mde not shown: at {} degrees of freedom no difference within the scores' range is "
+    "detected with the test's power"
+)
+# Intervals of differences (a t interval on few tasks) under this many degrees of freedom
+# (about 20 tasks) are approximate: on the published table's shape (benchmarks/calibration.py)
+# some pairs' 95% intervals covered their true difference in 87-92% of the nights with 3 to
+# 14 tasks; from 20 tasks the worst of its 91 pairs is within sampling error of 95%.
+APPROXIMATE_BELOW_DF: Final = 19.0
+REASON_APPROXIMATE: Final = (
+    "approximate interval: {} degrees of freedom, under "
+    f"{APPROXIMATE_BELOW_DF:g}: on so few tasks of scores with many 0s and 1s (the published "
+    "table's shape) some pairs' intervals cover the true difference less often than their "
+    "level says (docs/comparisons.md)"
+)
+# What a verdict's family is, said where verdicts are shown (``compare``, the report): Holm
+# holds the chance of any false "better" at α among one night's pairs in one scope, not
+# across the scopes a reader can look at (benchmarks/calibration.py measures how often a
+# night of equal models shows one somewhere).
+HOLM_FAMILY_NOTE: Final = (
+    "verdicts: Holm's correction holds the chance of any false 'better' to 5% among this "
+    "night's pairs in this scope only; read across the 8 scopes (6 categories, overall, "
+    "overall_by_category), 17% of simulated nights where no model differs show some false "
+    "'better' (docs/comparisons.md)"
+)
+
 A_BETTER: Final = "a_better"
 B_BETTER: Final = "b_better"
 UNRESOLVED: Final = "unresolved"
@@ -111,6 +164,19 @@ TASKS_ADDED: Final = "tasks_added"  # tasks the model has a result for now, not 
 TASKS_DROPPED: Final = "tasks_dropped"  # tasks it had a result for, not now (a night emptied)
 TASKS_RESCORED: Final = "tasks_rescored"  # the same night's result, scored anew (a rescore)
 MOVED_BY: Final = "moved_by"  # the tasks that moved the score, each with its share of the change
+# task_changes columns (besides OLD_SCORE, NEW_SCORE, OLD_FORMULA, NEW_FORMULA): the night
+# a model's result on a task comes from in the standing before and in this one.
+OLD_NIGHT: Final = "old_night"
+NEW_NIGHT: Final = "new_night"
+# The rank (``rank`` of the scope's standing, within its coverage group) and rank interval
+# of the model in the standing before (OLD_RANK, ...) and in this one (NEW_RANK, ...).
+OLD_RANK_LOW: Final = "old_rank_low"
+OLD_RANK_HIGH: Final = "old_rank_high"
+NEW_RANK_LOW: Final = "new_rank_low"
+NEW_RANK_HIGH: Final = "new_rank_high"
+# Whether the statistics call the change beyond noise: its Benjamini-Hochberg q-value under
+# alpha, a rise or a drop (null: not tested, or its noise could not be estimated).
+BEYOND_NOISE: Final = "beyond_noise"
 
 
 class ChangeKind(StrEnum):
@@ -123,6 +189,8 @@ class ChangeKind(StrEnum):
     RESCORED = "rescored"
     NEW_MODEL = "new_model"  # no standing before
     VANISHED = "vanished"  # a standing before, none now
+    # Its results unchanged, its rank moved: other models' changes moved it.
+    RERANKED = "reranked"
 
 
 # rescore_diff columns: a row is a model's overall score (DIFF_LEVEL_MODEL, category OVERALL)
@@ -213,3 +281,5 @@ class Work(StrEnum):
     BELOW = "__below"  # models significantly worse
     BETTER = "__better"  # models the verdicts call better
     HOLM_LEVEL = "__holm_level"  # the level Holm's step-down tests a pair's p-value at
+    CAUSE = "__cause"  # why a stratum's variance is null (Unestimable)
+    WHY = "__why"  # why a contrast's variance is null: the reasons' text

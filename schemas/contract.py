@@ -71,11 +71,19 @@ USAGE_MAXIMA: Final[dict[str, int | float]] = {
     COST_USD: 1_000.0,
     LATENCY_MS: 7 * 24 * 3600 * 1000.0,  # a week
 }
+
+# Contract 1.4 (backward compatible): on the episode_start row, when the run started whose
+# whole result for its model and task the episode is (one run per model and task: a harness
+# run file, a score table's row). Of one model's such episodes of one task on one night, the
+# one started latest stands and the others are replaced (kept, never averaged with it).
+# Absent or null: one of the night's episodes of the task, averaged with the others.
+SINGLE_RUN_STARTED: Final = "single_run_started"
 OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
     INSTANCE_ID: pl.String(),
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
     **USAGE_DTYPES,
+    SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),
 }
 # The episode kinds that carry a formula's inputs. An episode with none of them and a
 # reported score (a score table imported: ``cogscore import-scores``) is scored as reported.
@@ -93,6 +101,15 @@ class Category(StrEnum):
     OBSERVATIONAL_LEARNING = "observational_learning"
     RUNTIME_RL = "runtime_rl"
     PROCEDURAL_LEARNING = "procedural_learning"
+
+
+# Contract 1.4 (backward compatible): the category of a task its publisher puts in none of the
+# six (LearningBench's leaderboard calls three of its tasks ``unknown``). Only an episode
+# scored as reported (a score table imported: no formula input) may have it; it counts in
+# the overall score, in no category (``docs/decisions.md``).
+UNCATEGORISED: Final = "uncategorised"
+# Every value the contract's ``category`` column may take: the six, then ``uncategorised``.
+CATEGORY_VALUES: Final = (*(c.value for c in Category), UNCATEGORISED)
 
 
 class Role(StrEnum):
@@ -205,7 +222,7 @@ EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
 
 def canonical_schema() -> dict[str, pl.DataType]:
     """The row frame after ingest: contract columns (``ts`` is never read), the optional
-    columns (contract 1.1 to 1.3), file, dump_date."""
+    columns (contract 1.1 to 1.4), file, dump_date."""
     return {
         **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
         **OPTIONAL_DTYPES,

@@ -12,6 +12,7 @@ from schemas.columns import (
     AS_OF,
     CATEGORIES,
     PROVENANCE_RULES,
+    TASK_CATEGORIES,
     Column,
     Table,
     count_column,
@@ -24,10 +25,17 @@ from schemas.contract import (
 )
 
 # stability: leave one task out, per group of models that ran the same tasks
+MODELS: Final = "models"  # the group's models, by name: which group a row is
 N_MODELS: Final = "n_models"
 LOO_SPEARMAN_MEAN: Final = "loo_spearman_mean"
 LOO_SPEARMAN_MIN: Final = "loo_spearman_min"
 LOO_MAX_RANK_CHANGE: Final = "loo_max_rank_change"
+# ... and the tasks drawn again (a bootstrap of the group's tasks, each resample the same
+# number of tasks drawn with replacement): leaving one task out of many moves little, which
+# is not that the ranking is settled; a sample of tasks like this one can move it more.
+BOOT_SPEARMAN_MEAN: Final = "boot_spearman_mean"
+BOOT_RANK_CHANGED: Final = "boot_rank_changed"  # share of resamples where some rank changes
+BOOT_MAX_RANK_CHANGE: Final = "boot_max_rank_change"
 # task_health
 MEAN: Final = "mean"
 SPREAD: Final = "std"
@@ -61,11 +69,15 @@ STABILITY_TABLE: Final = Table(
     "stability",
     {
         AS_OF: text_column(nullable=True),
+        MODELS: Column(pl.List(pl.String())),
         N_MODELS: count_column(1),
         N_TASKS: count_column(1),
         LOO_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
         LOO_SPEARMAN_MIN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
         LOO_MAX_RANK_CHANGE: count_column(nullable=True),
+        BOOT_SPEARMAN_MEAN: Column(pl.Float64(), nullable=True, ge=-1.0, le=1.0),
+        BOOT_RANK_CHANGED: real_column(nullable=True, unit=True),
+        BOOT_MAX_RANK_CHANGE: count_column(nullable=True),
         **PROVENANCE_RULES,
     },
     night=AS_OF,
@@ -77,7 +89,7 @@ TASK_HEALTH_TABLE: Final = Table(
     "task_health",
     {
         AS_OF: text_column(nullable=True),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),
         Col.TASK: text_column(),
         N_MODELS: count_column(1),
         MEAN: real_column(),

@@ -42,8 +42,9 @@ class Reason(StrEnum):
     # or a loop)
     UNREADABLE_FOLDER = "unreadable_folder"  # a folder below RUNS that could not be listed:
     # the runs in it, if any, are missing from the import
-    DUPLICATE_RUN = "duplicate_run"  # the same run (the same content) as another run file of
-    # the import, or as one already imported into the night: imported once
+    DUPLICATE_RUN = "duplicate_run"  # the same run (its model, task, harness run id and start
+    # time) as another run file of the import, or as one already imported into the night,
+    # whatever its file's name or bytes: imported once
     REPLAY_FAILED = "replay_failed"  # the task file crashed, hung, could not be loaded, went
     # over its memory or output limit, or killed its replay worker
     INPUTS_NOT_CAPTURED = "inputs_not_captured"  # the formula's inputs did not reproduce the
@@ -79,3 +80,6 @@ IMPORTED_WITH_NOTE: Final = frozenset(
 # The key-value metadata of an imported run's Parquet file that names the run by content: the
 # sha256 of its JSON, canonical (sorted keys, no spaces), what tells a copy from another run.
 RUN_DIGEST_KEY: Final = "cogscore.kaggle.run_sha256"
+# ... and that names the run itself (its model, task, harness run id and start time): what
+# tells the same run saved again (another name, a field added) from another run.
+RUN_IDENTITY_KEY: Final = "cogscore.kaggle.run_identity"

@@ -7,6 +7,8 @@ episode with every reason, rather than failing a whole file on the first bad row
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pandera.polars as pa
 import polars as pl
 
@@ -36,6 +38,7 @@ class DumpRows(pa.DataFrameModel):
     output_tokens: pl.Int64 = pa.Field(nullable=True)
     cost_usd: float = pa.Field(nullable=True)
     latency_ms: float = pa.Field(nullable=True)
+    single_run_started: Annotated[pl.Datetime, "us", "UTC"] = pa.Field(nullable=True)  # 1.4
     file: str
     dump_date: str = pa.Field(nullable=True)
 

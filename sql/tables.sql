@@ -11,6 +11,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/episode_scores');
 CREATE OR REPLACE VIEW rejects AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/rejects');
 
+CREATE OR REPLACE VIEW replaced_episodes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/replaced_episodes');
+
 CREATE OR REPLACE VIEW task_scores AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_scores');
 
@@ -43,6 +46,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_comparisons')
 
 CREATE OR REPLACE VIEW standing_changes AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_changes');
+
+CREATE OR REPLACE VIEW task_changes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_changes');
 
 CREATE OR REPLACE VIEW stability AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/stability');

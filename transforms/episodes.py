@@ -27,14 +27,15 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import (
+    CATEGORY_VALUES,
     DUMP_DATE,
     EPISODE_CONSTANT,
     FILE,
     INPUT_KINDS,
     INSTANCE_ID,
     REPORTED_SCORE,
+    SINGLE_RUN_STARTED,
     VERDICT,
-    Category,
     Col,
     Kind,
     Match,
@@ -213,7 +214,7 @@ def _fast_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
     first_rows = rows.filter((segment != segment.shift()).fill_null(True)).select(
         SEGMENT, *KEY, *constant, DUMP_DATE
     )
-    unknown = (category.is_not_null() & ~category.is_in(list(Category))).cast(pl.UInt32)
+    unknown = (category.is_not_null() & ~category.is_in(list(CATEGORY_VALUES))).cast(pl.UInt32)
     any_row = problems(None)
     return pl.concat([first_rows, counts], how="horizontal").with_columns(pl.col(any_row) + unknown)
 
@@ -251,9 +252,12 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
         _kind_facts(rows, Kind.ITEM, Col.ITEM_ID, N_ITEMS, REPEATED_ITEM_IDS),
         _kind_facts(rows, Kind.ROUND_END, Col.ROUND, N_ROUNDS, REPEATED_ROUNDS),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
-        of_kind(rows, Kind.EPISODE_START, Col.PARAMS, INSTANCE_ID)
+        of_kind(rows, Kind.EPISODE_START, Col.PARAMS, INSTANCE_ID, SINGLE_RUN_STARTED)
         .group_by(SEGMENT)
-        .agg(pl.len().alias(N_STARTS), pl.col(Col.PARAMS).first(), pl.col(INSTANCE_ID).first()),
+        .agg(
+            pl.len().alias(N_STARTS),
+            pl.col(Col.PARAMS, INSTANCE_ID, SINGLE_RUN_STARTED).first(),  # 1.1, 1.4
+        ),
         unknown_answers(rows),
         unjudged_answers(rows),
         reported_facts(rows),

@@ -4,7 +4,9 @@ How a run maps to rows (docs/importing.md; one run is one episode):
 
 - ``episode_start`` (turn 0): the formula's parameters in ``params``, the task's name as
   ``instance_id`` (every run of a task faces the same instance: the task files seed their
-  own randomness), the run's start time;
+  own randomness), the run's start time, as ``ts`` and as ``single_run_started`` (contract
+  1.4: a harness run file is one run of its model on its task, whose later re-run on the
+  same night replaces it rather than being averaged with it);
 - concept formation and language learning: one ``example`` row per example the task counted
   (``examples_used`` as the task gave it to ``_concept_score``);
 - every model call in the run file's order: what was sent as ``message`` rows (role
@@ -41,6 +43,7 @@ from schemas.contract import (
     LATENCY_MS,
     OUTPUT_TOKENS,
     REPORTED_SCORE,
+    SINGLE_RUN_STARTED,
     USAGE_DTYPES,
     VERDICT,
     Category,
@@ -57,6 +60,7 @@ ROW_SCHEMA: Final[dict[str, pl.DataType]] = {
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
     **USAGE_DTYPES,
+    SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),
 }
 NANODOLLARS_PER_USD: Final = 1_000_000_000
 
@@ -209,7 +213,7 @@ def episode_rows(
         if row.pop("end", False):
             row[str(Col.TS)] = ended
         if turn == 0:
-            row[INSTANCE_ID] = task
+            row[INSTANCE_ID], row[SINGLE_RUN_STARTED] = task, started
     constant = {
         str(Col.RUN_ID): run_id,
         str(Col.EPISODE_ID): episode_id,

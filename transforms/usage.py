@@ -8,14 +8,16 @@ carried beside it.
 - **Episode** (``episode_usage``): each measure is the sum of what the episode's assistant
   rows carry, in turn order (tokens as int64: exact), null where no row carries it; where
   some row carries usage, ``replies_without_usage`` counts the reply turns that carry none
-  (null where the episode records no usage at all). An episode one of whose assistant rows
+  and ``calls`` the model calls behind the episode: its rows that carry usage (a call's
+  usage is on the reply it produced) and those reply turns (both null where the episode
+  records no usage at all). An episode one of whose assistant rows
   carries a value no reply can have (negative, NaN, infinite, above ``USAGE_MAXIMA``), or
   whose sum would not fit its type, has its usage refused: every measure null, and
   ``usage_refused`` says why (``usage_invalid``, the turn, the column and its value).
 - **Task** (``usage_sums`` per file, ``task_usage`` from them): ``usage_episodes``, the
   episodes that record usage, ``usage_incomplete``, those of them with replies without
-  usage, and each measure's total over them: null where none records it or one of them
-  does not (a total of some of them would read as the whole, and ``total /
+  usage, and each measure's total over them (``calls`` too): null where none records it or
+  one of them does not (a total of some of them would read as the whole, and ``total /
   usage_episodes`` is then the mean per episode, exactly).
 - **Category, model** (``rolled_up``): the same, from the task rows (the standings'
   task rows included), so a standing's usage is its tasks' whatever nights they come from.
@@ -35,6 +37,7 @@ from typing import Final
 import polars as pl
 
 from schemas.columns import (
+    CALLS,
     MEAN_TOKENS,
     REPLIES_WITHOUT_USAGE,
     USAGE_EPISODES,
@@ -54,6 +57,9 @@ from schemas.contract import (
 from schemas.rules import USAGE_INVALID
 
 MEASURES: Final = tuple(USAGE_DTYPES)
+# What is totalled per task, category and model: the contract's measures and the calls.
+TOTALLED: Final[dict[str, pl.DataType]] = {**USAGE_DTYPES, CALLS: pl.Int64()}
+_USAGE_ROWS: Final = "__usage_rows"  # episode_usage: the rows that carry usage
 # A row column (working name) of score_rows' cached table: a reply turn with no usage.
 UNPRICED_REPLY: Final = "__reply_without_usage"
 _SUM: Final = "usage_sum_"  # usage_sums: per file and task, each measure's sum ...
@@ -184,6 +190,7 @@ def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
             *(_row_sum(m, t) for m, t in USAGE_DTYPES.items()),
             invalid.is_not_null().sum().alias(_INVALID_ROWS),
             first.alias(_FIRST_INVALID),
+            pl.len().cast(pl.Int64).alias(_USAGE_ROWS),
         )
     )
     unpriced = (
@@ -203,6 +210,7 @@ def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
                 for m, t in USAGE_DTYPES.items()
             ),
             pl.when(kept).then(pl.col(REPLIES_WITHOUT_USAGE)).alias(REPLIES_WITHOUT_USAGE),
+            pl.when(kept).then(pl.col(_USAGE_ROWS) + pl.col(REPLIES_WITHOUT_USAGE)).alias(CALLS),
             USAGE_REFUSED,
         )
     )
@@ -218,11 +226,12 @@ def with_usage(frame: pl.LazyFrame, columns: dict[str, pl.DataType]) -> pl.LazyF
 EPISODE_COLUMNS: Final[dict[str, pl.DataType]] = {
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
+    CALLS: pl.Int64(),
 }
 TOTALS: Final[dict[str, pl.DataType]] = {
     USAGE_EPISODES: pl.Int64(),
     USAGE_INCOMPLETE: pl.Int64(),
-    **USAGE_DTYPES,
+    **TOTALLED,
 }
 
 
@@ -232,8 +241,8 @@ def usage_sums() -> list[pl.Expr]:
     incomplete ones: all a night's reduction needs of its files' usage (``task_usage``).
     The scores need ``EPISODE_COLUMNS`` (``with_usage``)."""
     return [
-        *(_in_order(m, t, Col.EPISODE_ID).alias(_SUM + m) for m, t in USAGE_DTYPES.items()),
-        *(pl.col(m).count().cast(pl.Int64).alias(_COUNT + m) for m in MEASURES),
+        *(_in_order(m, t, Col.EPISODE_ID).alias(_SUM + m) for m, t in TOTALLED.items()),
+        *(pl.col(m).count().cast(pl.Int64).alias(_COUNT + m) for m in TOTALLED),
         _recorded().sum().cast(pl.Int64).alias(USAGE_EPISODES),
         (pl.col(REPLIES_WITHOUT_USAGE) > 0).sum().cast(pl.Int64).alias(USAGE_INCOMPLETE),
     ]
@@ -259,7 +268,7 @@ def task_usage(sums: pl.LazyFrame, key: Sequence[str]) -> pl.LazyFrame:
             pl.col(USAGE_INCOMPLETE).sum().alias(USAGE_INCOMPLETE),
             *(
                 pl.when(whole(m)).then(_in_order(_SUM + m, t, FILE)).cast(t).alias(m)
-                for m, t in USAGE_DTYPES.items()
+                for m, t in TOTALLED.items()
             ),
         )
         .with_columns((tokens / pl.col(USAGE_EPISODES)).alias(MEAN_TOKENS))
@@ -284,5 +293,5 @@ def rolled_up(*order: str) -> list[pl.Expr]:
     return [
         counted(USAGE_EPISODES),
         counted(USAGE_INCOMPLETE),
-        *(total(m, t) for m, t in USAGE_DTYPES.items()),
+        *(total(m, t) for m, t in TOTALLED.items()),
     ]

@@ -6,10 +6,12 @@ through that task file under the real harness (``flows.importers.kaggle_replay``
 process) and its rows (``transforms.kaggle_rows``) are written as Parquet below DUMP_ROOT:
 ``dump_date=<the run's start date, or --date>/<run>-<digest>.parquet``, one file per run.
 
-A run is named by its content (``kaggle_files.run_digest``, kept in its file's metadata):
-the same run under two names or in two folders is imported once (the other copies reported
-``duplicate_run``), and two different runs never share a file, even under one file name and
-start time (the second gets an episode id and a file of its own). Idempotent: a file's name
+A run is named by its identity (``RunRecord.identity``: model, task, harness run id, start
+time) and its content (``kaggle_files.run_digest``), both kept in its file's metadata: the
+same run under two names, in two folders or saved again with other bytes is imported once
+(the other copies reported ``duplicate_run``), and two different runs never share a file,
+even under one file name and start time (the second gets an episode id and a file of its
+own). Idempotent: a file's name
 and bytes depend only on the run (and the date it goes to), so a second import of the same
 runs writes nothing (a file already there with the same bytes is left as it is: not even its
 modification time changes). A run file changed since it was imported (the same name and start
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from flows.importers.kaggle_dump import (
     _Dump,
+    harness_named,
     parquet_bytes,
     rows_of,
     run_id_of,
@@ -72,7 +75,7 @@ def model_disagreement(relative: str, record: RunRecord, models: set[str]) -> st
     label = model_label(record.model)
     said = []
     run_id = run_id_of(relative)
-    if re.search(r"-run_(?:param_)?id_", run_id) and not run_id.endswith(f"_{label}"):
+    if harness_named(relative) and not run_id.endswith(f"_{label}"):
         said.append(f"its file name {run_id!r} does not end with it")
     folder = relative.rsplit("/", 2)[-2] if "/" in relative else None
     if folder is not None and folder != label and folder in models:
@@ -200,7 +203,7 @@ def _import_one(
     if (beyond := usage_beyond_bounds(frame)) is not None:
         report.note(Reason.USAGE_INVALID, beyond)
     before = dump.digest_at(key)
-    report.written = write_if_changed(out, key, parquet_bytes(frame, record.digest))
+    report.written = write_if_changed(out, key, parquet_bytes(frame, record))
     report.outcome, report.file = Outcome.IMPORTED, key
     if before and before != record.digest:
         report.note(
@@ -208,7 +211,7 @@ def _import_one(
             f"{key} held the rows of another version of this run (the same file name and "
             "start time): replaced by this one's",
         )
-    dump.digests[key] = record.digest
+    dump.wrote(key, record)
 
 
 def _mark_nights(out: Location, report: ImportReport) -> None:

@@ -1,6 +1,7 @@
 """A run's rows in the dump: its episode id, its file's key (its night's folder, a name from
-its id and a digest), the Parquet bytes with the run's content digest in their metadata,
-written only where other bytes are there; and what the dump holds already (``_Dump``).
+its id and a digest), the Parquet bytes with the run's content digest and identity in their
+metadata, written only where other bytes are there; and what the dump holds already
+(``_Dump``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from flows.store.errors import StorageError
 from flows.store.location import Location
 from flows.store.objects import get_object, list_files, put_if_absent, put_if_match
 from schemas.contract import DUMP_DATE, Status
-from schemas.kaggle import RUN_DIGEST_KEY, Reason
+from schemas.kaggle import RUN_DIGEST_KEY, RUN_IDENTITY_KEY, Reason
 from schemas.rules import USAGE_INVALID
 from transforms.kaggle_rows import episode_rows
 from transforms.usage import invalid_usage
@@ -39,6 +40,15 @@ def run_id_of(relative: str) -> str:
     't-run_id_Run_1_m'
     """
     return relative.rsplit("/", 1)[-1].removesuffix(RUN_SUFFIX)
+
+
+def harness_named(relative: str) -> bool:
+    """Whether a run file has a name the harness gives (``<task>-run_id_<id>_<model>``).
+
+    >>> harness_named("m/t-run_id_Run_1_m.run.json"), harness_named("m/copy.run.json")
+    (True, False)
+    """
+    return re.search(r"-run_(?:param_)?id_", run_id_of(relative)) is not None
 
 
 def episode_id_of(run_id: str, record: RunRecord, distinct: bool = False) -> str:
@@ -113,29 +123,43 @@ def usage_beyond_bounds(frame: pl.DataFrame) -> str | None:
     )
 
 
-def parquet_bytes(frame: pl.DataFrame, digest: str) -> bytes:
-    """A frame as Parquet bytes, the run's content digest in the file's metadata: the same
-    frame and run give the same bytes (one row group)."""
+def parquet_bytes(frame: pl.DataFrame, record: RunRecord) -> bytes:
+    """A frame as Parquet bytes, the run's content digest and identity in the file's
+    metadata: the same frame and run give the same bytes (one row group)."""
     buffer = io.BytesIO()
     frame.write_parquet(
         buffer,
         compression="zstd",
         statistics=True,
         row_group_size=1 << 20,
-        metadata={RUN_DIGEST_KEY: digest},
+        metadata={RUN_DIGEST_KEY: record.digest, RUN_IDENTITY_KEY: record.identity},
     )
     return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What an imported file says of its run: its content digest and identity ("" for each
+    where the file does not say: written before they were kept, or none of the importer's)."""
+
+    digest: str = ""
+    identity: str = ""
+
+
+def stored_run(data: bytes) -> Stored:
+    """The run an imported file's metadata names (``Stored``)."""
+    try:
+        metadata = pq.read_metadata(pa.BufferReader(data)).metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return Stored()
+    said = [metadata.get(key.encode(), b"").decode() for key in (RUN_DIGEST_KEY, RUN_IDENTITY_KEY)]
+    return Stored(*said)
 
 
 def stored_digest(data: bytes) -> str | None:
     """The run digest an imported file carries (None: a file written before they did, or
     none of the importer's)."""
-    try:
-        metadata = pq.read_metadata(pa.BufferReader(data)).metadata or {}
-    except (pa.ArrowException, OSError, ValueError):
-        return None
-    value = metadata.get(RUN_DIGEST_KEY.encode())
-    return value.decode() if value else None
+    return stored_run(data).digest or None
 
 
 def write_if_changed(out: Location, key: str, data: bytes) -> bool:
@@ -151,30 +175,57 @@ def write_if_changed(out: Location, key: str, data: bytes) -> bool:
 
 
 @dataclass
+class _Night:
+    """The runs imported into a night: the file of each, by content digest and by identity
+    (the first file in path order where two hold one)."""
+
+    by_digest: dict[str, str] = field(default_factory=dict)
+    by_identity: dict[str, str] = field(default_factory=dict)
+
+    def holding(self, record: RunRecord) -> str | None:
+        """The file that holds this run (its identity; a file written before identities
+        were kept: its content), else None."""
+        return self.by_identity.get(record.identity) or self.by_digest.get(record.digest)
+
+
+@dataclass
 class _Dump:
-    """What the dump holds, read as needed: the run digest of a file, the digests of a
-    night's files."""
+    """What the dump holds, read as needed: the run a file holds, the runs of a night."""
 
     out: Location
-    digests: dict[str, str | None] = field(default_factory=dict)
-    nights: dict[str, dict[str, str]] = field(default_factory=dict)
+    runs: dict[str, Stored | None] = field(default_factory=dict)  # None: no file there
+    nights: dict[str, _Night] = field(default_factory=dict)
+
+    def run_at(self, key: str) -> Stored | None:
+        if key not in self.runs:
+            current = get_object(self.out, key)
+            self.runs[key] = None if current is None else stored_run(current.data)
+        return self.runs[key]
 
     def digest_at(self, key: str) -> str | None:
-        if key not in self.digests:
-            current = get_object(self.out, key)
-            self.digests[key] = None if current is None else (stored_digest(current.data) or "")
-        return self.digests[key]
+        """The content digest of the run at ``key`` (None: no file; "": it does not say)."""
+        stored = self.run_at(key)
+        return None if stored is None else stored.digest
 
-    def night(self, night: str) -> dict[str, str]:
-        """digest -> file of every run imported into ``night`` (read once, when asked)."""
+    def identity_at(self, key: str) -> str | None:
+        stored = self.run_at(key)
+        return None if stored is None else stored.identity
+
+    def wrote(self, key: str, record: RunRecord) -> None:
+        self.runs[key] = Stored(record.digest, record.identity)
+
+    def night(self, night: str) -> _Night:
+        """Every run imported into ``night`` (read once, when asked)."""
         if night not in self.nights:
             folder = f"{DUMP_DATE}={night}"
-            found: dict[str, str] = {}
+            found = _Night()
             for info in _listed_or_none(self.out.child(folder)):
                 key = f"{folder}/{info.relative}"
-                digest = self.digest_at(key)
-                if digest:
-                    found.setdefault(digest, key)
+                stored = self.run_at(key)
+                if stored is not None and stored.digest:
+                    found.by_digest.setdefault(stored.digest, key)
+                if stored is not None and stored.identity:
+                    found.by_identity.setdefault(stored.identity, key)
             self.nights[night] = found
         return self.nights[night]
 

@@ -80,6 +80,28 @@ class RunRecord:
         return self.state == ERRORED
 
     @property
+    def identity(self) -> str:
+        """What names the harness run whatever its file's name or bytes: the sha256 of its
+        model, task, harness run id (``pyRunId``) and start time (as an instant), as JSON.
+        A run saved again under another name, or with a field added, is the same run."""
+        started = parse_time(self.start_time)
+        assert started is not None
+        named = [self.model, self.task, self.py_run_id, started.isoformat()]
+        return hashlib.sha256(json.dumps(named, ensure_ascii=False).encode()).hexdigest()
+
+    def named(self) -> str:
+        """The run's identity in words.
+
+        >>> RunRecord("t", "m", "", "2026-04-12T01:25:49.77Z", None, "t-Run #1", (), None, 1
+        ...     ).named()
+        "model 'm', task 't', harness run id 't-Run #1', started 2026-04-12T01:25:49.77Z"
+        """
+        return (
+            f"model {self.model!r}, task {self.task!r}, harness run id {self.py_run_id!r}, "
+            f"started {self.start_time}"
+        )
+
+    @property
     def night(self) -> str:
         """The night of the run's start (UTC), ``YYYY-MM-DD``."""
         started = parse_time(self.start_time)

@@ -107,7 +107,7 @@ def record_rows(
             run_id = name.removesuffix(RUN_SUFFIX)
             frame = rows_of(run_id, record, task_file, result)
             key = dump_key(run_id, record, date)
-            report.written = write_if_changed(target, key, parquet_bytes(frame, record.digest))
+            report.written = write_if_changed(target, key, parquet_bytes(frame, record))
             report.outcome, report.file = Outcome.IMPORTED, key
             report.reasons = [str(n) for n in result["notes"] if n in IMPORTED_WITH_NOTE]
             if (beyond := usage_beyond_bounds(frame)) is not None:

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from flows.importers.kaggle_dump import _Dump, dump_key, run_id_of
+from flows.importers.kaggle_dump import _Dump, dump_key, harness_named, run_id_of
 from flows.importers.kaggle_files import (
     RUN_SUFFIX,
     ListedRun,
@@ -98,27 +98,25 @@ def _judge(runs: Location, planned: _Planned, date: str | None) -> _Planned:
 
 
 def _place(plans: list[_Planned], dump: _Dump, date: str | None) -> None:
-    """Judge the runs against each other and the dump: a copy of another run (the same
-    content, into the same night) is ``duplicate_run``, the one kept being the one the dump
-    already holds, else the first by path; runs that share a file name and start time but
-    differ get files of their own (``distinct``), the one the dump holds (else the first)
-    keeping the plain name."""
+    """Judge the runs against each other and the dump. The same run (its identity: model,
+    task, harness run id and start time, whatever its file's name or bytes) twice into one
+    night is ``duplicate_run``, imported once: the one kept is the one the dump holds
+    already (byte for byte, else a version of it under its own key), else the first by
+    path. Runs that share a file name and start time but are other runs get files of their
+    own (``distinct``), the one the dump holds (else the first) keeping the plain name."""
     readable = [p for p in plans if p.record is not None and p.key is not None]
-    copies: dict[tuple[str, str], list[_Planned]] = defaultdict(list)
+    same: dict[tuple[str, str], list[_Planned]] = defaultdict(list)
     for plan in readable:
         assert plan.record is not None and plan.key is not None
-        copies[(plan.key.split("/", 1)[0], plan.record.digest)].append(plan)
+        same[(plan.key.split("/", 1)[0], plan.record.identity)].append(plan)
     kept: list[_Planned] = []
-    for (_, digest), group in copies.items():
-        first = next((p for p in group if dump.digest_at(str(p.key)) == digest), group[0])
+    for group in same.values():
+        first = _kept_of(group, dump)
         kept.append(first)
         for other in group:
             if other is not first:
                 other.key = None
-                other.report.note(
-                    Reason.DUPLICATE_RUN,
-                    f"the same run (the same content) as {first.listed.relative}: imported once",
-                )
+                other.report.note(Reason.DUPLICATE_RUN, _same_run(other, first))
     sharing: dict[str, list[_Planned]] = defaultdict(list)
     for plan in kept:
         sharing[str(plan.key)].append(plan)
@@ -135,13 +133,40 @@ def _place(plans: list[_Planned], dump: _Dump, date: str | None) -> None:
                 plan.key = dump_key(run_id_of(plan.listed.relative), plan.record, date, True)
     for plan in kept:
         assert plan.record is not None and plan.key is not None
-        digest = plan.record.digest
-        if dump.digest_at(plan.key) == digest:
+        if dump.digest_at(plan.key) == plan.record.digest:
             continue
-        elsewhere = dump.night(plan.key.split("/", 1)[0].split("=", 1)[1]).get(digest)
+        elsewhere = dump.night(plan.key.split("/", 1)[0].split("=", 1)[1]).holding(plan.record)
         if elsewhere is not None and elsewhere != plan.key:
             plan.report.note(
                 Reason.DUPLICATE_RUN,
-                f"the same run (the same content) was imported already, as {elsewhere}",
+                _same_run(plan, None) + f" was imported already, as {elsewhere}",
             )
             plan.key = None
+
+
+def _kept_of(group: list[_Planned], dump: _Dump) -> _Planned:
+    """Of the files of one run (in path order), the one imported: the one the dump holds
+    byte for byte, else one whose own key holds a version of the run, else the first named
+    as the harness names runs (``<task>-run_id_<id>_<model>``: a copy saved under another
+    name is not the run's own file), else the first."""
+    for held in (
+        lambda p: dump.digest_at(str(p.key)) == p.record.digest,
+        lambda p: dump.identity_at(str(p.key)) == p.record.identity,
+        lambda p: harness_named(p.listed.relative),
+    ):
+        found = next((p for p in group if p.record is not None and held(p)), None)
+        if found is not None:
+            return found
+    return group[0]
+
+
+def _same_run(plan: _Planned, kept: _Planned | None) -> str:
+    """Why a run is a duplicate, in words: the run it is the same as (``kept``: the file of
+    the import kept, its content the same or not; None: one the dump holds, said after)."""
+    assert plan.record is not None
+    what = f"the same run ({plan.record.named()})"
+    if kept is None:
+        return what
+    assert kept.record is not None
+    differs = "" if kept.record.digest == plan.record.digest else ", its content differing"
+    return f"{what} as {kept.listed.relative}{differs}: imported once"

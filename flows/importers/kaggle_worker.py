@@ -73,6 +73,9 @@ class Worker:
         assert self.process.stdout is not None
         self.lines = _Lines(self.process.stdout.fileno())
         self.ready = False
+        # The process group of the task being replayed (its id comes before its result):
+        # ended with the worker, however the worker or this process ends.
+        self.group: int | None = None
 
     def _message(self, seconds: float) -> dict[str, Any] | None:
         line = self.lines.read(seconds)
@@ -94,30 +97,32 @@ class Worker:
                     "`uv sync --extra kaggle`)"
                 )
             self.ready = True
-        group = None
         try:
             self.process.stdin.write((json.dumps(job) + "\n").encode())
             self.process.stdin.flush()
             message = self._message(_WORKER_SLACK)
             if message is not None and "task_group" in message:
-                group = int(message["task_group"])
+                self.group = int(message["task_group"])
                 message = self._message(float(job["timeout"]) + _WORKER_SLACK)
         except (BrokenPipeError, TimeoutError) as error:
-            self.kill(group)
+            self.kill()
             raise WorkerGone(
                 "the replay worker did not answer" if isinstance(error, TimeoutError) else ""
             ) from None
         if message is None:
-            self.kill(group)
+            self.kill()
             code = self.process.wait()
             how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
             raise WorkerGone(f"the replay worker ended ({how}) while this run's task ran")
+        self.group = None  # the worker ended it, as it ends every run's group
         return message
 
-    def kill(self, group: int | None = None) -> None:
-        """End the worker, and the task group it ran (a task may outlive its worker)."""
-        if group is not None:
-            _end_group(group)
+    def kill(self) -> None:
+        """End the worker, and the group of the task it was replaying, if any (a task's
+        processes may outlive its worker: only the task's first process dies with it)."""
+        if self.group is not None:
+            _end_group(self.group)
+            self.group = None
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()

@@ -10,16 +10,20 @@ rescore leaves it as it is.
 The table may use the contract's column names (``model``, ``task``, ``category``,
 ``score``, optionally ``dump_date``, ``instance_id``) or LearningBench's published ones
 (``leaderboard_flat.csv``: ``model_name``, ``task_slug``, ``category`` with its slugs such
-as ``assoc-learning``, ``score``, ``eval_date``). A category the table gives as ``unknown``
-is resolved from the task files' folders (``--tasks``: ``<category folder>/<task>.py``).
+as ``assoc-learning``, ``score``, ``eval_date``), its categories kept as it publishes them
+(``flows.importers.score_categories``: a task it puts in none of the six is
+``uncategorised``; the task files of ``--tasks`` only say where they disagree).
 
 Every row that cannot be imported is reported with every reason, never dropped silently:
 a missing model or task, a score that is not a finite number or lies outside [0, 1], a
-category that is not known or cannot be resolved, a date that is not one, a second row for
-the same model, task and night, a model, task and night another table imported into the dump
-already. A row's ``instance_id`` is the table's where it has one, else the task's name: every
-model that ran a LearningBench task faced its one instance (the task files fix their
-seeds), so the models' scores of a task are paired.
+category name that is not known, a date that is not one, a second row for the same model,
+task, night and time, a model, task and night another table imported into the dump already.
+A row is one run (contract 1.4): of rows of one model, task and night at other times, the
+latest stands when scored, the others are kept as replaced.
+
+A row's ``instance_id`` is the table's where it has one, else the task's name: every model
+that ran a LearningBench task faced its one instance (the task files fix their seeds), so
+the models' scores of a task are paired.
 
 Scores lie in [0, 1] (every LearningBench score does, and so does every formula's). A table
 most of whose scores lie above 1 is on another scale (a 0-100 table, as leaderboards print
@@ -46,16 +50,10 @@ from typing import Final
 
 import polars as pl
 
-from schemas.contract import (
-    DTYPES,
-    INSTANCE_ID,
-    REPORTED_SCORE,
-    Category,
-    Col,
-    Kind,
-    Role,
-    Status,
-)
+from flows.importers.score_categories import CATEGORY_NAMES, disagreements, named
+from schemas.contract import INSTANCE_ID, REPORTED_SCORE, Category, Col
+from schemas.kaggle import UPSTREAM_CATEGORIES
+from transforms.table_rows import contract_rows
 
 # The night a row goes to, and the date column of the table it may come from.
 NIGHT: Final = "dump_date"
@@ -71,21 +69,6 @@ SOURCE_NAMES: Final[dict[str, tuple[str, ...]]] = {
     INSTANCE_ID: ("instance_id",),
 }
 REQUIRED_SOURCE: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, REPORTED_SCORE)
-
-# Category names a table may use: the contract's, LearningBench's leaderboard slugs and its
-# task folders' names.
-CATEGORY_NAMES: Final[dict[str, Category]] = {
-    **{c.value: c for c in Category},
-    "assoc-learning": Category.ASSOCIATIVE_LEARNING,
-    "concept-learning": Category.CONCEPT_FORMATION,
-    "lang-learning": Category.LANGUAGE_LEARNING,
-    "obs-learning": Category.OBSERVATIONAL_LEARNING,
-    "rf-learning": Category.RUNTIME_RL,
-    "proc-learning": Category.PROCEDURAL_LEARNING,
-    "concept_learning": Category.CONCEPT_FORMATION,
-    "reinforcement_learning": Category.RUNTIME_RL,
-}
-UNKNOWN: Final = "unknown"  # what LearningBench's leaderboard says of three tasks
 
 # A table whose scores mostly lie above 1 is on another scale than [0, 1] (refused whole).
 OTHER_SCALE_SHARE: Final = 0.5
@@ -115,7 +98,9 @@ class Imported:
     written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
     unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
     copies: dict[str, str] = field(default_factory=dict)  # night -> the earlier import's file
-    resolved: dict[str, str] = field(default_factory=dict)  # task -> category from --tasks
+    # Per task whose file (--tasks) puts it in another category than the table does: the
+    # task, the table's category (kept) and the task file's.
+    disagreements: list[dict[str, str]] = field(default_factory=list)
     rejected: list[dict[str, object]] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
@@ -127,7 +112,7 @@ class Imported:
             "nights_written": self.written,
             "nights_unchanged": self.unchanged,
             "nights_copied": self.copies,
-            "categories_resolved": self.resolved,
+            "category_disagreements": self.disagreements,
             "not_imported": self.rejected,
         }
 
@@ -171,7 +156,7 @@ def task_categories(tasks: Path) -> dict[str, Category]:
         raise ImportError_(f"--tasks {tasks}: not a folder of task files")
     out: dict[str, Category] = {}
     for file in sorted(tasks.glob("*/*.py")):
-        category = CATEGORY_NAMES.get(file.parent.name)
+        category = UPSTREAM_CATEGORIES.get(file.parent.name)
         if category is not None:
             out[file.stem] = category
     if not out:
@@ -184,9 +169,11 @@ def importable_scores(
     source: str,
     night: str | None = None,
     tasks: Mapping[str, Category] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
-    """(the importable rows, one per model and task and night, with the contract's names;
-    the rows that are not, with every reason; the categories resolved from ``tasks``)."""
+) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, str]]]:
+    """(the importable rows, one per model and task and night, with the contract's names
+    and the table's categories; the rows that are not, with every reason; each task whose
+    file in ``tasks`` puts it in another category than the table: ``task``, ``table``,
+    ``task_files``)."""
     names = source_columns(table)
     text = pl.col
     picked = table.with_row_index(ROW, offset=1).select(
@@ -213,21 +200,11 @@ def importable_scores(
         when,
         pl.col("__date_text").str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us", "UTC")),
     )
-    known = (
-        pl.col(Col.CATEGORY)
-        .str.to_lowercase()
-        .replace_strict(
-            {k: v.value for k, v in CATEGORY_NAMES.items()}, default=None, return_dtype=pl.String
-        )
-    )
-    from_files = pl.col(Col.TASK).replace_strict(
-        {k: v.value for k, v in (tasks or {}).items()}, default=None, return_dtype=pl.String
-    )
-    unknown = pl.col(Col.CATEGORY).is_null() | (pl.col(Col.CATEGORY).str.to_lowercase() == UNKNOWN)
+    category = named(Col.CATEGORY)  # the table's, as it publishes it
     rows = picked.with_columns(
         score.alias(REPORTED_SCORE),
         when.alias(Col.TS),
-        pl.when(unknown).then(from_files).otherwise(known).alias("__category"),
+        category.alias("__category"),
         (pl.lit(night) if night is not None else when.dt.date().cast(pl.String)).alias(NIGHT),
     )
     checks: Sequence[tuple[pl.Expr, pl.Expr]] = [
@@ -246,15 +223,7 @@ def importable_scores(
             pl.format("score {} lies outside [0, 1]", pl.col("__score_text")),
         ),
         (
-            unknown & pl.lit(tasks is None),
-            pl.lit("category unknown: --tasks names the folder of task files to resolve it"),
-        ),
-        (
-            unknown & pl.lit(tasks is not None) & from_files.is_null(),
-            pl.format("category unknown and no task file {}.py in --tasks", Col.TASK),
-        ),
-        (
-            ~unknown & known.is_null(),
+            category.is_null(),
             pl.format(
                 "category {} is none of {}",
                 Col.CATEGORY,
@@ -275,18 +244,20 @@ def importable_scores(
         .list.drop_nulls()
         .alias(REASONS)
     )
-    # A second row for the same model, task and night: every copy is reported (which of
-    # them is the score cannot be told).
-    key = [Col.MODEL, Col.TASK, NIGHT]
+    # A row is one run of its model on its task (contract 1.4 ``single_run_started``: its
+    # time): of several for one model, task and night the latest stands when scored, the
+    # others are kept as replaced. Rows of one model, task, night and time: every copy is
+    # reported (which of them is the later cannot be told).
+    key = [Col.MODEL, Col.TASK, NIGHT, Col.TS]
     copies = pl.len().over(key) > 1
+    tie = pl.lit("the table has another row for this model, task and night, at the same time")
     judged = judged.with_columns(
         pl.when(copies & (pl.col(REASONS).list.len() == 0))
-        .then(pl.concat_list(pl.lit("the table has another row for this model, task and night")))
+        .then(pl.concat_list(tie))
         .otherwise(pl.col(REASONS))
         .alias(REASONS)
     )
     good = pl.col(REASONS).list.len() == 0
-    resolved = judged.filter(good & unknown).select(Col.TASK, "__category").unique().sort(Col.TASK)
     kept = judged.filter(good).select(
         NIGHT,
         Col.MODEL,
@@ -299,7 +270,7 @@ def importable_scores(
         ROW,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
-    return kept, rejected, dict(resolved.iter_rows())
+    return kept, rejected, disagreements(judged.filter(good), "__category", tasks)
 
 
 def check_scale(table: pl.DataFrame, path: Path) -> None:
@@ -318,56 +289,6 @@ def check_scale(table: pl.DataFrame, path: Path) -> None:
         f"{path}: {above} of its {finite.len()} scores lie above 1 (up to {largest:g}): a "
         f"table on another scale than [0, 1]{hundred}; nothing imported"
     )
-
-
-def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
-    """Two contract rows per score (``importable_scores``): ``episode_start`` (turn 0, ``params``
-    ``{}``, ``instance_id``) and ``episode_end`` (turn 1, ``status`` completed,
-    ``reported_score``). The episode id is the night, model and task: unique in a dump."""
-    episode_id = pl.concat_str(NIGHT, Col.MODEL, Col.TASK, separator="/")
-    start = scores.select(
-        episode_id.alias(Col.EPISODE_ID),
-        pl.lit(0).alias(Col.TURN),
-        pl.lit(Kind.EPISODE_START.value).alias(Col.KIND),
-        pl.lit("{}").alias(Col.PARAMS),
-        pl.lit(None, pl.String).alias(Col.STATUS),
-        pl.lit(None, pl.Float64).alias(REPORTED_SCORE),
-        INSTANCE_ID,
-        *_common(),
-    )
-    end = scores.select(
-        episode_id.alias(Col.EPISODE_ID),
-        pl.lit(1).alias(Col.TURN),
-        pl.lit(Kind.EPISODE_END.value).alias(Col.KIND),
-        pl.lit(None, pl.String).alias(Col.PARAMS),
-        pl.lit(Status.COMPLETED.value).alias(Col.STATUS),
-        REPORTED_SCORE,
-        pl.lit(None, pl.String).alias(INSTANCE_ID),
-        *_common(),
-    )
-    rows = pl.concat([start, end]).sort(NIGHT, Col.EPISODE_ID, Col.TURN)
-    columns = {str(c): t for c, t in DTYPES.items()}
-    return rows.select(
-        NIGHT,
-        *(
-            (pl.col(c) if c in rows.columns else pl.lit(None)).cast(t).alias(c)
-            for c, t in columns.items()
-        ),
-        pl.col(INSTANCE_ID).cast(pl.String),
-        pl.col(REPORTED_SCORE).cast(pl.Float64),
-    )
-
-
-def _common() -> list[pl.Expr]:
-    return [
-        pl.col(Col.RUN_ID),
-        pl.col(Col.MODEL),
-        pl.col(Col.TASK),
-        pl.col(Col.CATEGORY),
-        pl.lit(Role.ENVIRONMENT.value).alias(Col.ROLE),
-        pl.col(Col.TS),
-        pl.col(NIGHT),
-    ]
 
 
 def parquet_bytes(rows: pl.DataFrame, metadata: Mapping[str, str] | None = None) -> bytes:
@@ -394,9 +315,9 @@ def import_scores(
     check_scale(table, source)
     categories = task_categories(tasks) if tasks is not None else None
     run_id = f"import-scores/{source.name}"
-    kept, rejected, resolved = importable_scores(table, run_id, night, categories)
+    kept, rejected, disagreements = importable_scores(table, run_id, night, categories)
     done = Imported(str(source), rows_read=table.height)
-    done.resolved = resolved
+    done.disagreements = disagreements
     done.rejected = rejected.to_dicts()
     origin = source.resolve()
     digest = _digest(origin.read_bytes())

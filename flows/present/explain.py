@@ -1,7 +1,8 @@
 """``cogscore explain``: from a score down to the turns that earned it.
 
 An episode is found in ``episode_scores`` (by its id, or as the result a model's task
-stands on: the standing as of the latest night, or a night's own), its transcript read from
+stands on: the standing as of the latest night, or a night's own; by its id, a run a later
+one replaced too, from ``replaced_episodes``: contract 1.4), its transcript read from
 the dump file the output scored it from (refused where that file changed since: its sha256
 was recorded in the runs table), scored again from those rows alone, and laid out: its
 turns in order, each graded item (expected, answer, match kind, right or wrong, the
@@ -30,7 +31,7 @@ import polars as pl
 from flows.present.terminal import number, printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
-from flows.store.catalog import EPISODE_SCORES, REJECTS
+from flows.store.catalog import EPISODE_SCORES, REJECTS, REPLACED_EPISODES
 from flows.store.dumps import DumpFile, InputError, content_digest, is_night, read_schema, scan
 from flows.store.location import Location
 from flows.store.output import Output
@@ -40,11 +41,12 @@ from schemas.columns import (
     COMPONENT_DTYPES,
     FORMULA_VERSION,
     REASONS,
+    REPLACED_BY,
     SCORE,
     STATUS,
     VERDICT_MISMATCHES,
 )
-from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, VERDICT, Col
+from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, SINGLE_RUN_STARTED, VERDICT, Col
 from schemas.formulas import REPORTED
 from transforms.episodes import SEGMENT, in_episode_order
 from transforms.ingest import normalise
@@ -102,8 +104,25 @@ def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str,
         **episode_header(row),
         "recomputed_score": recomputed,
         "recomputed_equal": recomputed is not None and _same(recomputed, row[SCORE]),
+        **_runs_of(output, row, as_of),
         "turns": read.turns.drop(Col.EPISODE_ID).to_dicts(),
         "items": read.items.drop(Col.EPISODE_ID).to_dicts(),
+    }
+
+
+def _runs_of(output: Output, row: dict[str, Any], as_of: str | None) -> dict[str, Any]:
+    """Contract 1.4: when the episode's single run started (null: not a single run), the
+    episode that replaced it (null: it stands, or is not a single run), and the episodes it
+    replaced, earliest first: the earlier runs of its model and task on its night (kept in
+    ``replaced_episodes``, never averaged with it)."""
+    replaced = output.scan(REPLACED_EPISODES, as_of).filter(
+        (pl.col(REPLACED_BY) == row[Col.EPISODE_ID]) & (pl.col(DUMP_DATE) == row[DUMP_DATE])
+    )
+    earlier = replaced.select(Col.EPISODE_ID, SINGLE_RUN_STARTED, SCORE, FILE)
+    return {
+        SINGLE_RUN_STARTED: row.get(SINGLE_RUN_STARTED),
+        REPLACED_BY: row.get(REPLACED_BY),
+        "replaced": earlier.sort(SINGLE_RUN_STARTED, Col.EPISODE_ID).collect().to_dicts(),
     }
 
 
@@ -227,6 +246,29 @@ def _items(ordered: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _run_lines(found: dict[str, Any]) -> list[str]:
+    """What an explanation says of a single run (contract 1.4): when it started, that a later
+    run replaced it, or which earlier runs it replaced."""
+    started = found.get(SINGLE_RUN_STARTED)
+    if started is None:
+        return []
+    lines = [f"a single run of its model and task, started {started}"]
+    if found.get(REPLACED_BY) is not None:
+        lines.append(
+            f"REPLACED by episode {printable(found[REPLACED_BY])}, a later run of this model "
+            "and task on this night, which stands: this one is kept (replaced_episodes), "
+            "never averaged with it"
+        )
+    for earlier in found.get("replaced") or []:
+        lines.append(
+            f"it replaced episode {printable(earlier[Col.EPISODE_ID])} (started "
+            f"{earlier[SINGLE_RUN_STARTED]}, score {number(earlier[SCORE])}, file "
+            f"{printable(earlier[FILE])}): an earlier run of this model and task on this "
+            "night, kept, never averaged with this one"
+        )
+    return lines
+
+
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -252,6 +294,8 @@ def _episode_row(output: Output, which: Which, as_of: str | None) -> dict[str, A
         )
         what = f"episode of model {which.model!r} on task {which.task!r} on {night}"
     found = scores.filter(chosen).collect()
+    if found.is_empty() and which.episode_id is not None:  # a run a later one replaced (1.4)
+        found = output.scan(REPLACED_EPISODES, as_of).filter(chosen).collect()
     if found.is_empty():
         raise ExplainError(_not_scored(output, chosen, what, as_of))
     if found.height > 1:
@@ -372,6 +416,7 @@ def explanation_lines(found: dict[str, Any]) -> list[str]:
         same = "equal" if not found["score_mismatch"] else "DIFFERENT"
         _, reported = _shown(found["score"], found["reported_score"])
         lines.append(f"the harness reported {reported} ({same})")
+    lines += _run_lines(found)
     if found["items"]:
         right = sum(item["right"] for item in found["items"])
         lines.append(f"items: {right} of {len(found['items'])} right")

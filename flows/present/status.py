@@ -4,30 +4,54 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
 from rich.markup import escape
+from rich.table import Table
 
-from flows.overview import history
-from flows.present.terminal import printable, render, table_of_columns
+from flows.overview import TwoStandings, history
+from flows.present.changes import fmt, interval, noise, result_moved
+from flows.present.formats import signed
+from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output, describe_unfinished
-from schemas.columns import USAGE_REFUSED
+from schemas.columns import RANK, SCORE, USAGE_REFUSED
 from schemas.comparisons import (
+    ALERT_LEVEL,
+    BASELINE_SCORE,
+    CATEGORIES_COVERED,
+    CHANGE,
+    CHANGE_KIND,
     CI_HIGH,
     CI_LOW,
     DESIGN,
     DIFF,
+    HOLM_FAMILY_NOTE,
+    LEVEL_NOT_COMPARABLE,
     MDE,
     MODEL_A,
     MODEL_B,
+    MOVED_BY,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
     P_HOLM,
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    Q_BH,
+    RANKED_AMONG,
+    REASON,
     VERDICT,
 )
+from schemas.contract import Col
 from schemas.rules import USAGE_INVALID
+from schemas.views import VIEWS, View
 
 
 def history_lines(output: Output) -> list[str]:
@@ -121,29 +145,69 @@ def as_json(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
+def comparison_lines(
+    table: pl.DataFrame, level: float, order: Sequence[str] = (), width: int | None = None
+) -> list[str]:
     """The comparisons of ``comparisons``, their intervals labelled with their ``level``
-    (``night_level``)."""
+    (``night_level``), each pair once: model a the one placed first in ``order`` (the
+    leaderboard's: ``leaderboard_order``), the pairs in that order (the table and ``--json``
+    hold both orders, the same pair's). A row a line where the names fit beside the numbers
+    (``width``: as ``render``'s; off a terminal always); else each pair's names on a line of
+    their own above its numbers, whole: a name is never folded to what the numbers leave.
+    Each row's ``reason`` (why its statistics are null, its mde, or its interval
+    approximate) is a note under the table, and so is what Holm's correction covers."""
 
     if table.is_empty():
         return ["no pair of models to compare"]
+    table = once_per_pair(table, order)
+    notes: dict[str, int] = {}
+    for reason in table.get_column(REASON, default=pl.Series([None] * table.height)):
+        if reason:
+            notes.setdefault(reason, len(notes) + 1)
+    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
+    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
+    footnotes = [f"[{n}] {printable(reason)}" for reason, n in notes.items()]
+    room = line_width(width)
+    below = [  # folded at the table's width, never cut (off a terminal: a line each)
+        folded
+        for line in (*footnotes, named, HOLM_FAMILY_NOTE)
+        for folded in textwrap.wrap(line, room, subsequent_indent="    ", break_on_hyphens=False)
+    ]
+    lines = render(_comparison_grid(table, level, notes, names=True), width)
+    if len(lines) == 2 + table.height:  # the header, its rule and a line a row: it fits
+        return [*lines, *below]
+    numbers = render(_comparison_grid(table, level, notes, names=False), room - 2)
+    stacked = [f"  {line}" for line in numbers[:2]]
+    for row, line in zip(table.iter_rows(named=True), numbers[2:], strict=True):
+        pair = f"a: {printable(row[MODEL_A])}   b: {printable(row[MODEL_B])}"
+        stacked += textwrap.wrap(pair, room, subsequent_indent="   ", break_on_hyphens=False)
+        stacked.append(f"  {line}")
+    return [*stacked, *below]
+
+
+def _comparison_grid(
+    table: pl.DataFrame, level: float, notes: Mapping[str, int], names: bool
+) -> Table:
+    """The comparisons as a table: the models (``names``), then the numbers and the mark of
+    each row's note (``notes``: a reason and its number)."""
     grid = table_of_columns()
-    interval = f"{level:.0%} interval"
-    for name in ("model a", "model b"):
+    for name in ("model a", "model b") if names else ():
         grid.add_column(name, overflow="fold")
     # The raw p beside Holm's: a comparison planned alone (as LearningBench's H4) reads the
     # raw one; the verdict is Holm's, over every pair of the night and scope.
-    for name in ("a - b", interval, "p", "p (Holm)", "verdict", "mde", "p (Wilcoxon)", "paired"):
+    headers = ("a - b", f"{level:.0%} interval", "p", "p (Holm)", "verdict", "mde")
+    for name in (*headers, "p (Wilcoxon)", "paired", "note"):
         grid.add_column(name, no_wrap=True)
 
     def number(value: float | None, spec: str = ".3f") -> str:
         return "-" if value is None else format(value, spec)
 
     for row in table.iter_rows(named=True):
+        models = [escape(printable(row[MODEL_A])), escape(printable(row[MODEL_B]))]
+        reason = row.get(REASON)
         grid.add_row(
-            escape(printable(row[MODEL_A])),
-            escape(printable(row[MODEL_B])),
-            f"{row[DIFF]:+.3f}",
+            *(models if names else []),
+            signed(row[DIFF]),
             f"[{number(row[CI_LOW])}, {number(row[CI_HIGH])}]",
             number(row[P_VALUE], ".3g"),
             number(row[P_HOLM], ".3g"),
@@ -151,7 +215,78 @@ def comparison_lines(table: pl.DataFrame, level: float) -> list[str]:
             number(row[MDE]),
             number(row.get(P_WILCOXON), ".3g"),
             row[PAIRED],
+            f"[{notes[reason]}]" if reason else "",
         )
-    designs = sorted({str(d) for d in table.get_column(DESIGN, default=pl.Series([None]))})
-    named = f"sampling design: {', '.join(designs)} (README 'Comparisons and statistics')"
-    return [*render(grid), named]
+    return grid
+
+
+def once_per_pair(table: pl.DataFrame, order: Sequence[str]) -> pl.DataFrame:
+    """Each pair of ``table``'s comparisons once: the row whose model a comes first in
+    ``order`` (models not in it after those in it, by name), in that order."""
+    position = {model: i for i, model in enumerate(order)}
+
+    def place(column: str) -> pl.Expr:
+        return pl.col(column).replace_strict(position, default=len(position), return_dtype=pl.Int64)
+
+    a, b = place(MODEL_A), place(MODEL_B)
+    first = (a < b) | ((a == b) & (pl.col(MODEL_A) < pl.col(MODEL_B)))
+    return table.filter(first).sort(a, b, MODEL_A, MODEL_B)
+
+
+def leaderboard_order(
+    output: Output, night: str | None, as_of: str | None = None, view: View = View.STANDING
+) -> list[str]:
+    """The models of ``night``'s leaderboard (the standing as of it, or with ``view`` night
+    its own), in its order: the widest coverage first, each coverage group by rank."""
+    tables = VIEWS[view]
+    column = pl.col(tables.night)
+    rows = output.scan(tables.models.name, as_of).filter(
+        column.is_null() if night is None else column == night
+    )
+    ordered = rows.select(Col.MODEL, CATEGORIES_COVERED, RANKED_AMONG, RANK).sort(
+        [CATEGORIES_COVERED, RANKED_AMONG, RANK, Col.MODEL],
+        descending=[True, False, False, False],
+    )
+    return ordered.collect()[Col.MODEL].to_list()
+
+
+def standing_comparison_lines(two: TwoStandings, level: float) -> list[str]:
+    """``compare --against``: each model's score and rank in both standings, the change
+    with its interval (at ``level``) and BH q-value, what the statistics call it and what
+    moved it; then every result that changed between them (score and night before and now)."""
+    rows, cells, night, against = two.models, two.tasks, two.night, two.against
+    if rows.is_empty():
+        return ["no model stands in this scope"]
+    grid = table_of_columns()
+    grid.add_column("model", overflow="fold")
+    for name in (against, "rank", night, "rank", "change", f"{level:.0%} interval", "q (BH)"):
+        grid.add_column(name, no_wrap=True)
+    grid.add_column("noise", overflow="fold")
+    grid.add_column("what moved it", overflow="fold")
+
+    def rank(value: int | None, low: int | None, high: int | None) -> str:
+        return "-" if value is None else f"{value} ({interval(low, high)})"
+
+    for row in rows.iter_rows(named=True):
+        kind = row[CHANGE_KIND]
+        moved = "unchanged" if kind is None else f"{kind}: {row[MOVED_BY] or '-'}"
+        if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE and row[REASON]:
+            moved += f" ({row[REASON]})"
+        grid.add_row(
+            escape(printable(row[Col.MODEL])),
+            fmt(row[BASELINE_SCORE]),
+            rank(row[OLD_RANK], row[OLD_RANK_LOW], row[OLD_RANK_HIGH]),
+            fmt(row[SCORE]),
+            rank(row[NEW_RANK], row[NEW_RANK_LOW], row[NEW_RANK_HIGH]),
+            fmt(row[CHANGE], "+.3f"),
+            f"[{fmt(row[CI_LOW], '+.3f')}, {fmt(row[CI_HIGH], '+.3f')}]",
+            fmt(row[Q_BH], ".3g"),
+            "-" if kind is None else noise(row),
+            escape(printable(moved)),
+        )
+    lines = render(grid)
+    if not cells.is_empty():
+        lines.append(f"results that changed between them ({cells.height}):")
+        ordered = cells.sort(Col.MODEL, Col.CATEGORY, Col.TASK)
+        lines += [f"  {r[CHANGE_KIND]} {result_moved(r)}" for r in ordered.iter_rows(named=True)]
+    return lines

@@ -19,7 +19,10 @@ from typer.testing import CliRunner
 from flows import runs
 from flows.cli import app
 from flows.options import run_options
+from flows.present.status import comparison_lines
 from flows.records import RunContext
+from flows.store.catalog import conform
+from schemas.comparisons import HOLM_FAMILY_NOTE
 from schemas.exits import ExitCode
 from simulator.dump import simulate_dump
 from simulator.models import DEFAULT_MODELS, Model, Skill
@@ -81,6 +84,36 @@ def test_compare_prints_the_raw_p_value_beside_holms(scored: Path) -> None:
         cells = line.split()
         raw = cells.index(f"{row['p_value']:.3g}")
         assert f"{row['p_holm']:.3g}" in cells[raw + 1 :]
+
+
+def test_compare_says_why_a_row_is_null_or_approximate_and_what_holm_covers(
+    scored: Path,
+) -> None:
+    """Each row with a ``reason`` points to a note under the table that gives it (here:
+    eight tasks, 7 degrees of freedom, every interval approximate), and the table ends by
+    saying that Holm's correction covers this night's scope only. A table written before
+    ``reason`` existed reads with it null (``conform``) and prints without notes."""
+    wide = {"COLUMNS": "300"}
+    result = CliRunner().invoke(app, ["compare", str(scored), "--scope", "overall"], env=wide)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    table = read_table(scored, "standing_comparisons")
+    latest = table.filter((pl.col("as_of") == max(NIGHTS)) & (pl.col("scope") == "overall"))
+    reasons = sorted(set(latest["reason"].drop_nulls()))
+    assert reasons and all("approximate interval" in r for r in reasons)
+    for n, reason in enumerate(reasons, 1):
+        assert f"[{n}] {reason}" in lines
+        assert (
+            sum(line.endswith(f" [{n}]") for line in lines)
+            # each pair printed once: the table holds it in both orders
+            == latest.filter(pl.col("reason") == reason).height // 2
+        )
+    assert lines[-1] == HOLM_FAMILY_NOTE
+    old = latest.drop("reason")
+    read = conform("standing_comparisons", old.lazy()).collect()
+    assert read["reason"].null_count() == read.height
+    printed = comparison_lines(old, 0.95)
+    assert not any(line.startswith("[1]") for line in printed) and printed[-1] == HOLM_FAMILY_NOTE
 
 
 def test_diff_is_the_difference_of_the_published_scores(scored: Path) -> None:

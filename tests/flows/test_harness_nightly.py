@@ -97,3 +97,45 @@ def test_the_next_nightly_keeps_what_it_did_not_import_in_view(
 def test_runs_without_tasks_is_a_usage_error(tmp_path: Path) -> None:
     code, output = _cogscore("nightly", tmp_path / "d", "--out", tmp_path / "o", "--runs", RUNS)
     assert code == 2 and "--tasks" in output
+
+
+# Two real runs: one that imports (one call: replays fast), one whose task has no file.
+FAST_RUN = "deepseek-ai_deepseek-v3.2"
+NO_TASK_RUN = "zai_glm-5"
+
+
+@pytest.mark.parametrize("point", ["imported", "before-commit"])
+def test_a_nightly_killed_after_its_import_leaves_the_ledger_to_the_next_run(
+    point: str, tmp_path: Path
+) -> None:
+    """kill -9 once the import wrote the dump's files and before the run's commit (at
+    ``imported``: before the ledger's rows were appended; at ``before-commit``: after, but
+    before the runs table, so the next run's repair takes them away): the next nightly finds
+    the run imported already, and the ledger then names the dump's file, once, as the
+    record counts it."""
+    from tests.robustness.test_faults import _killed_at
+
+    runs, dump, out = tmp_path / "runs", tmp_path / "dump", tmp_path / "out"
+    for folder in (FAST_RUN, NO_TASK_RUN):
+        shutil.copytree(RUNS / folder, runs / folder)
+    script = (
+        "from pathlib import Path; from flows.runs import nightly; "
+        "from flows.importers.kaggle_nightly import Harvest; "
+        f"harvest = Harvest({str(runs)!r}, Path({str(TASKS)!r})); "
+        f"nightly({str(dump)!r}, {str(out)!r}, harvest=harvest)"
+    )
+    _killed_at(point, script, tmp_path)
+    files = sorted(str(p.relative_to(dump)) for p in dump.rglob("*.parquet"))
+    assert len(files) == 1  # the killed run's import wrote the file
+    code, output = _cogscore(
+        "nightly", dump, "--out", out, "--runs", runs, "--tasks", TASKS, "--json", "--engine",
+        "local",
+    )  # fmt: skip
+    assert code == 0, output
+    record = json.loads(output.strip().splitlines()[-1])
+    assert record["imports"]["imported"] == 1  # found imported already
+    imports = read_table(out, "imports")
+    imported = imports.filter(outcome="imported")
+    assert sorted(imported["file"]) == files  # the dump's file, named once
+    missing = {run for run in _runs_without_task_file() if run.startswith(f"{NO_TASK_RUN}/")}
+    assert missing and set(imports.filter(outcome="rejected")["run_file"]) == missing

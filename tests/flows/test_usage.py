@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from flows import runs
 from schemas.columns import (
+    CALLS,
     REPLIES_WITHOUT_USAGE,
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
@@ -41,6 +42,7 @@ USAGE_COLUMNS = {
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
     "mean_tokens",
+    CALLS,
 }
 AGGREGATES = ("task_scores", "category_scores", "model_scores")
 STANDINGS = ("task_standings", "category_standings", "standings")
@@ -113,12 +115,16 @@ def test_a_dump_without_usage_has_null_usage_never_zero(
 ) -> None:
     episodes = scored["old"]["episode_scores"]
     assert episodes.height > 0
-    for column in (*MEASURES, REPLIES_WITHOUT_USAGE):
+    for column in (*MEASURES, REPLIES_WITHOUT_USAGE, CALLS):
         assert episodes[column].null_count() == episodes.height, column
     for name in (*AGGREGATES, *STANDINGS):
         table = scored["old"][name]
         assert table.height > 0
-        for column in (*MEASURES, *(["mean_tokens"] if "mean_tokens" in table.columns else [])):
+        for column in (
+            *MEASURES,
+            CALLS,
+            *(["mean_tokens"] if "mean_tokens" in table.columns else []),
+        ):
             assert table[column].null_count() == table.height, (name, column)
         assert set(table[USAGE_EPISODES].to_list()) == {0}, name  # none record usage
         assert set(table[USAGE_INCOMPLETE].to_list()) == {0}, name
@@ -139,12 +145,12 @@ def test_every_episode_and_aggregate_carries_its_usage(
         ("model_scores", ["dump_date", "model"]),
     ):
         want = episodes.group_by(key).agg(
-            pl.len().alias(USAGE_EPISODES), *(pl.col(m).sum() for m in MEASURES)
+            pl.len().alias(USAGE_EPISODES), *(pl.col(m).sum() for m in (*MEASURES, CALLS))
         )
-        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES)
+        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES, CALLS)
         joined = got.join(want, on=key, suffix="_want")
         assert joined.height == got.height == want.height
-        for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS):
+        for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS, CALLS):
             assert (joined[column] == joined[f"{column}_want"]).all(), (name, column)
         for column in (COST_USD, LATENCY_MS):
             gap = (joined[column] - joined[f"{column}_want"]).abs().max()
@@ -169,7 +175,7 @@ def test_the_standings_carry_the_usage_of_their_task_rows(
         assert (joined[column] == joined[f"{column}_night"]).all(), column
     standings = tables["standings"].rename({"as_of": "dump_date"})
     models = tables["model_scores"]
-    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES]
+    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES, CALLS]
     assert_frame_equal(
         standings.select(keep).sort("dump_date", "model"),
         models.select(keep).sort("dump_date", "model"),
@@ -203,6 +209,25 @@ def test_usage_recorded_for_some_calls_is_summed_and_counted(tmp_path: Path) -> 
     tasks = read_table(tmp_path / "out", "task_scores")
     incomplete = (episodes[REPLIES_WITHOUT_USAGE] > 0).sum()
     assert tasks[USAGE_INCOMPLETE].sum() == incomplete
+    # The calls: the assistant rows that carry usage and the replies that carry none.
+    calls = rows.group_by("episode_id").agg(
+        (
+            ((pl.col("role") == "assistant") & pl.col(INPUT_TOKENS).is_not_null()).sum()
+            + (
+                (pl.col("role") == "assistant")
+                & pl.col("kind").is_in(["message", "action"])
+                & pl.col("content").is_not_null()
+                & pl.col(INPUT_TOKENS).is_null()
+            ).sum()
+        )
+        .cast(pl.Int64)
+        .alias("want")
+    )
+    counted = recorded.drop("want").join(calls, on="episode_id")
+    assert counted.height == recorded.height and (counted[CALLS] == counted["want"]).all()
+    by_task = counted.group_by("dump_date", "model", "task").agg(pl.col(CALLS).sum())
+    got = tasks.join(by_task, on=["dump_date", "model", "task"], suffix="_episodes")
+    assert got.height == tasks.height and (got[CALLS] == got[f"{CALLS}_episodes"]).all()
 
 
 def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Path) -> None:
@@ -285,6 +310,45 @@ def test_the_leaderboard_shows_cost_per_episode_where_some_model_has_usage() -> 
     )
 
 
+def test_under_the_leaderboard_each_models_calls_seconds_tokens_and_cost_per_episode(
+    scored: dict[str, Any],
+) -> None:
+    """After a run (and as ``leaderboard_lines`` prints it), per model whose episodes record
+    usage: its episodes, then per episode its calls, their seconds, tokens and cost, from the
+    standing (issue 47: the terminal showed the cost alone); nothing without usage."""
+    from flows.present.leaderboard import leaderboard_lines
+    from flows.store.output import Output, night_levels
+
+    def lines(out: Path) -> list[str]:
+        output = Output.at(out)
+        return leaderboard_lines(output, night_levels(output.state()))
+
+    shown = lines(scored["out"] / "new-out")
+    start = next(i for i, line in enumerate(shown) if line.startswith("usage per episode"))
+    header = shown[start + 1].split()
+    assert header[:3] == ["model", "episodes", "calls"]
+    standing = scored["new"]["standings"].filter(pl.col("as_of") == pl.col("as_of").max())
+    block = shown[start + 3 :]
+    # each category's leaderboard follows, under its title line
+    rows = block[: next((i for i, line in enumerate(block) if line.endswith("):")), len(block))]
+    assert len(rows) == standing.height
+    for r in standing.iter_rows(named=True):
+        (line,) = [line for line in rows if line.startswith(f"{r['model']} ")]
+        episodes = r[USAGE_EPISODES]
+        cells = line[len(r["model"]) :].split()
+        assert cells == [
+            f"{episodes}",
+            "of",
+            f"{r['n_episodes']}",
+            f"{r[CALLS] / episodes:,.1f}",
+            f"{r[LATENCY_MS] / episodes / 1000:,.1f}",
+            f"{r[INPUT_TOKENS] / episodes:,.0f}",
+            f"{r[OUTPUT_TOKENS] / episodes:,.0f}",
+            f"{r[COST_USD] / episodes:.3g}",
+        ]
+    assert not any(line.startswith("usage per") for line in lines(scored["out"] / "old-out"))
+
+
 def test_the_leaderboard_has_no_cost_column_without_usage() -> None:
     lines = _leaderboard([None, None, None], [0, 0, 0], [0, 0, 0])
     assert "$/ep." not in lines[0] and not lines[-1].startswith("*")
@@ -297,14 +361,21 @@ def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], vi
 
     con = connect(Output.at(scored["out"] / "new-out"))
     got = con.execute(
-        f"SELECT model, cost_usd, usage_episodes, cost_per_episode FROM {view} ORDER BY model"
+        f"SELECT model, cost_usd, usage_episodes, cost_per_episode, calls_per_episode FROM {view} "
+        "ORDER BY model"
     ).fetchall()
     table, night = (
         ("standings", "as_of") if view == "leaderboard" else ("model_scores", "dump_date")
     )
     rows = scored["new"][table].filter(pl.col(night) == pl.col(night).max()).sort("model")
     assert got == [
-        (r["model"], r[COST_USD], r[USAGE_EPISODES], r[COST_USD] / r[USAGE_EPISODES])
+        (
+            r["model"],
+            r[COST_USD],
+            r[USAGE_EPISODES],
+            r[COST_USD] / r[USAGE_EPISODES],
+            r[CALLS] / r[USAGE_EPISODES],
+        )
         for r in rows.to_dicts()
     ]
 

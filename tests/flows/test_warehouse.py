@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
+from statsmodels.stats.proportion import proportion_confint
 
 from flows import runs
 from flows.night import aggregate
@@ -30,7 +31,7 @@ from flows.score import score_dump
 from flows.store.catalog import CORE_TABLES, PAUSE_AT, PAUSE_FLAG
 from flows.store.output import TABLES, Output
 from tests.tables import data_files, last_run, latest_versions, read_table, referenced
-from transforms.aggregate import Bootstrap, _group_seed
+from transforms.aggregate import Bootstrap, group_seed
 from transforms.registry import DEFAULTS as _DEFAULTS
 
 # A new output pins the registry's default (the task files' rounding, v3, since issue 28).
@@ -55,8 +56,8 @@ def read(out: Path, table: str) -> pl.DataFrame:
 def plain_aggregates(scores: pl.DataFrame, bootstrap: Bootstrap) -> dict[str, dict]:
     """Task, category and model aggregates in plain Python, from the README's definitions:
     a task's interval the percentile bootstrap of its episodes (null where they do not
-    vary); a category's and a model's the two-level t interval (README "Comparisons and
-    statistics")."""
+    vary); a category's and a model's the two-level interval of a bounded mean (README
+    "Comparisons and statistics")."""
     tasks: dict[tuple, list[tuple[str, float]]] = defaultdict(list)
     for r in scores.iter_rows(named=True):
         key = (r["dump_date"], r["model"], r["category"], r["task"])
@@ -116,24 +117,27 @@ def _scaled(part: tuple[float | None, float | None], weight: float) -> tuple:
 
 
 def _t_ci(score: float, parts: list[tuple]) -> tuple[float | None, float | None]:
-    """``score ± t · se``, the variance the sum of the parts', Satterthwaite's degrees of
-    freedom, held to [0, 1] (every score here lies in it: README "Comparisons and
-    statistics"); null where a part is unknown or the variance is zero."""
+    """Korn and Graubard's interval of a mean of scores in [0, 1] (every score here lies in
+    it: README "Comparisons and statistics"): statsmodels' Clopper-Pearson interval of the
+    effective sample ``p(1 - p) / variance`` (where the variance is 0, rounding aside, the
+    ``df + 1`` values behind it), shrunk by ``(z / t_df)²``, the variance the sum of the
+    parts', Satterthwaite's degrees of freedom; null where a part is unknown."""
     if any(v is None for v, _ in parts):
         return None, None
     variance = sum(v for v, _ in parts)
-    if variance == 0:
-        return None, None
-    df = variance**2 / sum(v**2 / d for v, d in parts)
-    half = scipy_stats.t.ppf(0.975, df) * variance**0.5
-    return max(0.0, score - half), min(1.0, score + half)
+    spread = variance > 1e-24
+    df = variance**2 / sum(v**2 / d for v, d in parts) if spread else sum(d for _, d in parts)
+    n = score * (1 - score) / variance if spread else df + 1
+    n *= (scipy_stats.norm.ppf(0.975) / scipy_stats.t.ppf(0.975, df)) ** 2
+    low, high = proportion_confint(score * n, n, 0.05, method="beta")
+    return float(low), float(high)
 
 
 def resample_means(values: np.ndarray, key: tuple, bootstrap: Bootstrap) -> np.ndarray:
     """The README's resampling: with replacement from the group's own stream; where the
     scores take at most 1/16 as many distinct values as there are episodes, the draw is the
     multinomial count of each distinct value (ascending), else n indices per resample."""
-    rng = _group_seed(bootstrap.seed, key)
+    rng = group_seed(bootstrap.seed, key)
     n = len(values)
     distinct = sorted(set(values.tolist()))
     if len(distinct) * 16 <= n:
@@ -243,10 +247,24 @@ def test_intervals_are_seeded(scores: pl.DataFrame) -> None:
     assert not first["model_scores"]["ci_low"].equals(other["model_scores"]["ci_low"])
 
 
+# A planned hypothesis of the example dump's models: its table has rows to check too.
+PLANNED = """
+[[hypothesis]]
+id = "H1"
+claim = "learner-medium outperforms random-small"
+test = "wilcoxon"
+scope = "overall"
+a = "learner-medium"
+b = "random-small"
+"""
+
+
 @pytest.fixture(scope="module")
 def scored_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("out")
-    run(EXAMPLE_DUMP, out)
+    planned = out.parent / "planned.toml"
+    planned.write_text(PLANNED)
+    run(EXAMPLE_DUMP, out, context=RunContext(options=run_options(hypotheses=str(planned))))
     return out
 
 
@@ -254,12 +272,14 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
     manifest = last_run(scored_out)
     for table in CORE_TABLES:
         frame = read(scored_out, table)
+        if table == "replaced_episodes" and frame.is_empty():
+            continue  # no run of the example dump replaces another (test_replaced_runs.py)
         assert frame["scorer_version"].unique().to_list() == [manifest["scorer_version"]]
         for i, (night, info) in enumerate(sorted(manifest["nights"].items())):
             # (a standing's rows carry the fingerprint of the night it is as of)
             rows = frame.filter(pl.col(TABLES[table].night).cast(pl.String) == night)
             # The first night has no baseline night: no regression, no change to check.
-            first = table in ("regressions", "standing_changes") and i == 0
+            first = table in ("regressions", "standing_changes", "task_changes") and i == 0
             expected = [] if first else [info["input_fingerprint"]]
             assert rows["input_fingerprint"].unique().to_list() == expected
 
@@ -311,7 +331,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
-        if table == "standing_changes":  # the standings the rescore moved say so, added
+        if table in ("standing_changes", "task_changes"):  # the rescore's moves, added
             after = after.filter(pl.col("kind") != "rescored")
         night = pl.col(TABLES[table].night).cast(pl.String) == "2026-11-30"
         assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
@@ -364,7 +384,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     assert data_files(out) == referenced(out, latest_only=True)  # only the latest state's
     for table, frame in before.items():  # replaced, not duplicated (the moved standings
         after = read(out, table)  # say so: rescored rows, added)
-        if table == "standing_changes":
+        if table in ("standing_changes", "task_changes"):
             after = after.filter(pl.col("kind") != "rescored")
         assert after.height == frame.height
 
@@ -440,6 +460,23 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path, reader: str) -
         )
 
 
+def test_category_leaderboard_view_is_each_categorys_ranks(scored_out: Path) -> None:
+    """Each category's own leaderboard as of the latest night: its ``category_standings``
+    rows in rank order, the ranks and their intervals as written."""
+    got = (
+        _views(scored_out)
+        .execute("SELECT category, model, rank, rank_low, rank_high FROM category_leaderboard")
+        .fetchall()
+    )
+    rows = read(scored_out, "category_standings")
+    latest = rows.filter(pl.col("as_of").cast(pl.String) == rows["as_of"].cast(pl.String).max())
+    want = latest.sort("category", "rank", "model").select(
+        "category", "model", "rank", "rank_low", "rank_high"
+    )
+    assert got == list(want.rows()) and want["rank"].null_count() == 0
+    assert len(set(want["category"])) > 1
+
+
 def _night(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("dump_date").cast(pl.String))
 
@@ -459,9 +496,9 @@ def test_model_trend_view_is_model_scores_night_by_night(scored_out: Path) -> No
     assert got == want and len({r[1] for r in want}) == 2  # both nights, in order
 
 
-def test_category_profile_view_is_one_column_per_category(scored_out: Path) -> None:
+def test_night_category_profile_view_is_one_column_per_category(scored_out: Path) -> None:
     con = _views(scored_out)
-    result = con.execute("SELECT * FROM category_profile")
+    result = con.execute("SELECT * FROM night_category_profile")
     names = [d[0] for d in result.description]
     got = {
         (str(r["dump_date"]), r["model"]): {c: r[c] for c in names[2:]}

@@ -6,8 +6,10 @@ report, one bad run stops none of the others, no run overwrites another's rows, 
 is marked complete, and a second import writes nothing but what is new.
 
 One import (and a second) of variants of one real run that replays fast (one call): the
-variants differ by a key the importer does not read, so each is a run of its own that
-replays exactly as the real one."""
+variants differ by their harness run id (``pyRunId``), which the replay does not read, so each
+is a run of its own that replays exactly as the real one. A variant saved again under
+another name with a field added is the same run (its model, task, harness run id and start
+time): imported once."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ import polars as pl
 import pytest
 
 from flows.importers.kaggle import import_runs
-from flows.importers.kaggle_dump import stored_digest
+from flows.importers.kaggle_dump import _Dump, dump_key, parquet_bytes, stored_digest
 from flows.importers.kaggle_files import parse_run
+from flows.importers.kaggle_plan import _list_runs, _place, _plan
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.store.dumps import SUCCESS_MARKER, discover, marked_complete, scan
 from flows.store.location import Location
@@ -38,12 +41,19 @@ UNDECODABLE = os.fsdecode(b"caf\xe9 [2]")  # a name whose bytes are not UTF-8
 
 
 def variant(number: int, **changes: Any) -> bytes:
-    """The base run with a key the importer does not read set to ``number`` (a run of its
-    own, replayed as the base is), and ``changes`` made to its fields."""
+    """The base run with the harness run id ``... variant <number>`` (a run of its own,
+    replayed as the base is) and a key the importer does not read set to ``number``, and
+    ``changes`` made to its fields."""
     raw = json.loads(BASE.read_bytes())
+    raw["pyRunId"] = f"{raw['pyRunId']} variant {number}"
     raw["cogscoreTestVariant"] = number
     raw.update(changes)
     return json.dumps(raw, indent=1).encode()
+
+
+def resaved(number: int) -> bytes:
+    """Variant ``number`` saved again: the same run, one field added, other bytes."""
+    return variant(number, savedAgain=True)
 
 
 def by_run(report: ImportReport) -> dict[str, RunReport]:
@@ -68,6 +78,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     put("two/same.run.json", variant(5))
     put("copies/first.run.json", variant(6))  # one run under two names
     put("copies/second.run.json", variant(6))
+    put("copies/resaved.run.json", resaved(6))  # and a third, one field added
     # the model differs: its slug against its folder and file name
     other = {"slug": "openai/gpt-5.4-2026-03-05"}
     put(f"{MODEL}/feistel-run_id_Run_2_{MODEL}.run.json", variant(7, modelVersion=other))
@@ -93,6 +104,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     marker = out / f"dump_date={NIGHT}" / SUCCESS_MARKER
     marker_time = marker.stat().st_mtime_ns if marker.exists() else None
     put("later/new.run.json", variant(13))  # a new run into a night already complete
+    put("later/resaved.run.json", resaved(4))  # a run the dump holds, saved again
     second = import_runs(Location.parse(str(runs)), TASKS, Location.parse(str(out)))
     return {
         "first": first,
@@ -114,6 +126,7 @@ def test_every_listed_input_is_in_the_report_and_the_others_import(layout: dict)
         "bad/no-text.run.json": [Reason.UNREADABLE_RUN],
         "bad/start-time.run.json": [Reason.UNREADABLE_RUN],
         "bad/utf16.run.json": [Reason.UNREADABLE_RUN],
+        "copies/resaved.run.json": [Reason.DUPLICATE_RUN],
         "copies/second.run.json": [Reason.DUPLICATE_RUN],
         "dangling.run.json": [Reason.BROKEN_LINK],
         "loop.run.json": [Reason.BROKEN_LINK],
@@ -179,6 +192,27 @@ def test_one_run_under_two_names_is_imported_once(layout: dict) -> None:
     assert "copies/first.run.json" in str(copy.detail)
 
 
+def test_one_run_saved_again_with_a_field_added_is_imported_once(layout: dict) -> None:
+    """Its identity is the run's (model, task, harness run id, start time), not its bytes:
+    under another name with one field more, in the same import or after the dump holds it,
+    it is the same run, never a second episode."""
+    first, second, out = by_run(layout["first"]), by_run(layout["second"]), layout["out"]
+    again = first["copies/resaved.run.json"]
+    assert again.file is None and not again.written
+    assert "copies/first.run.json" in str(again.detail) and "content differing" in str(again.detail)
+    later = second["later/resaved.run.json"]
+    assert later.reasons == [Reason.DUPLICATE_RUN] and later.file is None
+    assert "one/same.run.json" in str(later.detail)  # the file the dump holds is kept
+    for number in (4, 6):
+        run = parse_run(variant(number))
+        episodes = [
+            p for p in out.rglob("*.parquet") if stored_digest(p.read_bytes()) == run.digest
+        ]
+        assert len(episodes) == 1, number  # one episode of the run in the dump
+    held = {parse_run(resaved(n)).digest for n in (4, 6)}
+    assert not [p for p in out.rglob("*.parquet") if stored_digest(p.read_bytes()) in held]
+
+
 def test_links_are_followed_each_folder_once(layout: dict) -> None:
     listed = [r.run for r in layout["first"].runs]
     assert "linked/far.run.json" in listed
@@ -208,7 +242,7 @@ def test_a_second_import_writes_only_the_new_run_and_warns_of_the_complete_night
     layout: dict,
 ) -> None:
     first, second = by_run(layout["first"]), by_run(layout["second"])
-    assert set(second) == set(first) | {"later/new.run.json"}
+    assert set(second) == set(first) | {"later/new.run.json", "later/resaved.run.json"}
     assert [run for run, r in second.items() if r.written] == ["later/new.run.json"]
     for run, report in first.items():
         again = second[run]
@@ -236,6 +270,53 @@ def test_the_dump_scores_every_imported_run(layout: dict, tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     scores = pl.read_delta(str(tmp_path / "episode_scores"))
+    replaced = pl.read_delta(str(tmp_path / "replaced_episodes"))
     imported = [r for r in layout["second"].runs if r.outcome is Outcome.IMPORTED]
-    assert scores.height == len(imported)
-    assert "run[1]" in scores["run_id"].to_list()
+    assert scores.height + replaced.height == len(imported)  # every run scored, once
+    # Each a run of its model on the task (contract 1.4): the latest started stands, the
+    # others are kept as replaced by it, never averaged with it.
+    assert scores.select("model", "task").is_unique().all()
+    for run in replaced.iter_rows(named=True):
+        [stands] = scores.filter(model=run["model"], task=run["task"]).iter_rows(named=True)
+        assert run["replaced_by"] == stands["episode_id"]
+        later = (stands["single_run_started"], stands["episode_id"])
+        assert (run["single_run_started"], run["episode_id"]) < later
+    assert "run[1]" in [*scores["run_id"], *replaced["run_id"]]
+
+
+def test_a_run_saved_again_is_found_in_the_dump_under_its_first_name(tmp_path: Path) -> None:
+    """The run the dump holds is no longer in RUNS, only its copy saved again under another
+    name with a field added: the copy is the run imported already (no replay needed to say
+    so: the runs are placed before any replay)."""
+    runs, out = tmp_path / "runs", tmp_path / "dump"
+    runs.mkdir()
+    (runs / "renamed.run.json").write_bytes(resaved(20))
+    original = parse_run(variant(20))
+    key = dump_key("original", original, None)
+    (out / key).parent.mkdir(parents=True)
+    (out / key).write_bytes(parquet_bytes(pl.DataFrame({"run_id": ["original"]}), original))
+    location = Location.parse(str(runs))
+    plans = [_plan(location, listed, None) for listed in _list_runs(location)]
+    _place(plans, _Dump(Location.parse(str(out))), None)
+    [plan] = plans
+    assert plan.key is None and plan.report.reasons == [Reason.DUPLICATE_RUN]
+    assert f"was imported already, as {key}" in str(plan.report.detail)
+
+
+def test_of_a_run_and_its_copy_saved_again_the_harness_named_file_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The copy's name sorts first, but the file the harness named is the run's own (its
+    episode id and dump file keep the run's name)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    own = f"feistel-run_id_Run_1_{MODEL}.run.json"
+    (runs / own).write_bytes(variant(21))
+    (runs / "a-copy.run.json").write_bytes(resaved(21))
+    location = Location.parse(str(runs))
+    plans = [_plan(location, listed, None) for listed in _list_runs(location)]
+    _place(plans, _Dump(Location.parse(str(tmp_path / "dump"))), None)
+    kept = {p.listed.relative: p.key is not None for p in plans}
+    assert kept == {own: True, "a-copy.run.json": False}
+    copy = next(p for p in plans if p.key is None)
+    assert f"as {own}, its content differing" in str(copy.report.detail)

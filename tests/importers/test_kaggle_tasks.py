@@ -1,7 +1,9 @@
 """``import-kaggle`` against task files that misbehave (reliability review): a task that kills
-its replay worker, forks a child that outlives it, prints far more than anyone reads, takes
-too much memory, or hangs. Each fails its own run only (the run after them imports), leaves
-no process running and no scratch folder behind.
+its replay worker, forks a child that outlives it (and then ends normally, fails or hangs),
+prints far more than anyone reads, takes too much memory, or hangs. Each fails its own run
+only (the run after them imports), leaves no process running (a forked child is ended
+however its task's run ended, and when the import itself is interrupted) and no scratch
+folder behind.
 
 Each hostile task is the real task of one fast run (one call) with the misbehaviour added
 at the top of its module and its name changed; its run is that real run renamed, so a task
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,18 +36,29 @@ TIMEOUT = 8.0  # the hanging task's run costs this much
 MEMORY = 256  # MiB a task may take here (--task-memory)
 
 
-def hostile(pid_file: Path) -> dict[str, str]:
-    """Module-level code each hostile task runs when loaded, by the name of its task."""
+def forks(pid_file: Path) -> str:
+    """Module-level code that forks a child that sleeps, its id written to ``pid_file``."""
+    return (
+        "import os, time\n"
+        "_pid = os.fork()\n"
+        "if _pid == 0:\n"
+        "    time.sleep(300)\n"
+        "    os._exit(0)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(_pid))\n"
+    )
+
+
+# The hostile tasks that fork a sleeping child, and how their runs end.
+FORKING = ("fork", "fork_error", "hang")
+
+
+def hostile(pid_files: Path) -> dict[str, str]:
+    """Module-level code each hostile task runs when loaded, by the name of its task (those
+    that fork write their child's id to ``pid_files / <name>``)."""
     return {
         "kill": "import os\nos.kill(os.getppid(), 9)\n",
-        "fork": (
-            "import os, time\n"
-            "_pid = os.fork()\n"
-            "if _pid == 0:\n"
-            "    time.sleep(300)\n"
-            "    os._exit(0)\n"
-            f"open({str(pid_file)!r}, 'w').write(str(_pid))\n"
-        ),
+        "fork": forks(pid_files / "fork"),  # then the task runs and ends normally
+        "fork_error": forks(pid_files / "fork_error") + "raise RuntimeError('a task error')\n",
         "print": (
             "import sys\n"
             "for _ in range(256):\n"
@@ -53,7 +68,8 @@ def hostile(pid_file: Path) -> dict[str, str]:
             "time.sleep(300)\n"
         ),
         "memory": f"_hog = bytearray({2 * MEMORY} << 20)\n",
-        "hang": (
+        "hang": forks(pid_files / "hang")
+        + (
             "import tempfile, time\n"
             "tempfile.NamedTemporaryFile(delete=False).write(b'x' * 1000)\n"
             "time.sleep(300)\n"
@@ -69,9 +85,10 @@ def imported(
     runs, tasks, scratch = root / "runs", root / "tasks" / "observational_learning", root / "tmp"
     tasks.mkdir(parents=True)
     scratch.mkdir()
-    pid_file = root / "grandchild.pid"
+    pid_files = root / "children"
+    pid_files.mkdir()
     source = TASK.read_text()
-    for name, code in hostile(pid_file).items():
+    for name, code in hostile(pid_files).items():
         (tasks / f"{name}.py").write_text(code + source.replace(f'"{NAME}"', f'"hostile_{name}"'))
         raw = json.loads(RUN.read_bytes())
         raw["taskVersion"]["name"] = f"hostile_{name}"
@@ -89,7 +106,7 @@ def imported(
             timeout=TIMEOUT,
             task_memory=MEMORY,
         )
-    return report, scratch, pid_file
+    return report, scratch, pid_files
 
 
 def _runs(report: ImportReport) -> dict[str, RunReport]:
@@ -110,12 +127,48 @@ def test_a_task_that_kills_its_worker_fails_its_run_only(imported: tuple[Any, Pa
     assert "replay worker ended (killed by signal 9)" in _failed(_runs(imported[0])["kill"])
 
 
-def test_a_task_that_forks_is_imported_and_its_child_ended(
-    imported: tuple[Any, Path, Path],
+@pytest.mark.parametrize("name", FORKING)
+def test_a_task_that_forks_has_its_child_ended_however_its_run_ends(
+    imported: tuple[Any, Path, Path], name: str
 ) -> None:
-    report, _, pid_file = imported
-    run = _runs(report)["fork"]
-    assert run.outcome is Outcome.IMPORTED, run.detail  # not a timeout: the child held the pipe
+    """A normal end (imported: not a timeout, though the child held the pipe), an error (a
+    failed run), a timeout: the task's child is ended with its run."""
+    report, _, pid_files = imported
+    ended = _runs(report)[name]
+    assert (ended.outcome is Outcome.IMPORTED) == (name == "fork"), ended.detail
+    assert not _running(int((pid_files / name).read_text())), name
+
+
+def test_an_interrupted_import_ends_the_group_of_the_task_it_was_replaying(
+    tmp_path: Path,
+) -> None:
+    """The import itself interrupted (Ctrl-C) while a task that forked a child hangs: the
+    worker is killed, and the task's child with it (it does not die with its worker)."""
+    runs, tasks = tmp_path / "runs", tmp_path / "tasks" / "observational_learning"
+    tasks.mkdir(parents=True)
+    pid_file = tmp_path / "child"
+    code = forks(pid_file) + "import time\ntime.sleep(300)\n"
+    (tasks / "hang.py").write_text(code + TASK.read_text().replace(f'"{NAME}"', '"forks"'))
+    raw = json.loads(RUN.read_bytes())
+    raw["taskVersion"]["name"] = "forks"
+    runs.mkdir()
+    (runs / "forks.run.json").write_bytes(json.dumps(raw).encode())
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt() -> None:  # once the task has forked (its child's id written)
+        while not pid_file.exists() or not pid_file.read_text():
+            time.sleep(0.05)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        import_runs(
+            Location.parse(str(runs)),
+            tmp_path / "tasks",
+            Location.parse(str(tmp_path / "dump")),
+            timeout=120,
+        )
     assert not _running(int(pid_file.read_text()))
 
 

@@ -99,6 +99,28 @@ def test_a_requests_usage_goes_on_its_reply_row_only() -> None:
     assert rejects.is_empty()
     episode = scores.row(0, named=True)
     assert (episode["input_tokens"], episode["replies_without_usage"]) == (10, 1)
+    assert episode["calls"] == 2  # the requests (a failed call's empty reply is not one)
+
+
+def test_a_runs_calls_are_its_requests() -> None:
+    """Every real run's episode makes as many calls as its run file holds requests (issue
+    47: the API calls per model); where every request recorded its metrics, that is the
+    ``n_api_requests`` of the runs' manifest."""
+    manifest = json.loads((RUNS / "manifest.json").read_text())
+    recorded = {
+        m["metrics"]["task_name"]: m["metrics"]["n_api_requests"] for m in manifest.values()
+    }
+    runs = sorted(RUNS.glob("*/*.run.json"))
+    assert len(runs) == 13
+    for path in runs:
+        record = parse_run(path.read_bytes())
+        scores, _ = run_pipeline(
+            [{**r, "file": "f"} for r in _rows(list(record.requests)).to_dicts()]
+        )
+        calls = scores["calls"].item()
+        assert calls == len(record.requests), path.name
+        if all(request.usage is not None for request in record.requests):
+            assert calls == recorded[record.task], path.name
 
 
 def test_a_negative_cost_in_a_run_is_written_and_its_usage_refused_by_the_scorer() -> None:

@@ -60,6 +60,7 @@ from tests.reference.contract import (
     STATUS,
     TASK,
     TURN,
+    UNCATEGORISED,
     VALUE,
     VERDICT,
     Rule,
@@ -96,12 +97,13 @@ SCORE_FIELDS = (
     "correct_count", "n_items", "accuracy", "examples_used", "efficiency", "success", "steps",
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
-    *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused",
+    *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
+    "calls",
 )
 # fmt: on
 
 _ENUM_COLUMNS = (
-    (CATEGORY, frozenset(CATEGORIES), Rule.UNKNOWN_CATEGORY),
+    (CATEGORY, frozenset({*CATEGORIES, UNCATEGORISED}), Rule.UNKNOWN_CATEGORY),
     (ROLE, frozenset(ROLES), Rule.UNKNOWN_ROLE),
     (KIND, frozenset(KINDS), Rule.UNKNOWN_KIND),
     (MATCH, frozenset(MATCH_MODES), Rule.UNKNOWN_MATCH),
@@ -219,7 +221,7 @@ def _resolve_params(
     """The valid (or defaulted) parameters, and the rules that the others break."""
     resolved: dict[str, Any] = {}
     rules: set[str] = set()
-    for p in PARAMS[category]:
+    for p in PARAMS.get(category, ()):  # (uncategorised: none)
         if p.name not in obj:
             if p.required:
                 rules.add(Rule.PARAMS_MISSING)
@@ -274,7 +276,7 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
     category: str | None = None
     if len(categories) == 1:
         only = categories.pop()
-        if only is not None and only in CATEGORIES:
+        if only is not None and only in {*CATEGORIES, UNCATEGORISED}:
             category = only
 
     items = _of_kind(rows, ITEM)
@@ -345,6 +347,8 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
 
     if _reported_alone(rows) is not None:
         rules -= _INPUT_RULES
+    elif category == UNCATEGORISED:  # contract 1.4: no formula scores a task in no category
+        rules.add(Rule.UNCATEGORISED_NOT_REPORTED)
     return rules, category, params
 
 
@@ -421,6 +425,9 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         category=category,
         # An integer id reads as its decimal text; absent or null: not shared.
         instance_id=None if instance is None else str(instance),
+        # Contract 1.4: read on the episode_start row. Which single runs a later one
+        # replaces is a rule of the whole night (tests/flows/test_replaced_runs.py).
+        single_run_started=start.get(c.SINGLE_RUN_STARTED),
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
@@ -510,8 +517,9 @@ def usage_refusal(rows: list[Row]) -> tuple[int, str, float, int] | None:
 def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
     """Contract 1.3, ``rows`` in turn order: each usage column summed over the assistant rows
     that carry it, left to right (null where none does); where some carries usage, the
-    replies (assistant ``message`` or ``action`` rows with content) that carry none. 1.4:
-    a value beyond its bound refuses all of the episode's usage (null), and says why."""
+    replies (assistant ``message`` or ``action`` rows with content) that carry none, and
+    the calls (the rows that carry usage and those replies). 1.4: a value beyond its bound
+    refuses all of the episode's usage (null), and says why."""
     mine = [r for r in rows if r.get(ROLE) == "assistant"]
     if not any(r.get(u) is not None for r in mine for u in c.USAGE_COLUMNS):
         return out
@@ -537,6 +545,10 @@ def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
         and r.get(CONTENT) is not None
         and all(r.get(u) is None for u in c.USAGE_COLUMNS)
     )
+    # The calls: every assistant row that carries usage (the call behind it), and every
+    # reply that carries none.
+    priced = sum(1 for r in mine if any(r.get(u) is not None for u in c.USAGE_COLUMNS))
+    out["calls"] = priced + out["replies_without_usage"]
     return out
 
 
@@ -574,7 +586,8 @@ def _versions(formulas: dict[str, str] | None) -> dict[str, str]:
 
 
 def _version(versions: dict[str, str], category: str, task: str) -> str:
-    return versions.get(f"{category}/{task}", versions[category])
+    # (an uncategorised episode is a reported score alone: ``_score`` never asks its version)
+    return versions.get(f"{category}/{task}", versions.get(category, REPORTED_VERSION))
 
 
 def _reject(rows: list[Row], rules: set[str], status: str) -> dict[str, Any]:

@@ -18,8 +18,10 @@ from typer.testing import CliRunner
 from flows import runs
 from flows.cli import app
 from flows.present.report import read_warehouse, render, round_rows, script_json
+from schemas.comparisons import HOLM_FAMILY_NOTE
 from simulator import simulate
 from tests.report.browser import Browser, find_chromium
+from tests.tables import read_table
 
 EVIL_MODEL = "<script>alert(1)</script>\"q'"
 EVIL_TASK = "<img src=x onerror=alert(2)>'t\""
@@ -59,6 +61,23 @@ def test_names_with_markup_are_escaped(page: str) -> None:
     # the two that draw.
     assert len(re.findall(r"<script\b", page, flags=re.IGNORECASE)) == 6
     assert len(re.findall(r"</script", page, flags=re.IGNORECASE)) == 6
+
+
+def test_the_verdicts_say_what_holm_covers_and_each_cell_why_it_is_null_or_approximate(
+    warehouse: Path, page: str
+) -> None:
+    """Issue 46: beside the matrix of verdicts, what Holm's family covers (one night's
+    scope); in each cell's tooltip, the row's ``reason`` (eight tasks: every interval
+    approximate); beside leaving one task out, the task bootstrap."""
+    note = HOLM_FAMILY_NOTE.removeprefix("verdicts: ")
+    assert html.escape(note[0].upper() + note[1:]) in page
+    pairs = read_table(warehouse, "standing_comparisons").filter(
+        (pl.col("as_of") == max(NIGHTS)) & (pl.col("scope") == "overall")
+    )
+    reasons = pairs["reason"].drop_nulls()
+    assert reasons.len() > 0
+    assert html.escape(reasons[0], quote=True) in page
+    assert "That is not a settled ranking" in page
 
 
 def test_nothing_is_loaded_from_elsewhere(page: str) -> None:

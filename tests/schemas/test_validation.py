@@ -78,7 +78,8 @@ def pandera_passes(model: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
 def test_every_table_of_a_run_passes_in_one_query(tables: dict[str, pl.DataFrame]) -> None:
     for name, frame in tables.items():
         model = schema_of(name)
-        assert frame.height > 0 or name == "regressions", name
+        # the example dump has no regression, and no run a later one replaced (contract 1.4)
+        assert frame.height > 0 or name in ("regressions", "replaced_episodes"), name
         assert pandera_passes(model, frame), name
         assert passes(TABLES[name], frame), name
 

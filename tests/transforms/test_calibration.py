@@ -258,7 +258,12 @@ def test_models_on_partly_or_wholly_different_tasks_reject_at_most_nominally(
         assert nulls.row(0) == (NIGHTS,) * 5
         assert rejected == 0.0
         return
-    assert set(rows["design"].to_list()) == {"two_level"}
+    # A night whose difference is the same on every task it is estimated from (two tasks
+    # each, both models' scores equal within them, say) has no spread: not estimated.
+    estimated = rows.filter(pl.col("design") != "none")
+    assert set(estimated["design"].to_list()) == {"two_level"}
+    assert (rows.filter(design="none")["reason"].str.starts_with("no spread")).all()
+    assert estimated.height > 0.9 * NIGHTS
     if shared == 0:
         task_scores = frame.sort("dump_date", "task")
         a, b = (
@@ -267,7 +272,10 @@ def test_models_on_partly_or_wholly_different_tasks_reject_at_most_nominally(
         )
         with np.errstate(divide="ignore", invalid="ignore"):
             welch = scipy_stats.ttest_ind(a, b, axis=1, equal_var=False).pvalue
-        assert rows["p_value"].to_numpy() == pytest.approx(np.nan_to_num(welch, nan=1.0), abs=1e-12)
+        spread = a.var(axis=1) + b.var(axis=1) > 0
+        assert (rows["design"] != "none").to_list() == spread.tolist()
+        p = rows["p_value"].to_numpy().astype(np.float64)
+        assert p[spread] == pytest.approx(welch[spread], abs=1e-12)
     if tasks >= 3:
         assert rejected == pytest.approx(0.05, abs=0.015), rejected
     else:
@@ -297,30 +305,34 @@ def sparse_nights(seed: int, tasks: int, theta: float) -> pl.DataFrame:
 def test_score_intervals_of_sparse_nights_stay_in_the_score_range_and_cover() -> None:
     """Three tasks per category (2 degrees of freedom: t = 4.30): the t interval of a
     category's score leaves [0, 1] in most nights (and the by-category overall score's in
-    some); held to [0, 1] it never does, and it covers the true category mean exactly as
-    often as the t interval did (a mean of scores in [0, 1] is in [0, 1]): 95% ± 2%."""
+    some), and is of zero width where the three scores are the same. Korn and Graubard's
+    interval, the one given, stays in [0, 1], is never null nor of zero width (every
+    score the same: its three tasks' effective sample), and covers the true mean in 94% of
+    the nights or more in every scope (conservative on three tasks: 96.5-99% here; the
+    published table's shape: test_calibration_table.py)."""
     theta = 0.3
-    intervals = score_intervals(sparse_nights(5, 3, theta)).filter(pl.col("se") > 0)
+    rows = score_intervals(sparse_nights(5, 3, theta))
     truth_of = dict(
         zip((f"c{i}" for i in range(6)), category_means(theta, ONE_EPISODE), strict=True)
     )
     truth_of[OVERALL] = true_overall(theta, ONE_EPISODE, OVERALL)
     truth_of[OVERALL_BY_CATEGORY] = true_overall(theta, ONE_EPISODE, OVERALL_BY_CATEGORY)
-    rows = intervals.with_columns(pl.col("scope").replace_strict(truth_of).alias("truth"))
+    rows = rows.with_columns(pl.col("scope").replace_strict(truth_of).alias("truth"))
     half = pl.Series(scipy_stats.t.ppf(0.975, rows["df"].to_numpy()))
     t_low, t_high = rows["score"] - half * rows["se"], rows["score"] + half * rows["se"]
     categories = ~rows["scope"].is_in([OVERALL, OVERALL_BY_CATEGORY])
     left = ((t_low < 0) | (t_high > 1)).filter(categories).mean()
-    assert rows.filter(categories).height > 0.95 * NIGHTS * 6
+    assert rows.height == NIGHTS * 8
     assert left > 0.5, left  # (the t interval's)
+    assert (rows["se"] == 0).sum() > 0  # (the t interval's zero widths)
+    assert rows["ci_low"].null_count() == 0
     assert ((rows["ci_low"] >= 0) & (rows["ci_high"] <= 1)).all()
     assert (rows["ci_low"] < rows["ci_high"]).all()
     covered = (rows["ci_low"] <= rows["truth"]) & (rows["truth"] <= rows["ci_high"])
-    assert covered.to_list() == ((t_low <= rows["truth"]) & (rows["truth"] <= t_high)).to_list()
     for scope in ("c0", "c5", OVERALL, OVERALL_BY_CATEGORY):
         rate = covered.filter(rows["scope"] == scope).mean()
         print("sparse", scope, "covered", rate, "left [0, 1] before", left)
-        assert rate == pytest.approx(0.95, abs=0.02), (scope, rate)
+        assert 0.94 <= rate <= 0.995, (scope, rate)  # type: ignore[operator]
 
 
 def family_nights(

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH
+from transforms.aggregate import Bootstrap, group_seed
 from transforms.health import category_health, signals, stability, task_health
 
 
@@ -44,6 +45,51 @@ def test_leave_one_task_out_on_the_published_table_is_its_authors() -> None:
     assert round(row["loo_spearman_mean"], 4) == mean
     assert round(row["loo_spearman_min"], 4) == low
     assert row["loo_max_rank_change"] == change
+
+
+def test_the_task_bootstrap_beside_leave_one_out_is_scipys_on_the_same_draws() -> None:
+    """Issue 46: leaving one task of 135 out moves one model one place (the authors'
+    "stable"); drawing the 135 tasks again (1,000 draws of the run's bootstrap seed) changes
+    some rank in most draws and moves a model several places. Each draw's rho is
+    ``scipy.stats.spearmanr`` and each rank ``rankdata(-scores, "min")`` of the same
+    draws."""
+    cells = _published_cells()
+    row = stability(cells.lazy()).collect().row(0, named=True)
+    # A task is its category's (a name may be two categories' tasks in a dump): its key.
+    keyed = cells.with_columns(pl.concat_str("category", "task", separator="/").alias("task"))
+    wide = keyed.pivot(on="model", index="task", values="score").sort("task")
+    x = wide.drop("task").to_numpy()
+    tasks = "\x1f".join(wide["task"].to_list())
+    draws = Bootstrap()
+    rng = group_seed(draws.seed, ("stability", "2026-04-16", tasks))
+    counts = rng.multinomial(len(x), np.full(len(x), 1.0 / len(x)), draws.resamples)
+    full = np.ones(len(x)) @ x / len(x)
+    rhos, moves = [], []
+    for drawn in counts.astype(float) @ x / len(x):
+        rhos.append(stats.spearmanr(full, drawn).statistic)
+        moves.append(np.abs(stats.rankdata(-full, "min") - stats.rankdata(-drawn, "min")).max())
+    assert row["boot_spearman_mean"] == pytest.approx(np.mean(rhos), rel=1e-12)
+    assert row["boot_rank_changed"] == np.mean(np.array(moves) > 0)
+    assert row["boot_max_rank_change"] == max(moves)
+    assert row["boot_rank_changed"] > 0.9 and row["boot_max_rank_change"] > 2
+    assert row["boot_spearman_mean"] < row["loo_spearman_min"] and row["loo_max_rank_change"] == 1
+
+
+def test_each_stability_row_names_the_models_of_its_group() -> None:
+    """Where models ran different tasks (nights as of which the benchmark stood part-run),
+    each group is a row of its own: its ``models`` say which (issue 47: 14 rows an as_of,
+    none saying whose)."""
+    cells = _published_cells()
+    ran = cells.filter(
+        (pl.col("model") != "GLM-5") | ~pl.col("task").is_in(["10000", "10001"])
+    ).filter((pl.col("model") != "GPT-5.4 nano") | (pl.col("task") != "10002"))
+    rows = stability(ran.lazy()).collect()  # the widest group first
+    everyone = sorted(set(cells["model"]) - {"GLM-5", "GPT-5.4 nano"})
+    assert rows.select("models", "n_models", "n_tasks").rows() == [
+        (everyone, 12, 135),
+        (["GPT-5.4 nano"], 1, 134),
+        (["GLM-5"], 1, 133),
+    ]
 
 
 def _matrix(draw: st.DrawFn) -> np.ndarray:
@@ -83,6 +129,21 @@ def test_stability_and_discrimination_are_scipys(data: st.DataObject) -> None:
         assert row["loo_spearman_mean"] == pytest.approx(np.mean(rhos))
         assert row["loo_spearman_min"] == pytest.approx(np.min(rhos))
     assert row["loo_max_rank_change"] == max(moves)
+    rng = group_seed(
+        Bootstrap().seed, ("stability", "n", "\x1f".join(f"runtime_rl/t{t}" for t in range(tasks)))
+    )
+    counts = rng.multinomial(tasks, np.full(tasks, 1.0 / tasks), Bootstrap().resamples)
+    full = np.ones(tasks) @ x / tasks
+    drawn = counts.astype(float) @ x / tasks
+    with np.errstate(invalid="ignore"):
+        rhos = [stats.spearmanr(full, d).statistic for d in drawn]
+    moves = [np.abs(stats.rankdata(-full, "min") - stats.rankdata(-d, "min")).max() for d in drawn]
+    if all(math.isnan(r) for r in rhos):
+        assert row["boot_spearman_mean"] is None
+    else:
+        assert row["boot_spearman_mean"] == pytest.approx(np.nanmean(rhos), rel=1e-12)
+    assert row["boot_rank_changed"] == np.mean(np.array(moves) > 0)
+    assert row["boot_max_rank_change"] == max(moves)
     health = task_health(cells.lazy()).collect().sort("task")
     for t in range(tasks):
         rest = np.delete(x, t, axis=0).mean(axis=0)

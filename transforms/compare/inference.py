@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 from scipy import special  # scipy.stats's t is these (0.4 s more to import)
 
+from schemas.columns import SCORE_RANGE
 from schemas.comparisons import CI_HIGH, CI_LOW, DF, MDE, P_VALUE, SE, SE_TASKS, SE_WITHIN, Work
 from transforms.stats import normal_p_values, z_quantile
 
@@ -24,7 +25,8 @@ def inference(
     interval; default ``1 - alpha``), ``P_VALUE`` (two-sided) and ``MDE`` (the true
     difference a level-``alpha`` test detects with probability ``power``) from ``estimate``,
     ``VAR`` and ``DF``: Student's t with ``DF`` degrees of freedom, the normal where ``DF``
-    is null. A zero standard error gives p = 1 for a zero estimate, else 0."""
+    is null. A zero standard error gives p = 1 for a zero estimate, else 0. The MDE is null
+    where it is past the scores' range (``on_scale``)."""
     level = 1.0 - alpha if level is None else level
     se = frame[Work.VAR].sqrt()
     est = frame[estimate]
@@ -48,7 +50,7 @@ def inference(
         (est - pl.Series(half) * se).alias(CI_LOW),
         (est + pl.Series(half) * se).alias(CI_HIGH),
         pl.Series(P_VALUE, p, pl.Float64).fill_nan(None),
-        (pl.Series(detect) * se).alias(MDE),
+        on_scale(pl.Series(detect) * se).alias(MDE),
     )
 
 
@@ -65,4 +67,14 @@ def detectable(frame: pl.DataFrame, alpha: str, power: float = 0.8) -> pl.Series
         return np.where(normal, special.ndtri(q), special.stdtrit(t_df, q))
 
     factor = quantile(1.0 - level / 2.0) + quantile(np.full(len(level), power))
-    return (pl.Series(factor) * frame[SE]).fill_nan(None).alias(MDE)
+    return on_scale((pl.Series(factor) * frame[SE]).fill_nan(None)).alias(MDE)
+
+
+def on_scale(mde: pl.Series) -> pl.Series:
+    """``mde`` where it is a difference scores can have: finite and at most the width of
+    ``SCORE_RANGE`` (two scores in [0, 1] differ by 1 at most), else null: a test whose
+    MDE is past the range detects no difference there with its power (at 1 degree of
+    freedom and Holm's level, MDEs of 100 and more)."""
+    low, high = SCORE_RANGE
+    value = pl.col(mde.name).fill_nan(None)
+    return mde.to_frame().select(pl.when(value <= high - low).then(value)).to_series()

@@ -12,6 +12,7 @@ import polars as pl
 from schemas.columns import SCORE
 from schemas.comparisons import (
     A_BETTER,
+    APPROXIMATE_BELOW_DF,
     B_BETTER,
     CI_HIGH,
     CI_LOW,
@@ -27,11 +28,16 @@ from schemas.comparisons import (
     N_TASKS,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    OVERALL,
+    OVERALL_BY_CATEGORY,
     OVERALL_SCOPES,
     P_HOLM,
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    REASON,
+    REASON_APPROXIMATE,
+    REASON_MDE,
     SCOPE,
     SCORE_A,
     SCORE_B,
@@ -42,9 +48,9 @@ from schemas.comparisons import (
     VERDICT,
     Work,
 )
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.preparation import TASK_KEY, Prepared, prepare
+from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
@@ -75,6 +81,7 @@ COMPARISON_COLUMNS: Final = [
     P_WILCOXON,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    REASON,
 ]
 
 
@@ -162,6 +169,7 @@ KNOWN_COLUMNS: Final = [
     P_WILCOXON,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    REASON,
 ]
 
 
@@ -188,7 +196,7 @@ def comparisons_of(
         )
     if kept is not None:
         half = pl.concat([half, kept], how="diagonal_relaxed").sort(Work.CID)
-    half = inference(half, DIFF, alpha, power, level)
+    half = _held(inference(half, DIFF, alpha, power, level), prep)
     half = adjust_over(half, P_VALUE, [DUMP_DATE, SCOPE], "holm", P_HOLM)
     # The MDE of the verdict as shown: at the level Holm tests the pair at on the night.
     family = [DUMP_DATE, SCOPE]
@@ -203,7 +211,7 @@ def comparisons_of(
         .then(pl.lit(B_BETTER))
         .otherwise(pl.lit(UNRESOLVED))
     )
-    half = half.with_columns(verdict.alias(VERDICT))
+    half = half.with_columns(verdict.alias(VERDICT), _reason().alias(REASON))
     forward = half.rename(
         {
             Col.MODEL: MODEL_A,
@@ -269,6 +277,9 @@ def _known_pairs(pairs: pl.DataFrame, known: Known) -> pl.DataFrame:
         P_WILCOXON,
         N_TASKS_A_BETTER,
         N_TASKS_B_BETTER,
+        # why the variance is null (the reason of a row without a standard error is that
+        # alone: the MDE's and the approximate interval's need one)
+        pl.when(pl.col(SE).is_null()).then(pl.col(REASON)).alias(Work.WHY),
     )
     changed = sorted(known.changed)
     same = ~pl.col(Col.MODEL).is_in(changed) & ~pl.col(b).is_in(changed)
@@ -279,6 +290,47 @@ def _known_pairs(pairs: pl.DataFrame, known: Known) -> pl.DataFrame:
     )
 
 
+def _held(half: pl.DataFrame, prep: Prepared) -> pl.DataFrame:
+    """The interval of ``a - b`` held to the differences two scores in ``SCORE_RANGE`` can
+    have (``[-1, 1]``; a side an episode of either scored past is left open): the true
+    difference lies there, so no coverage is lost, and a t interval on few tasks no longer
+    reaches to -6 (whether it holds 0, so the verdict, is unchanged)."""
+    bounds = score_bounds(prep)
+    low_a, high_a = pl.col(Work.LOWEST), pl.col(Work.HIGHEST)
+    low_b, high_b = pl.col(Work.LOWEST + "_b"), pl.col(Work.HIGHEST + "_b")
+    return (
+        half.join(bounds, on=[Work.UNIT, SCOPE], how="left")
+        .join(
+            bounds.rename({c: c + "_b" for c in bounds.columns if c != SCOPE}),
+            on=[Work.UNIT + "_b", SCOPE],
+            how="left",
+        )
+        .with_columns(
+            pl.when(pl.col(CI_LOW).is_not_null())
+            .then(pl.max_horizontal(CI_LOW, low_a - high_b))
+            .alias(CI_LOW),
+            pl.when(pl.col(CI_HIGH).is_not_null())
+            .then(pl.min_horizontal(CI_HIGH, high_a - low_b))
+            .alias(CI_HIGH),
+        )
+        .drop(Work.LOWEST, Work.HIGHEST, Work.LOWEST + "_b", Work.HIGHEST + "_b")
+    )
+
+
+def _reason() -> pl.Expr:
+    """Why a row's statistics are null (``WHY``), its MDE past the scores' range, or its
+    interval approximate (few degrees of freedom); null where none applies."""
+    estimated = pl.col(SE).is_not_null()
+    df = pl.col(DF).round(1).cast(pl.String).fill_null("infinite (the normal)")
+    mde = pl.when(estimated & pl.col(MDE).is_null()).then(pl.format(REASON_MDE, df))
+    # (rounded: Satterthwaite's sum gives 13.000000000000002 for 14 tasks)
+    approximate = pl.when(estimated & (pl.col(DF).round(6) < APPROXIMATE_BELOW_DF)).then(
+        pl.format(REASON_APPROXIMATE, df)
+    )
+    joined = pl.concat_str([pl.col(Work.WHY), mde, approximate], separator="; ", ignore_nulls=True)
+    return pl.when(joined != "").then(joined)
+
+
 def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     """Per pair (``CID``): the Wilcoxon signed-rank test of the task score differences
     ``T_a,t - T_b,t`` over the tasks of the scope both units ran (as
@@ -286,7 +338,9 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
     each side won. Pairs with the same number of tasks are tested at once."""
     cells = prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN)
-    in_scope = pl.col(SCOPE).is_in(list(OVERALL_SCOPES)) | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
+    # (overall_by_category averages the categories: a task in none is not in it)
+    in_categories = (pl.col(SCOPE) == OVERALL_BY_CATEGORY) & (pl.col(Col.CATEGORY) != UNCATEGORISED)
+    in_scope = (pl.col(SCOPE) == OVERALL) | in_categories | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
     differences = (
         pairs.select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
         .join(cells, on=Work.UNIT)

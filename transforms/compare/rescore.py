@@ -91,7 +91,8 @@ def rescore_significance(
     pairs = _old_new(prep).sort(DUMP_DATE, Col.MODEL, SCOPE, nulls_last=True)
     pairs = pairs.with_row_index(Work.CID)
     contrasts = two_unit_contrasts(pairs, Work.UNIT + "_new", Work.UNIT)
-    table = pairs.join(variances(prep, contrasts, design), on=Work.CID, how="left")
+    var = variances(prep, contrasts, design, zero_is_unknown=False)
+    table = pairs.join(var, on=Work.CID, how="left")
     table = table.with_columns((pl.col(SCORE + "_new") - pl.col(SCORE)).alias(DELTA))
     table = inference(table, DELTA, alpha, power, level)
     changes = _rank_changes(prep, alpha, power, design, level)
@@ -190,7 +191,8 @@ def _rank_changes(
     unit, new = Work.UNIT, Work.UNIT + "_new"
     change = contrast([(new, 1.0), (new + "_b", -1.0), (unit, -1.0), (unit + "_b", 1.0)])
     new_only = two_unit_contrasts(pairs, new, new + "_b")
-    table = pairs.join(variances(prep, change, design), on=Work.CID, how="left")
+    var = variances(prep, change, design, zero_is_unknown=False)
+    table = pairs.join(var, on=Work.CID, how="left")
     table = table.with_columns((pl.col(NEW_DIFF) - pl.col(OLD_DIFF)).alias(CHANGE))
     table = inference(table, CHANGE, alpha, power, level)
     new_p = inference(

@@ -40,8 +40,10 @@ from schemas.comparisons import (
     PAIRED_FULL,
     PAIRED_NONE,
     PAIRED_PARTIAL,
+    REASON_TEXT,
     SCOPE,
     Design,
+    Unestimable,
     Work,
 )
 from transforms.compare.preparation import Prepared
@@ -56,6 +58,9 @@ from transforms.compare.variance_within import (
 
 DesignChoice = Literal["two_level", "within_tasks"]
 DEFAULT_DESIGN: Final[DesignChoice] = "two_level"
+# A standard error this small is the rounding of terms that are all the same (three
+# episodes of 0.1 centre on a mean of 0.10000000000000002: 1e-17), not a spread measured.
+NO_SPREAD: Final = 1e-12
 
 
 def check_design(design: str) -> DesignChoice:
@@ -64,12 +69,22 @@ def check_design(design: str) -> DesignChoice:
     return design  # type: ignore[return-value]
 
 
-def variances(prep: Prepared, contrasts: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
+def variances(
+    prep: Prepared, contrasts: pl.DataFrame, design: DesignChoice, *, zero_is_unknown: bool = True
+) -> pl.DataFrame:
     """Per contrast (``CID``; rows ``UNIT``, ``COEF``, ``SCOPE``): ``VAR`` (the design's),
     ``VAR_WITHIN`` (tasks fixed), ``VAR_TASKS`` (tasks a sample; null where a category has
     one task), ``DF`` (null: normal), ``DESIGN`` (what ``VAR`` is), the tasks every unit
-    covers (``N_TASKS``), the clusters shared by two units or more (``N_PAIRS``) and
-    ``PAIRED``."""
+    covers (``N_TASKS``), the clusters shared by two units or more (``N_PAIRS``),
+    ``PAIRED`` and ``WHY``: why ``VAR`` is null (``REASON_TEXT``, the strata named), else
+    null.
+
+    With ``zero_is_unknown`` (a comparison of models or nights: samples) a variance of 0
+    (below ``NO_SPREAD``², the rounding of equal terms) is not an estimate either: the
+    difference was the same on every task, which says nothing of how it varies, so
+    ``VAR`` is null (``design`` ``none``, ``WHY`` the ``no spread`` text), never a
+    p-value of 0 and an interval of zero width. Without it (a score's own interval, a
+    formula's change of the same episodes) the 0 stays."""
     check_design(design)
     rows = contrasts.join(prep.weights, on=[Work.UNIT, SCOPE])
     if _one_unit(contrasts):
@@ -80,7 +95,8 @@ def variances(prep: Prepared, contrasts: pl.DataFrame, design: DesignChoice) -> 
         within = _within(prep, rows)
     sampled, shared_tasks = _task_sample(prep, rows, contrasts)
     strata = within.join(sampled, on=_STRATUM, how="full", coalesce=True)
-    return _combine(strata, design).join(shared_tasks, on=Work.CID, how="left")
+    combined = _combine(strata, design, zero_is_unknown)
+    return combined.join(shared_tasks, on=Work.CID, how="left")
 
 
 def _one_unit(contrasts: pl.DataFrame) -> bool:
@@ -99,9 +115,9 @@ def _two_units(contrasts: pl.DataFrame) -> bool:
     return bool(two.all())
 
 
-def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
+def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) -> pl.DataFrame:
     """Per contrast: the design's variance summed over the strata (categories), its
-    Satterthwaite degrees of freedom, and what it is (``DESIGN``)."""
+    Satterthwaite degrees of freedom, what it is (``DESIGN``) and why it is null (``WHY``)."""
     var_within, var_tasks = pl.col(Work.VAR_WITHIN), pl.col(Work.VAR_TASKS)
     if design == Design.TWO_LEVEL:
         fallback = pl.col(Work.STRATUM_TASKS) < 2
@@ -112,14 +128,24 @@ def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
             .otherwise(pl.col(Work.TASK_DF))
             .cast(pl.Float64)
         )
+        cause: pl.Expr = (
+            pl.when(part.is_null() & fallback)
+            .then(pl.lit(Unestimable.ONE_EPISODE.value))
+            .when(part.is_null())
+            .then(pl.lit(Unestimable.ONE_TASK.value))
+        )
     else:
         fallback = pl.lit(True)
         part, part_df = var_within, pl.lit(None, pl.Float64)
+        cause = pl.when(part.is_null()).then(pl.lit(Unestimable.TASKS_FIXED.value))
+    strata = strata.with_columns(
+        part.alias(Work.VALUE),
+        part_df.alias(DF),
+        fallback.alias(Work.FALLBACK),
+        cause.alias(Work.CAUSE),
+    )
     per_contrast = (
-        strata.with_columns(
-            part.alias(Work.VALUE), part_df.alias(DF), fallback.alias(Work.FALLBACK)
-        )
-        .sort(*_STRATUM)
+        strata.sort(*_STRATUM)
         .group_by(Work.CID, maintain_order=True)
         .agg(
             sum_or_null(pl.col(Work.VALUE), Work.VAR),
@@ -132,7 +158,17 @@ def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
             pl.col(Work.SHARED).sum(),
             pl.col(Work.TOTAL).sum(),
         )
+        .join(_why(strata), on=Work.CID, how="left")
     )
+    if zero_is_unknown:
+        zero = pl.col(Work.VAR) <= NO_SPREAD**2
+        per_contrast = per_contrast.with_columns(
+            pl.when(zero)
+            .then(pl.lit(REASON_TEXT[Unestimable.NO_SPREAD]))
+            .otherwise(Work.WHY)
+            .alias(Work.WHY),
+            pl.when(~zero).then(Work.VAR).alias(Work.VAR),
+        )
     label = (
         pl.when(pl.col(Work.VAR).is_null())
         .then(pl.lit(Design.NONE.value))
@@ -156,7 +192,39 @@ def _combine(strata: pl.DataFrame, design: DesignChoice) -> pl.DataFrame:
         label.alias(DESIGN),
         paired.alias(PAIRED),
         pl.when(known).then(pl.col(DF)).alias(DF),
-    ).select(Work.CID, Work.VAR, Work.VAR_WITHIN, Work.VAR_TASKS, DF, DESIGN, N_PAIRS, PAIRED)
+    ).select(
+        Work.CID, Work.VAR, Work.VAR_WITHIN, Work.VAR_TASKS, DF, DESIGN, N_PAIRS, PAIRED, Work.WHY
+    )
+
+
+def _why(strata: pl.DataFrame) -> pl.DataFrame:
+    """Per contrast whose variance is null: why, each cause once with its strata named
+    (``REASON_TEXT``), in the causes' order."""
+    causes = list(Unestimable)
+    text = pl.col(Work.CAUSE)
+    for cause in causes:
+        if "{}" in REASON_TEXT[cause]:  # the strata go there
+            explained = pl.format(REASON_TEXT[cause], Work.STRATUM)
+        else:
+            explained = pl.lit(REASON_TEXT[cause])
+        text = pl.when(pl.col(Work.CAUSE) == cause.value).then(explained).otherwise(text)
+    return (
+        strata.filter(pl.col(Work.CAUSE).is_not_null())
+        .with_columns(pl.col(Work.STRATUM).cast(pl.String))
+        .group_by(Work.CID, Work.CAUSE)
+        .agg(pl.col(Work.STRATUM).unique().sort().str.join(", "))
+        .with_columns(
+            pl.col(Work.CAUSE)
+            .replace_strict(
+                [c.value for c in causes], list(range(len(causes))), return_dtype=pl.Int64
+            )
+            .alias(Work.ORDER),
+            text.alias(Work.WHY),
+        )
+        .sort(Work.CID, Work.ORDER)
+        .group_by(Work.CID, maintain_order=True)
+        .agg(pl.col(Work.WHY).str.join("; "))
+    )
 
 
 def _df_of_strata() -> pl.Expr:

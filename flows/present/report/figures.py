@@ -13,11 +13,18 @@ import polars as pl
 from plotly.colors import qualitative
 
 from schemas.contract import Category, Col
+from schemas.views import VIEWS, View, ViewTables
 
 # The categories' names, short enough for an axis.
 SHORT: Final = {
     c: c.removesuffix("_learning").removesuffix("_formation").replace("_", " ") for c in Category
 }
+
+
+def tables_of(standing: bool) -> ViewTables:
+    """The tables a section of the standing (``standing`` False: of the night's own
+    episodes) draws, for its caption."""
+    return VIEWS[View.STANDING if standing else View.NIGHT]
 
 
 def fmt(value: float | None, spec: str = ".3f") -> str:
@@ -29,6 +36,16 @@ def script_json(text: str) -> str:
     """JSON that is safe inside ``<script>``: no ``<``, ``>`` or ``&`` is left to close
     the element or start a comment (in JSON they occur only inside strings)."""
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def breakable(name: object) -> str:
+    """A name as HTML text that a line may break after a "/" or before a "@" (a model's
+    slug, ``openai/gpt-5.4-2026-03-05``, has no other place to break but inside a word).
+
+    >>> breakable("anthropic/claude-haiku-4-5@20251001"), breakable("<b> x")
+    ('anthropic/<wbr>claude-haiku-4-5<wbr>@20251001', '&lt;b&gt; x')
+    """
+    return html.escape(str(name)).replace("/", "/<wbr>").replace("@", "<wbr>@")
 
 
 def label(text: object) -> str:

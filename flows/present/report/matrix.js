@@ -10,6 +10,13 @@
     return e;
   }
   function add(parent, tag, text, cls) { return parent.appendChild(el(tag, text, cls)); }
+  function named(e, name) {  // a line may break after a "/" and before a "@": a slug has no
+    String(name).split(/(?<=\/)|(?=@)/).forEach(function (part, i) {  // other place but
+      if (i) { e.appendChild(document.createElement("wbr")); }       // inside a word
+      e.appendChild(document.createTextNode(part));
+    });
+    return e;
+  }
   function colour(s) { return "hsl(" + Math.round(s * 120) + ", 65%, 82%)"; }
   function num(v) { return v === null || v === undefined ? "-" : String(v); }
   function explained() {
@@ -140,7 +147,7 @@
   }
   var t = el("table", null, "matrix"), head = t.createTHead().insertRow();
   var columns = [add(head, "th", "category / task")];
-  m.models.forEach(function (name) { columns.push(add(head, "th", name)); });
+  m.models.forEach(function (name) { columns.push(named(add(head, "th"), name)); });
   var groups = [], bodies = {}, rows = [];
   m.tasks.forEach(function (task, r) {
     var category = m.categories[r];

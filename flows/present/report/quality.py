@@ -178,6 +178,20 @@ def reported_section(episodes: pl.DataFrame) -> Section | None:
     return Section("reported", "Reported scores", text, after=table)
 
 
+def _drawn_again(r: dict[str, object]) -> str:
+    """The task bootstrap beside leaving one task out: that no task decides is not that
+    the ranking is settled."""
+    if r.get("boot_spearman_mean") is None or r.get("boot_rank_changed") is None:
+        return ""
+    return (
+        f"That is not a settled ranking: drawing {r['n_tasks']} tasks again from these (a "
+        f"bootstrap of the tasks), the Spearman correlation is {r['boot_spearman_mean']:.4f} "
+        f"on average, some model changes rank in {r['boot_rank_changed']:.0%} of the draws "
+        f"and one moves up to {r['boot_max_rank_change']} place(s); the leaderboard's rank "
+        "intervals say which orders the comparisons support."
+    )
+
+
 def health_section(
     stable: pl.DataFrame,
     tasks: pl.DataFrame,
@@ -196,7 +210,8 @@ def health_section(
             f"the {r['n_models']} models that ran them all keeps a Spearman correlation of "
             f"{r['loo_spearman_mean']:.4f} on average with the full ranking (at least "
             f"{r['loo_spearman_min']:.4f}), and no model moves more than "
-            f"{r['loo_max_rank_change']} place(s): no single task decides the leaderboard."
+            f"{r['loo_max_rank_change']} place(s): no single task decides the leaderboard. "
+            + _drawn_again(r)
         )
     else:
         notes.append(

@@ -1,27 +1,30 @@
 """The report's sections on the standing and how it moved (leaderboard, cost, comparisons,
-regressions, over time, changes), one function each: the figures of a shaped frame, the text
+regressions, over time), one function each: the figures of a shaped frame, the text
 that says what they show, and a table where one helps. Every interval is labelled with the
 level it was made at (``level``: the shown night's, ``flows.store.output.night_levels``)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from typing import Any, Final
 
 import plotly.graph_objects as go
 import polars as pl
 
+from flows.present.formats import signed
 from flows.present.report.figures import (
     SHORT,
     Section,
+    breakable,
     error_bars,
     fmt,
     label,
     layout,
+    tables_of,
 )
 from flows.present.report.shape import PER_EPISODE
 from schemas.columns import (
+    CALLS,
     N_EPISODES,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
@@ -30,12 +33,12 @@ from schemas.columns import (
     USAGE_INCOMPLETE,
 )
 from schemas.comparisons import (
-    DEFAULT_LEVEL,
-    FORMULA_VERSIONS,
+    HOLM_FAMILY_NOTE,
+    N_RANKED,
+    RANK_UB,
 )
 from schemas.contract import (
     COST_USD,
-    DUMP_DATE,
     INPUT_TOKENS,
     LATENCY_MS,
     OUTPUT_TOKENS,
@@ -86,27 +89,41 @@ def leaderboard_section(
     def nights_of(r: dict[str, Any]) -> str:
         if not standing:
             return ""
-        oldest, newest = r.get(OLDEST_NIGHT), r.get(NEWEST_NIGHT)
+        oldest, newest = (
+            f"<span class='whole'>{html.escape(str(r.get(n)))}</span>"
+            for n in (OLDEST_NIGHT, NEWEST_NIGHT)
+        )
         span = oldest if oldest == newest else f"{oldest} – {newest}"
-        return f"<td>{html.escape(str(span))}</td>"
+        return f"<td class='name'>{span}</td>"  # a line may break at the dash, not in a date
 
-    rows = "".join(
-        f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
-        f"<td>{r['rank_ub'] or '-'}</td><td>{html.escape(r[Col.MODEL])}</td>"
-        f"<td>{r[SCORE]:.3f}</td><td>{interval(r['ci_low'], r['ci_high'])}</td>"
-        f"<td>{fmt(r['score_by_category'])}</td>"
-        f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
-        f"<td>{r['rank_by_category'] or '-'}</td>"
-        f"<td>{among(r)}</td><td>{r['n_tasks']}</td><td>{r['n_episodes']}</td>{nights_of(r)}</tr>"
-        for r in board.iter_rows(named=True)
-    )
+    columns = 13 if standing else 12
+    groups = board["ranked_among"].n_unique()
+    rows, group = [], None
+    for r in board.iter_rows(named=True):
+        if groups > 1 and r["ranked_among"] != group:
+            group = r["ranked_among"]
+            rows.append(
+                f"<tr class='group'><th colspan='{columns}'>coverage group: {among(r)}; "
+                "ranks count within it</th></tr>"
+            )
+        rows.append(
+            f"<tr><td>{r['rank']}</td><td>{r['rank_low']}–{r['rank_high']}</td>"
+            f"<td>{r['rank_ub'] or '-'}</td><td class='name'>{breakable(r[Col.MODEL])}</td>"
+            f"<td>{r[SCORE]:.3f}</td><td>{interval(r['ci_low'], r['ci_high'])}</td>"
+            f"<td>{fmt(r['score_by_category'])}</td>"
+            f"<td>{interval(r['ci_low_by_category'], r['ci_high_by_category'])}</td>"
+            f"<td>{r['rank_by_category'] or '-'}</td>"
+            f"<td class='name'>{among(r)}</td><td>{r['n_tasks']}</td><td>{r['n_episodes']}</td>"
+            f"{nights_of(r)}</tr>"
+        )
     table = (
-        f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>rank (UB)</th>"
-        f"<th>model</th><th>score</th><th>{share} interval</th><th>score by category</th>"
+        "<table class='board'><thead><tr><th>rank</th>"
+        f"<th>{share} rank interval</th><th>rank (UB)</th><th>model</th>"
+        f"<th>score</th><th>{share} interval</th><th>score by category</th>"
         f"<th>{share} interval</th><th>rank by category</th>"
         "<th>ranked among models covering</th><th>tasks</th>"
         f"<th>episodes scored</th>{'<th>results from</th>' * standing}</tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
     what = (
         f"The benchmark as it stands as of {html.escape(night)}: each model's latest result on "
@@ -124,15 +141,42 @@ def leaderboard_section(
         "the score by category weighs each category the same. Intervals follow the "
         "two-level sampling design: the tasks a sample of the ability, the episodes a sample "
         'within each task (README "Comparisons and statistics"; "-" where no spread can be '
-        "measured). "
-        "Models are ranked among those covering the same categories, never beside models of "
-        "another coverage. Rank (UB) is 1 + the models significantly better (the "
-        "Holm-corrected paired comparisons, table <code>model_comparisons</code>); the rank "
-        "interval runs from there to the last place the same tests leave the model, and "
-        "holds for every model at once.",
+        "measured). " + ranks_text(board, level, standing),
         [fig],
         table,
     )
+
+
+def ranks_text(board: pl.DataFrame, level: float, standing: bool = True) -> str:
+    """What the leaderboard's ranks are: within a coverage group, the rank (UB) of the
+    verdicts and the rank interval of ``level``, and (where it is so) that no verdict
+    separates any two models."""
+    share = f"{level:.0%}"
+    text = (
+        "A <b>coverage group</b> is the models with results in the same categories "
+        "(<i>ranked among</i>): models are ranked within their group only, never beside "
+        "models of another coverage, so each group has its own rank 1"
+        + (
+            f" (here {board['ranked_among'].n_unique()} groups, each under a row that names it). "
+            if board["ranked_among"].n_unique() > 1
+            else ". "
+        )
+        + "Rank (UB) is 1 + the models of its group the verdicts call better (the "
+        "Holm-corrected paired comparisons at α = 0.05, table "
+        f"<code>{tables_of(standing).comparisons.name}</code>: the ▼ of the pairwise matrix); "
+        f"the {share} rank interval runs from 1 + the models better at Holm p under "
+        f"{1 - level:.2g} to the last place those tests leave the model, and holds for every "
+        "model at once (at the default level, 0.95, its first place is rank (UB); at "
+        "another level the two differ)."
+    )
+    crowded = board.filter(pl.col(N_RANKED) > 1)
+    if not crowded.is_empty() and (crowded[RANK_UB].fill_null(1) == 1).all():
+        text += (
+            " No verdict tells any two models of a group apart (rank (UB) 1 everywhere): "
+            "their results do not vary enough to test (one task each, say) or differ too "
+            "little."
+        )
+    return text
 
 
 def cost_section(
@@ -157,10 +201,8 @@ def cost_section(
             go.Scatter(
                 x=[r[per_episode]],
                 y=[r[SCORE]],
-                mode="markers+text",
+                mode="markers",  # named in the legend: labels on the points overlap
                 name=label(model),
-                text=[label(model)],
-                textposition="top center",
                 marker={"color": colours.get(model), "size": 11},
                 error_y=error_bars(
                     costs.filter(pl.col(Col.MODEL) == model), SCORE, "ci_low", "ci_high"
@@ -174,10 +216,9 @@ def cost_section(
         f"Overall score against cost per episode, {of} ({level:.0%} interval)",
         "cost per episode (US dollars, log scale)",
         "overall score (0-1)",
-        showlegend=False,
     )
     fig.update_xaxes(type="log")
-    fig.update_yaxes(range=[0, 1.05])
+    fig.update_yaxes(range=[-0.05, 1.05])  # a point at 0 drawn whole
 
     def partial(r: dict[str, Any]) -> str:
         episodes = f"{r[USAGE_EPISODES]} of {r[N_EPISODES]}"
@@ -187,17 +228,19 @@ def cost_section(
         return fmt(None if milliseconds is None else milliseconds / 1000, ",.1f")
 
     rows = "".join(
-        f"<tr><td>{html.escape(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
+        f"<tr><td>{breakable(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
         f"<td>{fmt(r[per_episode], '.3g')}</td><td>{fmt(r[COST_USD], '.4g')}</td>"
         f"<td>{fmt(r[INPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
         f"<td>{fmt(r[OUTPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
+        f"<td>{fmt(r[CALLS + PER_EPISODE], ',.1f')}</td>"
         f"<td>{seconds(r[LATENCY_MS + PER_EPISODE])}</td><td>{partial(r)}</td></tr>"
         for r in costs.iter_rows(named=True)
     )
     table = (
         "<table><thead><tr><th>model</th><th>score</th><th>$ per episode</th><th>$ total</th>"
         "<th>input tokens per episode</th><th>output tokens per episode</th>"
-        "<th>seconds of calls per episode</th><th>episodes with usage (of scored)</th>"
+        "<th>model calls per episode</th><th>seconds of calls per episode</th>"
+        "<th>episodes with usage (of scored)</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
     return Section(
@@ -205,9 +248,12 @@ def cost_section(
         "Score against cost",
         "What each model's score cost: the model calls behind its episodes, as the harness "
         "recorded them (contract 1.3's usage, totalled in the tables' <code>cost_usd</code>, "
-        "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> over "
-        "<code>usage_episodes</code>), per episode that records usage. The models up and to "
-        "the left score more for less; one whose episodes or calls record usage only in part "
+        "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> and "
+        "<code>calls</code> over <code>usage_episodes</code>), per episode that records "
+        "usage (the seconds are the calls' own, their latency, not the harness's wall time). "
+        "The models up and to "
+        "the left score more for less (each model named in the legend and on hovering its "
+        "point); one whose episodes or calls record usage only in part "
         "(<i>incomplete</i>) cost more than shown. Models without a recorded cost are not "
         "drawn.",
         [fig],
@@ -218,22 +264,28 @@ def cost_section(
 VERDICT_MARK: Final = {"a_better": "▲", "b_better": "▼", "unresolved": "≈"}
 
 
+def _family() -> str:
+    """What Holm's family covers, as a sentence of the report."""
+    note = HOLM_FAMILY_NOTE.removeprefix("verdicts: ")
+    return note[0].upper() + note[1:] + "."
+
+
 def comparisons_section(
-    pairs: pl.DataFrame, board: pl.DataFrame, night: str, level: float
+    pairs: pl.DataFrame, board: pl.DataFrame, night: str, level: float, standing: bool = True
 ) -> Section:
-    """The pairwise matrix of the overall scope: row model minus column model."""
+    """The pairwise matrix of the overall scope: row model minus column model, of the
+    standing as of ``night`` (``standing`` False: of the night's own episodes). The table's
+    columns are numbered as its rows (the leaderboard's order; the name in each number's
+    tooltip), so it keeps to the page's width however long the names."""
+    what = "standing" if standing else "night"
     order = [m for m in board[Col.MODEL].to_list() if m in set(pairs["model_a"])]
     cell = {(r["model_a"], r["model_b"]): r for r in pairs.iter_rows(named=True)}
+
+    def mark(a: str, b: str) -> str:
+        return f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {signed(cell[(a, b)]['diff'])}"
+
     z = [[cell[(a, b)]["diff"] if (a, b) in cell else None for b in order] for a in order]
-    text = [
-        [
-            f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}"
-            if (a, b) in cell
-            else ""
-            for b in order
-        ]
-        for a in order
-    ]
+    text = [[mark(a, b) if (a, b) in cell else "" for b in order] for a in order]
     fig = go.Figure(
         go.Heatmap(
             z=z,
@@ -243,44 +295,57 @@ def comparisons_section(
             texttemplate="%{text}",
             colorscale="RdBu",
             zmid=0,
-            hovertemplate="%{y} − %{x}: %{z:.3f}<extra></extra>",
+            hovertemplate="%{y} − %{x}: %{text}<extra></extra>",
         )
     )
-    layout(fig, f"Row model minus column model, overall score, {night}", "model b", "model a")
+    of = f"as of {night}" if standing else f"of the night {night} alone"
+    layout(fig, f"Row model minus column model, overall score, {of}", "model b", "model a")
     fig.update_yaxes(autorange="reversed")
 
-    header = "".join(f"<th>{html.escape(b)}</th>" for b in order)
+    def tooltip(r: dict[str, Any]) -> str:
+        return html.escape(
+            f"{r['model_a']} − {r['model_b']}: {level:.0%} [{fmt(r['ci_low'])}, "
+            f"{fmt(r['ci_high'])}], Holm p {fmt(r['p_holm'], '.3g')}, Wilcoxon p "
+            f"{fmt(r['p_wilcoxon'], '.3g')}, tasks won {r['n_tasks_a_better']}-"
+            f"{r['n_tasks_b_better']}, {r['design']}, {r['paired']}"
+            + (f". {r['reason']}" if r.get("reason") else ""),
+            quote=True,
+        )
+
+    header = "".join(
+        f"<th title='{html.escape(b, quote=True)}'>{n}</th>" for n, b in enumerate(order, 1)
+    )
     rows = "".join(
-        f"<tr><th>{html.escape(a)}</th>"
+        f"<tr><th>{n}. {breakable(a)}</th>"
         + "".join(
-            (
-                f"<td title='{level:.0%} [{fmt(cell[(a, b)]['ci_low'])}, "
-                f"{fmt(cell[(a, b)]['ci_high'])}], Holm p {fmt(cell[(a, b)]['p_holm'], '.3g')},"
-                f" Wilcoxon p {fmt(cell[(a, b)]['p_wilcoxon'], '.3g')}, tasks won "
-                f"{cell[(a, b)]['n_tasks_a_better']}-{cell[(a, b)]['n_tasks_b_better']}, "
-                f"{cell[(a, b)]['design']}, {cell[(a, b)]['paired']}'>"
-                f"{VERDICT_MARK[cell[(a, b)]['verdict']]} {cell[(a, b)]['diff']:+.3f}</td>"
-            )
+            f"<td title='{tooltip(cell[(a, b)])}'>{mark(a, b)}</td>"
             if (a, b) in cell
             else "<td>-</td>"
             for b in order
         )
         + "</tr>"
-        for a in order
+        for n, a in enumerate(order, 1)
     )
-    table = f"<table><thead><tr><th>a \\ b</th>{header}</tr></thead><tbody>{rows}</tbody></table>"
+    table = (
+        "<table class='pairs'><thead><tr><th>a \\ b</th>"
+        f"{header}</tr></thead><tbody>{rows}</tbody></table>"
+    )
     return Section(
         "comparisons",
         "Which model is better: paired comparisons",
         "Each cell is the row model's overall score minus the column model's (table "
-        "<code>model_comparisons</code>, scope <code>overall</code>): ▲ the row model is "
-        "better, ▼ worse, ≈ not resolved, at α = 0.05 after Holm's correction over every pair "
-        "of the night. Paired over the tasks both models ran and over the instances they "
-        "shared; the standard error follows the two-level design (the tasks a sample of the "
-        "ability, the episodes within them). Each cell's tooltip gives the interval, the "
-        "Wilcoxon signed-rank p-value over the tasks and the tasks each model won. Only "
-        "models covering the same categories are compared overall; every category (and the "
-        "score by category) is compared in the table.",
+        f"<code>{tables_of(standing).comparisons.name}</code>, scope <code>overall</code>): ▲ "
+        "the row model is better, ▼ worse, ≈ not resolved, at α = 0.05 after Holm's correction "
+        f"over every pair of the {what}. Paired over the tasks both models ran and over the "
+        "instances they shared; the standard error follows the two-level design (the tasks a "
+        "sample of the ability, the episodes within them). In the table the columns are "
+        "numbered as the rows (the leaderboard's order); each cell's tooltip names the pair "
+        "and gives the interval, the Holm and Wilcoxon signed-rank p-values over the tasks and "
+        "the tasks each model won, and why a cell is unresolved for want of an estimate (a "
+        "difference the same on every task, a spread of 0, is not evidence) or its interval "
+        "approximate (few tasks). Only models covering the same categories are compared "
+        "overall; every category (and the score by category) is compared in the table "
+        f"<code>{tables_of(standing).comparisons.name}</code>. " + html.escape(_family()),
         [fig] if order else [],
         table if order else "<p>No two models cover the same categories.</p>",
     )
@@ -330,111 +395,4 @@ def regressions_section(
         + ("Nothing to report." if flagged.is_empty() else ""),
         [],
         table if not flagged.is_empty() else "",
-    )
-
-
-def over_time_section(
-    history: pl.DataFrame,
-    colours: dict[str, str],
-    levels: Mapping[str | None, float],
-    off_set: dict[str, str] | None = None,
-    standing: bool = False,
-) -> Section:
-    """Each model's overall score per night (``standing``: as the benchmark stood as of each
-    night, table ``standings``; else the night's own episodes, ``model_scores``), nights in
-    date order; a line never joins nights scored with other formula versions (each set of
-    versions is a line of its own), and the nights scored with versions other than the
-    output's set are marked (x) and named. ``levels``: each night's interval level
-    (``flows.store.output.night_levels``)."""
-    key, title = (
-        ("standings", "Standings across nights") if standing else ("nights", "Across nights")
-    )
-    n = history[DUMP_DATE].n_unique()
-    if n < 2:
-        return Section(key, title, f"The tables hold {n} night: nothing to show over time yet.")
-    off_set = off_set or {}
-    fig = go.Figure()
-    lines = history.partition_by(Col.MODEL, FORMULA_VERSIONS, maintain_order=True)
-    for rows in sorted(lines, key=lambda r: (r[Col.MODEL][0], r[DUMP_DATE].min())):
-        rows = rows.sort(DUMP_DATE)
-        model, versions = rows[Col.MODEL][0], rows[FORMULA_VERSIONS][0]
-        marked = [night in off_set for night in rows[DUMP_DATE].to_list()]
-        name = label(model) if not any(marked) else f"{label(model)} ({label(versions)})"
-        fig.add_trace(
-            go.Scatter(
-                mode="lines+markers",
-                name=name,
-                x=[label(v) for v in rows[DUMP_DATE].to_list()],
-                y=rows[SCORE].to_list(),
-                error_y=error_bars(rows, SCORE, "ci_low", "ci_high"),
-                marker={
-                    "color": colours[model],
-                    "symbol": ["x" if m else "circle" for m in marked],
-                    "size": [11 if m else 7 for m in marked],
-                },
-                hovertemplate=f"{label(model)}<br>%{{x}}: %{{y:.3f}}<br>"
-                f"{label(versions)}<extra></extra>",
-            )
-        )
-    shares = sorted({f"{levels.get(n, DEFAULT_LEVEL):.0%}" for n in history[DUMP_DATE].unique()})
-    what = "standing as of each night" if standing else "score on each night's episodes"
-    layout(
-        fig,
-        f"Overall {what} per model ({', '.join(shares)} intervals, two-level design)",
-        "as of night" if standing else "night (dump_date)",
-        "overall score (0-1)",
-    )
-    # The nights in date order, whichever model's line came first.
-    order = sorted({label(v) for v in history[DUMP_DATE].to_list()})
-    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
-    text = (
-        f"Each model's overall standing as of each of the {n} nights of <code>standings</code>: "
-        "its latest result on every task by then (a night it did not run keeps its results)."
-        if standing
-        else f"Each model's overall score in each of the {n} nights of <code>model_scores</code>"
-        " (that night's episodes alone)."
-    )
-    if off_set:
-        text += (
-            " Nights scored with formula versions other than the output's set (marked x, "
-            "each version set a line of its own): "
-            + "; ".join(f"{html.escape(n)}: {html.escape(v)}" for n, v in off_set.items())
-            + "."
-        )
-    return Section(key, title, text, [fig])
-
-
-def changes_section(flagged: pl.DataFrame, night: str) -> Section:
-    """What moved the standing as of ``night`` (``shape.flagged_changes``)."""
-    if flagged.is_empty():
-        return Section(
-            "changes",
-            "Standing changes",
-            f"Nothing moved the standing as of {html.escape(night)} beyond noise, and no model "
-            "is new, gone or covers other tasks than the night before.",
-        )
-
-    def number(value: float | None, spec: str = "+.3f") -> str:
-        return "-" if value is None else format(value, spec)
-
-    rows = "".join(
-        f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r['kind'])}</td>"
-        f"<td>{html.escape(r[Col.MODEL])}</td><td>{html.escape(r['scope'])}</td>"
-        f"<td>{number(r['baseline_score'], '.3f')}</td><td>{number(r[SCORE], '.3f')}</td>"
-        f"<td>{number(r['change'])}</td><td>[{number(r['ci_low'])}, {number(r['ci_high'])}]</td>"
-        f"<td>{number(r['q_bh'], '.3g')}</td><td>{html.escape(r['moved_by'] or '')}</td>"
-        f"<td>{html.escape(r['reason'] or '')}</td></tr>"
-        for r in flagged.iter_rows(named=True)
-    )
-    return Section(
-        "changes",
-        "Standing changes",
-        f"What moved the standing as of {html.escape(night)} since the night before (table "
-        "<code>standing_changes</code>): a re-run whose change is beyond noise (alert: "
-        "Benjamini-Hochberg q under 0.05 and a drop beyond the margin; watch: a drop with p "
-        "under 0.05), each model new, gone or covering other tasks, and each standing whose "
-        "results were scored anew (rescored: against itself before the run; not comparable).",
-        after="<table><thead><tr><th>level</th><th>kind</th><th>model</th><th>scope</th>"
-        "<th>before</th><th>now</th><th>change</th><th>interval</th><th>q (BH)</th>"
-        f"<th>moved by</th><th>why not comparable</th></tr></thead><tbody>{rows}</tbody></table>",
     )

@@ -9,6 +9,7 @@ from typing import Final, TypeVar
 import polars as pl
 
 from schemas.columns import (
+    CALLS,
     N_EPISODES,
     NEWEST_NIGHT,
     OLDEST_NIGHT,
@@ -23,7 +24,6 @@ from schemas.columns import (
 from schemas.comparisons import (
     ALERT_LEVEL,
     CATEGORIES_COVERED,
-    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -58,11 +58,11 @@ from schemas.comparisons import (
     RANK_LOW,
     RANK_UB,
     RANKED_AMONG,
+    REASON,
     SCOPE,
     SCORE_BY_CATEGORY,
     TIER,
     VERDICT,
-    ChangeKind,
 )
 from schemas.contract import (
     COST_USD,
@@ -129,10 +129,12 @@ PER_EPISODE: Final = "_per_episode"  # score_and_cost: a total over the episodes
 
 def score_and_cost(models: pl.DataFrame) -> pl.DataFrame:
     """The models whose episodes record a cost (contract 1.3): score, its interval, and per
-    episode that records usage, the cost, tokens and latency (each total over
+    episode that records usage, the cost, tokens, latency and calls (each total over
     ``usage_episodes``); cheapest first. Empty where no model records a cost."""
     episodes = pl.col(USAGE_EPISODES).cast(pl.Float64)
-    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS)
+    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS, CALLS)
+    if CALLS not in models.columns:  # rows scored before cogscore counted the calls
+        models = models.with_columns(pl.lit(None, pl.Int64).alias(CALLS))
     return (
         models.filter(pl.col(COST_USD).is_not_null() & (pl.col(USAGE_EPISODES) > 0))
         .select(
@@ -165,6 +167,7 @@ def pairwise(comparisons: pl.DataFrame, scope: str = OVERALL) -> pl.DataFrame:
         P_WILCOXON,
         N_TASKS_A_BETTER,
         N_TASKS_B_BETTER,
+        REASON,
     )
 
 
@@ -290,21 +293,6 @@ def over_time(models: pl.DataFrame, column: str = DUMP_DATE) -> pl.DataFrame:
             FORMULA_VERSIONS,
         )
         .sort(DUMP_DATE, Col.MODEL)
-    )
-
-
-def flagged_changes(changes: pl.DataFrame) -> pl.DataFrame:
-    """The standing changes worth a look: alerts and watches, then each model's overall
-    row where it is new, gone or covers other tasks."""
-    order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
-    noticed = pl.col(ALERT_LEVEL).is_in([LEVEL_ALERT, LEVEL_WATCH]) | (
-        (pl.col(SCOPE) == OVERALL) & (pl.col(CHANGE_KIND) != ChangeKind.RERUN)
-    )
-    return (
-        changes.filter(noticed)
-        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, default=3).alias("_o"))
-        .sort("_o", Col.MODEL, SCOPE)
-        .drop("_o")
     )
 
 
