@@ -185,7 +185,6 @@ def staging(
             table,
             target.night,
             partition_by=EPISODE_SCORES_TABLE.partition_by,
-            indexed=EPISODE_SCORES_TABLE.indexed,
         )
 
     sums = compact(component_sums(scores.lazy()).collect())

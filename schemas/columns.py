@@ -316,10 +316,6 @@ class Table:
     ordered: bool = False
     unique: tuple[str, ...] | None = None
     frame_checks: tuple[str, ...] = ()
-    # The columns whose bounds (and nulls) each data file's Delta statistics carry: what a
-    # reader skips files by. The others' are left out (the row count stays): a table's log
-    # holds a line per night, and every open of the table replays all of them.
-    indexed: tuple[str, ...] = ()
 
     @property
     def dtypes(self) -> dict[str, pl.DataType]:

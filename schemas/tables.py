@@ -136,7 +136,6 @@ EPISODE_SCORES_TABLE: Final = Table(
     strict=True,
     ordered=True,
     unique=(DUMP_DATE, Col.EPISODE_ID),  # copies within a night are rejected
-    indexed=(Col.EPISODE_ID, Col.MODEL, Col.TASK),  # the ids check, explain
 )
 # Contract 1.4: the episodes that a later single run of their model and task on their night
 # replaced (``transforms.replaced``): scored, kept as they were, never averaged.

@@ -116,12 +116,7 @@ class Writer:
         order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         files = delta.write_data_files(
-            self.output.location,
-            table,
-            ordered,
-            night,
-            partition_by=spec.partition_by,
-            indexed=spec.indexed,
+            self.output.location, table, ordered, night, partition_by=spec.partition_by
         )
         self.stage_files(table, night, [files])
 

@@ -193,22 +193,3 @@ def test_a_nightly_reads_no_night_before_its_baseline(tmp_path: Path) -> None:
         keys = [c for c in theirs.columns if theirs[c].dtype == pl.String]
         assert not theirs.is_empty() or table == "standing_changes"
         assert_frame_equal(mine.sort(keys), theirs.sort(keys), check_exact=True)
-
-
-def test_a_nights_log_line_carries_the_bounds_readers_skip_files_by(tmp_path: Path) -> None:
-    """Every open of a table replays a line of its log per night: a file's statistics carry
-    its row count, and bounds only for the columns a reader skips files by (the table's
-    ``indexed``: episode_scores' ids, models and tasks), which still answer a filter."""
-    _, out = _scored(tmp_path, 3)
-    for name, spec in TABLES.items():
-        actions = pl.DataFrame(deltalake.DeltaTable(out / name).get_add_actions(flatten=True))
-        if actions.is_empty():
-            continue
-        bounds = [c for c in actions.columns if c.startswith("min.")]
-        bounded = {c.removeprefix("min.") for c in bounds if actions[c].null_count() < len(actions)}
-        assert bounded <= set(spec.indexed), (name, bounded)
-        assert actions["num_records"].null_count() == 0, name
-    scores = Output.at(out).scan("episode_scores")
-    wanted = scores.filter(pl.col("model") == "m2", pl.col("score") > 0.3).collect()
-    every = scores.collect().filter(pl.col("model") == "m2", pl.col("score") > 0.3)
-    assert_frame_equal(wanted.sort("episode_id"), every.sort("episode_id"))

@@ -58,15 +58,13 @@ def _partition_path(partition_by: Sequence[str], values: Sequence[Any]) -> str:
     return "/".join(parts)
 
 
-def _stats(data: pl.DataFrame, indexed: Sequence[str] | None = None) -> str:
-    """The file's Delta statistics: its row count, and the bounds and nulls of the
-    ``indexed`` columns (None: of every column)."""
+def _stats(data: pl.DataFrame) -> str:
     minimum: dict[str, Any] = {}
     maximum: dict[str, Any] = {}
     nulls: dict[str, int] = {}
     for name, dtype in data.schema.items():
         column = data.get_column(name)
-        if dtype.is_nested() or (indexed is not None and name not in indexed):
+        if dtype.is_nested():
             continue
         nulls[name] = column.null_count()
         if column.null_count() == column.len():
@@ -98,15 +96,13 @@ def write_data_files(
     frame: pl.DataFrame,
     night: str | None,
     partition_by: Sequence[str] = (NIGHT_COLUMN,),
-    indexed: Sequence[str] | None = None,
 ) -> StagedFiles:
     """Write `frame` (one night) as Parquet files into `OUT/table/`, uncommitted.
 
     One file per partition, named with a fresh UUID (`part-<uuid>.parquet`, so two workers
     never collide), partition columns left out of the files as Delta does; `night` is the
     value of the first (the night column). Readers do not see them until `commit_files`; a
-    killed run leaves them to `vacuum`. Each file's statistics carry the bounds of the
-    ``indexed`` columns (the table's ``Table.indexed``; None: every column).
+    killed run leaves them to `vacuum`.
     """
     check_night(night)
     where = _table(location, table)
@@ -129,8 +125,7 @@ def write_data_files(
         partitions = {
             c: (None if v is None else str(v)) for c, v in zip(columns, values, strict=True)
         }
-        stats = _stats(data, indexed)
-        return AddAction(key, len(content), partitions, int(time.time() * 1000), True, stats)
+        return AddAction(key, len(content), partitions, int(time.time() * 1000), True, _stats(data))
 
     if len(groups) > 1:  # encoded and put side by side (polars and the store release the GIL)
         with ThreadPoolExecutor(min(len(groups), PARTITIONS_AT_ONCE)) as pool:
