@@ -9,7 +9,8 @@ medians, and every run. Each run also counts what it read: the Delta tables it o
 open replays the table's log) and the bytes it read (``rchar``); then one more nightly of
 each is traced (``strace``, where there is one) for the files it opened: the Delta log files
 and the data files, of which those of the nights before the last night of the history (the
-new night's baseline and the standing it starts from). ``--off``: each measured with the
+new night's baseline and the standing it starts from), and what one open of each table of
+this checkout's outputs costs. ``--off``: each measured with the
 standings switched off too (their cost, at each history).
 
     python -m benchmarks.history [--nights 30 150] [--before a960177 | --checkout PATH]
@@ -31,6 +32,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+import deltalake
 
 from benchmarks.before_after import worktree
 from benchmarks.standings import build
@@ -134,6 +137,9 @@ def measure(
                         run = _nightly(root / str(n), label, checkout, mode)
                         key = f"{label} | {n} nights | standings {mode}"
                         results.setdefault(key, []).append(run)
+        for n in histories:  # what one open of each table costs, at each history
+            out = root / str(n) / f"out-{_slug(THIS)}"
+            results[f"{THIS} | {n} nights | open ms"] = open_costs(out)
         if shutil.which("strace"):
             for n in histories:
                 for label, checkout in checkouts.items():
@@ -143,6 +149,20 @@ def measure(
                     counted = traced_files(trace, out, nights_of[n])
                     results[f"{label} | {n} nights | traced"] = counted
     return results
+
+
+def open_costs(out: Path, times: int = 5) -> dict[str, float]:
+    """Per Delta table of ``out``: the milliseconds one open takes (the log replayed),
+    median of ``times``."""
+    costs = {}
+    for table in sorted(p for p in out.iterdir() if (p / "_delta_log").is_dir()):
+        took = []
+        for _ in range(times):
+            t0 = time.perf_counter()
+            deltalake.DeltaTable(str(table))
+            took.append((time.perf_counter() - t0) * 1000)
+        costs[table.name] = statistics.median(took)
+    return costs
 
 
 def _slug(label: str) -> str:
@@ -167,7 +187,7 @@ def summary(results: dict[str, Any]) -> list[str]:
         "|---|---:|---|---:|---:|",
     ]
     for key, runs in results.items():
-        if key.endswith("traced"):
+        if key.endswith(("traced", "open ms")):
             continue
         seconds = [r["seconds"] for r in runs]
         lines.append(
@@ -182,6 +202,14 @@ def summary(results: dict[str, Any]) -> list[str]:
             name = key.removesuffix(" | traced")
             files = f"{c['log_files']} | {c['data_files']} | {c['history_data_files']}"
             lines.append(f"| {name} | {files} |")
+    costs = {k: v for k, v in results.items() if k.endswith("open ms")}
+    if costs:
+        names = sorted({t for c in costs.values() for t in c})
+        lines += ["", "| table | " + " | ".join(k.removesuffix(" | open ms") for k in costs) + " |"]
+        lines.append("|---|" + "---:|" * len(costs))
+        for name in names:
+            each = " | ".join(f"{c.get(name, float('nan')):.1f}" for c in costs.values())
+            lines.append(f"| {name} (ms an open) | {each} |")
     return lines
 
 
