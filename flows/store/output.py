@@ -74,11 +74,6 @@ class Output:
     _held_runs: dict[str, int | None] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
-    # The state as last read, by the runs table's version and ``as_of`` (a run reads it
-    # several times: a row per night and run to parse, each time).
-    _states: dict[tuple[int | None, str | None], OutputState] = field(
-        default_factory=dict, init=False, repr=False, compare=False, hash=False
-    )
 
     @classmethod
     def at(cls, where: str | Path | Output, options: Mapping[str, str] | None = None) -> Output:
@@ -246,11 +241,7 @@ class Output:
         """What the output holds, from its runs table: the input, the formula set, whether it
         is a dump of nights, and per night its input fingerprint, formula versions, counts
         and files (the latest finished run that scored each). ``is_new`` for a new output."""
-        key = (self.runs_version(), as_of)
-        if key not in self._states:
-            self._states.clear()
-            self._states[key] = OutputState.of_runs(self.pinned_rows(as_of))
-        return self._states[key]
+        return OutputState.of_runs(self.pinned_rows(as_of))
 
     # --- upkeep -------------------------------------------------------------------------------
 
