@@ -46,6 +46,7 @@ from flows.store.catalog import (
     EPISODE_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
+    STANDING_EPISODES,
     TASK_SCORES,
     empty_table,
     fault_point,
@@ -303,6 +304,9 @@ def score_nights(
                 )
             )
             del result, tables
+        if standings is not None:  # the last standing's episodes, for the next run's
+            for night, frame in standings.carried().items():
+                stage({STANDING_EPISODES: frame}, night)
         extra = job.finish(fingerprints) if job.finish else {}
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
         flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")

@@ -24,7 +24,7 @@ night) its tables are the night's, renamed, and nothing more is computed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -36,12 +36,20 @@ from flows.store.catalog import (
     EPISODE_SCORES,
     MODEL_COMPARISONS,
     MODEL_SCORES,
+    STANDING_EPISODES,
     TASK_SCORES,
     empty_table,
 )
 from flows.store.output import Output
-from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
-from schemas.comparisons import ChangeKind
+from schemas.columns import (
+    AS_OF,
+    COMPARED_COLUMNS,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
+    PROVENANCE,
+    SCORER_VERSION,
+)
+from schemas.comparisons import DF, ChangeKind, Design
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
@@ -53,11 +61,13 @@ from schemas.tables import (
     TASK_CHANGES_TABLE,
     TASK_STANDINGS_TABLE,
 )
+from schemas.version import COGSCORE_VERSION
 from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
-from transforms.compare import check_design, regressions
+from transforms.compare import Known, check_design, regressions
 from transforms.compare.night import compared, no_regressions
+from transforms.compare.pairs import KNOWN_COLUMNS
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
@@ -113,15 +123,16 @@ def standing_nights(
 
 @dataclass
 class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models, and the
+    """One standing's rows (no provenance): its tasks, categories and models, the
     compared columns of its episodes (None: not read yet; each keeps the night it comes
-    from as its ``dump_date``)."""
+    from as its ``dump_date``) and its comparisons (None: not read)."""
 
     as_of: str | None
     tasks: pl.DataFrame
     categories: pl.DataFrame
     models: pl.DataFrame
     episodes: pl.DataFrame | None = None
+    comparisons: pl.DataFrame | None = None
 
 
 @dataclass
@@ -146,9 +157,8 @@ class Standings:
 
     def present(self) -> list[str | None]:
         """The nights the output has a standing as of (read once)."""
-        if self._present is None:
-            column = self.output.scan(TASK_STANDINGS).select(AS_OF).unique().collect()[AS_OF]
-            self._present = column.to_list()
+        if self._present is None:  # (from the table's log: no night's file read)
+            self._present = self.output.nights_held(TASK_STANDINGS, AS_OF)
         return self._present
 
     def nights_to_make(self, held: Iterable[str], scored: Iterable[str | None]) -> list[str | None]:
@@ -171,10 +181,14 @@ class Standings:
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
             episodes = ran if kept is None else _together(kept, ran)
-            made = above_tasks(_at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap)
+            known = self._known(previous, tasks, tonight.tasks)
+            made = above_tasks(
+                _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
+            )
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
-        current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        made_above = (above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS])
         changes, cells = _together_changes(self._changes(previous, current), self._anew(current))
         self.before = current
         return {
@@ -198,6 +212,37 @@ class Standings:
         self.before = standing_of(self.output, max(earlier))
         return self.before
 
+    def _known(
+        self, previous: Standing | None, tasks: pl.DataFrame, tonight: pl.DataFrame
+    ) -> Known | None:
+        """The comparisons of the standing before whose models' results this one keeps (the
+        models without a result tonight), where they hold to the bit: the same models and
+        tasks (their codes order the sums), compared by this cogscore with this design (a
+        standing made earlier in the run; else as ``OUT`` holds it, ``_comparisons_held``)."""
+        if previous is None:
+            return None
+        for key in ([Col.MODEL], [Col.CATEGORY, Col.TASK]):
+            if _keys(previous.tasks, key) != _keys(tasks, key):
+                return None
+        if previous.comparisons is None:
+            previous.comparisons = self._comparisons_held(previous.as_of)
+        if previous.comparisons is None:
+            return None
+        changed = tonight[Col.MODEL].cast(pl.String).unique().to_list()
+        return Known(previous.comparisons, frozenset(changed))
+
+    def _comparisons_held(self, as_of: str | None) -> pl.DataFrame | None:
+        """The standing comparisons as of ``as_of`` as ``OUT`` holds them (one partition),
+        where this cogscore made them with the two-level design; else None (made again)."""
+        if as_of is None or self.bootstrap.design != Design.TWO_LEVEL:
+            return None
+        scan = self.output.scan(STANDING_COMPARISONS).filter(pl.col(AS_OF) == as_of)
+        rows = scan.select(*KNOWN_COLUMNS, SCORER_VERSION).collect()
+        made_here = (rows[SCORER_VERSION] == COGSCORE_VERSION).all()
+        if rows.is_empty() or not made_here or rows[DF].is_null().all():
+            return None
+        return rows.drop(SCORER_VERSION)
+
     def _tonight(self, tonight: NightInput) -> pl.DataFrame:
         """The compared columns of the night's episodes: the run's, or ``OUT``'s."""
         if tonight.episodes is not None:
@@ -206,15 +251,53 @@ class Standings:
 
     def _episodes_of(self, standing: Standing) -> pl.DataFrame:
         """A standing's episodes, read from ``OUT`` where not held (the output's own
-        standing before the run's first: its nights' partitions, once)."""
+        standing before the run's first, once): its own night's partitions, and those it
+        takes from earlier nights as ``standing_episodes`` keeps them (``_carried``; else
+        their nights' partitions)."""
         if standing.episodes is None:
             nights = set(standing.tasks[DUMP_DATE].unique().to_list())
+            carried = self._carried(standing, nights - {standing.as_of})
+            if carried is not None:
+                nights &= {standing.as_of}
             rows = self._read(nights)
             cells = standing.tasks.select(DUMP_DATE, *CELL)
-            standing.episodes = compared(
+            own = compared(
                 plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
             )
+            standing.episodes = own if carried is None else _together(carried, own)
         return standing.episodes
+
+    def _carried(self, standing: Standing, earlier: set[str | None]) -> pl.DataFrame | None:
+        """The episodes ``standing`` takes from the ``earlier`` nights, as ``OUT``'s
+        ``standing_episodes`` keeps them for it (the latest standing's): one partition
+        instead of a partition of every night. None where it keeps another standing's, or
+        not each of the results (an output an earlier cogscore wrote): read from the nights."""
+        as_of = standing.as_of
+        if not earlier or as_of is None:
+            return None
+        if self.output.nights_held(STANDING_EPISODES, AS_OF) != [as_of]:
+            return None
+        kept = self.output.scan(STANDING_EPISODES).filter(pl.col(AS_OF) == as_of)
+        rows = kept.select(COMPARED_COLUMNS).collect()
+        cells = standing.tasks.filter(pl.col(DUMP_DATE) != as_of)
+        if _keys(rows, [DUMP_DATE, *CELL]) != _keys(cells, [DUMP_DATE, *CELL]):
+            return None
+        return compared(rows)
+
+    def carried(self) -> dict[str | None, pl.DataFrame]:
+        """``standing_episodes`` as the run leaves it, by as_of: the episodes the last
+        standing it made takes from nights before it (what the next nightly reads instead
+        of those nights), and the standing ``OUT`` kept there emptied. Nothing where the
+        run made no standing."""
+        last = self.before
+        if last is None or last.as_of is None or last.episodes is None:
+            return {}
+        held = self.output.nights_held(STANDING_EPISODES, AS_OF)
+        kept = {night: _empty(STANDING_EPISODES) for night in held if night != last.as_of}
+        earlier = plain(last.episodes).filter(pl.col(DUMP_DATE) != last.as_of)
+        as_of = pl.lit(last.as_of, pl.String).alias(AS_OF)
+        kept[last.as_of] = earlier.select(as_of, *COMPARED_COLUMNS)
+        return kept
 
     def _read(self, nights: set[str | None]) -> pl.DataFrame:
         """The compared columns of ``nights``' episodes in ``OUT`` (their partitions only)."""
@@ -384,6 +467,10 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
         return True
     kept = previous.tasks.lazy().join(tonight.lazy(), on=CELL, how="anti")
     return kept.select(pl.len()).collect().item() == 0
+
+
+def _keys(frame: pl.DataFrame, columns: Sequence[str]) -> set[tuple[object, ...]]:
+    return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
 
 
 def _together(*frames: pl.DataFrame) -> pl.DataFrame:

@@ -114,16 +114,10 @@ from schemas.comparisons import (
     TIER,
     VERDICT,
 )
-from schemas.contract import (
-    DUMP_DATE,
-    FILE,
-    Category,
-    Col,
-)
-from schemas.health import (
-    HEALTH_TABLES,
-)
+from schemas.contract import DUMP_DATE, FILE, Category, Col
+from schemas.health import HEALTH_TABLES
 from schemas.hypotheses import HYPOTHESES_TABLE
+from schemas.standing_episodes import STANDING_EPISODES_TABLE
 
 # --- the registry ---------------------------------------------------------------------------
 
@@ -441,6 +435,7 @@ TABLES: Final[dict[str, Table]] = {
         MODEL_COMPARISONS_TABLE,
         REGRESSIONS_TABLE,
         *STANDING_TABLES,
+        STANDING_EPISODES_TABLE,
         IMPORTS_TABLE,
     )
 }

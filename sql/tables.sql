@@ -65,6 +65,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/signals');
 CREATE OR REPLACE VIEW hypotheses AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/hypotheses');
 
+CREATE OR REPLACE VIEW standing_episodes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_episodes');
+
 CREATE OR REPLACE VIEW imports AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/imports');
 

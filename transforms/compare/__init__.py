@@ -46,7 +46,7 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from transforms.compare.pairs import COMPARISON_COLUMNS, comparisons_of, model_comparisons
+from transforms.compare.pairs import COMPARISON_COLUMNS, Known, comparisons_of, model_comparisons
 from transforms.compare.preparation import prepare
 from transforms.compare.ranks import (
     category_rank_intervals,
@@ -78,6 +78,7 @@ __all__ = [
     "UNRESOLVED",
     "Design",
     "DesignChoice",
+    "Known",
     "NightStatistics",
     "check_design",
     "comparisons_and_rank_intervals",
@@ -106,13 +107,15 @@ def comparisons_and_rank_intervals(
     power: float = 0.8,
     level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
+    known: Known | None = None,
 ) -> NightStatistics:
     """(``model_comparisons``, ``rank_intervals``, ``score_intervals``,
     ``category_rank_intervals``) of the same scores, the episodes prepared once for all (a
     night's tables need all four). Every interval is a ``level`` interval; the verdicts are
-    at ``alpha``."""
+    at ``alpha``. ``known``: the pairs compared already (a standing made from the one
+    before: ``pairs.Known``)."""
     prep = prepare(scores, [DUMP_DATE, Col.MODEL])
-    comparisons = comparisons_of(prep, alpha, power, design, level)
+    comparisons = comparisons_of(prep, alpha, power, design, level, known)
     intervals = score_intervals_of(prep, level, design)
     ranks = rank_intervals_of(prep, comparisons, level)
     per_category = category_rank_intervals(prep, comparisons, level)
