@@ -8,6 +8,7 @@ import polars as pl
 from rich.markup import escape
 
 from flows.outcome import Outcome, RunSummary
+from flows.present.imports import new_model_lines
 from flows.present.leaderboard import leaderboard_lines
 from flows.present.terminal import printable, render, table_of_columns
 from flows.records import unscored_line
@@ -60,7 +61,12 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         lines.append(f"… and {len(summary.rejected_files) - 5} more file(s) (cogscore status)")
     counts = summary.counts
     replaced = counts.get("episodes_replaced") or 0  # contract 1.4
-    also = f" (and {replaced} replaced by a later run: replaced_episodes)" if replaced else ""
+    also = (
+        f" (and {replaced} replaced by a later run, or by a table's record of the same run: "
+        "replaced_episodes)"
+        if replaced
+        else ""
+    )
     lines.append(
         f"{counts['episodes_scored']} episodes scored{also}, "
         f"{counts['episodes_rejected']} rejected, "
@@ -158,8 +164,8 @@ def regression_lines(outcome: Outcome) -> list[str]:
 
 
 def import_lines(outcome: Outcome) -> list[str]:
-    """A nightly that imported harness runs first: how many, and each run not imported with
-    every reason (OUT's ``imports`` table keeps them all)."""
+    """A nightly that imported harness runs first: how many, each run not imported with
+    every reason (OUT's ``imports`` table keeps them all), and the models new to the dump."""
     report = outcome.imports
     if report is None:
         return []
@@ -172,6 +178,7 @@ def import_lines(outcome: Outcome) -> list[str]:
         if str(run.outcome) != "imported":
             why = ", ".join(run.reasons) + (f": {run.detail}" if run.detail else "")
             lines.append(f"  not imported: {printable(run.run)}: {printable(why)}")
+    lines += [f"  {printable(line)}" for line in new_model_lines(report.new_models)]
     lines += [f"  {printable(warning)}" for warning in report.warnings]
     return lines
 
