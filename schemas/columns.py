@@ -32,6 +32,7 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import (
+    CATEGORY_VALUES,
     COST_USD,
     DUMP_DATE,
     FILE,
@@ -355,6 +356,11 @@ def usage_column() -> Column:
 CATEGORIES: Final = tuple(str(c) for c in Category)
 
 
+# The categories of an episode or a task: the six, or ``uncategorised`` (contract 1.4: a task
+# its publisher puts in none; it counts in the overall score, in no category's table).
+TASK_CATEGORIES: Final = CATEGORY_VALUES
+
+
 SCOPES: Final = (*CATEGORIES, OVERALL, OVERALL_BY_CATEGORY)
 
 
@@ -401,7 +407,7 @@ COMPONENT_RULES: Final[dict[str, Column]] = {
 
 
 EPISODE_RULES: Final[dict[str, Column]] = {
-    Col.CATEGORY: text_column(isin=CATEGORIES),
+    Col.CATEGORY: text_column(isin=TASK_CATEGORIES),
     INSTANCE_ID: text_column(nullable=True),  # contract 1.1; null: not shared
     DUMP_DATE: text_column(nullable=True),
     FEEDBACK_OUT_OF_RANGE: count_column(),

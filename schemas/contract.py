@@ -111,6 +111,15 @@ class Category(StrEnum):
     PROCEDURAL_LEARNING = "procedural_learning"
 
 
+# Contract 1.4 (backward compatible): the category of a task its publisher puts in none of the
+# six (LearningBench's leaderboard calls three of its tasks ``unknown``). Only an episode
+# scored as reported (a score table imported: no formula input) may have it; it counts in
+# the overall score, in no category (``docs/decisions.md``).
+UNCATEGORISED: Final = "uncategorised"
+# Every value the contract's ``category`` column may take: the six, then ``uncategorised``.
+CATEGORY_VALUES: Final = (*(c.value for c in Category), UNCATEGORISED)
+
+
 class Role(StrEnum):
     SYSTEM = "system"
     USER = "user"

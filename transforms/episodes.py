@@ -27,6 +27,7 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import (
+    CATEGORY_VALUES,
     DUMP_DATE,
     EPISODE_CONSTANT,
     FILE,
@@ -36,7 +37,6 @@ from schemas.contract import (
     SINGLE_RUN_STARTED,
     SOURCE_NAMES,
     VERDICT,
-    Category,
     Col,
     Kind,
     Match,
@@ -215,7 +215,7 @@ def _fast_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
     first_rows = rows.filter((segment != segment.shift()).fill_null(True)).select(
         SEGMENT, *KEY, *constant, DUMP_DATE
     )
-    unknown = (category.is_not_null() & ~category.is_in(list(Category))).cast(pl.UInt32)
+    unknown = (category.is_not_null() & ~category.is_in(list(CATEGORY_VALUES))).cast(pl.UInt32)
     any_row = problems(None)
     return pl.concat([first_rows, counts], how="horizontal").with_columns(pl.col(any_row) + unknown)
 

@@ -1,7 +1,8 @@
 """The ``cogscore`` command line: the app, its global options, and how a command starts
 and ends (``run``). The commands themselves are in ``flows.cli.scoring`` (score, nightly,
 rescore), ``flows.cli.reading`` (what an output holds: report, sql, status, history,
-compare, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the importers)."""
+compare, leaderboard, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the
+importers)."""
 
 from __future__ import annotations
 

@@ -38,9 +38,9 @@ def import_scores_command(
         Path | None,
         typer.Option(
             "--tasks",
-            help="Folder of LearningBench task files (<category folder>/<task>.py): the "
-            "category of a task the table calls 'unknown' (read from the folder names; "
-            "nothing is run).",
+            help="Folder of LearningBench task files (<category folder>/<task>.py): says "
+            "where a task's folder puts it in another category than the table does (the "
+            "table's category is kept; only the folder names are read, nothing is run).",
         ),
     ] = None,
     json_output: Annotated[
@@ -56,13 +56,14 @@ def import_scores_command(
     The scores a harness or a leaderboard already computed: per row one episode whose
     episode_end carries the score as reported_score, with no formula inputs. Scored, such
     an episode's score is its reported score (formula version 'reported'); a rescore leaves
-    it as it is. Rows go to DUMP_ROOT/dump_date=<night>/scores-<FILE's name>-<path
-    key>.parquet, a file per table; importing the same table again writes nothing, a copy
-    of one imported is reported. Scores lie in [0, 1]: a table mostly above 1 (0-100) is
-    refused. Every row not imported is reported with every reason. A row's model is
-    named by every model column the table has (LearningBench's model_slug and model_name),
-    resolved to one model by --names, the dump's names and the rule; its task by the
-    rule (- as _)."""
+    it as it is. A table's categories are kept as it publishes them: a task it calls
+    'unknown' is uncategorised (it counts in the overall score, in no category). Rows go to
+    DUMP_ROOT/dump_date=<night>/scores-<FILE's name>-<path key>.parquet, a file per table;
+    importing the same table again writes nothing, a copy of one imported is reported.
+    Scores lie in [0, 1]: a table mostly above 1 (0-100) is refused. Every row not imported
+    is reported with every reason. A row's model is named by every model column the table
+    has (LearningBench's model_slug and model_name), resolved to one model by --names, the
+    dump's names and the rule; its task by the rule (- as _)."""
     from flows.store.dumps import is_night
 
     if date is not None and not is_night(date):
@@ -88,9 +89,11 @@ def import_scores_command(
         ),
     ]
     lines += new_model_lines(done.new_models)
-    if done.resolved:
-        named = ", ".join(f"{t} -> {c}" for t, c in sorted(done.resolved.items()))
-        lines.append(f"categories from the task files: {named}")
+    for d in done.disagreements:
+        lines.append(
+            f"category of {d['task']}: the table's {d['table']} kept; its task file is in "
+            f"{d['task_files']}"
+        )
     for row in done.rejected[:20]:
         reasons = "; ".join(str(r) for r in row["reasons"])  # type: ignore[attr-defined]
         lines.append(f"not imported: row {row['row']} ({row['model']}, {row['task']}): {reasons}")

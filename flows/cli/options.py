@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +23,7 @@ from flows.importers.names import NAMES_ENV
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
 from flows.store.location import ENV_OPTIONS, parse_storage_options
+from schemas.columns import SqlFormat
 from schemas.views import View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -143,6 +145,26 @@ ViewOpt = Annotated[
         "result on every task, whenever it ran); night: the night's own episodes alone.",
     ),
 ]
+
+
+FormatOpt = Annotated[
+    SqlFormat | None,
+    typer.Option(
+        "--format",
+        envvar="COGSCORE_FORMAT",
+        help="table (the default on a terminal: every column, long values folded), csv "
+        "(the default elsewhere: a pipe, a file, a cron log; lists and structs as JSON) "
+        "or json (one array of objects). No value is ever cut.",
+    ),
+]
+
+
+def format_of(chosen: SqlFormat | None) -> SqlFormat:
+    """``--format`` as given; by default a table on a terminal, CSV elsewhere (a pipe, a
+    file, a cron log: whole values, one row a line)."""
+    if chosen is not None:
+        return chosen
+    return SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV
 
 
 StorageOpt = Annotated[

@@ -199,8 +199,8 @@ def _run(
             raise
         code, error = ExitCode.INTERNAL, internal_error(bug)
     if outcome is not None:
-        for line in outcome_lines(outcome, view):
-            echo(line)
+        if lines := outcome_lines(outcome, view):
+            echo("\n".join(lines))  # one write: a closed pipe is met once
         if report is not None and error is None:
             from flows.present.report import ReportError, write_report
 

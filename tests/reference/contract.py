@@ -108,6 +108,8 @@ OBSERVATIONAL: Final = "observational_learning"
 RUNTIME_RL: Final = "runtime_rl"
 PROCEDURAL: Final = "procedural_learning"
 CATEGORIES: Final = (ASSOCIATIVE, CONCEPT, LANGUAGE, OBSERVATIONAL, RUNTIME_RL, PROCEDURAL)
+# Contract 1.4: a task in none of the six (a reported score alone; the overall counts it).
+UNCATEGORISED: Final = "uncategorised"
 ROLES: Final = ("system", "user", "assistant", "environment")
 
 EPISODE_START: Final = "episode_start"
@@ -233,6 +235,7 @@ class Rule:
     INTEGER_EXPECTED_NOT_INTEGER = "integer_expected_not_integer"
     ANSWER_UNKNOWN_ITEM = "answer_unknown_item"
     RECORDED_WITHOUT_VERDICT = "recorded_without_verdict"
+    UNCATEGORISED_NOT_REPORTED = "uncategorised_not_reported"
     NO_ITEMS = "no_items"
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"

@@ -20,7 +20,8 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.importers.scores import CATEGORY_NAMES, import_scores
+from flows.importers.score_categories import CATEGORY_NAMES
+from flows.importers.scores import import_scores
 from flows.present.explain import Which, explain
 from flows.present.report import read_warehouse, render
 from flows.present.report.results import (
@@ -77,7 +78,6 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("published")
     done = import_scores(LEADERBOARD / "leaderboard_flat.csv", root / "dump", tasks=TASKS)
     assert done.rows_imported == 1890 and not done.rejected
-    (root / "resolved.json").write_text(json.dumps(done.resolved))
     runs.score(root / "dump", root / "out")
     return root
 
@@ -121,13 +121,12 @@ def stress(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_matrix_is_the_published_score_matrix(published: Path) -> None:
     """Values and layout read from ``leaderboard_score_matrix.csv``: every task and model,
     each score equal, the tasks grouped by category in the CSV's order (its three
-    ``unknown`` tasks in the category import-scores found for them), the models in the
-    published rank order."""
+    ``unknown`` tasks, uncategorised, last as there), the models in the published rank
+    order."""
     matrix = matrix_of(render(read_warehouse(published / "out")))
     with (LEADERBOARD / "leaderboard_score_matrix.csv").open(newline="") as file:
         header, *rows = list(csv.reader(file))
     models = header[2:]
-    resolved = json.loads((published / "resolved.json").read_text())
     assert len(rows) == 135 and len(models) == 14
     assert sorted(matrix["models"]) == sorted(models)
     assert sorted(matrix["tasks"]) == sorted(row[0] for row in rows)
@@ -135,17 +134,14 @@ def test_the_matrix_is_the_published_score_matrix(published: Path) -> None:
     column = {model: c for c, model in enumerate(matrix["models"])}
     for task, category, *values in rows:
         r = at[task]
-        known = CATEGORY_NAMES.get(category)
-        assert matrix["categories"][r] == (known or resolved[task]), task
+        assert matrix["categories"][r] == CATEGORY_NAMES[category], task
         for model, value in zip(models, values, strict=True):
             assert matrix["scores"][r][column[model]] == float(value), (task, model)
     # Grouped: each category's rows together, in the CSV's order of its tasks.
     categories = matrix["categories"]
     runs_of = [c for i, c in enumerate(categories) if i == 0 or categories[i - 1] != c]
-    assert len(runs_of) == len(set(categories)) == 6
-    assert runs_of == [
-        CATEGORY_NAMES[c] for c in dict.fromkeys(r[1] for r in rows) if c in CATEGORY_NAMES
-    ]
+    assert len(runs_of) == len(set(categories)) == 7
+    assert runs_of == [CATEGORY_NAMES[c] for c in dict.fromkeys(r[1] for r in rows)]
     for category in set(categories):
         csv_order = [t for t, c, *_ in rows if CATEGORY_NAMES.get(c) == category]
         page_order = [t for t, c in zip(matrix["tasks"], categories, strict=True) if c == category]
