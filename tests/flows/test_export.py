@@ -33,6 +33,7 @@ def together(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nightly = ["nightly", str(dump), "--out", str(out), "--quiet", "--runs", str(RUNS)]
     done = CliRunner().invoke(app, [*nightly, "--tasks", str(TASKS), *common])
     assert done.exit_code == 0, done.output
+    (root / "nightly.txt").write_text(done.output)
     return root
 
 
@@ -111,3 +112,15 @@ def test_a_full_re_export_imported_again_is_unchanged_not_refused(
     rows = len(lines) - 2  # the header and the last line's end
     assert first.startswith(f"0 of {rows} rows") and f"; {rows} unchanged (" in first
     assert "not imported:" not in done.output
+
+
+def test_models_covering_other_tasks_are_one_line_a_night(together: Path) -> None:
+    """The table's tasks arrive over 10 nights: each night's standing covers other tasks for
+    most models, said in a line a night (not one a model: 95 lines), each model's change."""
+    said = (together / "nightly.txt").read_text().splitlines()
+    lines = [line for line in said if line.startswith("  not_comparable ")]
+    flat = pl.read_csv(LEADERBOARD / "leaderboard_flat.csv")
+    nights = flat["eval_date"].str.slice(0, 10).n_unique()
+    assert 0 < len(lines) < nights
+    models = flat["model_name"].n_unique()
+    assert any(f": {models} models cover other tasks (" in line for line in lines)
