@@ -197,8 +197,9 @@ RECORD_KEYS: Final = (
     # Every result re-run in the standings the run made: [{as_of, previous_as_of, model,
     # category, task, old_night, new_night, old_score, new_score, change}]
     "reruns",
-    # A nightly with --runs: the import's counts and each run not imported:
-    # {runs, imported, rejected, not_imported: [{run, reasons, detail}]} (null: no import)
+    # A nightly with --runs: the import's counts, each run not imported and each model new
+    # to the dump: {runs, imported, rejected, not_imported: [{run, reasons, detail}],
+    # new_models: {model: [the names it came from]}} (null: no import)
     "imports",
     # Contract 1.2: the first 20 episodes whose score differs from the reported one
     # (all are counted in counts.episodes_score_mismatch): [{dump_date, episode_id, model,
@@ -291,6 +292,7 @@ def _imports(report: Any) -> dict[str, Any] | None:
         "imported": report.imported,
         "rejected": report.rejected,
         "not_imported": [{"run": r.run, "reasons": r.reasons, "detail": r.detail} for r in missed],
+        "new_models": dict(report.new_models),
     }
 
 

@@ -42,6 +42,7 @@ from schemas.contract import (
     OUTPUT_TOKENS,
     REPORTED_SCORE,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
     USAGE_DTYPES,
     Category,
     Col,
@@ -212,6 +213,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     USAGE_REFUSED: pl.String(),
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
     CALLS: pl.Int64(),
+    SOURCE_NAMES: pl.String(),  # contract 1.5 (null: the source named it as shown)
 }
 
 
@@ -420,6 +422,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
     SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
     CALLS: count_column(nullable=True),
+    SOURCE_NAMES: text_column(nullable=True),  # contract 1.5
 }
 
 

@@ -360,5 +360,5 @@ def command_line() -> str:
 
 # The commands register themselves on ``app`` when their modules are imported, in the
 # order ``--help`` lists them.
-for _module in ("scoring", "reading", "making", "explaining"):
+for _module in ("scoring", "reading", "making", "explaining", "exporting"):
     importlib.import_module(f"flows.cli.{_module}")

@@ -19,6 +19,7 @@ from flows.importers.kaggle_limits import (
     TASK_MEMORY_HELP,
     TIMEOUT_HELP,
 )
+from flows.importers.names import NAMES_ENV
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
 from flows.store.location import ENV_OPTIONS, parse_storage_options
@@ -218,6 +219,20 @@ TaskMemoryOpt = Annotated[
         min=MIN_TASK_MEMORY,
         envvar="COGSCORE_TASK_MEMORY",
         help=TASK_MEMORY_HELP,
+    ),
+]
+
+
+NamesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--names",
+        metavar="FILE",
+        envvar=NAMES_ENV,
+        help="A names file (CSV, header alias,model): each row maps a name a source gives a "
+        "model (a harness slug, a table's slug or display name) to the model cogscore shows. "
+        "Names that follow the rule (the vendor prefix off, @ as -) join without it; the "
+        "dump keeps what each name resolved to (DUMP_ROOT/_cogscore_names.csv).",
     ),
 ]
 

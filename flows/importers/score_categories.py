@@ -18,21 +18,17 @@ import polars as pl
 
 from schemas.contract import CATEGORY_VALUES, UNCATEGORISED, Category, Col
 from schemas.kaggle import UPSTREAM_CATEGORIES
+from schemas.published import LEADERBOARD_CATEGORIES, LEADERBOARD_UNKNOWN
 
 # What LearningBench's leaderboard says of three tasks: in none of the six categories.
-UNKNOWN: Final = "unknown"
+UNKNOWN: Final = LEADERBOARD_UNKNOWN
 
 # Category names a table may use, and their contract value (as text).
 CATEGORY_NAMES: Final[dict[str, str]] = {
     name: str(category)
     for name, category in {
         **{c: c for c in CATEGORY_VALUES},
-        "assoc-learning": Category.ASSOCIATIVE_LEARNING,
-        "concept-learning": Category.CONCEPT_FORMATION,
-        "lang-learning": Category.LANGUAGE_LEARNING,
-        "obs-learning": Category.OBSERVATIONAL_LEARNING,
-        "rf-learning": Category.RUNTIME_RL,
-        "proc-learning": Category.PROCEDURAL_LEARNING,
+        **LEADERBOARD_CATEGORIES,
         **UPSTREAM_CATEGORIES,
         UNKNOWN: UNCATEGORISED,
     }.items()

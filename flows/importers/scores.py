@@ -50,9 +50,14 @@ from typing import Final
 
 import polars as pl
 
+from flows.importers.names import keep_names, names_for
 from flows.importers.score_categories import CATEGORY_NAMES, disagreements, named
+from flows.importers.score_held import held_runs, without_held
+from flows.importers.score_names import CARRIED, name_columns, named_rows
+from flows.store.location import Location
 from schemas.contract import INSTANCE_ID, REPORTED_SCORE, Category, Col
 from schemas.kaggle import UPSTREAM_CATEGORIES
+from transforms.names import task_by_rule
 from transforms.table_rows import contract_rows
 
 # The night a row goes to, and the date column of the table it may come from.
@@ -95,6 +100,9 @@ class Imported:
     source: str
     rows_read: int = 0
     rows_imported: int = 0
+    # Rows whose run the dump held already (the same model, task, night, time and score:
+    # from another table, or a harness run file): not imported again, not reported one by one.
+    rows_unchanged: int = 0
     written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
     unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
     copies: dict[str, str] = field(default_factory=dict)  # night -> the earlier import's file
@@ -102,17 +110,21 @@ class Imported:
     # task, the table's category (kept) and the task file's.
     disagreements: list[dict[str, str]] = field(default_factory=list)
     rejected: list[dict[str, object]] = field(default_factory=list)
+    # The models new to the dump (no name of a known one): model -> the names it came from.
+    new_models: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, object]:
         return {
             "source": self.source,
             "rows_read": self.rows_read,
             "rows_imported": self.rows_imported,
+            "rows_unchanged": self.rows_unchanged,
             "rows_not_imported": len(self.rejected),
             "nights_written": self.written,
             "nights_unchanged": self.unchanged,
             "nights_copied": self.copies,
             "category_disagreements": self.disagreements,
+            "new_models": self.new_models,
             "not_imported": self.rejected,
         }
 
@@ -193,6 +205,7 @@ def importable_scores(
             if NIGHT in names
             else pl.lit(None, pl.String).alias("__date_text")
         ),
+        *name_columns(table, ROW),
     )
     score = pl.col("__score_text").cast(pl.Float64, strict=False)
     when = pl.col("__date_text").str.to_datetime(time_zone="UTC", strict=False)
@@ -263,11 +276,12 @@ def importable_scores(
         Col.MODEL,
         Col.TASK,
         pl.col("__category").alias(Col.CATEGORY),
-        pl.coalesce(INSTANCE_ID, Col.TASK).alias(INSTANCE_ID),
+        pl.coalesce(INSTANCE_ID, task_by_rule(pl.col(Col.TASK))).alias(INSTANCE_ID),
         REPORTED_SCORE,
         Col.TS,
         pl.lit(source).alias(Col.RUN_ID),
         ROW,
+        *CARRIED,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
     return kept, rejected, disagreements(judged.filter(good), "__category", tasks)
@@ -305,6 +319,7 @@ def import_scores(
     out: Path,
     night: str | None = None,
     tasks: Path | None = None,
+    names: Path | None = None,
 ) -> Imported:
     """Import the score table ``source`` into the dump ``out``: per night a file
     ``dump_date=<night>/scores-<source name>-<path key>.parquet`` (replaced where it differs;
@@ -319,6 +334,12 @@ def import_scores(
     done = Imported(str(source), rows_read=table.height)
     done.disagreements = disagreements
     done.rejected = rejected.to_dicts()
+    # One name a model (the names file, the dump's names, the rule), kept for the next import.
+    named = names_for(Location.parse(str(out)), names)
+    kept, refused = named_rows(kept, named, ROW, REASONS)
+    done.rejected = sorted([*done.rejected, *refused], key=lambda r: int(str(r[ROW])))
+    keep_names(Location.parse(str(out)), named)
+    done.new_models = named.new
     origin = source.resolve()
     digest = _digest(origin.read_bytes())
     name = f"scores-{_safe(source.stem)}-{_digest(str(origin).encode())[:12]}.parquet"
@@ -335,7 +356,11 @@ def import_scores(
         own = folder / legacy if legacy in {p.name for p in others} else None
         if own is not None and not pl.read_parquet(own).equals(rows.drop(NIGHT)):
             own = None  # another table's (of the same name), or this one's before a change
-        scores, taken = _not_imported_twice(scores, [p for p in others if p != own])
+        # Rows whose run another table holds already, with their score: unchanged, counted.
+        tables = [p for p in others if p != own]
+        scores, same = without_held(scores, held_runs(tables))
+        done.rows_unchanged += same
+        scores, taken = _not_imported_twice(scores, tables)
         done.rejected.extend(taken)
         done.rows_imported += scores.height
         if scores.is_empty():

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from flows.outcome import FLAGGED, Outcome, RunSummary
 from flows.present.changes import result_moved, scores, told
+from flows.present.imports import new_model_lines
 from flows.present.leaderboard import leaderboard_lines
 from flows.present.terminal import printable, render, table_of_columns
 from flows.records import unscored_line
@@ -61,7 +62,12 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         lines.append(f"… and {len(summary.rejected_files) - 5} more file(s) (cogscore status)")
     counts = summary.counts
     replaced = counts.get("episodes_replaced") or 0  # contract 1.4
-    also = f" (and {replaced} replaced by a later run: replaced_episodes)" if replaced else ""
+    also = (
+        f" (and {replaced} replaced by a later run, or by a table's record of the same run: "
+        "replaced_episodes)"
+        if replaced
+        else ""
+    )
     lines.append(
         f"{counts['episodes_scored']} episodes scored{also}, "
         f"{counts['episodes_rejected']} rejected, "
@@ -159,8 +165,8 @@ def regression_lines(outcome: Outcome) -> list[str]:
 
 
 def import_lines(outcome: Outcome) -> list[str]:
-    """A nightly that imported harness runs first: how many, and each run not imported with
-    every reason (OUT's ``imports`` table keeps them all)."""
+    """A nightly that imported harness runs first: how many, each run not imported with
+    every reason (OUT's ``imports`` table keeps them all), and the models new to the dump."""
     report = outcome.imports
     if report is None:
         return []
@@ -173,6 +179,7 @@ def import_lines(outcome: Outcome) -> list[str]:
         if str(run.outcome) != "imported":
             why = ", ".join(run.reasons) + (f": {run.detail}" if run.detail else "")
             lines.append(f"  not imported: {printable(run.run)}: {printable(why)}")
+    lines += [f"  {printable(line)}" for line in new_model_lines(report.new_models)]
     lines += [f"  {printable(warning)}" for warning in report.warnings]
     return lines
 
@@ -185,7 +192,8 @@ def standing_lines(outcome: Outcome) -> list[str]:
     a standing a rescore moved), its rank before and now and whether the statistics call it
     beyond noise; then every result re-run, its score and night before and now. Of a run of
     many nights, every alert and not comparable change, the latest watches, rescored
-    standings and re-runs (the rest counted: the tables and the run record hold them all)."""
+    standings and re-runs (the rest counted: the tables and the run record hold them all);
+    the models that cover other tasks on one night, on one line (each model's change)."""
     moved = outcome.standing_changes
     if moved is None or moved.is_empty():
         return []
@@ -228,8 +236,25 @@ def standing_lines(outcome: Outcome) -> list[str]:
         rows = order.filter(picked).sort(AS_OF, pl.col(CHANGE).abs(), nulls_last=False)
         shown.append(rows.tail(MOST_NIGHT_LINES))
         hidden[what] = rows.height - shown[-1].height
-    for row in pl.concat(shown).sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
+    rows = pl.concat(shown).sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE)
+    covered = (pl.col(CHANGE_KIND) == ChangeKind.COVERAGE) & (
+        pl.col(ALERT_LEVEL) == LEVEL_NOT_COMPARABLE
+    )
+    # A night on which several models cover other tasks (a table whose tasks arrive over
+    # nights): one line, each model's change (the tasks: the table and the record).
+    folded = covered & (pl.len().over(AS_OF, covered) > 1)
+    for row in rows.filter(~folded).iter_rows(named=True):
         lines.append(_change_line(row))
+    for (night,), group in rows.filter(folded).group_by(AS_OF, maintain_order=True):
+        each = ", ".join(
+            printable(r[Col.MODEL]) + ("" if r[CHANGE] is None else f" {r[CHANGE]:+.3f}")
+            for r in group.iter_rows(named=True)
+        )
+        lines.append(
+            f"  {LEVEL_NOT_COMPARABLE} {printable(night)}: {group.height} models cover other "
+            f"tasks (the score averages other tasks: not compared; which tasks: table "
+            f"standing_changes, --json): {each}"
+        )
     # Counted, not cut: the re-runs' count does not read as a value shown in part.
     lines += [
         f"  … and {n} {what} (table standing_changes; --json)"

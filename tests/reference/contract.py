@@ -79,12 +79,16 @@ USAGE_INVALID: Final = "usage_invalid"
 # Contract 1.4: optional, on episode_start; when the single run the episode is the whole
 # result of started (the latest of a model's such runs of a task on a night stands).
 SINGLE_RUN_STARTED: Final = "single_run_started"
+# Contract 1.5: optional, on episode_start; the names the episode's source gave it (a JSON
+# object, kept as written: never scored).
+SOURCE_NAMES: Final = "source_names"
 OPTIONAL_COLUMNS: Final = (
     INSTANCE_ID,
     REPORTED_SCORE,
     VERDICT,
     *USAGE_COLUMNS,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
 )
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)

@@ -98,7 +98,7 @@ SCORE_FIELDS = (
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
     *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
-    "calls",
+    "calls", c.SOURCE_NAMES,
 )
 # fmt: on
 
@@ -428,6 +428,7 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         # Contract 1.4: read on the episode_start row. Which single runs a later one
         # replaces is a rule of the whole night (tests/flows/test_replaced_runs.py).
         single_run_started=start.get(c.SINGLE_RUN_STARTED),
+        source_names=start.get(c.SOURCE_NAMES),  # 1.5: kept as the source wrote it
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
