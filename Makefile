@@ -69,9 +69,10 @@ demo-real: setup
 
 # LearningBench's published leaderboard (its 1,890 scores, one run per model and task) as it
 # is: each score on the day it was run (`eval_date`: ten nights), through `import-scores`
-# (the three tasks it calls `unknown` get their category from the task files' folders), a
-# run, the published ranking reproduced on the terminal as the standing as of the last day
-# (each model's latest result on every task) with intervals, rank intervals and tiers, two
+# (its categories as published: the three tasks it calls `unknown` are in none, and the
+# task files' folder, associative, is said), a run, the published ranking reproduced on the
+# terminal as the standing as of the last day (each model's latest result on every task)
+# with intervals, rank intervals and tiers, then each category's own leaderboard, two
 # pairwise comparisons, and the report (the pairwise matrix of every verdict).
 demo-leaderboard: setup
 	rm -rf demo-leaderboard

@@ -6,7 +6,7 @@ night a few models re-run some tasks (``--reruns`` tasks a night, one model or t
 and then a model is added. The score tables go through ``import-scores`` (one file a night),
 ``--nights`` nights are scored into one output by one ``score`` (a standing a night, each
 from the one before), then one more night arrives and ``nightly`` scores it (one standing).
-Measured, each in a fresh process, ``--repeat`` times:
+Measured, each in a fresh process, ``--repeat`` times, on and off interleaved:
 
 - the nightly of the new night, with standings, and the same nightly with the standings
   switched off (``Standings.nights_to_make`` returning nothing): the difference is what the
@@ -142,8 +142,8 @@ def measure(nights: int, models: int, episodes: int, reruns: int, repeat: int) -
         root = Path(scratch)
         new_night = build(root, nights, models, episodes, reruns)
         modes = {"on": False, "off": True}
-        for label, off in modes.items():
-            for _ in range(repeat):
+        for _ in range(repeat):  # interleaved: on, off, on, off...
+            for label, off in modes.items():
                 base = root / f"out-{label}"
                 shutil.rmtree(base, ignore_errors=True)
                 results.setdefault(f"score {nights} nights, standings {label}", []).append(
@@ -151,8 +151,8 @@ def measure(nights: int, models: int, episodes: int, reruns: int, repeat: int) -
                 )
         # The new night arrives: the nightly of it, each time from a copy of the year's output.
         shutil.copytree(new_night, root / "dump" / new_night.name)
-        for label, off in modes.items():
-            for _ in range(repeat):
+        for _ in range(repeat):
+            for label, off in modes.items():
                 out = root / f"night-{label}"
                 shutil.rmtree(out, ignore_errors=True)
                 shutil.copytree(root / f"out-{label}", out)

@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("flows", "transforms", "schemas", "simulator")
 MOST_LINES = 500
 MOST_POSITIONAL = 6
-MOST_INNER_IMPORTS = 40
+MOST_INNER_IMPORTS = (
+    42  # 40, and cogscore leaderboard's and export's (as every read command's, lazy)
+)
 
 # The layers, lowest first: a module imports its own layer and those below it. The store
 # and the importers know nothing of scoring; the engine (flows' own modules: plan, run and

@@ -21,7 +21,7 @@ from flows.logs import log
 from flows.logs import run_id as run_id_var
 from flows.mappers import FILES_AT_ONCE, Mapper, local_mapper_with
 from flows.night import NightHook, tables_of_night
-from flows.outcome import FLAGGED, Outcome, RunSummary, alerts, noticed, unscored_night
+from flows.outcome import FLAGGED, Outcome, RunSummary, alerts, noticed, reran, unscored_night
 from flows.plan import (
     check_layout,
     describe_set,
@@ -35,11 +35,18 @@ from flows.reading import vanished
 from flows.records import RunContext, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
 from flows.score import assemble, settled
-from flows.standings import STANDING_CHANGES, NightInput, Standings, night_from_output
+from flows.standings import (
+    STANDING_CHANGES,
+    TASK_CHANGES,
+    NightInput,
+    Standings,
+    night_from_output,
+)
 from flows.store.catalog import (
     EPISODE_SCORES,
     REGRESSIONS,
     RESCORE_DIFF,
+    STANDING_EPISODES,
     TASK_SCORES,
     empty_table,
     fault_point,
@@ -187,6 +194,7 @@ def score_nights(
         assert standings is not None
         tables = standings.of_night(night, tonight)
         moved.append(tables[STANDING_CHANGES].filter(noticed()))
+        reruns.append(tables[TASK_CHANGES].filter(reran()))
         stage(tables, night)
 
     def stand_as_held(night: str | None) -> None:
@@ -199,6 +207,7 @@ def score_nights(
             restood.append(night)
 
     moved: list[pl.DataFrame] = []
+    reruns: list[pl.DataFrame] = []
 
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
     recorded = False  # the run's rows are in the runs table: its outcome is told there
@@ -295,6 +304,9 @@ def score_nights(
                 )
             )
             del result, tables
+        if standings is not None:  # the last standing's episodes, for the next run's
+            for night, frame in standings.carried().items():
+                stage({STANDING_EPISODES: frame}, night)
         extra = job.finish(fingerprints) if job.finish else {}
         summary.timings = {step: round(v, 3) for step, v in summary.timings.items()}
         flagged_rows = pl.concat([empty_table(REGRESSIONS), *flagged], how="diagonal_relaxed")
@@ -359,6 +371,9 @@ def score_nights(
     outcome.verdict = ended
     outcome.regressions = flagged_rows
     outcome.standing_changes = moved_rows
+    outcome.reruns = pl.concat(
+        [empty_table(TASK_CHANGES).drop(PROVENANCE), *reruns], how="diagonal_relaxed"
+    )
     outcome.level = bootstrap.level
     outcome.levels = night_levels(after)
     outcome.dry_run = dry_run

@@ -32,6 +32,7 @@ from transforms.aggregate import (
     task_scores,
 )
 from transforms.compact import plain
+from transforms.compare import Known
 from transforms.compare.night import night_comparisons
 
 # Per night: (night, its result, its tables) -> more tables of that night.
@@ -86,15 +87,16 @@ def aggregate(
 
 
 def above_tasks(
-    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap, known: Known | None = None
 ) -> dict[str, pl.DataFrame]:
     """The category and model scores of task scores ``tasks`` (text keys), with their
     intervals, ranks and tiers, and the pairwise comparisons, from the episode scores
-    ``scores`` behind them (a night's, or a standing's)."""
+    ``scores`` behind them (a night's, or a standing's; ``known``: the pairs the standing
+    before compared whose models' results it keeps, ``transforms.compare.pairs.Known``)."""
     categories = category_scores(tasks.lazy())
     models = model_scores(tasks.lazy(), categories)
     category_frame, model_frame = pl.collect_all([categories, models])
-    night = night_comparisons(model_frame, category_frame, scores, bootstrap)
+    night = night_comparisons(model_frame, category_frame, scores, bootstrap, known)
     return {
         CATEGORY_SCORES: night.categories,
         MODEL_SCORES: night.models,

@@ -93,6 +93,8 @@ class Outcome:
     regressions: pl.DataFrame | None = None
     # The standing_changes rows the run made that it reports (``noticed``).
     standing_changes: pl.DataFrame | None = None
+    # The task_changes rows of the results re-run (``rerun``), every one: each is told.
+    reruns: pl.DataFrame | None = None
     # The harness runs a nightly imported first (``--runs``), each run's outcome.
     imports: ImportReport | None = None
     level: float = DEFAULT_LEVEL  # the level of the intervals this run made (``--level``)
@@ -106,21 +108,16 @@ class Outcome:
 FLAGGED = (LEVEL_ALERT, LEVEL_WATCH)  # the regressions a run reports
 
 
-# Standing changes a run reports beside its flagged ones: a model new, gone, whose tasks
-# covered changed (its score averages other tasks now), or whose results were scored anew.
-NOTICED_KINDS = (
-    ChangeKind.NEW_MODEL,
-    ChangeKind.VANISHED,
-    ChangeKind.COVERAGE,
-    ChangeKind.RESCORED,
-)
-
-
 def noticed() -> pl.Expr:
-    """The standing changes a run reports: every flagged one, and each model's overall row
-    where it is new, gone, covers other tasks or was scored anew."""
-    kinds = (pl.col(SCOPE) == OVERALL) & pl.col(CHANGE_KIND).is_in([k.value for k in NOTICED_KINDS])
-    return pl.col(ALERT_LEVEL).is_in(FLAGGED) | kinds
+    """The standing changes a run reports: every flagged one, and each model's overall row,
+    whatever moved it (a re-run within noise, a rank moved by others, a model new, gone,
+    covering other tasks or scored anew): every change is told, its noise a label."""
+    return pl.col(ALERT_LEVEL).is_in(FLAGGED) | (pl.col(SCOPE) == OVERALL)
+
+
+def reran() -> pl.Expr:
+    """The ``task_changes`` rows a run reports: every result re-run (a newer night's)."""
+    return pl.col(CHANGE_KIND) == ChangeKind.RERUN
 
 
 def alerts(regressions: pl.DataFrame, night: str = DUMP_DATE) -> list[str]:

@@ -6,29 +6,38 @@ face (``flows.present.status``) prints."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from flows.options import RegressionOptions
 from flows.plan import nights_off_set, plan_nightly
+from flows.standings import changes_between, read_reruns, standing_of
 from flows.store.dumps import is_night
 from flows.store.lease import lease_holder
 from flows.store.output import Output, night_levels
 from flows.store.state import OutputState
-from schemas.columns import PROVENANCE, RunStatus
+from schemas.columns import AS_OF, PROVENANCE, RunStatus
 from schemas.comparisons import (
     DEFAULT_LEVEL,
     MODEL_A,
     MODEL_B,
+    NEW_RANK,
+    OLD_RANK,
+    OVERALL,
     OVERALL_SCOPES,
+    PREVIOUS_AS_OF,
     SCOPE,
 )
-from schemas.contract import Category
-from schemas.tables import IMPORTS_TABLE
+from schemas.contract import Category, Col
+from schemas.tables import IMPORTS_TABLE, TASK_STANDINGS_TABLE
 from schemas.views import VIEWS, View
+from transforms.aggregate import Bootstrap
 from transforms.compare import model_comparisons
 from transforms.compare.night import nothing_scored
+from transforms.standings import every_model
 
 
 def history(output: Output) -> pl.DataFrame:
@@ -225,3 +234,75 @@ def night_level(output: Output, night: str | None, as_of: str | None = None) -> 
     """The level of ``night``'s intervals: the one the run that scored it used."""
 
     return night_levels(output.state(as_of)).get(night, DEFAULT_LEVEL)
+
+
+def standings_compared(
+    output: Output,
+    night: str | None,
+    against: str,
+    *,
+    scope: str = OVERALL,
+    models: list[str] | None = None,
+    as_of: str | None = None,
+) -> TwoStandings:
+    """The standing as of ``night`` (default: the latest) against the one as of
+    ``against``, any earlier night's: each model's score and rank in both, the change, its
+    interval and what the statistics call it (``standing_changes``' columns, made by the
+    function that makes that table, ``flows.standings.changes_between``: the results re-run
+    between them tested against those they replaced; a model whose results and rank did not
+    change has a row with ``kind`` null), in ``scope`` (``overall`` or a category); and every
+    result that changed between them (``task_changes``' columns). The tables as the latest
+    finished run (or run ``as_of``) left them; intervals at the level of the run that scored
+    ``night``, the default design and margin. A night or scope the output does not hold is
+    ``CompareChoiceError``."""
+    if scope not in (OVERALL, *Category):
+        raise CompareChoiceError("--scope", f"{scope!r}: with --against, overall or a category")
+    for option, value in (("--date", night), ("--against", against)):
+        if value is not None and not is_night(value):
+            raise CompareChoiceError(option, f"{value!r} is not a date YYYY-MM-DD")
+    held = output.scan(TASK_STANDINGS_TABLE.name, as_of).select(pl.col(AS_OF).unique().sort())
+    nights = held.collect().to_series().drop_nulls().to_list()
+    night = night if night is not None else (nights[-1] if nights else None)
+    for option, value in (("--date", night), ("--against", against)):
+        if value not in nights:
+            have = f"its standings: {nights[0]} .. {nights[-1]}" if nights else "no standing"
+            raise CompareChoiceError(option, f"{output} has no standing as of {value} ({have})")
+    assert night is not None
+    if against >= night:
+        raise CompareChoiceError("--against", f"{against} is not earlier than {night}")
+    before, after = standing_of(output, against, as_of), standing_of(output, night, as_of)
+    read_reruns(output, before, after, as_of)
+    bootstrap = Bootstrap(level=night_level(output, night, as_of))
+    moved, cells = changes_between(before, after, bootstrap=bootstrap, options=RegressionOptions())
+    sides = (
+        (before.models.lazy(), before.categories.lazy()),
+        (after.models.lazy(), after.categories.lazy()),
+    )
+    rows = every_model(moved.lazy(), *sides).collect().filter(pl.col(SCOPE) == scope)
+    if models:
+        if unknown := [m for m in models if m not in set(rows[Col.MODEL])]:
+            raise CompareChoiceError(
+                "--models",
+                f"no standing of {', '.join(map(repr, unknown))} in {scope} as of {against} or "
+                f"{night} (its models: {', '.join(sorted(rows[Col.MODEL])) or 'none'})",
+            )
+        rows = rows.filter(pl.col(Col.MODEL).is_in(models))
+        cells = cells.filter(pl.col(Col.MODEL).is_in(models))
+    if scope != OVERALL:
+        cells = cells.filter(pl.col(Col.CATEGORY) == scope)
+    rows = rows.with_columns(
+        pl.lit(night).alias(AS_OF), pl.lit(against).alias(PREVIOUS_AS_OF)
+    ).select(c for c in moved.columns)  # a row of each model whose standing held still too
+    order = rows.sort(NEW_RANK, OLD_RANK, Col.MODEL, nulls_last=True)
+    return TwoStandings(night, against, order, cells.drop(PROVENANCE, strict=False))
+
+
+@dataclass(frozen=True)
+class TwoStandings:
+    """Two standings compared (``standings_compared``): the nights they are as of, each
+    model's row and each result that changed between them."""
+
+    night: str
+    against: str
+    models: pl.DataFrame
+    tasks: pl.DataFrame

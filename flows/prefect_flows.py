@@ -39,6 +39,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
+from flows.importers.names import NAMES_ENV
 from flows.mappers import FILES_AT_ONCE
 from flows.options import RUN_OPTIONS, run_options
 from flows.outcome import Outcome
@@ -325,13 +326,15 @@ def nightly_flow(
     task_timeout: float | None = None,
     task_memory: int | None = None,
     report: str | None = None,
+    names: str | None = None,
     **run: Any,
 ) -> Outcome:
     """Score the dump_date partitions that are new or changed since the last run (the
     scheduled deployment of ``prefect.yaml`` passes the paths as strings). A harness
     benchmark's nightly (the deployment ``harness-nightly``): ``runs_to_import`` and
     ``tasks`` import the harness runs that arrived first (``cogscore nightly --runs``),
-    ``report`` writes the report after the run. ``strict``: the
+    ``names`` (default COGSCORE_NAMES) names their models (a names file), ``report`` writes
+    the report after the run. ``strict``: the
     flow ends Failed when any input was not scored; ``require_marker``: a night is scored
     only once its folder holds ``_SUCCESS`` (else it is reported as waiting). Both default
     to the environment variables COGSCORE_STRICT and COGSCORE_REQUIRE_MARKER.
@@ -349,6 +352,7 @@ def nightly_flow(
             Path(tasks).resolve(),
             DEFAULT_TIMEOUT if task_timeout is None else task_timeout,
             DEFAULT_TASK_MEMORY if task_memory is None else task_memory,
+            _names_file(names),
         )
     outcome = runs.nightly(
         dump_root, out, formulas or [], prefect_mapper, verify=verify, context=context,
@@ -357,6 +361,12 @@ def nightly_flow(
     if report is not None:
         get_run_logger().info("report: %s", write_report(outcome.out, Path(report)))
     return ended(_publish(outcome))
+
+
+def _names_file(names: str | None) -> Path | None:
+    """The names file of a nightly flow's harness runs: the parameter, else COGSCORE_NAMES."""
+    chosen = names or os.environ.get(NAMES_ENV)
+    return Path(chosen).resolve() if chosen else None
 
 
 def harvest_parameters(harvest: Harvest | None) -> dict[str, Any]:
@@ -368,6 +378,7 @@ def harvest_parameters(harvest: Harvest | None) -> dict[str, Any]:
         "tasks": str(harvest.tasks),
         "task_timeout": harvest.timeout,
         "task_memory": harvest.task_memory,
+        **({"names": str(harvest.names)} if harvest.names is not None else {}),
     }
 
 

@@ -15,14 +15,27 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from flows.options import RunOptions
 from flows.store.state import RecordedFile
-from schemas.columns import AS_OF
+from schemas.columns import AS_OF, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
+    BASELINE_SCORE,
+    BEYOND_NOISE,
     CHANGE,
     CHANGE_KIND,
     CI_HIGH,
     CI_LOW,
     MOVED_BY,
+    NEW_NIGHT,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    NEW_SCORE,
+    OLD_NIGHT,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
+    OLD_SCORE,
+    PREVIOUS_AS_OF,
     Q_BH,
     REASON,
     SCOPE,
@@ -176,12 +189,17 @@ RECORD_KEYS: Final = (
     "cogscore_version",
     "table_versions",
     "regressions",  # [{dump_date, model, scope, level, change, ci_low, ci_high, q_bh}]
-    # The standings' changes the run reports: alerts and watches, and models new, gone or
-    # covering other tasks: [{as_of, model, scope, kind, level, change, ci_low, ci_high,
-    # q_bh, moved_by, reason}]
+    # The standings' changes the run reports: alerts and watches, and each model's overall
+    # change, whatever moved it: [{as_of, previous_as_of, model, scope, kind, level,
+    # beyond_noise, baseline_score, score, change, ci_low, ci_high, q_bh, old_rank,
+    # new_rank, old_rank_low, old_rank_high, new_rank_low, new_rank_high, moved_by, reason}]
     "standing_changes",
-    # A nightly with --runs: the import's counts and each run not imported:
-    # {runs, imported, rejected, not_imported: [{run, reasons, detail}]} (null: no import)
+    # Every result re-run in the standings the run made: [{as_of, previous_as_of, model,
+    # category, task, old_night, new_night, old_score, new_score, change}]
+    "reruns",
+    # A nightly with --runs: the import's counts, each run not imported and each model new
+    # to the dump: {runs, imported, rejected, not_imported: [{run, reasons, detail}],
+    # new_models: {model: [the names it came from]}} (null: no import)
     "imports",
     # Contract 1.2: the first 20 episodes whose score differs from the reported one
     # (all are counted in counts.episodes_score_mismatch): [{dump_date, episode_id, model,
@@ -227,6 +245,7 @@ def run_record(
         "table_versions": {},
         "regressions": [],
         "standing_changes": [],
+        "reruns": [],
         "imports": None,
         "score_mismatches": [],
     }
@@ -256,6 +275,7 @@ def run_record(
         "table_versions": json.loads(mine["table_versions"][-1]) if not mine.is_empty() else {},
         "regressions": _flagged(outcome.regressions),
         "standing_changes": _moved(outcome.standing_changes),
+        "reruns": _reruns(outcome.reruns),
         "imports": _imports(outcome.imports),
         "score_mismatches": list(outcome.result.mismatched) if outcome.result else [],
     }
@@ -272,6 +292,7 @@ def _imports(report: Any) -> dict[str, Any] | None:
         "imported": report.imported,
         "rejected": report.rejected,
         "not_imported": [{"run": r.run, "reasons": r.reasons, "detail": r.detail} for r in missed],
+        "new_models": dict(report.new_models),
     }
 
 
@@ -280,8 +301,19 @@ def _moved(changes: Any) -> list[dict[str, Any]]:
     if changes is None or changes.is_empty():
         return []
 
-    keys = [AS_OF, Col.MODEL, SCOPE, CHANGE_KIND, ALERT_LEVEL, CHANGE, CI_LOW, CI_HIGH, Q_BH]
-    return list(changes.select(*keys, MOVED_BY, REASON).to_dicts())
+    keys = [AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE, CHANGE_KIND, ALERT_LEVEL, BEYOND_NOISE]
+    scores = [BASELINE_SCORE, SCORE, CHANGE, CI_LOW, CI_HIGH, Q_BH]
+    ranks = [OLD_RANK, NEW_RANK, OLD_RANK_LOW, OLD_RANK_HIGH, NEW_RANK_LOW, NEW_RANK_HIGH]
+    return list(changes.select(*keys, *scores, *ranks, MOVED_BY, REASON).to_dicts())
+
+
+def _reruns(cells: Any) -> list[dict[str, Any]]:
+    """Every result re-run in the standings a run made (``task_changes``), for the record."""
+    if cells is None or cells.is_empty():
+        return []
+
+    keys = [AS_OF, PREVIOUS_AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK, OLD_NIGHT, NEW_NIGHT]
+    return list(cells.select(*keys, OLD_SCORE, NEW_SCORE, CHANGE).to_dicts())
 
 
 def _flagged(regressions: Any) -> list[dict[str, Any]]:

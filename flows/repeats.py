@@ -44,11 +44,17 @@ class SeenIds:
             return {}
         found: dict[str, int] = {}
         if self.output is not None and self.known - {night}:
+            text = ids.cast(pl.String)
+            # Implied by the ids themselves, and what the files' statistics answer: a night's
+            # file whose ids all lie outside the night's range is not read (ids that name
+            # their night, as import-scores' do, read no other night's file at all).
+            within = pl.col(Col.EPISODE_ID).is_between(pl.lit(text.min()), pl.lit(text.max()))
             counted = (
                 self.output.scan(EPISODE_SCORES)
                 .filter(
                     (pl.col(DUMP_DATE) != night)
-                    & pl.col(Col.EPISODE_ID).is_in(ids.cast(pl.String).implode())
+                    & within
+                    & pl.col(Col.EPISODE_ID).is_in(text.implode())
                 )
                 .group_by(DUMP_DATE)
                 .len()

@@ -24,7 +24,7 @@ night) its tables are the night's, renamed, and nothing more is computed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -36,12 +36,20 @@ from flows.store.catalog import (
     EPISODE_SCORES,
     MODEL_COMPARISONS,
     MODEL_SCORES,
+    STANDING_EPISODES,
     TASK_SCORES,
     empty_table,
 )
 from flows.store.output import Output
-from schemas.columns import AS_OF, COMPARED_COLUMNS, NEWEST_NIGHT, OLDEST_NIGHT, PROVENANCE
-from schemas.comparisons import ChangeKind
+from schemas.columns import (
+    AS_OF,
+    COMPARED_COLUMNS,
+    NEWEST_NIGHT,
+    OLDEST_NIGHT,
+    PROVENANCE,
+    SCORER_VERSION,
+)
+from schemas.comparisons import DF, ChangeKind, Design
 from schemas.contract import DUMP_DATE, Col
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
@@ -50,19 +58,23 @@ from schemas.tables import (
     STANDING_CHANGES_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDINGS_TABLE,
+    TASK_CHANGES_TABLE,
     TASK_STANDINGS_TABLE,
 )
+from schemas.version import COGSCORE_VERSION
 from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
-from transforms.compare import check_design, regressions
+from transforms.compare import Known, check_design, regressions
 from transforms.compare.night import compared, no_regressions
+from transforms.compare.pairs import KNOWN_COLUMNS
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
     CELL_CHANGE,
     cell_changes,
     standing_changes,
+    task_changes,
     task_standing,
 )
 
@@ -71,6 +83,7 @@ CATEGORY_STANDINGS = CATEGORY_STANDINGS_TABLE.name
 STANDINGS = STANDINGS_TABLE.name
 STANDING_COMPARISONS = STANDING_COMPARISONS_TABLE.name
 STANDING_CHANGES = STANDING_CHANGES_TABLE.name
+TASK_CHANGES = TASK_CHANGES_TABLE.name
 HYPOTHESES = HYPOTHESES_TABLE.name
 # A night's table -> the standing's table it becomes where the standing is the night.
 _OF_NIGHT = {
@@ -110,15 +123,16 @@ def standing_nights(
 
 @dataclass
 class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models, and the
+    """One standing's rows (no provenance): its tasks, categories and models, the
     compared columns of its episodes (None: not read yet; each keeps the night it comes
-    from as its ``dump_date``)."""
+    from as its ``dump_date``) and its comparisons (None: not read)."""
 
     as_of: str | None
     tasks: pl.DataFrame
     categories: pl.DataFrame
     models: pl.DataFrame
     episodes: pl.DataFrame | None = None
+    comparisons: pl.DataFrame | None = None
 
 
 @dataclass
@@ -143,9 +157,8 @@ class Standings:
 
     def present(self) -> list[str | None]:
         """The nights the output has a standing as of (read once)."""
-        if self._present is None:
-            column = self.output.scan(TASK_STANDINGS).select(AS_OF).unique().collect()[AS_OF]
-            self._present = column.to_list()
+        if self._present is None:  # (from the table's log: no night's file read)
+            self._present = self.output.nights_held(TASK_STANDINGS, AS_OF)
         return self._present
 
     def nights_to_make(self, held: Iterable[str], scored: Iterable[str | None]) -> list[str | None]:
@@ -168,16 +181,21 @@ class Standings:
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
             episodes = ran if kept is None else _together(kept, ran)
-            made = above_tasks(_at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap)
+            known = self._known(previous, tasks, tonight.tasks)
+            made = above_tasks(
+                _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
+            )
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
-        current = Standing(night, tasks, above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
-        changes = _together_changes(self._changes(previous, current, ran), self._anew(current))
+        made_above = (above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
+        current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS])
+        changes, cells = _together_changes(self._changes(previous, current), self._anew(current))
         self.before = current
         return {
             TASK_STANDINGS: tasks,
             **above,
             STANDING_CHANGES: changes,
+            TASK_CHANGES: cells,
             **health_of(tasks, above[CATEGORY_STANDINGS]),
             HYPOTHESES: hypotheses(tasks.lazy(), self.planned, self.bootstrap.level).collect(),
         }
@@ -191,16 +209,39 @@ class Standings:
         earlier = [n for n in self.present() if n is not None and n < night]
         if not earlier:
             return None
-        as_of = max(earlier)
-        chosen = pl.col(AS_OF) == as_of
-        frames = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
-        )
-        self.before = Standing(as_of, *frames)
+        self.before = standing_of(self.output, max(earlier))
         return self.before
+
+    def _known(
+        self, previous: Standing | None, tasks: pl.DataFrame, tonight: pl.DataFrame
+    ) -> Known | None:
+        """The comparisons of the standing before whose models' results this one keeps (the
+        models without a result tonight), where they hold to the bit: the same models and
+        tasks (their codes order the sums), compared by this cogscore with this design (a
+        standing made earlier in the run; else as ``OUT`` holds it, ``_comparisons_held``)."""
+        if previous is None:
+            return None
+        for key in ([Col.MODEL], [Col.CATEGORY, Col.TASK]):
+            if _keys(previous.tasks, key) != _keys(tasks, key):
+                return None
+        if previous.comparisons is None:
+            previous.comparisons = self._comparisons_held(previous.as_of)
+        if previous.comparisons is None:
+            return None
+        changed = tonight[Col.MODEL].cast(pl.String).unique().to_list()
+        return Known(previous.comparisons, frozenset(changed))
+
+    def _comparisons_held(self, as_of: str | None) -> pl.DataFrame | None:
+        """The standing comparisons as of ``as_of`` as ``OUT`` holds them (one partition),
+        where this cogscore made them with the two-level design; else None (made again)."""
+        if as_of is None or self.bootstrap.design != Design.TWO_LEVEL:
+            return None
+        scan = self.output.scan(STANDING_COMPARISONS).filter(pl.col(AS_OF) == as_of)
+        rows = scan.select(*KNOWN_COLUMNS, SCORER_VERSION).collect()
+        made_here = (rows[SCORER_VERSION] == COGSCORE_VERSION).all()
+        if rows.is_empty() or not made_here or rows[DF].is_null().all():
+            return None
+        return rows.drop(SCORER_VERSION)
 
     def _tonight(self, tonight: NightInput) -> pl.DataFrame:
         """The compared columns of the night's episodes: the run's, or ``OUT``'s."""
@@ -210,15 +251,53 @@ class Standings:
 
     def _episodes_of(self, standing: Standing) -> pl.DataFrame:
         """A standing's episodes, read from ``OUT`` where not held (the output's own
-        standing before the run's first: its nights' partitions, once)."""
+        standing before the run's first, once): its own night's partitions, and those it
+        takes from earlier nights as ``standing_episodes`` keeps them (``_carried``; else
+        their nights' partitions)."""
         if standing.episodes is None:
             nights = set(standing.tasks[DUMP_DATE].unique().to_list())
+            carried = self._carried(standing, nights - {standing.as_of})
+            if carried is not None:
+                nights &= {standing.as_of}
             rows = self._read(nights)
             cells = standing.tasks.select(DUMP_DATE, *CELL)
-            standing.episodes = compared(
+            own = compared(
                 plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
             )
+            standing.episodes = own if carried is None else _together(carried, own)
         return standing.episodes
+
+    def _carried(self, standing: Standing, earlier: set[str | None]) -> pl.DataFrame | None:
+        """The episodes ``standing`` takes from the ``earlier`` nights, as ``OUT``'s
+        ``standing_episodes`` keeps them for it (the latest standing's): one partition
+        instead of a partition of every night. None where it keeps another standing's, or
+        not each of the results (an output an earlier cogscore wrote): read from the nights."""
+        as_of = standing.as_of
+        if not earlier or as_of is None:
+            return None
+        if self.output.nights_held(STANDING_EPISODES, AS_OF) != [as_of]:
+            return None
+        kept = self.output.scan(STANDING_EPISODES).filter(pl.col(AS_OF) == as_of)
+        rows = kept.select(COMPARED_COLUMNS).collect()
+        cells = standing.tasks.filter(pl.col(DUMP_DATE) != as_of)
+        if _keys(rows, [DUMP_DATE, *CELL]) != _keys(cells, [DUMP_DATE, *CELL]):
+            return None
+        return compared(rows)
+
+    def carried(self) -> dict[str | None, pl.DataFrame]:
+        """``standing_episodes`` as the run leaves it, by as_of: the episodes the last
+        standing it made takes from nights before it (what the next nightly reads instead
+        of those nights), and the standing ``OUT`` kept there emptied. Nothing where the
+        run made no standing."""
+        last = self.before
+        if last is None or last.as_of is None or last.episodes is None:
+            return {}
+        held = self.output.nights_held(STANDING_EPISODES, AS_OF)
+        kept = {night: _empty(STANDING_EPISODES) for night in held if night != last.as_of}
+        earlier = plain(last.episodes).filter(pl.col(DUMP_DATE) != last.as_of)
+        as_of = pl.lit(last.as_of, pl.String).alias(AS_OF)
+        kept[last.as_of] = earlier.select(as_of, *COMPARED_COLUMNS)
+        return kept
 
     def _read(self, nights: set[str | None]) -> pl.DataFrame:
         """The compared columns of ``nights``' episodes in ``OUT`` (their partitions only)."""
@@ -230,71 +309,122 @@ class Standings:
         return compared(rows.collect())
 
     def _changes(
-        self, previous: Standing | None, current: Standing, ran: pl.DataFrame
-    ) -> pl.DataFrame:
-        """``standing_changes`` of ``current`` against ``previous`` (none for the first):
-        the re-run tasks tested, tonight's episodes of them against those they replaced."""
+        self, previous: Standing | None, current: Standing
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """``standing_changes`` and ``task_changes`` of ``current`` against ``previous``
+        (none for the first)."""
         if previous is None or previous.as_of is None or current.as_of is None:
-            return _empty(STANDING_CHANGES)
-        changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
-        if changes.is_empty():
-            return _empty(STANDING_CHANGES)
-        rerun = compact(changes.filter(pl.col(CELL_CHANGE) == "rerun").select(CELL))
-        old = self._episodes_of(previous).join(rerun, on=CELL, how="semi")
-        new = ran.join(rerun, on=CELL, how="semi")
-        tested = regressions(
-            _together(_at(old, previous.as_of), _at(new, current.as_of)),
-            baseline="previous",
-            k=1,
-            design=check_design(self.bootstrap.design),
-            level=self.bootstrap.level,
-        )
-        return standing_changes(
-            changes.lazy(),
-            (previous.models.lazy(), previous.categories.lazy()),
-            (current.models.lazy(), current.categories.lazy()),
-            tested.lazy(),
-            as_of=current.as_of,
-            previous_as_of=previous.as_of,
-            margin=self.options.regression_margin,
-        ).collect()
+            return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+        self._episodes_of(previous)
+        return changes_between(previous, current, bootstrap=self.bootstrap, options=self.options)
 
-    def _anew(self, current: Standing) -> pl.DataFrame:
+    def _anew(self, current: Standing) -> tuple[pl.DataFrame, pl.DataFrame]:
         """``rescored`` rows of ``current``: against the same standing as ``OUT`` held it
         before the run (its rows read here, where it holds a result of a night scored anew),
-        the results of the same night whose score or formula moved, per model and scope."""
+        the results of the same night whose score or formula moved, per model and scope
+        (and per task)."""
         night = current.as_of
+        nothing = _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
         if night is None or night not in self.present():
-            return _empty(STANDING_CHANGES)
+            return nothing
         if not current.tasks[DUMP_DATE].is_in(sorted(self.anew)).any():
-            return _empty(STANDING_CHANGES)
-        chosen = pl.col(AS_OF) == night
-        tasks, categories, models = pl.collect_all(
-            [
-                self.output.scan(table).filter(chosen).drop(PROVENANCE)
-                for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
-            ]
+            return nothing
+        held = standing_of(self.output, night)
+        cells = (
+            cell_changes(held.tasks.lazy(), current.tasks.lazy())
+            .filter(pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value)
+            .collect()
         )
-        cells = cell_changes(tasks.lazy(), current.tasks.lazy()).filter(
-            pl.col(CELL_CHANGE) == ChangeKind.RESCORED.value
-        )
-        if cells.select(pl.len()).collect().item() == 0:
-            return _empty(STANDING_CHANGES)
-        return standing_changes(
-            cells,
-            (models.lazy(), categories.lazy()),
+        if cells.is_empty():
+            return nothing
+        moved = standing_changes(
+            cells.lazy(),
+            (held.models.lazy(), held.categories.lazy()),
             (current.models.lazy(), current.categories.lazy()),
             no_regressions().lazy(),  # nothing tested: a rescore is not comparable
             as_of=night,
             previous_as_of=night,
             margin=self.options.regression_margin,
-        ).collect()
+        )
+        each = task_changes(cells.lazy(), as_of=night, previous_as_of=night)
+        rows, tasks_moved = pl.collect_all([moved, each])
+        return rows, tasks_moved
 
 
-def _together_changes(*frames: pl.DataFrame) -> pl.DataFrame:
-    """A standing's changes against the night before and against itself, in the table's
-    order (its model, scope, then the standing compared with)."""
-    return pl.concat(frames).sort(list(STANDING_CHANGES_TABLE.sort))
+def standing_of(output: Output, as_of: str, run: str | None = None) -> Standing:
+    """The standing as of ``as_of`` as ``OUT`` holds it (as the latest finished run, or run
+    ``run``, left it): its task, category and model rows; its episodes not read."""
+    chosen = pl.col(AS_OF) == as_of
+    tasks, categories, models = pl.collect_all(
+        [
+            output.scan(table, run).filter(chosen).drop(PROVENANCE)
+            for table in (TASK_STANDINGS, CATEGORY_STANDINGS, STANDINGS)
+        ]
+    )
+    return Standing(as_of, tasks, categories, models)
+
+
+def read_reruns(output: Output, before: Standing, after: Standing, run: str | None = None) -> None:
+    """Each standing's ``episodes``: those of the results whose night differs between the
+    two (the re-runs ``changes_between`` tests), read from ``OUT`` (their nights'
+    partitions and the compared columns only)."""
+    key = [DUMP_DATE, *CELL]
+    moved = before.tasks.select(key).join(after.tasks.select(key), on=CELL, suffix="__after")
+    moved = moved.filter(pl.col(DUMP_DATE).ne_missing(pl.col(f"{DUMP_DATE}__after")))
+    old = moved.select(key)
+    new = moved.select(pl.col(f"{DUMP_DATE}__after").alias(DUMP_DATE), *CELL)
+    nights = sorted(set(old[DUMP_DATE].drop_nulls()) | set(new[DUMP_DATE].drop_nulls()))
+    chosen = output.scan(EPISODE_SCORES, run).filter(pl.col(DUMP_DATE).is_in(nights))
+    rows = plain(compared(chosen.select(COMPARED_COLUMNS).collect()))
+    for standing, cells in ((before, old), (after, new)):
+        standing.episodes = compared(rows.join(cells, on=key, how="semi", nulls_equal=True))
+
+
+def changes_between(
+    previous: Standing, current: Standing, *, bootstrap: Bootstrap, options: RegressionOptions
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``standing_changes`` and ``task_changes`` of the standing ``current`` against an
+    earlier one, ``previous`` (the night before, or any: ``compare --against``): each model
+    and task whose result changed, and per model and scope how far its standing moved, its
+    re-run tasks tested (``current``'s episodes of them against ``previous``'s, which each
+    standing's ``episodes`` must hold) and its rank before and now."""
+    assert previous.as_of is not None and current.as_of is not None
+    assert previous.episodes is not None and current.episodes is not None
+    changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
+    if changes.is_empty():
+        return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+    rerun = compact(changes.filter(pl.col(CELL_CHANGE) == ChangeKind.RERUN.value).select(CELL))
+    old = previous.episodes.join(rerun, on=CELL, how="semi")
+    new = current.episodes.join(rerun, on=CELL, how="semi")
+    tested = regressions(
+        _together(_at(old, previous.as_of), _at(new, current.as_of)),
+        baseline="previous",
+        k=1,
+        design=check_design(bootstrap.design),
+        level=bootstrap.level,
+    )
+    moved = standing_changes(
+        changes.lazy(),
+        (previous.models.lazy(), previous.categories.lazy()),
+        (current.models.lazy(), current.categories.lazy()),
+        tested.lazy(),
+        as_of=current.as_of,
+        previous_as_of=previous.as_of,
+        margin=options.regression_margin,
+    )
+    each = task_changes(changes.lazy(), as_of=current.as_of, previous_as_of=previous.as_of)
+    rows, cells = pl.collect_all([moved, each])
+    return rows, cells
+
+
+def _together_changes(
+    *pairs: tuple[pl.DataFrame, pl.DataFrame],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A standing's changes (``standing_changes``, ``task_changes``) against the night
+    before and against itself, each in its table's order (then the standing compared with)."""
+    moved = pl.concat([m for m, _ in pairs]).sort(list(STANDING_CHANGES_TABLE.sort))
+    cells = pl.concat([c for _, c in pairs]).sort(list(TASK_CHANGES_TABLE.sort))
+    return moved, cells
 
 
 @dataclass(frozen=True)
@@ -337,6 +467,10 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
         return True
     kept = previous.tasks.lazy().join(tonight.lazy(), on=CELL, how="anti")
     return kept.select(pl.len()).collect().item() == 0
+
+
+def _keys(frame: pl.DataFrame, columns: Sequence[str]) -> set[tuple[object, ...]]:
+    return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
 
 
 def _together(*frames: pl.DataFrame) -> pl.DataFrame:

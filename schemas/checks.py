@@ -15,6 +15,10 @@ from schemas.comparisons import CI_HIGH, CI_LOW, N_RANKED, RANK_HIGH, RANK_LOW, 
 FRAME_CHECKS: Final[dict[str, pl.Expr]] = {
     # (an interval may be null: no spread to measure)
     "low_below_high": (pl.col(CI_LOW) <= pl.col(CI_HIGH)).fill_null(True),
+    # (a category's rank interval holds its rank)
+    "rank_in_interval": (
+        (pl.col(RANK_LOW) <= pl.col("rank")) & (pl.col("rank") <= pl.col(RANK_HIGH))
+    ).fill_null(True),
     # (the rank interval holds the rank; the verdicts' bound is never above it)
     "ranks_within_group": (
         (pl.col(RANK_LOW) <= pl.col("rank"))

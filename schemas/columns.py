@@ -32,6 +32,7 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import (
+    CATEGORY_VALUES,
     COST_USD,
     DUMP_DATE,
     FILE,
@@ -41,6 +42,7 @@ from schemas.contract import (
     OUTPUT_TOKENS,
     REPORTED_SCORE,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
     USAGE_DTYPES,
     Category,
     Col,
@@ -211,6 +213,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     USAGE_REFUSED: pl.String(),
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
     CALLS: pl.Int64(),
+    SOURCE_NAMES: pl.String(),  # contract 1.5 (null: the source named it as shown)
 }
 
 
@@ -353,6 +356,11 @@ def usage_column() -> Column:
 CATEGORIES: Final = tuple(str(c) for c in Category)
 
 
+# The categories of an episode or a task: the six, or ``uncategorised`` (contract 1.4: a task
+# its publisher puts in none; it counts in the overall score, in no category's table).
+TASK_CATEGORIES: Final = CATEGORY_VALUES
+
+
 SCOPES: Final = (*CATEGORIES, OVERALL, OVERALL_BY_CATEGORY)
 
 
@@ -399,7 +407,7 @@ COMPONENT_RULES: Final[dict[str, Column]] = {
 
 
 EPISODE_RULES: Final[dict[str, Column]] = {
-    Col.CATEGORY: text_column(isin=CATEGORIES),
+    Col.CATEGORY: text_column(isin=TASK_CATEGORIES),
     INSTANCE_ID: text_column(nullable=True),  # contract 1.1; null: not shared
     DUMP_DATE: text_column(nullable=True),
     FEEDBACK_OUT_OF_RANGE: count_column(),
@@ -414,6 +422,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     USAGE_REFUSED: text_column(nullable=True),  # contract 1.4
     SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
     CALLS: count_column(nullable=True),
+    SOURCE_NAMES: text_column(nullable=True),  # contract 1.5
 }
 
 

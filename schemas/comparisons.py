@@ -164,6 +164,19 @@ TASKS_ADDED: Final = "tasks_added"  # tasks the model has a result for now, not 
 TASKS_DROPPED: Final = "tasks_dropped"  # tasks it had a result for, not now (a night emptied)
 TASKS_RESCORED: Final = "tasks_rescored"  # the same night's result, scored anew (a rescore)
 MOVED_BY: Final = "moved_by"  # the tasks that moved the score, each with its share of the change
+# task_changes columns (besides OLD_SCORE, NEW_SCORE, OLD_FORMULA, NEW_FORMULA): the night
+# a model's result on a task comes from in the standing before and in this one.
+OLD_NIGHT: Final = "old_night"
+NEW_NIGHT: Final = "new_night"
+# The rank (``rank`` of the scope's standing, within its coverage group) and rank interval
+# of the model in the standing before (OLD_RANK, ...) and in this one (NEW_RANK, ...).
+OLD_RANK_LOW: Final = "old_rank_low"
+OLD_RANK_HIGH: Final = "old_rank_high"
+NEW_RANK_LOW: Final = "new_rank_low"
+NEW_RANK_HIGH: Final = "new_rank_high"
+# Whether the statistics call the change beyond noise: its Benjamini-Hochberg q-value under
+# alpha, a rise or a drop (null: not tested, or its noise could not be estimated).
+BEYOND_NOISE: Final = "beyond_noise"
 
 
 class ChangeKind(StrEnum):
@@ -176,6 +189,8 @@ class ChangeKind(StrEnum):
     RESCORED = "rescored"
     NEW_MODEL = "new_model"  # no standing before
     VANISHED = "vanished"  # a standing before, none now
+    # Its results unchanged, its rank moved: other models' changes moved it.
+    RERANKED = "reranked"
 
 
 # rescore_diff columns: a row is a model's overall score (DIFF_LEVEL_MODEL, category OVERALL)

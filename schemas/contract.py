@@ -1,4 +1,4 @@
-"""Names, kinds, enums and bounds of the transcript dump contract, version 1.4.
+"""Names, kinds, enums and bounds of the transcript dump contract, version 1.5.
 
 This module is the single source of column names, dtypes and enum values: every other
 module refers to them through it. The contract itself is ``docs/contract.md`` (a test holds
@@ -12,7 +12,7 @@ from typing import Final
 
 import polars as pl
 
-CONTRACT_VERSION: Final = "1.4"
+CONTRACT_VERSION: Final = "1.5"
 
 
 class Col(StrEnum):
@@ -78,12 +78,20 @@ USAGE_MAXIMA: Final[dict[str, int | float]] = {
 # one started latest stands and the others are replaced (kept, never averaged with it).
 # Absent or null: one of the night's episodes of the task, averaged with the others.
 SINGLE_RUN_STARTED: Final = "single_run_started"
+# Contract 1.5 (backward compatible): on the episode_start row, what the episode's source
+# called it, as a JSON object of the source's own fields: a score table's model, task and
+# category columns as it wrote them, its row's time and number (``row``); a harness run's
+# model slug and registered task name. ``model`` and ``task`` are the names cogscore shows
+# (a names file and the dump's names resolve them, ``docs/importing.md``); these are kept to
+# write them back as published (``cogscore export``) and to say where a name came from.
+SOURCE_NAMES: Final = "source_names"
 OPTIONAL_DTYPES: Final[dict[str, pl.DataType]] = {
     INSTANCE_ID: pl.String(),
     REPORTED_SCORE: pl.Float64(),
     VERDICT: pl.Boolean(),
     **USAGE_DTYPES,
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),
+    SOURCE_NAMES: pl.String(),
 }
 # The episode kinds that carry a formula's inputs. An episode with none of them and a
 # reported score (a score table imported: ``cogscore import-scores``) is scored as reported.
@@ -101,6 +109,15 @@ class Category(StrEnum):
     OBSERVATIONAL_LEARNING = "observational_learning"
     RUNTIME_RL = "runtime_rl"
     PROCEDURAL_LEARNING = "procedural_learning"
+
+
+# Contract 1.4 (backward compatible): the category of a task its publisher puts in none of the
+# six (LearningBench's leaderboard calls three of its tasks ``unknown``). Only an episode
+# scored as reported (a score table imported: no formula input) may have it; it counts in
+# the overall score, in no category (``docs/decisions.md``).
+UNCATEGORISED: Final = "uncategorised"
+# Every value the contract's ``category`` column may take: the six, then ``uncategorised``.
+CATEGORY_VALUES: Final = (*(c.value for c in Category), UNCATEGORISED)
 
 
 class Role(StrEnum):
@@ -213,7 +230,7 @@ EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
 
 def canonical_schema() -> dict[str, pl.DataType]:
     """The row frame after ingest: contract columns (``ts`` is never read), the optional
-    columns (contract 1.1 to 1.4), file, dump_date."""
+    columns (contract 1.1 to 1.5), file, dump_date."""
     return {
         **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
         **OPTIONAL_DTYPES,

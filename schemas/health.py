@@ -12,6 +12,7 @@ from schemas.columns import (
     AS_OF,
     CATEGORIES,
     PROVENANCE_RULES,
+    TASK_CATEGORIES,
     Column,
     Table,
     count_column,
@@ -88,7 +89,7 @@ TASK_HEALTH_TABLE: Final = Table(
     "task_health",
     {
         AS_OF: text_column(nullable=True),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),
         Col.TASK: text_column(),
         N_MODELS: count_column(1),
         MEAN: real_column(),

@@ -49,6 +49,8 @@ class Reason(StrEnum):
     # over its memory or output limit, or killed its replay worker
     INPUTS_NOT_CAPTURED = "inputs_not_captured"  # the formula's inputs did not reproduce the
     # task's own score (a task that grades in a way the importer does not capture)
+    MODEL_UNNAMED = "model_unnamed"  # the run's model slug names no one model: the names
+    # file, the dump's names and the rule make it two models, or another vendor's
     IMPORT_FAILED = "import_failed"  # an unexpected error while importing this run (a bug in
     # cogscore: the detail names it); the other runs are imported
     # imported, with a note

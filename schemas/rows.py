@@ -39,6 +39,7 @@ class DumpRows(pa.DataFrameModel):
     cost_usd: float = pa.Field(nullable=True)
     latency_ms: float = pa.Field(nullable=True)
     single_run_started: Annotated[pl.Datetime, "us", "UTC"] = pa.Field(nullable=True)  # 1.4
+    source_names: str = pa.Field(nullable=True)  # 1.5
     file: str
     dump_date: str = pa.Field(nullable=True)
 

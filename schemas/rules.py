@@ -36,6 +36,7 @@ class Rule(StrEnum):
     INTEGER_EXPECTED_NOT_INTEGER = "integer_expected_not_integer"
     ANSWER_UNKNOWN_ITEM = "answer_unknown_item"
     RECORDED_WITHOUT_VERDICT = "recorded_without_verdict"
+    UNCATEGORISED_NOT_REPORTED = "uncategorised_not_reported"  # contract 1.4
     NO_ITEMS = "no_items"
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"

@@ -14,6 +14,7 @@ from typing import Final
 
 import polars as pl
 
+from schemas.changes import STANDING_CHANGES_TABLE, TASK_CHANGES_TABLE
 from schemas.columns import (
     AS_OF,
     CATEGORIES,
@@ -43,6 +44,7 @@ from schemas.columns import (
     SCORER_VERSION,
     STATUS,
     STD,
+    TASK_CATEGORIES,
     USAGE_RULES,
     VERDICTS,
     Column,
@@ -61,7 +63,6 @@ from schemas.comparisons import (
     BASELINE_SCORE,
     CATEGORIES_COVERED,
     CHANGE,
-    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -77,7 +78,6 @@ from schemas.comparisons import (
     MDE,
     MODEL_A,
     MODEL_B,
-    MOVED_BY,
     N_BASELINE_NIGHTS,
     N_EPISODES_A,
     N_EPISODES_B,
@@ -96,7 +96,6 @@ from schemas.comparisons import (
     P_VALUE,
     P_WILCOXON,
     PAIRED,
-    PREVIOUS_AS_OF,
     Q_BH,
     RANK_BY_CATEGORY,
     RANK_CHANGE_SIGNIFICANT,
@@ -112,24 +111,13 @@ from schemas.comparisons import (
     SE,
     SE_TASKS,
     SE_WITHIN,
-    TASKS_ADDED,
-    TASKS_DROPPED,
-    TASKS_RERUN,
-    TASKS_RESCORED,
     TIER,
     VERDICT,
-    ChangeKind,
 )
-from schemas.contract import (
-    DUMP_DATE,
-    FILE,
-    Category,
-    Col,
-)
-from schemas.health import (
-    HEALTH_TABLES,
-)
+from schemas.contract import DUMP_DATE, FILE, Category, Col
+from schemas.health import HEALTH_TABLES
 from schemas.hypotheses import HYPOTHESES_TABLE
+from schemas.standing_episodes import STANDING_EPISODES_TABLE
 
 # --- the registry ---------------------------------------------------------------------------
 
@@ -184,7 +172,7 @@ TASK_SCORES_TABLE: Final = Table(
         **INTERVAL_RULES,
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
-        Col.CATEGORY: text_column(isin=CATEGORIES),
+        Col.CATEGORY: text_column(isin=TASK_CATEGORIES),  # uncategorised: in no category
         Col.TASK: text_column(),
         SCORE: real_column(),
         N_EPISODES: count_column(1),
@@ -210,10 +198,13 @@ CATEGORY_SCORES_TABLE: Final = Table(
         N_EPISODES: count_column(1),
         FORMULA_VERSION: text_column(),
         **USAGE_RULES,
+        RANK: count_column(1),  # among the category's models; its interval as model_scores'
+        RANK_LOW: count_column(1),
+        RANK_HIGH: count_column(1),
         **PROVENANCE_RULES,
     },
     sort=(Col.MODEL, Col.CATEGORY),
-    frame_checks=("low_below_high",),
+    frame_checks=("low_below_high", "rank_in_interval"),
 )
 MODEL_SCORES_TABLE: Final = Table(
     "model_scores",
@@ -222,11 +213,11 @@ MODEL_SCORES_TABLE: Final = Table(
         DUMP_DATE: text_column(nullable=True),
         Col.MODEL: text_column(),
         SCORE: real_column(),  # the mean of the model's task scores: each task weighs the same
-        SCORE_BY_CATEGORY: real_column(),  # the mean of its category scores
+        SCORE_BY_CATEGORY: real_column(nullable=True),  # null: all its tasks in no category
         CI_LOW_BY_CATEGORY: real_column(nullable=True),
         CI_HIGH_BY_CATEGORY: real_column(nullable=True),
-        RANK_BY_CATEGORY: count_column(1),
-        CATEGORIES_COVERED: Column(pl.Int64(), ge=1, le=len(Category)),
+        RANK_BY_CATEGORY: count_column(1, nullable=True),
+        CATEGORIES_COVERED: Column(pl.Int64(), ge=0, le=len(Category)),
         RANKED_AMONG: text_column(),  # the categories covered, comma-joined: ranked among these
         N_TASKS: count_column(1),
         N_EPISODES: count_column(1),
@@ -388,45 +379,6 @@ STANDINGS_TABLE: Final = _as_of(
     {OLDEST_NIGHT: text_column(nullable=True), NEWEST_NIGHT: text_column(nullable=True)},
 )
 STANDING_COMPARISONS_TABLE: Final = _as_of(MODEL_COMPARISONS_TABLE, "standing_comparisons")
-STANDING_CHANGES_TABLE: Final = Table(
-    "standing_changes",
-    {
-        AS_OF: text_column(),
-        PREVIOUS_AS_OF: text_column(),
-        Col.MODEL: text_column(),
-        SCOPE: text_column(isin=SCOPES),
-        CHANGE_KIND: text_column(isin=tuple(k.value for k in ChangeKind)),
-        TASKS_RERUN: count_column(),
-        TASKS_ADDED: count_column(),
-        TASKS_DROPPED: count_column(),
-        TASKS_RESCORED: count_column(),
-        MOVED_BY: text_column(nullable=True),
-        BASELINE_SCORE: real_column(nullable=True),  # the previous standing's (null: a new model)
-        SCORE: real_column(nullable=True),  # null: the model vanished
-        CHANGE: real_column(nullable=True),
-        SE: real_column(nullable=True, ge=0.0),
-        DF: real_column(nullable=True, ge=0.0),
-        DESIGN: text_column(nullable=True, isin=DESIGN_VALUES),
-        CI_LOW: real_column(nullable=True),
-        CI_HIGH: real_column(nullable=True),
-        P_VALUE: real_column(nullable=True, unit=True),
-        Q_BH: real_column(nullable=True, unit=True),
-        MDE: real_column(nullable=True, ge=0.0),
-        MARGIN: real_column(nullable=True, ge=0.0),
-        N_PAIRS: count_column(nullable=True),
-        PAIRED: text_column(nullable=True, isin=PAIRINGS),
-        ALERT_LEVEL: text_column(isin=LEVELS),
-        REASON: text_column(nullable=True),
-        **PROVENANCE_RULES,
-    },
-    night=AS_OF,
-    # A standing has a row per model and scope against the night before, and (``rescored``)
-    # one against itself as the output held it before a run scored its nights anew.
-    sort=(Col.MODEL, SCOPE, PREVIOUS_AS_OF),
-    strict=True,
-    ordered=True,
-    unique=(AS_OF, PREVIOUS_AS_OF, Col.MODEL, SCOPE),
-)
 
 
 # --- the benchmark's health, per standing (``transforms.health``) --------------------------
@@ -438,6 +390,7 @@ STANDING_TABLES: Final = (
     STANDINGS_TABLE,
     STANDING_COMPARISONS_TABLE,
     STANDING_CHANGES_TABLE,
+    TASK_CHANGES_TABLE,
     *HEALTH_TABLES,
     HYPOTHESES_TABLE,
 )
@@ -482,6 +435,7 @@ TABLES: Final[dict[str, Table]] = {
         MODEL_COMPARISONS_TABLE,
         REGRESSIONS_TABLE,
         *STANDING_TABLES,
+        STANDING_EPISODES_TABLE,
         IMPORTS_TABLE,
     )
 }

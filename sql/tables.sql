@@ -47,6 +47,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_comparisons')
 CREATE OR REPLACE VIEW standing_changes AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_changes');
 
+CREATE OR REPLACE VIEW task_changes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/task_changes');
+
 CREATE OR REPLACE VIEW stability AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/stability');
 
@@ -61,6 +64,9 @@ SELECT * FROM delta_scan(getvariable('cogscore_out') || '/signals');
 
 CREATE OR REPLACE VIEW hypotheses AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/hypotheses');
+
+CREATE OR REPLACE VIEW standing_episodes AS
+SELECT * FROM delta_scan(getvariable('cogscore_out') || '/standing_episodes');
 
 CREATE OR REPLACE VIEW imports AS
 SELECT * FROM delta_scan(getvariable('cogscore_out') || '/imports');

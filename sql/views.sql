@@ -2,7 +2,7 @@
 -- They need the tables as relations named episode_scores, rejects, task_scores,
 -- category_scores, model_scores, model_comparisons, regressions, rescore_diff, the standings
 -- (task_standings, category_standings, standings, standing_comparisons, standing_changes,
--- hypotheses) and runs. Two ways to have them:
+-- task_changes, hypotheses) and runs. Two ways to have them:
 --   cogscore sql OUT "FROM leaderboard"       registers every table as the latest finished
 --                                             run left it (deltalake's Arrow datasets), then
 --                                             reads this file: local folders and s3:// alike;
@@ -47,6 +47,19 @@ SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci
 FROM standings
 WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
+
+-- Each category's own leaderboard as the benchmark stands as of the latest night: one row
+-- per category and model, best first (ranked among every model with a score in it; a task
+-- in no category, contract 1.4's uncategorised, is in none). score: the mean of its task
+-- scores in the category; ci_low..ci_high and rank_low..rank_high as in leaderboard (from
+-- the category's own comparisons); rank null: a standing made before categories were ranked.
+CREATE OR REPLACE VIEW category_leaderboard AS
+SELECT as_of, category, rank, rank_low, rank_high, model, score, ci_low, ci_high, n_tasks,
+       n_episodes, formula_version, cost_usd, usage_episodes,
+       cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_fingerprint
+FROM category_standings
+WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM category_standings)
+ORDER BY category, rank, score DESC, model;
 
 -- The latest night's own leaderboard: its episodes alone (a model that did not run that
 -- night is not on it; a model that re-ran some tasks is scored on those alone).
@@ -116,7 +129,7 @@ CREATE OR REPLACE VIEW standing_alerts AS
 SELECT as_of, level, kind, model, scope, baseline_score, score, change, ci_low, ci_high,
        p_value, q_bh, moved_by, reason
 FROM standing_changes
-WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind <> 'rerun')
+WHERE level IN ('alert', 'watch') OR (scope = 'overall' AND kind NOT IN ('rerun', 'reranked'))
 ORDER BY as_of DESC, level, model, scope;
 
 -- Regressions that need a look, every night: alerts first, then watches.

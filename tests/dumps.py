@@ -36,7 +36,16 @@ from examples.dumpkit import (
     to_arrow_type,
     write_dump,
 )
-from schemas.contract import FILE, REPORTED_SCORE, Category, Col, Match, Role, Status
+from schemas.contract import (
+    FILE,
+    REPORTED_SCORE,
+    UNCATEGORISED,
+    Category,
+    Col,
+    Match,
+    Role,
+    Status,
+)
 from schemas.rules import Rule
 
 __all__ = [
@@ -464,6 +473,15 @@ def rule_dump() -> tuple[list[Row], Expected]:
         F0,
         [*_assoc_turns(), episode_end(**{REPORTED_SCORE: 75.0})],
         {Rule.REPORTED_SCORE_OUT_OF_RANGE},
+    )
+    # Contract 1.4: a task in no category with formula inputs (no formula scores it).
+    add(
+        UNCATEGORISED,
+        "bad-uncategorised",
+        F0,
+        [*_assoc_turns(), episode_end(**{REPORTED_SCORE: 0.5})],
+        {Rule.UNCATEGORISED_NOT_REPORTED},
+        params={},
     )
     add(
         AL,

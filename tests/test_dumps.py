@@ -18,10 +18,12 @@ import pytest
 from schemas.contract import (
     EPISODE_CONSTANT,
     FILE,
+    INPUT_KINDS,
     NEEDS_ITEMS,
     NULLABLE,
     REPORTED_SCORE,
     REQUIRED,
+    UNCATEGORISED,
     VERDICT,
     Category,
     Col,
@@ -211,7 +213,8 @@ def _rules(
             (Col.KIND, Kind, Rule.UNKNOWN_KIND),
             (Col.MATCH, Match, Rule.UNKNOWN_MATCH),
         ]:
-            if r.get(col) is not None and r[col] not in {e.value for e in enum}:
+            allowed = {e.value for e in enum} | ({UNCATEGORISED} if col == Col.CATEGORY else set())
+            if r.get(col) is not None and r[col] not in allowed:
                 got.add(rule)
         v = r.get(Col.VALUE)
         if v is not None and not math.isfinite(v):
@@ -310,6 +313,13 @@ def _rules(
         n = valid.get("practice_rounds", 5 if "practice_rounds" not in params else None)
         if n is not None and len(rounds) != n:
             got.add(Rule.WRONG_ROUND_COUNT)
+    if cats == {UNCATEGORISED}:  # contract 1.4: a reported score alone, nothing else
+        inputs = any(r.get(Col.KIND) in INPUT_KINDS for r in rows)
+        ends = [r.get(REPORTED_SCORE) for r in of(Kind.EPISODE_END)]
+        scores = [s for s in ends if s is not None]
+        reported = bool(scores) and math.isfinite(scores[-1])
+        if inputs or not reported or len(starts) != 1 or params:
+            got.add(Rule.UNCATEGORISED_NOT_REPORTED)
     if any(r.get(Col.STATUS) == Status.ERROR for r in of(Kind.EPISODE_END)):
         got.add(Rule.HARNESS_ERROR)
     return got

@@ -44,7 +44,7 @@ from schemas.comparisons import (
     SCORE_BY_CATEGORY,
     Design,
 )
-from schemas.contract import DUMP_DATE, FILE, Col
+from schemas.contract import DUMP_DATE, FILE, UNCATEGORISED, Col
 from transforms.usage import EPISODE_COLUMNS, TOTALS, rolled_up, task_usage, usage_sums, with_usage
 
 TASK_KEY: Final = [DUMP_DATE, Col.MODEL, Col.CATEGORY, Col.TASK]
@@ -249,12 +249,19 @@ def task_scores(
     )
 
 
+def in_a_category(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` (of tasks or episodes) less those of a task in no category (contract 1.4's
+    ``uncategorised``): they count in the overall score, in no category's."""
+    return rows.filter(pl.col(Col.CATEGORY) != UNCATEGORISED)
+
+
 def category_scores(tasks: pl.LazyFrame) -> pl.LazyFrame:
     """Per model and category (per night): the mean of its task scores (each task weighs the
     same), tasks and episodes, and their usage added up from the task rows
-    (``transforms.usage.rolled_up``). (Intervals: ``transforms.compare.score_intervals``.)"""
+    (``transforms.usage.rolled_up``). A task in no category is in none of these rows.
+    (Intervals: ``transforms.compare.score_intervals``.)"""
     return (
-        with_usage(tasks, TOTALS)
+        with_usage(in_a_category(tasks), TOTALS)
         .group_by(CATEGORY_KEY)
         .agg(
             mean_in_order(pl.col(SCORE), Col.TASK),
@@ -273,7 +280,9 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     models it is ranked among (``ranked_among``: those covering the same categories, named
     comma-joined; ``n_ranked`` of them), its rank there by ``score`` (1 = best, ties share
     the better rank) and by ``score_by_category``. A model is never ranked beside models of
-    another coverage: its score averages other categories. (Intervals:
+    another coverage: its score averages other categories. A task in no category (contract
+    1.4) counts in ``score`` and ``n_tasks`` alone; a model all of whose tasks are in none has
+    no ``score_by_category`` and covers no category (0, ``ranked_among`` empty). (Intervals:
     ``transforms.compare.score_intervals``.)"""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
     by_task = (
@@ -281,6 +290,8 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
         .group_by(MODEL_KEY)
         .agg(
             mean_in_order(pl.col(SCORE), Col.CATEGORY, Col.TASK),
+            pl.len().cast(pl.Int64).alias(N_TASKS),  # every task, in a category or none
+            pl.col(N_EPISODES).sum().cast(pl.Int64),
             *rolled_up(Col.CATEGORY, Col.TASK),  # usage from the task rows, as the score
         )
     )
@@ -288,12 +299,15 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
         mean_in_order(pl.col(SCORE), Col.CATEGORY).alias(SCORE_BY_CATEGORY),
         pl.len().cast(pl.Int64).alias(CATEGORIES_COVERED),
         pl.col(Col.CATEGORY).sort().str.join(",").alias(RANKED_AMONG),
-        pl.col(N_TASKS).sum().cast(pl.Int64),
-        pl.col(N_EPISODES).sum().cast(pl.Int64),
         versions.sort().str.join(",").alias(FORMULA_VERSIONS),
     )
     group = [DUMP_DATE, RANKED_AMONG]
-    return summary.join(by_task, on=MODEL_KEY, nulls_equal=True).with_columns(
+    # A model whose tasks are all in no category has an overall score and none by category.
+    joined = by_task.join(summary, on=MODEL_KEY, how="left", nulls_equal=True)
+    return joined.with_columns(
+        pl.col(CATEGORIES_COVERED).fill_null(0),
+        pl.col(RANKED_AMONG, FORMULA_VERSIONS).fill_null(""),
+    ).with_columns(
         pl.len().over(group).cast(pl.Int64).alias(N_RANKED),
         pl.col(SCORE).rank("min", descending=True).over(group).cast(pl.Int64).alias(RANK),
         pl.col(SCORE_BY_CATEGORY)

@@ -28,6 +28,7 @@ from typing import Final
 import polars as pl
 
 from schemas.contract import (
+    CATEGORY_VALUES,
     DUMP_DATE,
     EPISODE_CONSTANT,
     FILE,
@@ -35,8 +36,8 @@ from schemas.contract import (
     INSTANCE_ID,
     REPORTED_SCORE,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
     VERDICT,
-    Category,
     Col,
     Kind,
     Match,
@@ -218,7 +219,7 @@ def _fast_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
     first_rows = rows.filter((segment != segment.shift()).fill_null(True)).select(
         SEGMENT, *KEY, *constant, DUMP_DATE
     )
-    unknown = (category.is_not_null() & ~category.is_in(list(Category))).cast(pl.UInt32)
+    unknown = (category.is_not_null() & ~category.is_in(list(CATEGORY_VALUES))).cast(pl.UInt32)
     any_row = problems(None)
     return pl.concat([first_rows, counts], how="horizontal").with_columns(pl.col(any_row) + unknown)
 
@@ -248,6 +249,11 @@ def unjudged_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+# What an episode's ``episode_start`` row says of it: its parameters, and contract 1.1's
+# instance, 1.4's single run's start and 1.5's source names.
+_STARTED: Final = (Col.PARAMS, INSTANCE_ID, SINGLE_RUN_STARTED, SOURCE_NAMES)
+
+
 def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame:
     """One row per episode of rows in ``in_episode_order`` (the null episode_id of each
     file included): its key, counts, category, parameters (``transforms.params``) and what
@@ -256,12 +262,9 @@ def episode_facts(rows: pl.LazyFrame, *, detailed: bool = False) -> pl.LazyFrame
         _kind_facts(rows, Kind.ITEM, Col.ITEM_ID, N_ITEMS, REPEATED_ITEM_IDS),
         _kind_facts(rows, Kind.ROUND_END, Col.ROUND, N_ROUNDS, REPEATED_ROUNDS),
         # Parameters are read only where there is exactly one episode_start (rules.checks).
-        of_kind(rows, Kind.EPISODE_START, Col.PARAMS, INSTANCE_ID, SINGLE_RUN_STARTED)
+        of_kind(rows, Kind.EPISODE_START, *_STARTED)
         .group_by(SEGMENT)
-        .agg(
-            pl.len().alias(N_STARTS),
-            pl.col(Col.PARAMS, INSTANCE_ID, SINGLE_RUN_STARTED).first(),  # 1.1, 1.4
-        ),
+        .agg(pl.len().alias(N_STARTS), pl.col(*_STARTED).first()),
         unknown_answers(rows),
         unjudged_answers(rows),
         reported_facts(rows),

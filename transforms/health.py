@@ -116,7 +116,10 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
     ``loo_spearman_min``, ``loo_max_rank_change`` and the task bootstrap's
     ``boot_spearman_mean``, ``boot_rank_changed`` and ``boot_max_rank_change`` (see the
     module; null where the group has fewer than three models or one task)."""
-    cells = tasks.select(AS_OF, Col.MODEL, Col.TASK, SCORE)
+    # A task is its category's: one name may be a task of two categories (a dump's own
+    # tasks), and the bootstrap's table of tasks by models holds one score a cell.
+    task = pl.concat_str(pl.col(Col.CATEGORY), pl.col(Col.TASK), separator="/")
+    cells = tasks.select(AS_OF, Col.MODEL, task.alias(Col.TASK), SCORE)
     per_model = cells.group_by(AS_OF, Col.MODEL).agg(
         pl.col(Col.TASK).sort().str.join("\x1f").alias(_TASKS),
         _sum(SCORE, Col.TASK).alias(_SUM),

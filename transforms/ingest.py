@@ -94,7 +94,7 @@ def normalise(
     partitions: Mapping[str, str],
 ) -> pl.LazyFrame:
     """The canonical frame (``schemas.rows.DumpRows``): every contract column in its
-    canonical dtype, the optional columns of contracts 1.1 to 1.4 (null where absent), ``file``,
+    canonical dtype, the optional columns of contracts 1.1 to 1.5 (null where absent), ``file``,
     and the hive ``dump_date`` (null for a dump not partitioned by it; other partition keys
     are not used by scoring). ``file``: the file's path in the dump, or an expression of
     each row's (rows of several files of one schema, scanned together)."""

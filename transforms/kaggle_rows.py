@@ -44,6 +44,7 @@ from schemas.contract import (
     OUTPUT_TOKENS,
     REPORTED_SCORE,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
     USAGE_DTYPES,
     VERDICT,
     Category,
@@ -61,6 +62,7 @@ ROW_SCHEMA: Final[dict[str, pl.DataType]] = {
     VERDICT: pl.Boolean(),
     **USAGE_DTYPES,
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),
+    SOURCE_NAMES: pl.String(),
 }
 NANODOLLARS_PER_USD: Final = 1_000_000_000
 
@@ -123,9 +125,11 @@ def episode_rows(
     inputs: Mapping[str, Any],
     status: Status,
     reported_score: float | None,
+    source_names: str | None = None,
 ) -> pl.DataFrame:
     """The contract rows of one run (``inputs``: what ``kaggle_capture.score_inputs`` gave,
-    JSON-ready). ``ValueError`` when the inputs cannot be written as rows."""
+    JSON-ready; ``model`` and ``task``: the names cogscore shows, ``source_names`` the run's
+    own, contract 1.5). ``ValueError`` when the inputs cannot be written as rows."""
     rows: list[dict[str, Any]] = []
 
     def add(kind: Kind, role: Role | str, **values: Any) -> None:
@@ -214,6 +218,7 @@ def episode_rows(
             row[str(Col.TS)] = ended
         if turn == 0:
             row[INSTANCE_ID], row[SINGLE_RUN_STARTED] = task, started
+            row[SOURCE_NAMES] = source_names
     constant = {
         str(Col.RUN_ID): run_id,
         str(Col.EPISODE_ID): episode_id,

@@ -23,10 +23,12 @@ import polars as pl
 
 from schemas.columns import REASONS, RULES, STATUS, EpisodeStatus
 from schemas.contract import (
+    CATEGORY_VALUES,
     EPISODE_CONSTANT,
     NEEDS_ITEMS,
     REPORTED_SCORE,
     REQUIRED,
+    UNCATEGORISED,
     Category,
     Col,
     Kind,
@@ -61,7 +63,7 @@ REPEATED_ITEM_IDS: Final = "repeated_item_ids"
 REPEATED_ROUNDS: Final = "repeated_rounds"
 
 ENUMS: Final[dict[Col, list[str]]] = {
-    Col.CATEGORY: list(Category),
+    Col.CATEGORY: list(CATEGORY_VALUES),  # contract 1.4: uncategorised (reported alone)
     Col.ROLE: list(Role),
     Col.KIND: list(Kind),
     Col.MATCH: list(Match),
@@ -128,12 +130,12 @@ def _row_check(
 
 def episode_category() -> pl.Expr:
     """The category every row names, where it is one known category (no null, each row's
-    that of the row before, and one of the contract's)."""
+    that of the row before, and one of the contract's: the six or ``uncategorised``)."""
     category = pl.col(Col.CATEGORY)
     known = (
         (pl.col(null_count(Col.CATEGORY)) == 0)
         & (pl.col(changes(Col.CATEGORY)) == 0)
-        & category.is_in(list(Category))
+        & category.is_in(list(CATEGORY_VALUES))
     )
     return pl.when(known).then(category).alias(EPISODE_CATEGORY)
 
@@ -276,6 +278,15 @@ def checks() -> tuple[RuleCheck, ...]:
             Rule.RECORDED_WITHOUT_VERDICT,
             _n(UNJUDGED_ANSWERS) > 0,
             _rows(UNJUDGED_ANSWERS, "`answer` row(s) of a `recorded` item have no `verdict`"),
+        ),
+        RuleCheck(
+            Rule.UNCATEGORISED_NOT_REPORTED,
+            (category == UNCATEGORISED) & ~reported_only(),
+            pl.lit(
+                f"an `{UNCATEGORISED}` episode is a reported score alone (contract 1.4): no "
+                "formula scores a task in no category, and this one has formula inputs, "
+                "parameters or no finite reported score"
+            ),
         ),
         RuleCheck(
             Rule.NO_ITEMS,

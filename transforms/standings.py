@@ -20,10 +20,11 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import AS_OF, FORMULA_VERSION, SCORE
+from schemas.columns import AS_OF, FORMULA_VERSION, PROVENANCE, RANK, SCORE
 from schemas.comparisons import (
     ALERT_LEVEL,
     BASELINE_SCORE,
+    BEYOND_NOISE,
     CHANGE,
     CHANGE_KIND,
     CI_HIGH,
@@ -35,11 +36,25 @@ from schemas.comparisons import (
     MOVED_BY,
     N_PAIRS,
     N_TASKS,
+    NEW_FORMULA,
+    NEW_NIGHT,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    NEW_SCORE,
+    OLD_FORMULA,
+    OLD_NIGHT,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
+    OLD_SCORE,
     OVERALL,
     P_VALUE,
     PAIRED,
     PREVIOUS_AS_OF,
     Q_BH,
+    RANK_HIGH,
+    RANK_LOW,
     REASON,
     SCOPE,
     SE,
@@ -49,16 +64,12 @@ from schemas.comparisons import (
     TASKS_RESCORED,
     ChangeKind,
 )
-from schemas.contract import DUMP_DATE, Col
-from schemas.tables import STANDING_CHANGES_TABLE
+from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
+from schemas.tables import STANDING_CHANGES_TABLE, TASK_CHANGES_TABLE
 from transforms.compare.regressions import alert_level
 
 CELL: Final = [Col.MODEL, Col.CATEGORY, Col.TASK]
-# cell_changes columns (working names: never written).
-OLD_NIGHT: Final = "old_night"
-NEW_NIGHT: Final = "new_night"
-OLD_SCORE: Final = "old_score"
-NEW_SCORE: Final = "new_score"
+# cell_changes' kind of change (a working name: task_changes writes it as ``kind``).
 CELL_CHANGE: Final = "cell_change"
 # How many tasks ``moved_by`` names (the largest moves first); the rest are counted.
 MOVED_NAMED: Final = 8
@@ -110,8 +121,8 @@ def cell_changes(previous: pl.LazyFrame, current: pl.LazyFrame) -> pl.LazyFrame:
             pl.col(FORMULA_VERSION).alias(formula),
         )
 
-    old = side(previous, OLD_NIGHT, OLD_SCORE, "__old_formula")
-    new = side(current, NEW_NIGHT, NEW_SCORE, "__new_formula")
+    old = side(previous, OLD_NIGHT, OLD_SCORE, OLD_FORMULA)
+    new = side(current, NEW_NIGHT, NEW_SCORE, NEW_FORMULA)
     joined = old.join(new, on=CELL, how="full", coalesce=True, nulls_equal=True)
     absent = pl.col(OLD_SCORE).is_null() | pl.col(NEW_SCORE).is_null()
     kind = (
@@ -121,22 +132,45 @@ def cell_changes(previous: pl.LazyFrame, current: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.lit(ChangeKind.RERUN.value))
         .when(
             pl.col(OLD_SCORE).ne_missing(pl.col(NEW_SCORE))
-            | pl.col("__old_formula").ne_missing(pl.col("__new_formula"))
+            | pl.col(OLD_FORMULA).ne_missing(pl.col(NEW_FORMULA))
         )
         .then(pl.lit(ChangeKind.RESCORED.value))
     )
+    return joined.with_columns(kind.alias(CELL_CHANGE)).filter(pl.col(CELL_CHANGE).is_not_null())
+
+
+def task_changes(cells: pl.LazyFrame, *, as_of: str, previous_as_of: str) -> pl.LazyFrame:
+    """``task_changes`` rows of the standing as of ``as_of`` against the one as of
+    ``previous_as_of``: each changed cell (``cell_changes``), its result before and now.
+
+    >>> cells = pl.LazyFrame({"model": ["m"], "category": ["c"], "task": ["t"],
+    ...     "old_night": ["01"], "old_score": [0.0], "old_formula": ["reported"],
+    ...     "new_night": ["02"], "new_score": [0.875], "new_formula": ["reported"],
+    ...     "cell_change": ["rerun"]})
+    >>> row = task_changes(cells, as_of="02", previous_as_of="01").collect().row(0)
+    >>> row[:6], row[8:11]
+    (('02', '01', 'm', 'c', 't', 'rerun'), (0.0, 0.875, 0.875))
+    """
     return (
-        joined.with_columns(kind.alias(CELL_CHANGE))
-        .filter(pl.col(CELL_CHANGE).is_not_null())
-        .drop("__old_formula", "__new_formula")
+        cells.with_columns(
+            pl.lit(as_of, pl.String).alias(AS_OF),
+            pl.lit(previous_as_of, pl.String).alias(PREVIOUS_AS_OF),
+            pl.col(CELL_CHANGE).alias(CHANGE_KIND),
+            (pl.col(NEW_SCORE) - pl.col(OLD_SCORE)).alias(CHANGE),
+        )
+        .select(pl.col(c).cast(TASK_CHANGES_TABLE.dtypes[c]) for c in _OWN_CELLS)
+        .sort(list(TASK_CHANGES_TABLE.sort))
     )
 
 
 def _scoped(cells: pl.LazyFrame) -> pl.LazyFrame:
-    """Each changed cell once under its category's scope and once under ``overall``."""
+    """Each changed cell once under its category's scope and once under ``overall``; a cell
+    of a task in no category (contract 1.4) under ``overall`` alone."""
     return pl.concat(
         [
-            cells.with_columns(pl.col(Col.CATEGORY).alias(SCOPE)),
+            cells.filter(pl.col(Col.CATEGORY) != UNCATEGORISED).with_columns(
+                pl.col(Col.CATEGORY).alias(SCOPE)
+            ),
             cells.with_columns(pl.lit(OVERALL).alias(SCOPE)),
         ]
     )
@@ -186,13 +220,62 @@ def _counts(cells: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+# A standing's rank columns, and their names in standing_changes before and now.
+RANKS: Final = {
+    RANK: (OLD_RANK, NEW_RANK),
+    RANK_LOW: (OLD_RANK_LOW, NEW_RANK_LOW),
+    RANK_HIGH: (OLD_RANK_HIGH, NEW_RANK_HIGH),
+}
+
+
+def _ranks(frame: pl.LazyFrame) -> list[pl.Expr]:
+    """A standing's rank and rank interval, where its rows have them (null elsewhere: a
+    scope without ranks)."""
+    have = frame.collect_schema()
+    return [(pl.col(c) if c in have else pl.lit(None)).cast(pl.Int64).alias(c) for c in RANKS]
+
+
 def _scores(models: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
-    """Per model and scope: a standing's score and its tasks (overall and each category)."""
+    """Per model and scope: a standing's score, its tasks and its rank (overall and each
+    category)."""
     return pl.concat(
         [
-            models.select(Col.MODEL, pl.lit(OVERALL).alias(SCOPE), SCORE, N_TASKS),
-            categories.select(Col.MODEL, pl.col(Col.CATEGORY).alias(SCOPE), SCORE, N_TASKS),
+            models.select(Col.MODEL, pl.lit(OVERALL).alias(SCOPE), SCORE, N_TASKS, *_ranks(models)),
+            categories.select(
+                Col.MODEL,
+                pl.col(Col.CATEGORY).alias(SCOPE),
+                SCORE,
+                N_TASKS,
+                *_ranks(categories),
+            ),
         ]
+    )
+
+
+def _sides(
+    before: tuple[pl.LazyFrame, pl.LazyFrame], after: tuple[pl.LazyFrame, pl.LazyFrame]
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per model and scope, two standings' scores and ranks under their names in
+    ``standing_changes``: the one before's (``baseline_score``, ``old_rank``, ...) and the
+    one after's (``score``, ``new_rank``, ...)."""
+    old = _scores(*before).rename(
+        {SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"} | {c: o for c, (o, _) in RANKS.items()}
+    )
+    return old, _scores(*after).rename({c: n for c, (_, n) in RANKS.items()})
+
+
+def _reranked(counted: pl.LazyFrame, old: pl.LazyFrame, new: pl.LazyFrame) -> pl.LazyFrame:
+    """Per model and scope whose results did not change but whose rank did (other models'
+    changes moved it): a row of ``counted``'s columns, no task counted."""
+    moved = old.join(new, on=[Col.MODEL, SCOPE], how="inner").filter(
+        pl.col(OLD_RANK).ne_missing(pl.col(NEW_RANK))
+    )
+    none = pl.lit(0, pl.Int64)
+    return moved.join(counted, on=[Col.MODEL, SCOPE], how="anti").select(
+        Col.MODEL,
+        SCOPE,
+        *(none.alias(c) for c in (TASKS_RERUN, TASKS_ADDED, TASKS_DROPPED, TASKS_RESCORED)),
+        pl.lit(None, pl.String).alias(MOVED_BY),
     )
 
 
@@ -219,12 +302,16 @@ def standing_changes(
     the standing's divided by the share of the scope's tasks re-run. Its interval, MDE and
     margin are scaled back by that share (the p-value does not change), and its level
     follows the regressions' rule (``alert``: ``q_bh < alpha`` and a drop beyond the margin,
-    by default the MDE; ``watch``: a drop with ``p_value < alpha``). Any other change (tasks
-    added or dropped, results rescored, a model new or gone) is ``not_comparable``, its
-    reason said. A model whose standing did not change has no row."""
+    by default the MDE; ``watch``: a drop with ``p_value < alpha``); it is ``beyond_noise``
+    where its ``q_bh`` is under ``alpha``, a rise or a drop (null where its noise could not
+    be estimated). Any other change (tasks added or dropped, results rescored, a model new
+    or gone) is ``not_comparable``, its reason said. Each row has the model's rank and rank
+    interval before and after (where the scope's rows have ranks); a model whose results
+    did not change but whose rank did (others moved it) is ``reranked`` (level ``none``).
+    A model whose standing and rank did not change has no row."""
     counted = _counts(_scoped(changes))
-    old = _scores(*before).rename({SCORE: BASELINE_SCORE, N_TASKS: "__old_tasks"})
-    new = _scores(*after)
+    old, new = _sides(before, after)
+    counted = pl.concat([counted, _reranked(counted, old, new)])
     rows = counted.join(old, on=[Col.MODEL, SCOPE], how="left").join(
         new, on=[Col.MODEL, SCOPE], how="left"
     )
@@ -238,7 +325,9 @@ def standing_changes(
         .then(pl.lit(ChangeKind.COVERAGE.value))
         .when(pl.col(TASKS_RESCORED) > 0)
         .then(pl.lit(ChangeKind.RESCORED.value))
-        .otherwise(pl.lit(ChangeKind.RERUN.value))
+        .when(pl.col(TASKS_RERUN) > 0)
+        .then(pl.lit(ChangeKind.RERUN.value))
+        .otherwise(pl.lit(ChangeKind.RERANKED.value))
     )
     # A new or vanished model: its overall row says so (its categories' rows would repeat it).
     whole_model = pl.col(CHANGE_KIND).is_in([ChangeKind.NEW_MODEL, ChangeKind.VANISHED])
@@ -268,6 +357,7 @@ def standing_changes(
     )
     rows = rows.join(test, on=[Col.MODEL, SCOPE], how="left")
     rerun = pl.col(CHANGE_KIND) == ChangeKind.RERUN
+    reranked = pl.col(CHANGE_KIND) == ChangeKind.RERANKED
     comparable = rerun & pl.col("__tested_reason").is_null()
     change = pl.col(SCORE) - pl.col(BASELINE_SCORE)
     scaled = {
@@ -315,7 +405,11 @@ def standing_changes(
         rows.with_columns(
             pl.lit(as_of, pl.String).alias(AS_OF),
             pl.lit(previous_as_of, pl.String).alias(PREVIOUS_AS_OF),
-            alert_level(comparable, alpha).alias(ALERT_LEVEL),
+            # A rank moved by others: its own results unchanged, nothing to test.
+            alert_level(comparable | reranked, alpha).alias(ALERT_LEVEL),
+            pl.when(comparable & pl.col(Q_BH).is_not_null())
+            .then(pl.col(Q_BH) < alpha)
+            .alias(BEYOND_NOISE),
             reason.alias(REASON),
         )
         .select(pl.col(c).cast(STANDING_CHANGES_TABLE.dtypes[c]) for c in _OWN)
@@ -324,7 +418,38 @@ def standing_changes(
     )
 
 
-# The columns ``standing_changes`` makes (the writer adds the provenance).
-_OWN: Final = [
-    c for c in STANDING_CHANGES_TABLE.dtypes if c not in ("scorer_version", "input_fingerprint")
-]
+def every_model(
+    moved: pl.LazyFrame,
+    before: tuple[pl.LazyFrame, pl.LazyFrame],
+    after: tuple[pl.LazyFrame, pl.LazyFrame],
+) -> pl.LazyFrame:
+    """Two standings side by side: ``moved`` (``standing_changes`` rows of ``after``
+    against ``before``) and, for each model and scope of either standing that has none (its
+    results and rank did not change), a row of its score and rank in both (``kind`` null,
+    ``change`` 0).
+
+    >>> one = pl.LazyFrame({"model": ["m"], "score": [0.5], "n_tasks": [1], "rank": [1]})
+    >>> none = pl.LazyFrame(schema={"model": pl.String, "category": pl.String,
+    ...     "score": pl.Float64, "n_tasks": pl.Int64})
+    >>> moved = pl.LazyFrame(schema={"model": pl.String, "scope": pl.String})
+    >>> every_model(moved, (one, none), (one, none)).select(
+    ...     "model", "scope", "kind", "change", "old_rank", "new_rank").collect().rows()
+    [('m', 'overall', None, 0.0, 1, 1)]
+    """
+    old, new = _sides(before, after)
+    both = old.join(new, on=[Col.MODEL, SCOPE], how="full", coalesce=True)
+    still = both.join(moved, on=[Col.MODEL, SCOPE], how="anti").select(
+        Col.MODEL,
+        SCOPE,
+        pl.lit(None, pl.String).alias(CHANGE_KIND),
+        BASELINE_SCORE,
+        SCORE,
+        (pl.col(SCORE) - pl.col(BASELINE_SCORE)).alias(CHANGE),
+        *(name for pair in RANKS.values() for name in pair),
+    )
+    return pl.concat([moved, still], how="diagonal_relaxed")
+
+
+# The columns ``standing_changes`` and ``task_changes`` make (the writer adds the provenance).
+_OWN: Final = [c for c in STANDING_CHANGES_TABLE.dtypes if c not in PROVENANCE]
+_OWN_CELLS: Final = [c for c in TASK_CHANGES_TABLE.dtypes if c not in PROVENANCE]

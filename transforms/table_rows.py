@@ -12,6 +12,7 @@ from schemas.contract import (
     INSTANCE_ID,
     REPORTED_SCORE,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
     Col,
     Kind,
     Role,
@@ -21,7 +22,8 @@ from schemas.contract import (
 
 def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
     """Two contract rows per score (``importable_scores``): ``episode_start`` (turn 0, ``params``
-    ``{}``, ``instance_id``, ``single_run_started``: the row's time, contract 1.4) and
+    ``{}``, ``instance_id``, ``single_run_started``: the row's time, contract 1.4;
+    ``source_names``: what the table wrote, contract 1.5, where given) and
     ``episode_end`` (turn 1, ``status`` completed, ``reported_score``). The episode id is the
     night, model and task (unique in a dump), and the row's time where the table has several
     rows of them (runs that replace one another)."""
@@ -38,6 +40,7 @@ def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, pl.Float64).alias(REPORTED_SCORE),
         INSTANCE_ID,
         pl.col(Col.TS).alias(SINGLE_RUN_STARTED),
+        _source_names(scores),
         *_common(),
     )
     end = scores.select(
@@ -49,6 +52,7 @@ def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
         REPORTED_SCORE,
         pl.lit(None, pl.String).alias(INSTANCE_ID),
         pl.lit(None, pl.Datetime("us", "UTC")).alias(SINGLE_RUN_STARTED),
+        pl.lit(None, pl.String).alias(SOURCE_NAMES),
         *_common(),
     )
     rows = pl.concat([start, end]).sort(DUMP_DATE, Col.EPISODE_ID, Col.TURN)
@@ -62,7 +66,14 @@ def contract_rows(scores: pl.DataFrame) -> pl.DataFrame:
         pl.col(INSTANCE_ID).cast(pl.String),
         pl.col(REPORTED_SCORE).cast(pl.Float64),
         pl.col(SINGLE_RUN_STARTED).cast(pl.Datetime("us", "UTC")),
+        pl.col(SOURCE_NAMES).cast(pl.String),
     )
+
+
+def _source_names(scores: pl.DataFrame) -> pl.Expr:
+    """The rows' ``source_names`` where they carry some (contract 1.5), else null."""
+    given = pl.col(SOURCE_NAMES) if SOURCE_NAMES in scores.columns else pl.lit(None, pl.String)
+    return given.alias(SOURCE_NAMES)
 
 
 def _common() -> list[pl.Expr]:

@@ -1,7 +1,8 @@
 """The ``cogscore`` command line: the app, its global options, and how a command starts
 and ends (``run``). The commands themselves are in ``flows.cli.scoring`` (score, nightly,
 rescore), ``flows.cli.reading`` (what an output holds: report, sql, status, history,
-compare, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the importers)."""
+compare, leaderboard, vacuum, unlock, formulas) and ``flows.cli.making`` (simulate; the
+importers)."""
 
 from __future__ import annotations
 
@@ -359,5 +360,5 @@ def command_line() -> str:
 
 # The commands register themselves on ``app`` when their modules are imported, in the
 # order ``--help`` lists them.
-for _module in ("scoring", "reading", "making", "explaining"):
+for _module in ("scoring", "reading", "making", "explaining", "exporting"):
     importlib.import_module(f"flows.cli.{_module}")

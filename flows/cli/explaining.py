@@ -71,5 +71,5 @@ def explain(
     if json_output:
         typer.echo(json.dumps(found, default=str))
     else:
-        for line in explanation_lines(found):
+        for line in explanation_lines(found, out):
             typer.echo(line)

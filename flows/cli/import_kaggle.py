@@ -10,10 +10,11 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.options import TaskMemoryOpt, replay_timeout
+from flows.cli.options import NamesOpt, TaskMemoryOpt, replay_timeout
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.store.errors import StorageError
 from flows.store.location import ENV_OPTIONS, Location, parse_storage_options
+from transforms.names import NameError_
 
 RunsArg = Annotated[
     str,
@@ -58,6 +59,7 @@ def import_kaggle(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
     timeout: Annotated[float, replay_timeout("--timeout")] = DEFAULT_TIMEOUT,
     task_memory: TaskMemoryOpt = DEFAULT_TASK_MEMORY,
+    names: NamesOpt = None,
     storage_option: Annotated[
         list[str] | None,
         typer.Option(
@@ -77,7 +79,9 @@ def import_kaggle(
     output limit); nothing in a run file is run. Rows go to DUMP_ROOT/dump_date=<night>/,
     one Parquet file per run, and each night that received runs is marked complete
     (_SUCCESS) when the import ends; importing the same runs again writes nothing. Every run
-    not imported is reported with its reason, and one bad run never stops the others."""
+    not imported is reported with its reason, and one bad run never stops the others. A
+    run's model is named by --names, the dump's names (DUMP_ROOT/_cogscore_names.csv) or
+    the rule (its vendor prefix off, @ as -), its task by its task file's name."""
     from flows.importers.kaggle import import_runs
     from flows.present.imports import ImportProgress, print_report
     from flows.store.dumps import is_night
@@ -110,7 +114,11 @@ def import_kaggle(
                 task_memory=task_memory,
                 on_start=progress.begin,
                 on_run=progress.done,
+                names=names,
             )
+    except NameError_ as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
     except StorageError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(4) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -18,9 +19,11 @@ from flows.importers.kaggle_limits import (
     TASK_MEMORY_HELP,
     TIMEOUT_HELP,
 )
+from flows.importers.names import NAMES_ENV
 from flows.options import RUN_OPTIONS
 from flows.records import exit_code_of
 from flows.store.location import ENV_OPTIONS, parse_storage_options
+from schemas.columns import SqlFormat
 from schemas.views import View
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -144,6 +147,26 @@ ViewOpt = Annotated[
 ]
 
 
+FormatOpt = Annotated[
+    SqlFormat | None,
+    typer.Option(
+        "--format",
+        envvar="COGSCORE_FORMAT",
+        help="table (the default on a terminal: every column, long values folded), csv "
+        "(the default elsewhere: a pipe, a file, a cron log; lists and structs as JSON) "
+        "or json (one array of objects). No value is ever cut.",
+    ),
+]
+
+
+def format_of(chosen: SqlFormat | None) -> SqlFormat:
+    """``--format`` as given; by default a table on a terminal, CSV elsewhere (a pipe, a
+    file, a cron log: whole values, one row a line)."""
+    if chosen is not None:
+        return chosen
+    return SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV
+
+
 StorageOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -196,6 +219,20 @@ TaskMemoryOpt = Annotated[
         min=MIN_TASK_MEMORY,
         envvar="COGSCORE_TASK_MEMORY",
         help=TASK_MEMORY_HELP,
+    ),
+]
+
+
+NamesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--names",
+        metavar="FILE",
+        envvar=NAMES_ENV,
+        help="A names file (CSV, header alias,model): each row maps a name a source gives a "
+        "model (a harness slug, a table's slug or display name) to the model cogscore shows. "
+        "Names that follow the rule (the vendor prefix off, @ as -) join without it; the "
+        "dump keeps what each name resolved to (DUMP_ROOT/_cogscore_names.csv).",
     ),
 ]
 

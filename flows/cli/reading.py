@@ -1,11 +1,10 @@
 """The commands that read an output (and ``vacuum``, ``unlock`` and ``repair``, which keep
-it): report, sql, status, history, compare, vacuum, unlock, repair, and formulas. None
-imports pandera or Prefect: they answer in well under a second."""
+it): report, sql, status, history, compare, leaderboard, vacuum, unlock, repair, and
+formulas. None imports pandera or Prefect: they answer in well under a second."""
 
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -15,16 +14,17 @@ import typer
 from flows.cli import app
 from flows.cli.options import (
     AsOfOpt,
+    FormatOpt,
     JsonOpt,
     OutArg,
     StorageOpt,
     ViewOpt,
+    format_of,
     refused,
     use_storage_options,
     writable,
 )
 from flows.store.errors import BrokenLog, StorageError
-from schemas.columns import SqlFormat
 from schemas.views import VIEWS, View
 
 
@@ -274,30 +274,66 @@ def compare(
         list[str] | None,
         typer.Option("--models", envvar="COGSCORE_MODELS", help="Only these models."),
     ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            envvar="COGSCORE_AGAINST",
+            help="An earlier night, YYYY-MM-DD: compare the standing as of --date with the "
+            "standing as of it instead of the pairs of models (each model's score and rank "
+            "in both, the change, its interval and whether it is beyond noise; every result "
+            "that changed between them).",
+        ),
+    ] = None,
     view: ViewOpt = View.STANDING,
     as_of: AsOfOpt = None,
     json_output: JsonOpt = False,
     storage_option: StorageOpt = None,
 ) -> None:
-    """Compare every pair of models as the benchmark stands as of a night.
+    """Compare every pair of models as the benchmark stands as of a night, or two standings.
 
     In a scope (--view night: the night's own episodes), each pair once, a placed before b
     on the leaderboard: the difference a - b, its interval (at the level of the run that
     scored the night), the Holm-corrected p-value, the verdict, the minimum detectable
-    effect and why a statistic is missing (--json: both orders)."""
-    from flows.overview import CompareChoiceError, comparisons, night_level
-    from flows.present.status import as_json, comparison_lines, leaderboard_order
+    effect and why a statistic is missing (--json: both orders). With --against: the
+    standing as of --date against the one as of an earlier night, model by model (the
+    statistics of standing_changes)."""
+    from flows.overview import CompareChoiceError, comparisons, night_level, standings_compared
+    from flows.present.status import (
+        as_json,
+        comparison_lines,
+        leaderboard_order,
+        standing_comparison_lines,
+    )
     from flows.store.output import Output
 
     use_storage_options(storage_option)
+    if against is not None and view is View.NIGHT:
+        raise typer.BadParameter(
+            "compares two standings: not with --view night", param_hint="--against"
+        )
     try:
         output = Output.at(out).require()
         output.check_as_of(as_of)
-        table = comparisons(output, night, scope, models, as_of, view)
+        if against is not None:
+            two = standings_compared(
+                output, night, against, scope=scope, models=models, as_of=as_of
+            )
+        else:
+            table = comparisons(output, night, scope, models, as_of, view)
     except StorageError as error:
         raise refused(error) from None
     except CompareChoiceError as error:
         raise typer.BadParameter(str(error), param_hint=error.option) from None
+    if against is not None:
+        if json_output:
+            typer.echo(as_json({"models": two.models.to_dicts(), "tasks": two.tasks.to_dicts()}))
+            return
+        typer.echo(f"the standing as of {two.night} against the one as of {two.against}, {scope}:")
+        level = night_level(output, two.night, as_of)
+        for line in standing_comparison_lines(two, level):
+            typer.echo(line)
+        return
     if json_output:
         typer.echo(as_json(table.to_dicts()))
     else:
@@ -315,16 +351,7 @@ def sql(
     out: OutArg,
     query: Annotated[str, typer.Argument(help="A DuckDB query, e.g. 'FROM leaderboard'.")],
     as_of: AsOfOpt = None,
-    output_format: Annotated[
-        SqlFormat | None,
-        typer.Option(
-            "--format",
-            envvar="COGSCORE_FORMAT",
-            help="table (the default on a terminal: every column, long values folded), csv "
-            "(the default elsewhere: a pipe, a file, a cron log; lists and structs as JSON) "
-            "or json (one array of objects). No value is ever cut.",
-        ),
-    ] = None,
+    output_format: FormatOpt = None,
     storage_option: StorageOpt = None,
 ) -> None:
     """Run one DuckDB query that reads OUT's tables and views.
@@ -336,8 +363,7 @@ def sql(
     from flows.store.output import Output
 
     use_storage_options(storage_option)
-    # Off a terminal (a pipe, a file, a cron log) CSV: whole values, one row a line.
-    how = output_format or (SqlFormat.TABLE if sys.stdout.isatty() else SqlFormat.CSV)
+    how = format_of(output_format)
     try:
         reading(query)  # refused before OUT is opened
         output = Output.at(out).require()
@@ -348,4 +374,36 @@ def sql(
     except Exception as error:  # a DuckDB error in the query: the user's to fix
         typer.echo(f"error: {str(error).splitlines()[0]}", err=True)
         raise typer.Exit(2) from None
+    typer.echo(shown)
+
+
+@app.command()
+def leaderboard(
+    out: OutArg,
+    scope: Annotated[
+        str,
+        typer.Option(
+            envvar="COGSCORE_SCOPE",
+            help="overall (each task weighs the same: the benchmark's own) or a category "
+            "(its own leaderboard: ranked among every model with a score in it).",
+        ),
+    ] = "overall",
+    as_of: AsOfOpt = None,
+    output_format: FormatOpt = None,
+    storage_option: StorageOpt = None,
+) -> None:
+    """Print OUT's leaderboard, overall or of one category, without scoring.
+
+    As it stands as of its latest night (or --as-of): rank, rank interval, score and
+    interval, as the score command prints it (csv, json: the rows of standings or
+    category_standings). Reads OUT alone."""
+    from flows.present.ranking import ScopeError, leaderboard_of
+
+    use_storage_options(storage_option)
+    try:
+        shown = leaderboard_of(out, scope, format_of(output_format), as_of)
+    except ScopeError as error:
+        raise typer.BadParameter(str(error), param_hint="--scope") from None
+    except StorageError as error:
+        raise refused(error) from None
     typer.echo(shown)

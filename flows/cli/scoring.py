@@ -23,6 +23,7 @@ from flows.cli.options import (
     FormulaOpt,
     InputArg,
     JsonRecordOpt,
+    NamesOpt,
     OutOpt,
     QuietOpt,
     StorageOpt,
@@ -41,6 +42,7 @@ from flows.store import prehash
 from flows.store.errors import ServiceUnreachable, StorageError
 from schemas.exits import ExitCode
 from schemas.views import View
+from transforms.names import NameError_, read_names
 
 if TYPE_CHECKING:
     from flows.importers.kaggle_nightly import Harvest
@@ -197,8 +199,8 @@ def _run(
             raise
         code, error = ExitCode.INTERNAL, internal_error(bug)
     if outcome is not None:
-        for line in outcome_lines(outcome, view):
-            echo(line)
+        if lines := outcome_lines(outcome, view):
+            echo("\n".join(lines))  # one write: a closed pipe is met once
         if report is not None and error is None:
             from flows.present.report import ReportError, write_report
 
@@ -304,6 +306,7 @@ def nightly(
     ] = None,
     task_timeout: Annotated[float, replay_timeout("--task-timeout")] = DEFAULT_TIMEOUT,
     task_memory: TaskMemoryOpt = DEFAULT_TASK_MEMORY,
+    names: NamesOpt = None,
     report: Annotated[
         Path | None,
         typer.Option(
@@ -337,22 +340,30 @@ def nightly(
         formulas=formula or [],
         verify=verify,
         report=report,
-        harvest=_harvest(runs, tasks, task_timeout, task_memory, json_output, engine),
+        harvest=_harvest(runs, tasks, (task_timeout, task_memory), names, json_output, engine),
     )
 
 
 def _harvest(
     runs: str | None,
     tasks: Path | None,
-    timeout: float,
-    memory: int,
+    limits: tuple[float, int],
+    names: Path | None,
     json_output: bool,
     engine: Engine,
 ) -> Harvest | None:
-    """The harness runs a nightly imports first (``--runs``, ``--tasks``): both or none."""
+    """The harness runs a nightly imports first (``--runs``, ``--tasks``): both or none;
+    ``--names`` with them (a names file read before any work)."""
     from flows.importers.kaggle_nightly import Harvest
 
     with _usage_recorded(json_output, engine):
+        if names is not None and runs is None:
+            raise typer.BadParameter("it names --runs' models: give --runs", param_hint="--names")
+        if names is not None:
+            try:
+                read_names(names.read_text(encoding="utf-8"), str(names))
+            except (OSError, UnicodeDecodeError, NameError_) as error:
+                raise typer.BadParameter(str(error), param_hint="--names") from None
         if runs is None and tasks is None:
             return None
         if runs is None or tasks is None:
@@ -360,7 +371,8 @@ def _harvest(
             raise typer.BadParameter(f"{given} needs {missing} too", param_hint=missing)
         if not tasks.is_dir():
             raise typer.BadParameter(f"{tasks}: no such folder", param_hint="--tasks")
-        return Harvest(runs, tasks.resolve(), timeout, memory)
+        timeout, memory = limits
+        return Harvest(runs, tasks.resolve(), timeout, memory, names and names.resolve())
 
 
 def _day(text: str | None) -> date | None:

@@ -49,11 +49,13 @@ from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_plan import _list_runs, _place, _plan, _Planned, _read
 from flows.importers.kaggle_report import ImportReport, RunReport
 from flows.importers.kaggle_worker import HarnessMissing, WorkerGone, _Workers
+from flows.importers.names import keep_names, names_for
 from flows.store.dumps import SUCCESS_MARKER
 from flows.store.errors import StorageError
 from flows.store.location import Location
 from flows.store.objects import put_if_absent
 from schemas.kaggle import IMPORTED_WITH_NOTE, Outcome, Reason
+from transforms.names import NameError_, Names
 
 
 def model_label(slug: str) -> str:
@@ -95,9 +97,12 @@ def import_runs(
     task_memory: int = DEFAULT_TASK_MEMORY,
     on_run: Callable[[RunReport], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    names: Path | None = None,
 ) -> ImportReport:
-    """Import every run below ``runs`` (see the module's docstring)."""
+    """Import every run below ``runs`` (see the module's docstring); ``names``: a names file
+    (``transforms.names``: each run's model is named by it, the dump's names or the rule)."""
     started = time.monotonic()
+    named = names_for(out, names)  # a bad names file: refused before any work
     listed = _list_runs(runs)
     if on_start:
         on_start(len(listed))
@@ -105,7 +110,7 @@ def import_runs(
     plans = [_plan(runs, item, date) for item in listed]
     dump = _Dump(out)
     _place(plans, dump, date)
-    models = {model_label(p.record.model) for p in plans if p.record and p.record.model}
+    labels = {model_label(p.record.model) for p in plans if p.record and p.record.model}
     limits = {"timeout": timeout, "task_memory": task_memory}
     reports: list[RunReport] = []
     workers = _Workers()
@@ -119,7 +124,8 @@ def import_runs(
                         index,
                         out,
                         dump=dump,
-                        models=models,
+                        labels=labels,
+                        names=named,
                         limits=limits,
                         workers=workers,
                     )
@@ -134,7 +140,7 @@ def import_runs(
                 on_run(plan.report)
     finally:
         workers.close()
-    report = ImportReport(reports, 0.0)
+    report = ImportReport(reports, 0.0, new_models=named.new)
     _mark_nights(out, report)
     report.seconds = time.monotonic() - started
     return report
@@ -147,7 +153,8 @@ def _import_one(
     out: Location,
     *,
     dump: _Dump,
-    models: set[str],
+    labels: set[str],
+    names: Names,
     limits: dict[str, float],
     workers: _Workers,
 ) -> None:
@@ -193,15 +200,23 @@ def _import_one(
     report.detail = result.get("error")
     run_id = run_id_of(plan.listed.relative)
     try:
-        frame = rows_of(run_id, record, task, result, plan.distinct)
+        model = names.resolve([record.model], keep=False)  # kept once its rows are written
+    except NameError_ as error:
+        report.reasons = []
+        report.note(Reason.MODEL_UNNAMED, str(error))
+        return
+    try:
+        frame = rows_of(run_id, record, task, result, model=model, distinct=plan.distinct)
     except ValueError as error:
         report.reasons = []
         report.note(Reason.INPUTS_NOT_CAPTURED, str(error))
         return
-    if (disagreement := model_disagreement(plan.listed.relative, record, models)) is not None:
+    if (disagreement := model_disagreement(plan.listed.relative, record, labels)) is not None:
         report.note(Reason.MODEL_MISMATCH, disagreement)
     if (beyond := usage_beyond_bounds(frame)) is not None:
         report.note(Reason.USAGE_INVALID, beyond)
+    names.resolve([record.model])
+    keep_names(out, names)  # before the rows that name it: the next import resolves alike
     before = dump.digest_at(key)
     report.written = write_if_changed(out, key, parquet_bytes(frame, record))
     report.outcome, report.file = Outcome.IMPORTED, key

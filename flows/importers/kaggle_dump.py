@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from flows.store.location import Location
 from flows.store.objects import get_object, list_files, put_if_absent, put_if_match
 from schemas.contract import DUMP_DATE, Status
 from schemas.kaggle import RUN_DIGEST_KEY, RUN_IDENTITY_KEY, Reason
+from schemas.names import HARNESS_MODEL, HARNESS_TASK, HARNESS_TASK_FILE
 from schemas.rules import USAGE_INVALID
 from transforms.kaggle_rows import episode_rows
 from transforms.usage import invalid_usage
@@ -89,16 +91,20 @@ def rows_of(
     record: RunRecord,
     task: TaskFile,
     result: dict[str, Any],
+    *,
+    model: str,
     distinct: bool = False,
 ) -> pl.DataFrame:
-    """The rows of one replayed run (``result``: what the replay worker sent back)."""
+    """The rows of one replayed run (``result``: what the replay worker sent back), its
+    model named ``model`` (resolved from its slug: ``transforms.names``), its task by its
+    task file (``TaskFile.task``), and the run's own names as ``source_names``."""
     assert task.category is not None
     errored = Reason.ERRORED in (result.get("notes") or [])
     return episode_rows(
         run_id=run_id,
         episode_id=episode_id_of(run_id, record, distinct),
-        model=record.model,
-        task=record.task,
+        model=model,
+        task=task.task,
         category=task.category,
         start_time=record.start_time,
         end_time=record.end_time,
@@ -106,7 +112,19 @@ def rows_of(
         inputs=result.get("inputs") or {},
         status=Status.ERROR if errored else Status.COMPLETED,
         reported_score=record.reported_score,
+        source_names=run_names(record, task),
     )
+
+
+def run_names(record: RunRecord, task: TaskFile) -> str:
+    """What a run calls its model and task (contract 1.5's ``source_names``): its slug, the
+    name its task file registers and that file (its folder and name)."""
+    names = {
+        HARNESS_MODEL: record.model,
+        HARNESS_TASK: record.task,
+        HARNESS_TASK_FILE: f"{task.folder}/{task.path.name}",
+    }
+    return json.dumps(names, ensure_ascii=False, separators=(",", ":"))
 
 
 def usage_beyond_bounds(frame: pl.DataFrame) -> str | None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -27,6 +28,7 @@ from typing import Any, Final
 from schemas.contract import Category
 from schemas.kaggle import UPSTREAM_CATEGORIES, Reason
 from transforms.kaggle_rows import Usage, parse_time
+from transforms.names import task_by_rule
 
 RUN_SUFFIX: Final = ".run.json"
 COMPLETED: Final = "BENCHMARK_TASK_RUN_STATE_COMPLETED"
@@ -335,11 +337,30 @@ def run_digest(raw: Any) -> str:
 
 @dataclass(frozen=True)
 class TaskFile:
-    """A task file: where it is, the category of its folder, the names it registers."""
+    """A task file: where it is, the category of its folder, the name cogscore shows its
+    task by (``shown_task``)."""
 
     path: Path
     category: Category | None
     folder: str
+    task: str
+
+
+def shown_task(path: Path, registered: Sequence[str], name: str) -> str:
+    """The name cogscore shows the task ``name`` that the file ``path`` registers (with
+    ``registered``, every name it does) by: the file's name by the rule (``- as _``), which
+    is the task's published slug, the Kaggle task's; the registered name where the file
+    registers several. LearningBench's task files register the file's name but for 13 of
+    135 (``10000.py`` registers ``odd_letter_score_pair_assoc_learning``,
+    ``mealy-machine-output-obs-learning.py`` ``finite_state_transducer_obs_learning``), whose
+    runs are the table's tasks of those names (``transforms.names.task_by_rule``).
+
+    >>> shown_task(Path("a/10000.py"), ["odd_letter_score_pair_assoc_learning"], "x")
+    '10000'
+    >>> shown_task(Path("a/b.py"), ["c", "d"], "d")
+    'd'
+    """
+    return task_by_rule(path.stem) if len(set(registered)) == 1 else name
 
 
 def registered_names(source: str) -> list[str]:
@@ -375,8 +396,9 @@ def index_tasks(root: Path) -> dict[str, TaskFile]:
         except (SyntaxError, UnicodeDecodeError):
             continue
         folder = path.parent.name
+        category = UPSTREAM_CATEGORIES.get(folder)
         for name in names:
-            found.setdefault(name, TaskFile(path, UPSTREAM_CATEGORIES.get(folder), folder))
+            found.setdefault(name, TaskFile(path, category, folder, shown_task(path, names, name)))
     return found
 
 

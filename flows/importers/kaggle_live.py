@@ -33,12 +33,20 @@ from flows.importers.kaggle_dump import (
     usage_beyond_bounds,
     write_if_changed,
 )
-from flows.importers.kaggle_files import RUN_SUFFIX, TaskFile, parse_run
+from flows.importers.kaggle_files import (
+    RUN_SUFFIX,
+    TaskFile,
+    parse_run,
+    registered_names,
+    shown_task,
+)
 from flows.importers.kaggle_replay import _harness, conclude, run_captured
 from flows.importers.kaggle_report import RunReport
+from flows.importers.names import keep_names, names_for
 from flows.store.location import Location
 from schemas.contract import Category
 from schemas.kaggle import IMPORTED_WITH_NOTE, UPSTREAM_CATEGORIES, Outcome, Reason
+from transforms.names import NameError_
 
 
 def _run_record(kbench: Any, run: Any) -> tuple[str, bytes]:
@@ -57,10 +65,13 @@ def record_rows(
     *,
     category: Category | None = None,
     date: str | None = None,
+    names: Path | None = None,
 ) -> Iterator[list[RunReport]]:
-    """Write every harness run made inside the block as contract rows below ``out``."""
+    """Write every harness run made inside the block as contract rows below ``out``, each
+    run's model named as ``import-kaggle`` names it (``names``: a names file)."""
     kbench = _harness()
     target = out if isinstance(out, Location) else Location.parse(out)
+    named = names_for(target, names)
     reports: list[RunReport] = []
     original = kbench.tasks.Task.run
     busy: list[bool] = []  # a run being recorded: the replays it may need are not recorded
@@ -90,7 +101,8 @@ def record_rows(
         )
         name, data = _run_record(kbench, run)
         record = parse_run(data)
-        task_file = TaskFile(path, chosen, folder)
+        registered = registered_names(path.read_text(encoding="utf-8"))
+        task_file = TaskFile(path, chosen, folder, shown_task(path, registered, task.name))
         job = {"task_file": str(path), "task_name": task.name, "category": str(chosen)}
         result = conclude(kbench, job, record, run, capture)
         report = RunReport(
@@ -101,11 +113,18 @@ def record_rows(
             reported_score=record.reported_score,
             task_score=result.get("returned"),
         )
+        model = record.model
+        if not result.get("reason"):
+            try:
+                model = named.resolve([record.model])
+                keep_names(target, named)
+            except NameError_ as error:
+                result = {"reason": Reason.MODEL_UNNAMED, "detail": str(error)}
         if result.get("reason"):
             report.reasons, report.detail = [str(result["reason"])], result.get("detail")
         else:
             run_id = name.removesuffix(RUN_SUFFIX)
-            frame = rows_of(run_id, record, task_file, result)
+            frame = rows_of(run_id, record, task_file, result, model=model)
             key = dump_key(run_id, record, date)
             report.written = write_if_changed(target, key, parquet_bytes(frame, record))
             report.outcome, report.file = Outcome.IMPORTED, key

@@ -35,12 +35,14 @@ IMPORTS = IMPORTS_TABLE.name
 @dataclass(frozen=True)
 class Harvest:
     """The harness runs a nightly imports first: ``runs`` (a folder or an object-store URL,
-    searched at any depth), the task files they replay through, and the replay's limits."""
+    searched at any depth), the task files they replay through, the replay's limits, and
+    the names file their models are named by (``transforms.names``)."""
 
     runs: str
     tasks: Path
     timeout: float = DEFAULT_TIMEOUT
     task_memory: int = DEFAULT_TASK_MEMORY
+    names: Path | None = None
 
     def into(self, dump_root: Path | str) -> ImportReport:
         """Import every run below ``runs`` into the dump ``dump_root`` (``import-kaggle``)."""
@@ -50,6 +52,7 @@ class Harvest:
             Location.parse(str(dump_root)),
             timeout=self.timeout,
             task_memory=self.task_memory,
+            names=self.names,
         )
 
     @property

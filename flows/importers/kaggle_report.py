@@ -37,6 +37,8 @@ class ImportReport:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     marked: list[str] = field(default_factory=list)  # nights given their _SUCCESS
+    # The models new to the dump (no name of a known one): model -> the names it came from.
+    new_models: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def imported(self) -> int:
@@ -58,6 +60,7 @@ class ImportReport:
             "files_written": sum(1 for r in self.runs if r.written),
             "reasons": dict(sorted(reasons.items())),
             "nights_marked": self.marked,
+            "new_models": self.new_models,
             "warnings": self.warnings,
             "seconds": round(self.seconds, 3),
             "details": [

@@ -10,15 +10,16 @@ rescore leaves it as it is.
 The table may use the contract's column names (``model``, ``task``, ``category``,
 ``score``, optionally ``dump_date``, ``instance_id``) or LearningBench's published ones
 (``leaderboard_flat.csv``: ``model_name``, ``task_slug``, ``category`` with its slugs such
-as ``assoc-learning``, ``score``, ``eval_date``). A category the table gives as ``unknown``
-is resolved from the task files' folders (``--tasks``: ``<category folder>/<task>.py``).
+as ``assoc-learning``, ``score``, ``eval_date``), its categories kept as it publishes them
+(``flows.importers.score_categories``: a task it puts in none of the six is
+``uncategorised``; the task files of ``--tasks`` only say where they disagree).
 
 Every row that cannot be imported is reported with every reason, never dropped silently:
 a missing model or task, a score that is not a finite number or lies outside [0, 1], a
-category that is not known or cannot be resolved, a date that is not one, a second row for
-the same model, task, night and time, a model, task and night another table imported into
-the dump already. A row is one run (contract 1.4): of rows of one model, task and night at
-other times, the latest stands when scored, the others are kept as replaced.
+category name that is not known, a date that is not one, a second row for the same model,
+task, night and time, a model, task and night another table imported into the dump already.
+A row is one run (contract 1.4): of rows of one model, task and night at other times, the
+latest stands when scored, the others are kept as replaced.
 
 A row's ``instance_id`` is the table's where it has one, else the task's name: every model
 that ran a LearningBench task faced its one instance (the task files fix their seeds), so
@@ -49,7 +50,14 @@ from typing import Final
 
 import polars as pl
 
+from flows.importers.names import keep_names, names_for
+from flows.importers.score_categories import CATEGORY_NAMES, disagreements, named
+from flows.importers.score_held import held_runs, without_held
+from flows.importers.score_names import CARRIED, name_columns, named_rows
+from flows.store.location import Location
 from schemas.contract import INSTANCE_ID, REPORTED_SCORE, Category, Col
+from schemas.kaggle import UPSTREAM_CATEGORIES
+from transforms.names import task_by_rule
 from transforms.table_rows import contract_rows
 
 # The night a row goes to, and the date column of the table it may come from.
@@ -66,21 +74,6 @@ SOURCE_NAMES: Final[dict[str, tuple[str, ...]]] = {
     INSTANCE_ID: ("instance_id",),
 }
 REQUIRED_SOURCE: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, REPORTED_SCORE)
-
-# Category names a table may use: the contract's, LearningBench's leaderboard slugs and its
-# task folders' names.
-CATEGORY_NAMES: Final[dict[str, Category]] = {
-    **{c.value: c for c in Category},
-    "assoc-learning": Category.ASSOCIATIVE_LEARNING,
-    "concept-learning": Category.CONCEPT_FORMATION,
-    "lang-learning": Category.LANGUAGE_LEARNING,
-    "obs-learning": Category.OBSERVATIONAL_LEARNING,
-    "rf-learning": Category.RUNTIME_RL,
-    "proc-learning": Category.PROCEDURAL_LEARNING,
-    "concept_learning": Category.CONCEPT_FORMATION,
-    "reinforcement_learning": Category.RUNTIME_RL,
-}
-UNKNOWN: Final = "unknown"  # what LearningBench's leaderboard says of three tasks
 
 # A table whose scores mostly lie above 1 is on another scale than [0, 1] (refused whole).
 OTHER_SCALE_SHARE: Final = 0.5
@@ -107,22 +100,31 @@ class Imported:
     source: str
     rows_read: int = 0
     rows_imported: int = 0
+    # Rows whose run the dump held already (the same model, task, night, time and score:
+    # from another table, or a harness run file): not imported again, not reported one by one.
+    rows_unchanged: int = 0
     written: dict[str, str] = field(default_factory=dict)  # night -> file (new or changed)
     unchanged: dict[str, str] = field(default_factory=dict)  # night -> file already so
     copies: dict[str, str] = field(default_factory=dict)  # night -> the earlier import's file
-    resolved: dict[str, str] = field(default_factory=dict)  # task -> category from --tasks
+    # Per task whose file (--tasks) puts it in another category than the table does: the
+    # task, the table's category (kept) and the task file's.
+    disagreements: list[dict[str, str]] = field(default_factory=list)
     rejected: list[dict[str, object]] = field(default_factory=list)
+    # The models new to the dump (no name of a known one): model -> the names it came from.
+    new_models: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, object]:
         return {
             "source": self.source,
             "rows_read": self.rows_read,
             "rows_imported": self.rows_imported,
+            "rows_unchanged": self.rows_unchanged,
             "rows_not_imported": len(self.rejected),
             "nights_written": self.written,
             "nights_unchanged": self.unchanged,
             "nights_copied": self.copies,
-            "categories_resolved": self.resolved,
+            "category_disagreements": self.disagreements,
+            "new_models": self.new_models,
             "not_imported": self.rejected,
         }
 
@@ -166,7 +168,7 @@ def task_categories(tasks: Path) -> dict[str, Category]:
         raise ImportError_(f"--tasks {tasks}: not a folder of task files")
     out: dict[str, Category] = {}
     for file in sorted(tasks.glob("*/*.py")):
-        category = CATEGORY_NAMES.get(file.parent.name)
+        category = UPSTREAM_CATEGORIES.get(file.parent.name)
         if category is not None:
             out[file.stem] = category
     if not out:
@@ -179,9 +181,11 @@ def importable_scores(
     source: str,
     night: str | None = None,
     tasks: Mapping[str, Category] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, str]]:
-    """(the importable rows, one per model and task and night, with the contract's names;
-    the rows that are not, with every reason; the categories resolved from ``tasks``)."""
+) -> tuple[pl.DataFrame, pl.DataFrame, list[dict[str, str]]]:
+    """(the importable rows, one per model and task and night, with the contract's names
+    and the table's categories; the rows that are not, with every reason; each task whose
+    file in ``tasks`` puts it in another category than the table: ``task``, ``table``,
+    ``task_files``)."""
     names = source_columns(table)
     text = pl.col
     picked = table.with_row_index(ROW, offset=1).select(
@@ -201,6 +205,7 @@ def importable_scores(
             if NIGHT in names
             else pl.lit(None, pl.String).alias("__date_text")
         ),
+        *name_columns(table, ROW),
     )
     score = pl.col("__score_text").cast(pl.Float64, strict=False)
     when = pl.col("__date_text").str.to_datetime(time_zone="UTC", strict=False)
@@ -208,21 +213,11 @@ def importable_scores(
         when,
         pl.col("__date_text").str.to_date("%Y-%m-%d", strict=False).cast(pl.Datetime("us", "UTC")),
     )
-    known = (
-        pl.col(Col.CATEGORY)
-        .str.to_lowercase()
-        .replace_strict(
-            {k: v.value for k, v in CATEGORY_NAMES.items()}, default=None, return_dtype=pl.String
-        )
-    )
-    from_files = pl.col(Col.TASK).replace_strict(
-        {k: v.value for k, v in (tasks or {}).items()}, default=None, return_dtype=pl.String
-    )
-    unknown = pl.col(Col.CATEGORY).is_null() | (pl.col(Col.CATEGORY).str.to_lowercase() == UNKNOWN)
+    category = named(Col.CATEGORY)  # the table's, as it publishes it
     rows = picked.with_columns(
         score.alias(REPORTED_SCORE),
         when.alias(Col.TS),
-        pl.when(unknown).then(from_files).otherwise(known).alias("__category"),
+        category.alias("__category"),
         (pl.lit(night) if night is not None else when.dt.date().cast(pl.String)).alias(NIGHT),
     )
     checks: Sequence[tuple[pl.Expr, pl.Expr]] = [
@@ -241,15 +236,7 @@ def importable_scores(
             pl.format("score {} lies outside [0, 1]", pl.col("__score_text")),
         ),
         (
-            unknown & pl.lit(tasks is None),
-            pl.lit("category unknown: --tasks names the folder of task files to resolve it"),
-        ),
-        (
-            unknown & pl.lit(tasks is not None) & from_files.is_null(),
-            pl.format("category unknown and no task file {}.py in --tasks", Col.TASK),
-        ),
-        (
-            ~unknown & known.is_null(),
+            category.is_null(),
             pl.format(
                 "category {} is none of {}",
                 Col.CATEGORY,
@@ -284,20 +271,20 @@ def importable_scores(
         .alias(REASONS)
     )
     good = pl.col(REASONS).list.len() == 0
-    resolved = judged.filter(good & unknown).select(Col.TASK, "__category").unique().sort(Col.TASK)
     kept = judged.filter(good).select(
         NIGHT,
         Col.MODEL,
         Col.TASK,
         pl.col("__category").alias(Col.CATEGORY),
-        pl.coalesce(INSTANCE_ID, Col.TASK).alias(INSTANCE_ID),
+        pl.coalesce(INSTANCE_ID, task_by_rule(pl.col(Col.TASK))).alias(INSTANCE_ID),
         REPORTED_SCORE,
         Col.TS,
         pl.lit(source).alias(Col.RUN_ID),
         ROW,
+        *CARRIED,
     )
     rejected = judged.filter(~good).select(ROW, Col.MODEL, Col.TASK, REASONS)
-    return kept, rejected, dict(resolved.iter_rows())
+    return kept, rejected, disagreements(judged.filter(good), "__category", tasks)
 
 
 def check_scale(table: pl.DataFrame, path: Path) -> None:
@@ -332,6 +319,7 @@ def import_scores(
     out: Path,
     night: str | None = None,
     tasks: Path | None = None,
+    names: Path | None = None,
 ) -> Imported:
     """Import the score table ``source`` into the dump ``out``: per night a file
     ``dump_date=<night>/scores-<source name>-<path key>.parquet`` (replaced where it differs;
@@ -342,10 +330,16 @@ def import_scores(
     check_scale(table, source)
     categories = task_categories(tasks) if tasks is not None else None
     run_id = f"import-scores/{source.name}"
-    kept, rejected, resolved = importable_scores(table, run_id, night, categories)
+    kept, rejected, disagreements = importable_scores(table, run_id, night, categories)
     done = Imported(str(source), rows_read=table.height)
-    done.resolved = resolved
+    done.disagreements = disagreements
     done.rejected = rejected.to_dicts()
+    # One name a model (the names file, the dump's names, the rule), kept for the next import.
+    named = names_for(Location.parse(str(out)), names)
+    kept, refused = named_rows(kept, named, ROW, REASONS)
+    done.rejected = sorted([*done.rejected, *refused], key=lambda r: int(str(r[ROW])))
+    keep_names(Location.parse(str(out)), named)
+    done.new_models = named.new
     origin = source.resolve()
     digest = _digest(origin.read_bytes())
     name = f"scores-{_safe(source.stem)}-{_digest(str(origin).encode())[:12]}.parquet"
@@ -362,7 +356,11 @@ def import_scores(
         own = folder / legacy if legacy in {p.name for p in others} else None
         if own is not None and not pl.read_parquet(own).equals(rows.drop(NIGHT)):
             own = None  # another table's (of the same name), or this one's before a change
-        scores, taken = _not_imported_twice(scores, [p for p in others if p != own])
+        # Rows whose run another table holds already, with their score: unchanged, counted.
+        tables = [p for p in others if p != own]
+        scores, same = without_held(scores, held_runs(tables))
+        done.rows_unchanged += same
+        scores, taken = _not_imported_twice(scores, tables)
         done.rejected.extend(taken)
         done.rows_imported += scores.height
         if scores.is_empty():

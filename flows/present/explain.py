@@ -21,6 +21,7 @@ episodes graded in one plan; ``explain`` is that read for one episode, scored ag
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from flows.present.sources import run_lines, runs_of, shown_names, source_lines
 from flows.present.terminal import number, printable
 from flows.standings import TASK_STANDINGS
 from flows.store import objects
@@ -43,12 +45,11 @@ from schemas.columns import (
     COMPONENT_DTYPES,
     FORMULA_VERSION,
     REASONS,
-    REPLACED_BY,
     SCORE,
     STATUS,
     VERDICT_MISMATCHES,
 )
-from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, SINGLE_RUN_STARTED, VERDICT, Col
+from schemas.contract import DUMP_DATE, FILE, REPORTED_SCORE, SOURCE_NAMES, VERDICT, Col
 from schemas.formulas import REPORTED
 from transforms.episodes import SEGMENT, in_episode_order
 from transforms.ingest import normalise
@@ -90,9 +91,15 @@ class Which:
 def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str, Any]:
     """The explanation of one episode (see the module), as one JSON-ready object."""
     row = _episode_row(output, which, as_of)
+    kept = row.get(SOURCE_NAMES)
+    head = {
+        **episode_header(row),
+        SOURCE_NAMES: json.loads(kept) if kept else None,  # contract 1.5
+        **runs_of(output, row, as_of),
+    }
     if row[FORMULA_VERSION] == REPORTED:  # the score alone: nothing to read or score again
         none: dict[str, Any] = {"recomputed_score": None, "recomputed_equal": None}
-        return {**episode_header(row), **none, "turns": [], "items": []}
+        return {**head, **none, "turns": [], "items": []}
     episode = pl.DataFrame([row]).select(Col.EPISODE_ID, DUMP_DATE, FILE)
     read = read_transcripts(output, episode, output.state(as_of), keep_rows=True)
     if row[Col.EPISODE_ID] in read.unreadable:
@@ -103,28 +110,11 @@ def explain(output: Output, which: Which, as_of: str | None = None) -> dict[str,
     found = again.collect()
     recomputed = found[SCORE][0] if found.height else None
     return {
-        **episode_header(row),
+        **head,
         "recomputed_score": recomputed,
         "recomputed_equal": recomputed is not None and _same(recomputed, row[SCORE]),
-        **_runs_of(output, row, as_of),
         "turns": read.turns.drop(Col.EPISODE_ID).to_dicts(),
         "items": read.items.drop(Col.EPISODE_ID).to_dicts(),
-    }
-
-
-def _runs_of(output: Output, row: dict[str, Any], as_of: str | None) -> dict[str, Any]:
-    """Contract 1.4: when the episode's single run started (null: not a single run), the
-    episode that replaced it (null: it stands, or is not a single run), and the episodes it
-    replaced, earliest first: the earlier runs of its model and task on its night (kept in
-    ``replaced_episodes``, never averaged with it)."""
-    replaced = output.scan(REPLACED_EPISODES, as_of).filter(
-        (pl.col(REPLACED_BY) == row[Col.EPISODE_ID]) & (pl.col(DUMP_DATE) == row[DUMP_DATE])
-    )
-    earlier = replaced.select(Col.EPISODE_ID, SINGLE_RUN_STARTED, SCORE, FILE)
-    return {
-        SINGLE_RUN_STARTED: row.get(SINGLE_RUN_STARTED),
-        REPLACED_BY: row.get(REPLACED_BY),
-        "replaced": earlier.sort(SINGLE_RUN_STARTED, Col.EPISODE_ID).collect().to_dicts(),
     }
 
 
@@ -248,29 +238,6 @@ def _items(ordered: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _run_lines(found: dict[str, Any]) -> list[str]:
-    """What an explanation says of a single run (contract 1.4): when it started, that a later
-    run replaced it, or which earlier runs it replaced."""
-    started = found.get(SINGLE_RUN_STARTED)
-    if started is None:
-        return []
-    lines = [f"a single run of its model and task, started {started}"]
-    if found.get(REPLACED_BY) is not None:
-        lines.append(
-            f"REPLACED by episode {printable(found[REPLACED_BY])}, a later run of this model "
-            "and task on this night, which stands: this one is kept (replaced_episodes), "
-            "never averaged with it"
-        )
-    for earlier in found.get("replaced") or []:
-        lines.append(
-            f"it replaced episode {printable(earlier[Col.EPISODE_ID])} (started "
-            f"{earlier[SINGLE_RUN_STARTED]}, score {number(earlier[SCORE])}, file "
-            f"{printable(earlier[FILE])}): an earlier run of this model and task on this "
-            "night, kept, never averaged with this one"
-        )
-    return lines
-
-
 def _same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
@@ -288,13 +255,11 @@ def _episode_row(output: Output, which: Which, as_of: str | None) -> dict[str, A
     else:
         if which.model is None or which.task is None:
             raise ExplainError("name an episode (--episode ID) or a model's task (--model, --task)")
-        night = which.night or _standing_night(output, which.model, which.task, as_of)
-        chosen = (
-            (pl.col(Col.MODEL) == which.model)
-            & (pl.col(Col.TASK) == which.task)
-            & (pl.col(DUMP_DATE) == night)
-        )
-        what = f"episode of model {which.model!r} on task {which.task!r} on {night}"
+        model, task = shown_names(output, which.model, which.task, as_of)
+        night = which.night or _standing_night(output, model, task, as_of)
+        chosen = (pl.col(Col.MODEL) == model) & (pl.col(Col.TASK) == task)
+        chosen &= pl.col(DUMP_DATE) == night
+        what = f"episode of model {model!r} on task {task!r} on {night}"
     found = scores.filter(chosen).collect()
     if found.is_empty() and which.episode_id is not None:  # a run a later one replaced (1.4)
         found = output.scan(REPLACED_EPISODES, as_of).filter(chosen).collect()
@@ -391,7 +356,7 @@ def _turns(ordered: pl.DataFrame) -> pl.DataFrame:
     return ordered.select(Col.EPISODE_ID, *TURN_COLUMNS)
 
 
-def explanation_lines(found: dict[str, Any]) -> list[str]:
+def explanation_lines(found: dict[str, Any], out: str = "OUT") -> list[str]:
     """The explanation as text, every value whole: a turn's content on its line, or where it
     has several lines on its own lines below it (indented ``INDENT``); the terminal folds
     what is longer than its width. Control characters are shown as escapes (``printable``),
@@ -401,8 +366,9 @@ def explanation_lines(found: dict[str, Any]) -> list[str]:
         f"{printable(found['task'])} ({found['category']}), night {found['dump_date']}, "
         f"file {printable(found['file'])}",
     ]
+    lines += source_lines(found)
     if found["formula_version"] == REPORTED:
-        return [*lines, f"score {number(found['score'])}: {IMPORTED}"]
+        return [*lines, f"score {number(found['score'])}: {IMPORTED}", *run_lines(found, out)]
     score, again = _shown(found["score"], found["recomputed_score"])
     lines.append(
         f"score {score} (formula {found['category']}={found['formula_version']}: "
@@ -420,7 +386,7 @@ def explanation_lines(found: dict[str, Any]) -> list[str]:
         same = "equal" if not found["score_mismatch"] else "DIFFERENT"
         _, reported = _shown(found["score"], found["reported_score"])
         lines.append(f"the harness reported {reported} ({same})")
-    lines += _run_lines(found)
+    lines += run_lines(found, out)
     if found["items"]:
         right = sum(item["right"] for item in found["items"])
         lines.append(f"items: {right} of {len(found['items'])} right")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -83,5 +84,26 @@ def print_report(report: ImportReport, console: Console | None = None) -> None:
                 style="red" if run.outcome is Outcome.REJECTED else None,
             )
         console.print(table)
+    for line in new_model_lines(report.new_models):
+        console.print(escape(line))
     for warning in report.warnings:
         console.print(f"warning: {escape(warning)}")
+
+
+def new_model_lines(new: Mapping[str, Sequence[str]]) -> list[str]:
+    """The models an import found new (no name of a known model: the names file, the dump's
+    names and the rule matched none), each with the names it came from, on one line.
+
+    >>> new_model_lines({"gemma-4-26b-a4b": ["google/gemma-4-26b-a4b"]})[0][-51:]
+    'one): gemma-4-26b-a4b (from google/gemma-4-26b-a4b)'
+    """
+    if not new:
+        return []
+
+    def came_from(model: str, names: Sequence[str]) -> str:
+        others = [n for n in names if n != model]
+        return model + (f" (from {', '.join(others)})" if others else "")
+
+    said = ", ".join(came_from(m, names) for m, names in sorted(new.items()))
+    head = "new model(s), named by no known model (a names file, --names, maps a name to one)"
+    return [f"{head}: {said}"]

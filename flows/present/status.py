@@ -12,25 +12,39 @@ import polars as pl
 from rich.markup import escape
 from rich.table import Table
 
-from flows.overview import history
+from flows.overview import TwoStandings, history
+from flows.present.changes import fmt, interval, noise, result_moved
 from flows.present.formats import signed
 from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output, describe_unfinished
-from schemas.columns import RANK, USAGE_REFUSED
+from schemas.columns import RANK, SCORE, USAGE_REFUSED
 from schemas.comparisons import (
+    ALERT_LEVEL,
+    BASELINE_SCORE,
     CATEGORIES_COVERED,
+    CHANGE,
+    CHANGE_KIND,
     CI_HIGH,
     CI_LOW,
     DESIGN,
     DIFF,
     HOLM_FAMILY_NOTE,
+    LEVEL_NOT_COMPARABLE,
     MDE,
     MODEL_A,
     MODEL_B,
+    MOVED_BY,
+    NEW_RANK,
+    NEW_RANK_HIGH,
+    NEW_RANK_LOW,
+    OLD_RANK,
+    OLD_RANK_HIGH,
+    OLD_RANK_LOW,
     P_HOLM,
     P_VALUE,
     P_WILCOXON,
     PAIRED,
+    Q_BH,
     RANKED_AMONG,
     REASON,
     VERDICT,
@@ -234,3 +248,45 @@ def leaderboard_order(
         descending=[True, False, False, False],
     )
     return ordered.collect()[Col.MODEL].to_list()
+
+
+def standing_comparison_lines(two: TwoStandings, level: float) -> list[str]:
+    """``compare --against``: each model's score and rank in both standings, the change
+    with its interval (at ``level``) and BH q-value, what the statistics call it and what
+    moved it; then every result that changed between them (score and night before and now)."""
+    rows, cells, night, against = two.models, two.tasks, two.night, two.against
+    if rows.is_empty():
+        return ["no model stands in this scope"]
+    grid = table_of_columns()
+    grid.add_column("model", overflow="fold")
+    for name in (against, "rank", night, "rank", "change", f"{level:.0%} interval", "q (BH)"):
+        grid.add_column(name, no_wrap=True)
+    grid.add_column("noise", overflow="fold")
+    grid.add_column("what moved it", overflow="fold")
+
+    def rank(value: int | None, low: int | None, high: int | None) -> str:
+        return "-" if value is None else f"{value} ({interval(low, high)})"
+
+    for row in rows.iter_rows(named=True):
+        kind = row[CHANGE_KIND]
+        moved = "unchanged" if kind is None else f"{kind}: {row[MOVED_BY] or '-'}"
+        if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE and row[REASON]:
+            moved += f" ({row[REASON]})"
+        grid.add_row(
+            escape(printable(row[Col.MODEL])),
+            fmt(row[BASELINE_SCORE]),
+            rank(row[OLD_RANK], row[OLD_RANK_LOW], row[OLD_RANK_HIGH]),
+            fmt(row[SCORE]),
+            rank(row[NEW_RANK], row[NEW_RANK_LOW], row[NEW_RANK_HIGH]),
+            fmt(row[CHANGE], "+.3f"),
+            f"[{fmt(row[CI_LOW], '+.3f')}, {fmt(row[CI_HIGH], '+.3f')}]",
+            fmt(row[Q_BH], ".3g"),
+            "-" if kind is None else noise(row),
+            escape(printable(moved)),
+        )
+    lines = render(grid)
+    if not cells.is_empty():
+        lines.append(f"results that changed between them ({cells.height}):")
+        ordered = cells.sort(Col.MODEL, Col.CATEGORY, Col.TASK)
+        lines += [f"  {r[CHANGE_KIND]} {result_moved(r)}" for r in ordered.iter_rows(named=True)]
+    return lines

@@ -7,7 +7,9 @@ from __future__ import annotations
 import polars as pl
 from rich.markup import escape
 
-from flows.outcome import Outcome, RunSummary
+from flows.outcome import FLAGGED, Outcome, RunSummary
+from flows.present.changes import result_moved, scores, told
+from flows.present.imports import new_model_lines
 from flows.present.leaderboard import leaderboard_lines
 from flows.present.terminal import printable, render, table_of_columns
 from flows.records import unscored_line
@@ -60,7 +62,12 @@ def run_lines(summary: RunSummary, out: Output, run_id: str) -> list[str]:
         lines.append(f"… and {len(summary.rejected_files) - 5} more file(s) (cogscore status)")
     counts = summary.counts
     replaced = counts.get("episodes_replaced") or 0  # contract 1.4
-    also = f" (and {replaced} replaced by a later run: replaced_episodes)" if replaced else ""
+    also = (
+        f" (and {replaced} replaced by a later run, or by a table's record of the same run: "
+        "replaced_episodes)"
+        if replaced
+        else ""
+    )
     lines.append(
         f"{counts['episodes_scored']} episodes scored{also}, "
         f"{counts['episodes_rejected']} rejected, "
@@ -158,8 +165,8 @@ def regression_lines(outcome: Outcome) -> list[str]:
 
 
 def import_lines(outcome: Outcome) -> list[str]:
-    """A nightly that imported harness runs first: how many, and each run not imported with
-    every reason (OUT's ``imports`` table keeps them all)."""
+    """A nightly that imported harness runs first: how many, each run not imported with
+    every reason (OUT's ``imports`` table keeps them all), and the models new to the dump."""
     report = outcome.imports
     if report is None:
         return []
@@ -172,54 +179,138 @@ def import_lines(outcome: Outcome) -> list[str]:
         if str(run.outcome) != "imported":
             why = ", ".join(run.reasons) + (f": {run.detail}" if run.detail else "")
             lines.append(f"  not imported: {printable(run.run)}: {printable(why)}")
+    lines += [f"  {printable(line)}" for line in new_model_lines(report.new_models)]
     lines += [f"  {printable(warning)}" for warning in report.warnings]
     return lines
 
 
 def standing_lines(outcome: Outcome) -> list[str]:
-    """What moved the standings the run made, and how far: each alert and watch (a re-run
-    that moved a model's standing beyond noise, its interval scaled to the standing), each
-    model gone or whose tasks covered changed (not comparable: said why), each standing a
-    rescore moved (the latest ones: the rest counted), and per night the models new in its
-    standing, on one line."""
+    """What moved the standings the run made, and how far, significant or not: per night
+    the models new in its standing and those whose rank others moved, on a line each; each
+    model's overall change (a re-run, tested against the results it replaced, its interval
+    scaled to the standing; a model gone or covering other tasks, not comparable, said why;
+    a standing a rescore moved), its rank before and now and whether the statistics call it
+    beyond noise; then every result re-run, its score and night before and now. Of a run of
+    many nights, every alert and not comparable change, the latest watches, rescored
+    standings and re-runs (the rest counted: the tables and the run record hold them all);
+    the models that cover other tasks on one night, on one line (each model's change)."""
     moved = outcome.standing_changes
     if moved is None or moved.is_empty():
         return []
     lines = [
         "standing changes (against the night's previous standing, a rescored one against itself "
-        "before the run; the tasks that moved it):"
+        "before the run; the tasks that moved it; the rank among its coverage group and "
+        "whether the statistics call the change beyond noise: BH q < 0.05):"
     ]
-    new = moved.filter(pl.col(CHANGE_KIND) == ChangeKind.NEW_MODEL)
-    for (night,), rows in new.group_by(AS_OF, maintain_order=True):
-        names = ", ".join(printable(m) for m in sorted(rows[Col.MODEL].to_list()))
-        lines.append(f"  new in the standing as of {printable(night)}: {names}")
-    order = moved.filter(pl.col(CHANGE_KIND) != ChangeKind.NEW_MODEL)
-    # Every alert and not comparable change, the latest watches and rescored standings (a
-    # year's rescore has many).
+    kind = pl.col(CHANGE_KIND)
+    # One line a night: the models new in its standing; those whose rank others moved (of
+    # a year's rescore, the latest nights': the rest counted).
+    for label, which in (("new in", ChangeKind.NEW_MODEL), ("reranked in", ChangeKind.RERANKED)):
+        rows = moved.filter(kind == which).sort(AS_OF, Col.MODEL)
+        nights = rows[AS_OF].unique(maintain_order=True).to_list()
+        if which == ChangeKind.RERANKED and len(nights) > MOST_NIGHT_LINES:
+            lines.append(
+                f"  and {len(nights) - MOST_NIGHT_LINES} earlier standing(s) in which others' "
+                "changes moved a model's rank more: table standing_changes (kind reranked)"
+            )
+            rows = rows.filter(pl.col(AS_OF).is_in(nights[-MOST_NIGHT_LINES:]))
+        for (night,), group in rows.group_by(AS_OF, maintain_order=True):
+            names = ", ".join(
+                printable(r[Col.MODEL]) + ("" if which == ChangeKind.NEW_MODEL else f" {told(r)}")
+                for r in group.iter_rows(named=True)
+            )
+            lines.append(f"  {label} the standing as of {printable(night)}: {names}")
+    order = moved.filter(~kind.is_in([ChangeKind.NEW_MODEL, ChangeKind.RERANKED]))
+    # Every alert and not comparable change; the latest watches, rescored standings and
+    # re-runs (a year's rescore, a backfill of a harness that runs everything, have many).
     watch = pl.col(ALERT_LEVEL) == LEVEL_WATCH
-    anew = (pl.col(CHANGE_KIND) == ChangeKind.RESCORED) & ~watch
-    watches = order.filter(watch).sort(AS_OF).tail(MOST_NIGHT_LINES)
-    hidden = order.filter(watch).height - watches.height
-    rescored = order.filter(anew).sort(AS_OF).tail(MOST_NIGHT_LINES)
-    hidden_rescored = order.filter(anew).height - rescored.height
-    order = pl.concat([order.filter(~watch & ~anew), watches, rescored])
-    for row in order.sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE).iter_rows(named=True):
-        change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
-        if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
-            change += f" [{row[CI_LOW]:+.3f}, {row[CI_HIGH]:+.3f}]"
-        q = "" if row[Q_BH] is None else f" q={row[Q_BH]:.3g}"
-        why = f" ({printable(row[MOVED_BY])})" if row[MOVED_BY] else ""
-        reason = f"; {printable(row[REASON])}" if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE else ""
-        lines.append(
-            f"  {row[ALERT_LEVEL]} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
-            f"{row[SCOPE]} {row[CHANGE_KIND]}:{change}{q}{why}{reason}"
+    latest = {
+        "earlier watch(es)": watch,
+        "earlier rescored standing(s)": (kind == ChangeKind.RESCORED) & ~watch,
+        "earlier or smaller re-run(s)": (kind == ChangeKind.RERUN)
+        & ~pl.col(ALERT_LEVEL).is_in(FLAGGED),
+    }
+    hidden = {}
+    shown = [order.filter(~pl.any_horizontal(*latest.values()))]
+    for what, picked in latest.items():
+        rows = order.filter(picked).sort(AS_OF, pl.col(CHANGE).abs(), nulls_last=False)
+        shown.append(rows.tail(MOST_NIGHT_LINES))
+        hidden[what] = rows.height - shown[-1].height
+    rows = pl.concat(shown).sort(AS_OF, ALERT_LEVEL, Col.MODEL, SCOPE)
+    covered = (pl.col(CHANGE_KIND) == ChangeKind.COVERAGE) & (
+        pl.col(ALERT_LEVEL) == LEVEL_NOT_COMPARABLE
+    )
+    # A night on which several models cover other tasks (a table whose tasks arrive over
+    # nights): one line, each model's change (the tasks: the table and the record).
+    folded = covered & (pl.len().over(AS_OF, covered) > 1)
+    for row in rows.filter(~folded).iter_rows(named=True):
+        lines.append(_change_line(row))
+    for (night,), group in rows.filter(folded).group_by(AS_OF, maintain_order=True):
+        each = ", ".join(
+            printable(r[Col.MODEL]) + ("" if r[CHANGE] is None else f" {r[CHANGE]:+.3f}")
+            for r in group.iter_rows(named=True)
         )
-    if hidden:
-        lines.append(f"  … and {hidden} earlier watch(es) (table standing_changes; --json)")
-    if hidden_rescored:
         lines.append(
-            f"  … and {hidden_rescored} earlier rescored standing(s) (table standing_changes; "
-            "--json)"
+            f"  {LEVEL_NOT_COMPARABLE} {printable(night)}: {group.height} models cover other "
+            f"tasks (the score averages other tasks: not compared; which tasks: table "
+            f"standing_changes, --json): {each}"
+        )
+    # Counted, not cut: the re-runs' count does not read as a value shown in part.
+    lines += [
+        f"  … and {n} {what} (table standing_changes; --json)"
+        if what in FOLDED
+        else f"  and {n} {what} more: table standing_changes, --json"
+        for what, n in hidden.items()
+        if n
+    ]
+    return lines + rerun_lines(outcome)
+
+
+# The counts of standing changes said as before re-runs were told ("… and 3 earlier
+# watch(es)").
+FOLDED = ("earlier watch(es)", "earlier rescored standing(s)")
+
+
+def _change_line(row: dict[str, object]) -> str:
+    """One standing change: level, night, model, scope and kind; the score before and now,
+    the change with its interval and q-value; the tasks that moved it; its rank and noise."""
+    change = "" if row[CHANGE] is None else f" {row[CHANGE]:+.3f}"
+    if row[CI_LOW] is not None and row[ALERT_LEVEL] != LEVEL_NOT_COMPARABLE:
+        change += f" [{row[CI_LOW]:+.3f}, {row[CI_HIGH]:+.3f}]"
+    q = "" if row[Q_BH] is None else f" q={row[Q_BH]:.3g}"
+    why = f" ({printable(row[MOVED_BY])})" if row[MOVED_BY] else ""
+    reason = f"; {printable(row[REASON])}" if row[ALERT_LEVEL] == LEVEL_NOT_COMPARABLE else ""
+    return (
+        f"  {row[ALERT_LEVEL]} {printable(row[AS_OF])} {printable(row[Col.MODEL])} "
+        f"{row[SCOPE]} {row[CHANGE_KIND]}: {scores(row)}{change}{q}{why}; {told(row)}{reason}"
+    )
+
+
+# Re-run results a run prints (a backfill of a harness that runs every task every night
+# re-runs them all): the latest nights' largest moves; the rest counted.
+MOST_RERUN_LINES = 20
+
+
+def rerun_lines(outcome: Outcome) -> list[str]:
+    """Every result re-run in the standings the run made (``task_changes``): model and task,
+    the score before and now with the nights they come from (of many, the latest nights'
+    largest moves, the rest counted)."""
+    cells = outcome.reruns
+    if cells is None or cells.is_empty():
+        return []
+    ordered = cells.sort(AS_OF, pl.col(CHANGE).abs(), descending=True, nulls_last=True)
+    shown = ordered.head(MOST_RERUN_LINES).sort(AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK)
+    lines = [
+        f"re-run results (a newer night's result of a model on a task; {cells.height} in all; "
+        "their models' lines above say how far they moved the standing):"
+    ]
+    lines += [
+        f"  as of {printable(r[AS_OF])}: {result_moved(r)}" for r in shown.iter_rows(named=True)
+    ]
+    if cells.height > shown.height:
+        lines.append(
+            f"  and {cells.height - shown.height} earlier or smaller re-run result(s) more: "
+            "table task_changes, --json (reruns)"
         )
     return lines
 

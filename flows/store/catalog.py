@@ -21,6 +21,7 @@ from schemas.tables import (
     REJECTS_TABLE,
     REPLACED_EPISODES_TABLE,
     RESCORE_DIFF_TABLE,
+    STANDING_EPISODES_TABLE,
     STANDING_TABLES,
     TABLES,
     TASK_SCORES_TABLE,
@@ -51,6 +52,11 @@ MODEL_COMPARISONS: Final = MODEL_COMPARISONS_TABLE.name
 
 
 REGRESSIONS: Final = REGRESSIONS_TABLE.name
+
+
+# The latest standing's episodes from earlier nights (empty where it is a night's own): not a
+# table of results, what the next run makes its standing from.
+STANDING_EPISODES: Final = STANDING_EPISODES_TABLE.name
 
 
 # The tables every run writes (rescore_diff only a rescore).

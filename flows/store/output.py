@@ -59,6 +59,21 @@ class Output:
     _runs_read: dict[int, pl.DataFrame] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # Each table at a version, opened once (its log replayed once) however often a run
+    # reads it (the runs table, the regressions' baseline, the ids check, the standings...):
+    # a version is never written twice, so an opened version stays true.
+    _tables_at: dict[tuple[str, int], Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    # While this process holds OUT's lease (``writing``), no other run writes: the tables'
+    # latest versions are opened once (``opened``: the checks, the repair, the commit), and
+    # the runs table's version is read once and moved by this run's own records (``recorded``).
+    _latest: dict[str, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _held_runs: dict[str, int | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def at(cls, where: str | Path | Output, options: Mapping[str, str] | None = None) -> Output:
@@ -135,8 +150,20 @@ class Output:
 
     def runs_version(self) -> int | None:
         """The runs table's latest version (None before the first run): it moves with every
-        run recorded."""
+        run recorded (while this process holds the lease, only with its own: read once)."""
+        if RUNS in self._held_runs:
+            return self._held_runs[RUNS]
         return delta.table_version(self.location, RUNS)
+
+    def recorded(self, version: int) -> None:
+        """This run, holding the lease, recorded into the runs table: its version now."""
+        if RUNS in self._held_runs:
+            self._held_runs[RUNS] = version
+
+    def opened(self) -> dict[str, Any] | None:
+        """The tables' latest versions as this run, holding the lease, opened them (None
+        without the lease: each use opens the table again)."""
+        return self._latest if RUNS in self._held_runs else None
 
     def pinned_rows(self, as_of: str | None = None) -> pl.DataFrame:
         """The rows of the runs whose versions are states, up to run ``as_of`` (included)."""
@@ -190,10 +217,25 @@ class Output:
         version = self.versions(as_of).get(table)
         if version is None:
             return empty_table(table).lazy()
-        frame = delta.read_table(self.location, table, version)
+        frame = delta.read_table(self.location, table, version, self._table_at(table, version))
         schema = frame.collect_schema()
         nights = [pl.col(c).cast(pl.String) for c in NIGHT_COLUMNS if c in schema]
         return conform(table, frame.with_columns(nights) if nights else frame)
+
+    def nights_held(self, table: str, column: str, as_of: str | None = None) -> list[str | None]:
+        """The nights (values of the night column ``column``) table ``table`` holds rows of,
+        as the latest finished run (or run ``as_of``) left it: from its Delta log, no data
+        file read (a scan of the column opens every night's files)."""
+        version = self.versions(as_of).get(table)
+        if version is None:
+            return []
+        return delta.partition_values(self._table_at(table, version), column)
+
+    def _table_at(self, table: str, version: int) -> Any:
+        """``table`` at ``version``, opened once (``_tables_at``)."""
+        if (table, version) not in self._tables_at:
+            self._tables_at[(table, version)] = delta.open_table(self.location, table, version)
+        return self._tables_at[(table, version)]
 
     def state(self, as_of: str | None = None) -> OutputState:
         """What the output holds, from its runs table: the input, the formula set, whether it
@@ -267,15 +309,23 @@ class Output:
             try:
                 self._prepared()
             except BrokenLog:  # an earlier cogscore's Infinity in a log: rewritten, then on
+                self._latest.clear()
                 healed = healing.heal(self.location, list(ALL_TABLES))
                 self._prepared()
-            yield Writer(self, lease, run_id, healed=healed)
+            self._held_runs[RUNS] = delta.table_version(self.location, RUNS)
+            try:
+                yield Writer(self, lease, run_id, healed=healed)
+            finally:
+                self._held_runs.clear()
+                self._latest.clear()
 
     def _prepared(self) -> None:
-        """What a run checks and repairs, holding the lease, before it writes."""
-        delta.check_layout(self.location, LAYOUTS)
+        """What a run checks and repairs, holding the lease, before it writes (each table
+        opened once, for both)."""
+        delta.check_layout(self.location, LAYOUTS, self._latest)
         _check_legacy(self.location)
-        runs_table.repair(self.location, list(TABLES))
+        runs_table.repair(self.location, list(TABLES), self._latest)
+        self._latest.pop(self.location.child(RUNS).uri, None)  # its records move it
 
 
 def describe_unfinished(left: Mapping[str, Any]) -> str:

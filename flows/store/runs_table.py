@@ -48,10 +48,12 @@ from deltalake import CommitProperties, write_deltalake
 
 from flows.store.delta.nights import check_night
 from flows.store.delta.tables import (
+    Opened,
+    _open,
     history,
     read_table,
     restore,
-    schema_mode_at,
+    schema_mode_of,
     table_version,
     truncate,
 )
@@ -153,30 +155,40 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     where = location.child(RUNS)
     pinning = [row for row in rows if row.status.value in PINNING]
     metadata = {"run_id": first.run_id, "status": (pinning or list(rows))[0].status.value}
+    ready = frame.to_arrow(compat_level=pl.CompatLevel.oldest())  # no string views
+    properties = CommitProperties(custom_metadata=metadata)
+    existing = _open(where)  # opened once: the append, its columns and its version
     try:
+        if existing is None:
+            write_deltalake(
+                where.uri,
+                ready,
+                mode="append",
+                storage_options=storage_options(where) or None,
+                commit_properties=properties,
+            )
+            return 0  # the table's first version
         write_deltalake(
-            where.uri,
-            frame.to_arrow(compat_level=pl.CompatLevel.oldest()),  # no string views
+            existing,
+            ready,
             mode="append",
-            storage_options=storage_options(where) or None,
-            commit_properties=CommitProperties(custom_metadata=metadata),
+            commit_properties=properties,
             # Columns a newer cogscore adds (the 1.2 counts) join an older runs table;
             # its earlier rows read them as null.
-            schema_mode=schema_mode_at(location, RUNS, frame.columns),
+            schema_mode=schema_mode_of(existing, frame.columns),
         )
     except Exception as exc:
         raise translate(exc, f"record run {first.run_id} in", where.display) from None
-    version = table_version(location, RUNS)
-    assert version is not None
-    return version
+    return existing.version()
 
 
 def read_runs(location: Location, version: int | None = None) -> pl.DataFrame:
     """Every row of the runs table (none if no run was recorded), oldest run first; at
     ``version`` (None: the latest)."""
-    if version is None and table_version(location, RUNS) is None:
+    latest = _open(location.child(RUNS)) if version is None else None
+    if version is None and latest is None:
         return RUNS_SCHEMA.to_frame()
-    rows = read_table(location, RUNS, version).collect()
+    rows = read_table(location, RUNS, version, latest).collect()
     # A runs table written by an earlier cogscore lacks the later columns: null there.
     missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
     rows = rows.with_columns(missing)
@@ -233,30 +245,34 @@ def night_fingerprints(location: Location) -> dict[str | None, str]:
     return {row["night"]: row["input_fingerprint"] for row in runs.iter_rows(named=True)}
 
 
-def repair(location: Location, tables: Sequence[str]) -> dict[str, int]:
+def repair(
+    location: Location, tables: Sequence[str], opened: Opened | None = None
+) -> dict[str, int]:
     """Bring every table back to the version the latest succeeded run pinned; what moved.
 
     Call with the lease held, before writing (see the module's docstring for the rule).
     Returns {table: its new version} for the tables restored or emptied. Vacuum commits
-    (which change no row) and an earlier repair are not undone again.
+    (which change no row) and an earlier repair are not undone again. ``opened``: the
+    handles of the run holding the lease (``delta.tables.Opened``).
     """
     latest = latest_finished(location)
     pins = dict(latest.table_versions) if latest is not None else {}
     repaired: dict[str, int] = {}
     for table in tables:
-        version = table_version(location, table)
+        version = table_version(location, table, opened)
         if version is None:
             continue
         pinned = pins.get(table)
         if pinned is not None and version <= pinned:
             continue
         mark = {"repair": "restore" if pinned is not None else "empty", "to_version": pinned}
-        newer = history(location, table, limit=None if pinned is None else version - pinned)
+        limit = None if pinned is None else version - pinned
+        newer = history(location, table, limit=limit, opened=opened)
         changes = [c for c in newer if c.get("operation") not in _NO_DATA_CHANGE]
         if not changes or all(changes[0].get(key) == value for key, value in mark.items()):
             continue  # only vacuums since, or repaired already by a run that then failed too
         if pinned is None:
-            repaired[table] = truncate(location, table, mark)
+            repaired[table] = truncate(location, table, mark, opened)
         else:
-            repaired[table] = restore(location, table, pinned, mark)
+            repaired[table] = restore(location, table, pinned, mark, opened)
     return repaired

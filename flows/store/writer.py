@@ -145,6 +145,7 @@ class Writer:
         """Each table's staged nights in one commit (every table readable, rows or not),
         then the run's rows, each naming every table's version: the commit point."""
         versions: dict[str, int] = {}
+        opened = self.output.opened()
         for table, spec in TABLES.items():
             nights = self.staged.get(table)
             if added := self.appended.get(table):
@@ -154,10 +155,11 @@ class Writer:
                     pl.concat(added),
                     partition_by=spec.partition_by,
                     commit_metadata={"run_id": self.run_id},
+                    opened=opened,
                 )
             elif nights:
                 versions[table] = self._commit_nights(table, nights)
-            elif (version := delta.table_version(self.output.location, table)) is not None:
+            elif (version := delta.table_version(self.output.location, table, opened)) is not None:
                 versions[table] = version
             else:
                 versions[table] = delta.write_night(
@@ -170,7 +172,7 @@ class Writer:
                 )
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
-        runs_table.record_run(self.output.location, stamped)
+        self.output.recorded(runs_table.record_run(self.output.location, stamped))
         fault_point("after-commit")
         return versions
 
@@ -180,10 +182,17 @@ class Writer:
         for attempt in (1, 2):  # another writer committed to these nights meanwhile: once more
             try:
                 version = delta.commit_nights(
-                    self.output.location, table, list(nights), staged, {"run_id": self.run_id}
+                    self.output.location,
+                    table,
+                    list(nights),
+                    staged,
+                    {"run_id": self.run_id},
+                    self.output.opened(),
                 )
                 break
             except CommitFailedError as error:
+                if (opened := self.output.opened()) is not None:  # opened again to retry
+                    opened.pop(self.output.location.child(table).uri, None)
                 if attempt == 2:
                     raise StorageError(
                         f"another writer changed {self.output.location.child(table).display}"
@@ -205,8 +214,8 @@ def record_failure(output: Output, rows: Sequence[RunRow]) -> None:
     from dataclasses import replace
 
     try:
-        versions = delta.table_versions(output.location, list(TABLES))
+        versions = delta.table_versions(output.location, list(TABLES))  # (opened again)
         failed = [replace(r, status=RunStatus.FAILED, table_versions=versions) for r in rows]
-        runs_table.record_run(output.location, failed)
+        output.recorded(runs_table.record_run(output.location, failed))
     except Exception:  # the run's own error is what the user must see
         pass

@@ -175,7 +175,8 @@ def test_every_float_is_shown_as_read_without_binary_noise(scored: Path) -> None
         # No float printed with the binary noise of its arithmetic (17 significant digits):
         for shown in re.findall(r"\d+\.\d+(?:e-?\d+)?", head):
             assert len(shown.split("e")[0].replace(".", "").lstrip("0")) <= 12, shown
-        (score,) = re.findall(r"^score (\S+) ", head.splitlines()[1])
+        # (the line after the episode's, and after what its source called it where kept)
+        (score,) = re.findall(r"^score (\S+) ", head, re.MULTILINE)[:1]
         assert math.isclose(float(score), row["score"], rel_tol=1e-12, abs_tol=1e-15)
 
 
@@ -185,7 +186,8 @@ def test_a_score_that_differs_below_what_is_shown_is_shown_in_full(scored: Path)
     )
     found = explain(Output.at(scored / "out"), Which(row["episode_id"]))
     off = math.nextafter(found["score"], 2.0)  # one ulp: no formula's difference, a bug's
-    line = explanation_lines({**found, "recomputed_score": off, "recomputed_equal": False})[1]
+    said = explanation_lines({**found, "recomputed_score": off, "recomputed_equal": False})
+    (line,) = [line for line in said if line.startswith("score ")]
     assert f"score {found['score']!r} " in line
     assert f"scored again from these turns: {off!r} (DIFFERENT)" in line
 

@@ -27,7 +27,7 @@ CATEGORIES = {"t1": "associative_learning", "t2": "associative_learning", "t3": 
 MODELS = ("m1", "m2", "m3")
 # Tables whose rows do not depend on the order the nights came in (run ids and times are in
 # the runs table alone).
-COMPARED = ("regressions", "task_standings", "standings", "standing_changes")
+COMPARED = ("regressions", "task_standings", "standings", "standing_changes", "task_changes")
 
 
 def _rows(night: str, absent: Iterable[str] = ()) -> list[dict[str, object]]:

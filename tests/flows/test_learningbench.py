@@ -13,9 +13,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 from scipy import stats as scipy_stats
+from typer.testing import CliRunner
 
 from flows import runs
+from flows.cli import app
+from flows.importers.score_categories import CATEGORY_NAMES, UNKNOWN
 from flows.importers.scores import import_scores
+from schemas.contract import UNCATEGORISED
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH, TASKS
 from tests.tables import read_table
 
@@ -39,6 +43,97 @@ def test_ranks_and_mean_scores_equal_the_published_ones(scored: Path) -> None:
     assert (joined["score"] - joined["mean_score"]).abs().max() < 1e-12  # type: ignore[operator]
     assert joined["rank"].to_list() == joined["rank_right"].to_list()
     assert set(models["categories_covered"]) == {6} and set(models["n_ranked"]) == {14}
+
+
+@pytest.fixture(scope="module")
+def as_published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The table as an operator imports it: no task files, each score on its own night (ten
+    nights), through the command line; scored into the standing as of the last day."""
+    root = tmp_path_factory.mktemp("as-published")
+    runner = CliRunner()
+    flat = str(LEADERBOARD / "leaderboard_flat.csv")
+    imported = runner.invoke(app, ["import-scores", flat, "--out", str(root / "dump"), "--json"])
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.stdout.splitlines()[-1])["rows_not_imported"] == 0
+    scored = runner.invoke(app, ["score", str(root / "dump"), "--out", str(root / "out")])
+    assert scored.exit_code == 0, scored.output
+    return root
+
+
+def published_categories() -> pl.DataFrame:
+    """Each model's mean score per category of ``leaderboard_flat.csv`` (its ``category``
+    column, in the contract's names), the tasks it calls ``unknown`` in none: LearningBench's
+    own category figures."""
+    flat = pl.read_csv(LEADERBOARD / "leaderboard_flat.csv")
+    return (
+        flat.filter(pl.col("category") != UNKNOWN)
+        .with_columns(pl.col("category").replace_strict(CATEGORY_NAMES, return_dtype=pl.String))
+        .group_by("model_name", "category")
+        .agg(pl.col("score").mean().alias("published"), pl.len().alias("published_tasks"))
+    )
+
+
+def upstream_best_and_worst(sub_ability: str) -> tuple[float, float]:
+    """The best and worst model of a sub-ability as ``UPSTREAM_README.md``'s table of
+    baselines prints them (two places)."""
+    lines = (LEARNINGBENCH / "UPSTREAM_README.md").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "| Best model |" in " ".join(line.split()))
+
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip().strip("|").split("|")]
+
+    header = cells(lines[at])
+    rows = [cells(line) for line in lines[at + 2 :] if line.startswith("|")]
+    row = dict(zip(header, next(r for r in rows if r[0] == sub_ability), strict=True))
+    return float(row["Best model"]), float(row["Worst model"])
+
+
+def assert_categories_are_the_published_ones(categories: pl.DataFrame) -> None:
+    published = published_categories()
+    joined = categories.join(
+        published,
+        left_on=["model", "category"],
+        right_on=["model_name", "category"],
+        how="full",
+    )
+    assert joined.height == categories.height == published.height == 14 * 6
+    assert (joined["score"] - joined["published"]).abs().max() < 1e-12  # type: ignore[operator]
+    assert (joined["n_tasks"] == joined["published_tasks"]).all()
+    associative = categories.filter(category="associative_learning")["score"]
+    best, worst = upstream_best_and_worst("Associative")
+    assert (round(associative.max(), 2), round(associative.min(), 2)) == (best, worst)  # type: ignore[arg-type]
+
+
+def test_every_category_mean_equals_the_published_ones(scored: Path) -> None:
+    """The table's categories as it publishes them, task files given or not: each category's
+    mean per model is LearningBench's (17 associative tasks: its pages' best 0.95 and worst
+    0.43); the three `unknown` tasks count in the overall mean alone."""
+    assert_categories_are_the_published_ones(read_table(scored / "out", "category_scores"))
+    tasks = read_table(scored / "out", "task_scores")
+    assert tasks.filter(category=UNCATEGORISED)["task"].unique().sort().to_list() == [
+        "10000",
+        "10001",
+        "10002",
+    ]
+
+
+def test_as_an_operator_runs_it_the_overall_and_every_category_are_published(
+    as_published: Path,
+) -> None:
+    """Imported without task files, each score on its night: the standing as of the last
+    day has the 14 published means and ranks, and every category's published means."""
+    out = as_published / "out"
+    standings = read_table(out, "standings")
+    latest = standings.filter(pl.col("as_of") == standings["as_of"].max())
+    published = pl.read_csv(LEADERBOARD / "leaderboard_model_ranks.csv")
+    joined = latest.join(published, left_on="model", right_on="model_name", how="full")
+    assert joined.height == 14
+    assert (joined["score"] - joined["mean_score"]).abs().max() < 1e-12  # type: ignore[operator]
+    assert joined["rank"].to_list() == joined["rank_right"].to_list()
+    categories = read_table(out, "category_standings")
+    assert_categories_are_the_published_ones(
+        categories.filter(pl.col("as_of") == categories["as_of"].max())
+    )
 
 
 def test_every_interval_has_positive_width(scored: Path) -> None:
@@ -99,6 +194,28 @@ def test_the_leaderboards_claims_are_the_holm_verdicts(scored: Path) -> None:
     ) * overall["se"].to_numpy()
     assert (overall["mde"].to_numpy() >= unadjusted - 1e-12).all()
     assert (overall["mde"].to_numpy() > unadjusted).any()
+
+
+def test_each_categorys_leaderboard_is_its_own_holm_verdicts(scored: Path) -> None:
+    """Each category ranks its 14 models by its own score (ties share the better rank), and
+    each rank interval runs from 1 + the models the category's verdicts call better to 14
+    less those called worse (the default level: the verdicts' own)."""
+    categories = read_table(scored / "out", "category_scores")
+    comparisons = read_table(scored / "out", "model_comparisons")
+    counts = comparisons.group_by("scope", "model_a").agg(
+        (pl.col("verdict") == "b_better").sum().alias("above"),
+        (pl.col("verdict") == "a_better").sum().alias("below"),
+    )
+    joined = categories.join(
+        counts, left_on=["category", "model"], right_on=["scope", "model_a"], how="left"
+    ).with_columns(
+        pl.col("score").rank("min", descending=True).over("category").alias("expected_rank")
+    )
+    assert joined.height == 14 * 6 and joined["above"].null_count() == 0
+    assert (joined["rank"] == joined["expected_rank"]).all()
+    assert (joined["rank_low"] == 1 + joined["above"]).all()
+    assert (joined["rank_high"] == 14 - joined["below"]).all()
+    assert (joined["rank_high"] > joined["rank_low"]).any()
 
 
 def test_the_benchmarks_own_concept_formation_test(scored: Path) -> None:

@@ -248,6 +248,7 @@ PRODUCTION = (
     "status",
     "history",
     "compare",
+    "leaderboard",
 )
 
 

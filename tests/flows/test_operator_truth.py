@@ -56,6 +56,7 @@ def modules_imported_by(args: list[str]) -> list[str]:
         ["history", "{out}"],
         ["sql", "{out}", "SELECT count(*) FROM model_scores"],
         ["compare", "{out}"],
+        ["leaderboard", "{out}", "--scope", "runtime_rl"],
     ],
 )
 def test_quick_commands_import_neither_pandera_nor_prefect(
@@ -436,6 +437,11 @@ RESCORE = ["rescore", str(EXAMPLE_DUMP), "--out", "{out}", "--formula", "runtime
         (["compare", "{out}", "--date", "2026-01-01"], 2, "has no scores of 2026-01-01"),
         (["compare", "{out}", "--scope", "concept"], 2, "--scope: 'concept': one of overall"),
         (["compare", "{out}", "--models", "nosuchmodel"], 2, "no comparison of 'nosuchmodel'"),
+        (
+            ["leaderboard", "{out}", "--scope", "rl"],
+            2,
+            "--scope: 'rl' is no scope of a leaderboard: one of overall, associative_learning",
+        ),
         (["score", str(EXAMPLE_DUMP), "--ot", "x"], 2, "no such option: --ot (did you mean --out"),
         (["nightl"], 2, "no such command 'nightl'. Did you mean 'nightly'?"),
         (["score", "--out", "{out}"], 2, "missing argument 'DUMP_ROOT'"),
@@ -516,6 +522,7 @@ def test_read_commands_on_a_missing_output_exit_2_and_create_nothing(tmp_path: P
         ["history", str(typo)],
         ["sql", str(typo), "SELECT 1"],
         ["compare", str(typo)],
+        ["leaderboard", str(typo)],
         ["vacuum", str(typo), "--dry-run"],
         ["report", str(typo), "--html", str(tmp_path / "r.html")],
         ["unlock", str(typo), "--run", "x"],
@@ -538,6 +545,7 @@ def test_as_of_a_vacuumed_or_unknown_run_exits_2_naming_it(tmp_path: Path) -> No
     for args in (
         ["sql", str(out), "SELECT count(*) FROM model_scores"],
         ["compare", str(out)],
+        ["leaderboard", str(out)],
         ["report", str(out), "--html", str(tmp_path / "r.html")],
     ):
         code, text, _ = cli(*args, "--as-of", first)
@@ -731,6 +739,8 @@ def test_off_a_terminal_no_value_is_cut_or_folded(tmp_path: Path) -> None:
     assert whole(piped("compare", str(out)))
     assert whole(piped("sql", str(out), "FROM leaderboard"))  # every column: CSV here
     assert whole(piped("sql", str(out), "FROM leaderboard", "--format", "table"))
+    assert whole(piped("leaderboard", str(out)))  # CSV here
+    assert whole(piped("leaderboard", str(out), "--scope", "runtime_rl", "--format", "table"))
     table = piped("sql", str(out), "SELECT details FROM runs", "--format", "table")
     details = Output.at(out).runs()["details"]
     assert all(any(d in line for line in table.splitlines()) for d in details)

@@ -104,9 +104,39 @@ def test_a_rerun_replaces_exactly_its_cells_night_after_night(tmp_path: Path) ->
             assert (row["oldest_night"], row["newest_night"]) == (min(nights_of), max(nights_of))
     changes = read_table(out, "standing_changes").filter(scope="overall")
     kinds = {(a, m): k for a, m, k in changes.select("as_of", "model", "kind").rows()}
-    assert kinds == {(N2, "m1"): "rerun", (N2, "m3"): "new_model", (N3, "m2"): "rerun"}
+    changed = {(N2, "m1"): "rerun", (N2, "m3"): "new_model", (N3, "m2"): "rerun"}
+    # Every other model whose rank moved between the standings has a reranked row.
+    ranks = {(a, m): r for a, m, r in standings.select("as_of", "model", "rank").rows()}
+    reranked = {
+        (now, model): "reranked"
+        for before, now in ((N1, N2), (N2, N3))
+        for model in ("m1", "m2", "m3")
+        if (now, model) not in changed
+        and (before, model) in ranks
+        and ranks[(before, model)] != ranks[(now, model)]
+    }
+    assert reranked  # m3, new, passes a model that did not run
+    assert kinds == changed | reranked
     m1 = changes.filter(as_of=N2, model="m1").row(0, named=True)
     assert m1["tasks_rerun"] == 1 and m1["moved_by"].startswith("t1 ")
+    # Each result that changed between two standings is a row of task_changes, every one.
+    cells = {}
+    for before, now in ((N1, N2), (N2, N3)):
+        for key in sorted(set(expected[before]) | set(expected[now])):
+            old, new = expected[before].get(key), expected[now].get(key)
+            if old == new:
+                continue
+            kind = "coverage" if old is None or new is None else "rerun"
+            cells[(now, before, *key, CATEGORIES[key[1]], kind)] = (old or (None, None), new)
+    found_cells = read_table(out, "task_changes")
+    assert {
+        (a, p, m, t, c, k): ((on, os and pytest.approx(os)), (nn, pytest.approx(ns)))
+        for a, p, m, t, c, k, on, os, nn, ns in found_cells.select(
+            "as_of", "previous_as_of", "model", "task", "category", "kind",
+            "old_night", "old_score", "new_night", "new_score",
+        ).rows()
+    } == cells  # fmt: skip
+    assert (found_cells["change"] == found_cells["new_score"] - found_cells["old_score"]).all()
     before, after = expected[N1], expected[N2]
     m1_before = [s for (m, _), (_, s) in before.items() if m == "m1"]
     m1_after = [s for (m, _), (_, s) in after.items() if m == "m1"]
@@ -145,6 +175,12 @@ def test_a_changed_earlier_night_changes_every_later_standing(tmp_path: Path) ->
     ]
     old = FIRST[("m2", "t1")]
     assert all(by.startswith(f"t1 +{0.9 - old:.3g}") for by in anew["moved_by"])
+    cells = read_table(out, "task_changes").filter(kind="rescored")
+    assert sorted(cells.select("as_of", "previous_as_of", "model", "task", "old_night").rows()) == [
+        (night, night, "m2", "t1", N1) for night in (N1, N2, N3)
+    ]
+    assert cells["old_score"].to_list() == [pytest.approx(old)] * 3
+    assert cells["new_score"].to_list() == [pytest.approx(0.9)] * 3
 
 
 def test_a_standing_of_mixed_nights_is_scored_as_a_night_of_its_results(tmp_path: Path) -> None:
@@ -258,7 +294,11 @@ def test_the_terminal_the_record_and_the_views_show_the_standing(tmp_path: Path)
     assert f"new in the standing as of {N2}: m3" in text
     parsed = json.loads("{" + record)
     assert parsed["models_absent"] == {N2: ["m2"]}
-    assert {(r["model"], r["kind"]) for r in parsed["standing_changes"]} == {("m3", "new_model")}
+    # Every model's overall change is in the record, whatever moved it (m1 re-ran t1).
+    overall = read_table(out, "standing_changes").filter(as_of=N2, scope="overall")
+    said = {(r["model"], r["kind"]) for r in parsed["standing_changes"]}
+    assert said == set(overall.select("model", "kind").rows())
+    assert ("m1", "rerun") in said and ("m3", "new_model") in said
     regressions = read_table(out, "regressions").filter(model="m2", dump_date=N2)
     assert regressions["level"].to_list() == ["not_comparable"]
     con = connect(Output.at(out))

@@ -328,7 +328,9 @@ def test_under_the_leaderboard_each_models_calls_seconds_tokens_and_cost_per_epi
     header = shown[start + 1].split()
     assert header[:3] == ["model", "episodes", "calls"]
     standing = scored["new"]["standings"].filter(pl.col("as_of") == pl.col("as_of").max())
-    rows = shown[start + 3 :]
+    block = shown[start + 3 :]
+    # each category's leaderboard follows, under its title line
+    rows = block[: next((i for i, line in enumerate(block) if line.endswith("):")), len(block))]
     assert len(rows) == standing.height
     for r in standing.iter_rows(named=True):
         (line,) = [line for line in rows if line.startswith(f"{r['model']} ")]

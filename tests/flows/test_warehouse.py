@@ -279,7 +279,7 @@ def test_every_table_row_carries_provenance(scored_out: Path) -> None:
             # (a standing's rows carry the fingerprint of the night it is as of)
             rows = frame.filter(pl.col(TABLES[table].night).cast(pl.String) == night)
             # The first night has no baseline night: no regression, no change to check.
-            first = table in ("regressions", "standing_changes") and i == 0
+            first = table in ("regressions", "standing_changes", "task_changes") and i == 0
             expected = [] if first else [info["input_fingerprint"]]
             assert rows["input_fingerprint"].unique().to_list() == expected
 
@@ -331,7 +331,7 @@ def test_rerunning_one_night_replaces_only_its_partitions(tmp_path: Path) -> Non
     runs.rescore(one_night, out, ["procedural_learning=v1"], context=moved)  # that night only
     for table in CORE_TABLES:
         after = read(out, table)
-        if table == "standing_changes":  # the standings the rescore moved say so, added
+        if table in ("standing_changes", "task_changes"):  # the rescore's moves, added
             after = after.filter(pl.col("kind") != "rescored")
         night = pl.col(TABLES[table].night).cast(pl.String) == "2026-11-30"
         assert_frame_equal(after.filter(night), both[table].filter(night))  # kept as it was
@@ -384,7 +384,7 @@ def test_kill_9_leaves_the_previous_output_and_the_next_run_completes(
     assert data_files(out) == referenced(out, latest_only=True)  # only the latest state's
     for table, frame in before.items():  # replaced, not duplicated (the moved standings
         after = read(out, table)  # say so: rescored rows, added)
-        if table == "standing_changes":
+        if table in ("standing_changes", "task_changes"):
             after = after.filter(pl.col("kind") != "rescored")
         assert after.height == frame.height
 
@@ -458,6 +458,23 @@ def test_duckdb_reads_every_table_and_the_views(scored_out: Path, reader: str) -
         assert board == sorted(
             zip(models["model"], models["rank"], strict=True), key=lambda r: (r[1], r[0])
         )
+
+
+def test_category_leaderboard_view_is_each_categorys_ranks(scored_out: Path) -> None:
+    """Each category's own leaderboard as of the latest night: its ``category_standings``
+    rows in rank order, the ranks and their intervals as written."""
+    got = (
+        _views(scored_out)
+        .execute("SELECT category, model, rank, rank_low, rank_high FROM category_leaderboard")
+        .fetchall()
+    )
+    rows = read(scored_out, "category_standings")
+    latest = rows.filter(pl.col("as_of").cast(pl.String) == rows["as_of"].cast(pl.String).max())
+    want = latest.sort("category", "rank", "model").select(
+        "category", "model", "rank", "rank_low", "rank_high"
+    )
+    assert got == list(want.rows()) and want["rank"].null_count() == 0
+    assert len(set(want["category"])) > 1
 
 
 def _night(frame: pl.DataFrame) -> pl.DataFrame:

@@ -224,9 +224,10 @@ def test_a_model_that_differs_from_its_folder_and_file_name_is_flagged(layout: d
     run = runs[f"{MODEL}/feistel-run_id_Run_2_{MODEL}.run.json"]
     assert run.outcome is Outcome.IMPORTED and run.reasons == [Reason.MODEL_MISMATCH]
     assert "openai/gpt-5.4-2026-03-05" in str(run.detail) and MODEL in str(run.detail)
-    assert pl.read_parquet(out / str(run.file))["model"].unique().to_list() == [
-        "openai/gpt-5.4-2026-03-05"
-    ]
+    rows = pl.read_parquet(out / str(run.file))  # the slug's model, named as cogscore names it
+    assert rows["model"].unique().to_list() == ["gpt-5.4-2026-03-05"]
+    names = rows.filter(kind="episode_start")["source_names"].str.json_decode()
+    assert names.struct.field("model").to_list() == ["openai/gpt-5.4-2026-03-05"]
     base = runs[f"{MODEL}/{BASE.name}"]
     assert base.reasons == []  # folder, file name and slug agree
 

@@ -142,7 +142,9 @@ def test_every_imported_run_carries_the_usage_its_file_records(
             continue
         assert run.task is not None and run.model is not None
         want = _usage_in_the_file(RUNS / run.run)
-        episode, model = episodes[run.task], models[run.model]
+        episode = episodes[run.task]
+        assert json.loads(episode["source_names"])["model"] == run.model  # the run's own name
+        model = models[episode["model"]]
         for column in columns:
             assert want[column] is not None, (run.run, column)  # every run records usage
             assert episode[column] == want[column], (run.run, column)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.importers.scores import import_scores
 from flows.store.dumps import discover
-from schemas.contract import REPORTED_SCORE
+from schemas.contract import REPORTED_SCORE, UNCATEGORISED
 from tests.learningbench import LEADERBOARD, TASKS
 
 FLAT = LEADERBOARD / "leaderboard_flat.csv"
@@ -29,13 +29,17 @@ def dump_rows(root: Path) -> pl.DataFrame:
 
 
 def test_the_published_leaderboard_is_imported_as_it_is(tmp_path: Path) -> None:
-    """Its 1,890 scores, the three tasks it calls `unknown` resolved from the task files'
-    folder: two rows an episode (start and end), the score as the reported score, the
-    task's name as the instance every model faced."""
+    """Its 1,890 scores with its own categories: the three tasks it calls `unknown` are
+    uncategorised (contract 1.4), though their task files' folder is associative learning,
+    which the import says; two rows an episode (start and end), the score as the reported
+    score, the task's name as the instance every model faced."""
     flat = pl.read_csv(FLAT)
     done = import_scores(FLAT, tmp_path / "dump", "2026-04-16", TASKS)
     assert (done.rows_read, done.rows_imported, done.rejected) == (1890, 1890, [])
-    assert done.resolved == {t: "associative_learning" for t in ("10000", "10001", "10002")}
+    unknown = sorted(flat.filter(category="unknown")["task_slug"].cast(pl.String).unique())
+    assert done.disagreements == [
+        {"task": t, "table": UNCATEGORISED, "task_files": "associative_learning"} for t in unknown
+    ]
     rows = dump_rows(tmp_path / "dump")
     assert set(rows["night"]) == {"2026-04-16"} and rows.height == 2 * 1890
     assert (
@@ -45,18 +49,24 @@ def test_the_published_leaderboard_is_imported_as_it_is(tmp_path: Path) -> None:
         .is_empty()
     )
     ends = rows.filter(kind="episode_end").sort("model", "task")
-    published = flat.sort("model_name", "task_slug")
+    # A model by its published name, a task by its slug with - as _ (the harness's form).
+    flat = flat.with_columns(pl.col("task_slug").str.replace_all("-", "_").alias("task"))
+    published = flat.sort("model_name", "task")
     assert ends["model"].to_list() == published["model_name"].to_list()
-    assert ends["task"].to_list() == published["task_slug"].cast(pl.String).to_list()
+    assert ends["task"].to_list() == published["task"].to_list()
     assert ends[REPORTED_SCORE].to_list() == published["score"].to_list()  # the same floats
     assert set(ends["status"]) == {"completed"}
     starts = rows.filter(kind="episode_start")
     assert (starts["instance_id"] == starts["task"]).all()
+    # What the table wrote is kept, each row's own (contract 1.5): its names, date and row.
+    kept = starts.sort("model", "task")["source_names"].str.json_decode().struct.unnest()
+    assert kept.drop("row").rows() == published.drop("score", "task").rows()
+    assert kept["row"].sort().to_list() == list(range(1, 1891))
     assert set(rows["kind"]) == {"episode_start", "episode_end"}  # no formula input
     categories = dict(zip(ends["task"], ends["category"], strict=False))
-    assert categories["blocking-effect-assoc-learning"] == "associative_learning"
-    assert categories["10001"] == "associative_learning"
-    assert {categories[t] for t in published.filter(category="rf-learning")["task_slug"]} == {
+    assert categories["blocking_effect_assoc_learning"] == "associative_learning"
+    assert {categories[t] for t in unknown} == {UNCATEGORISED}
+    assert {categories[t] for t in published.filter(category="rf-learning")["task"]} == {
         "runtime_rl"
     }
     again = import_scores(FLAT, tmp_path / "dump", "2026-04-16", TASKS)
@@ -64,16 +74,14 @@ def test_the_published_leaderboard_is_imported_as_it_is(tmp_path: Path) -> None:
     assert len(discover(tmp_path / "dump")) == 1
 
 
-def test_without_task_files_the_unknown_categories_are_reported_not_guessed(
-    tmp_path: Path,
-) -> None:
+def test_without_task_files_the_table_is_imported_the_same(tmp_path: Path) -> None:
+    """The task files only check the table's categories: without them the same rows, the
+    `unknown` tasks uncategorised, nothing to say."""
     done = import_scores(FLAT, tmp_path / "dump", "2026-04-16")
-    assert (done.rows_imported, len(done.rejected)) == (1848, 42)  # 14 models x 3 tasks
-    assert {r["task"] for r in done.rejected} == {"10000", "10001", "10002"}
-    assert all(
-        r["reasons"] == ["category unknown: --tasks names the folder of task files to resolve it"]
-        for r in done.rejected
-    )
+    assert (done.rows_imported, done.rejected, done.disagreements) == (1890, [], [])
+    checked = import_scores(FLAT, tmp_path / "checked", "2026-04-16", TASKS)
+    assert dump_rows(tmp_path / "dump").equals(dump_rows(tmp_path / "checked"))
+    assert len(checked.disagreements) == 3
 
 
 def test_each_rows_own_date_makes_its_night_without_date(tmp_path: Path) -> None:
@@ -95,8 +103,9 @@ def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_pat
         ",t4,runtime_rl,,someday\n"  # no model, no score, a date that is not one
         "m2,t1,associative_learning,0.7,2026-12-01\n"  # a copy of the next (the same time)
         "m2,t1,associative_learning,0.8,2026-12-01\n"
-        "m3,t9,unknown,0.4,2026-12-01\n"  # unknown, no task file for t9
+        "m3,t9,unknown,0.4,2026-12-01\n"  # in no category: imported so
         "m4,t1,associative_learning,1,2026-12-02\n"  # fine, another night
+        "m5,t2,runtime_rl,0.1,2026-12-01\n"  # its task file says concept: kept, said
     )
     tasks = tmp_path / "tasks" / "concept_learning"
     tasks.mkdir(parents=True)
@@ -124,6 +133,8 @@ def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_pat
                         "reinforcement_learning",
                         "rf-learning",
                         "runtime_rl",
+                        "uncategorised",
+                        "unknown",
                     ]
                 )
             )
@@ -131,9 +142,13 @@ def test_every_row_that_cannot_be_imported_is_reported_with_every_reason(tmp_pat
         4: ["no model", "no score", "date someday is not a date"],
         5: ["the table has another row for this model, task and night, at the same time"],
         6: ["the table has another row for this model, task and night, at the same time"],
-        7: ["category unknown and no task file t9.py in --tasks"],
     }
-    assert done.rows_imported == 2 and sorted(done.written) == ["2026-12-01", "2026-12-02"]
+    assert done.rows_imported == 4 and sorted(done.written) == ["2026-12-01", "2026-12-02"]
+    categories = dict(zip(*dump_rows(tmp_path / "dump").select("model", "category"), strict=False))
+    assert (categories["m3"], categories["m5"]) == (UNCATEGORISED, "runtime_rl")
+    assert done.disagreements == [
+        {"task": "t2", "table": "runtime_rl", "task_files": "concept_formation"}
+    ]
 
 
 def test_a_parquet_table_with_the_contracts_names(tmp_path: Path) -> None:
@@ -162,11 +177,7 @@ def test_the_command_line(tmp_path: Path) -> None:
         app, ["import-scores", str(FLAT), "--out", str(out), "--date", "2026-04-16"]
     )
     assert lenient.exit_code == 0, lenient.output
-    assert "1848 of 1890 rows" in lenient.output and "not imported: row 7" in lenient.output
-    strict = runner.invoke(
-        app, ["import-scores", str(FLAT), "--out", str(out), "--date", "2026-04-16", "--strict"]
-    )
-    assert strict.exit_code == 3
+    assert "1890 of 1890 rows" in lenient.output and "category of" not in lenient.output
     whole = runner.invoke(
         app,
         ["import-scores", str(FLAT), "--out", str(out), "--tasks", str(TASKS), "--json"],
@@ -174,6 +185,17 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert whole.exit_code == 0, whole.output
     summary = json.loads(whole.stdout.strip().splitlines()[-1])
     assert (summary["rows_imported"], summary["rows_not_imported"]) == (1890, 0)
+    assert [d["task"] for d in summary["category_disagreements"]] == ["10000", "10001", "10002"]
+    assert (
+        "category of 10000: the table's uncategorised kept; its task file is in "
+        "associative_learning" in whole.stderr
+    )
+    bad_row = tmp_path / "bad-row.csv"
+    bad_row.write_text("model,task,category,score\nm,t,cooking,0.5\nm,u,runtime_rl,0.5\n")
+    strict = runner.invoke(
+        app, ["import-scores", str(bad_row), "--out", str(out), "--date", "2026-04-16", "--strict"]
+    )
+    assert strict.exit_code == 3 and "not imported: row 1" in strict.output
     bad = tmp_path / "bad.csv"
     bad.write_text("model,score\nm,1\n")
     refused = runner.invoke(app, ["import-scores", str(bad), "--out", str(out)])

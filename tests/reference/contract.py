@@ -79,12 +79,16 @@ USAGE_INVALID: Final = "usage_invalid"
 # Contract 1.4: optional, on episode_start; when the single run the episode is the whole
 # result of started (the latest of a model's such runs of a task on a night stands).
 SINGLE_RUN_STARTED: Final = "single_run_started"
+# Contract 1.5: optional, on episode_start; the names the episode's source gave it (a JSON
+# object, kept as written: never scored).
+SOURCE_NAMES: Final = "source_names"
 OPTIONAL_COLUMNS: Final = (
     INSTANCE_ID,
     REPORTED_SCORE,
     VERDICT,
     *USAGE_COLUMNS,
     SINGLE_RUN_STARTED,
+    SOURCE_NAMES,
 )
 # "may be null: no"
 REQUIRED: Final = (RUN_ID, EPISODE_ID, MODEL, TASK, CATEGORY, TURN, ROLE, KIND)
@@ -104,6 +108,8 @@ OBSERVATIONAL: Final = "observational_learning"
 RUNTIME_RL: Final = "runtime_rl"
 PROCEDURAL: Final = "procedural_learning"
 CATEGORIES: Final = (ASSOCIATIVE, CONCEPT, LANGUAGE, OBSERVATIONAL, RUNTIME_RL, PROCEDURAL)
+# Contract 1.4: a task in none of the six (a reported score alone; the overall counts it).
+UNCATEGORISED: Final = "uncategorised"
 ROLES: Final = ("system", "user", "assistant", "environment")
 
 EPISODE_START: Final = "episode_start"
@@ -229,6 +235,7 @@ class Rule:
     INTEGER_EXPECTED_NOT_INTEGER = "integer_expected_not_integer"
     ANSWER_UNKNOWN_ITEM = "answer_unknown_item"
     RECORDED_WITHOUT_VERDICT = "recorded_without_verdict"
+    UNCATEGORISED_NOT_REPORTED = "uncategorised_not_reported"
     NO_ITEMS = "no_items"
     TOO_MANY_ITEMS = "too_many_items"
     TOO_MANY_EXAMPLES = "too_many_examples"

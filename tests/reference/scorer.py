@@ -60,6 +60,7 @@ from tests.reference.contract import (
     STATUS,
     TASK,
     TURN,
+    UNCATEGORISED,
     VALUE,
     VERDICT,
     Rule,
@@ -97,12 +98,12 @@ SCORE_FIELDS = (
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
     *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
-    "calls",
+    "calls", c.SOURCE_NAMES,
 )
 # fmt: on
 
 _ENUM_COLUMNS = (
-    (CATEGORY, frozenset(CATEGORIES), Rule.UNKNOWN_CATEGORY),
+    (CATEGORY, frozenset({*CATEGORIES, UNCATEGORISED}), Rule.UNKNOWN_CATEGORY),
     (ROLE, frozenset(ROLES), Rule.UNKNOWN_ROLE),
     (KIND, frozenset(KINDS), Rule.UNKNOWN_KIND),
     (MATCH, frozenset(MATCH_MODES), Rule.UNKNOWN_MATCH),
@@ -220,7 +221,7 @@ def _resolve_params(
     """The valid (or defaulted) parameters, and the rules that the others break."""
     resolved: dict[str, Any] = {}
     rules: set[str] = set()
-    for p in PARAMS[category]:
+    for p in PARAMS.get(category, ()):  # (uncategorised: none)
         if p.name not in obj:
             if p.required:
                 rules.add(Rule.PARAMS_MISSING)
@@ -275,7 +276,7 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
     category: str | None = None
     if len(categories) == 1:
         only = categories.pop()
-        if only is not None and only in CATEGORIES:
+        if only is not None and only in {*CATEGORIES, UNCATEGORISED}:
             category = only
 
     items = _of_kind(rows, ITEM)
@@ -346,6 +347,8 @@ def _check(rows: list[Row]) -> tuple[set[str], str | None, dict[str, Any] | None
 
     if _reported_alone(rows) is not None:
         rules -= _INPUT_RULES
+    elif category == UNCATEGORISED:  # contract 1.4: no formula scores a task in no category
+        rules.add(Rule.UNCATEGORISED_NOT_REPORTED)
     return rules, category, params
 
 
@@ -425,6 +428,7 @@ def _score(rows: list[Row], category: str, params: dict[str, Any], version: str)
         # Contract 1.4: read on the episode_start row. Which single runs a later one
         # replaces is a rule of the whole night (tests/flows/test_replaced_runs.py).
         single_run_started=start.get(c.SINGLE_RUN_STARTED),
+        source_names=start.get(c.SOURCE_NAMES),  # 1.5: kept as the source wrote it
         dump_date=first.get(DUMP_DATE),
         formula_version=version,
         n_rows=len(rows),
@@ -583,7 +587,8 @@ def _versions(formulas: dict[str, str] | None) -> dict[str, str]:
 
 
 def _version(versions: dict[str, str], category: str, task: str) -> str:
-    return versions.get(f"{category}/{task}", versions[category])
+    # (an uncategorised episode is a reported score alone: ``_score`` never asks its version)
+    return versions.get(f"{category}/{task}", versions.get(category, REPORTED_VERSION))
 
 
 def _reject(rows: list[Row], rules: set[str], status: str) -> dict[str, Any]:

@@ -208,6 +208,11 @@ REJECTIONS = [
     ("null-model", assoc(row("message", model=None)), {R.NULL_REQUIRED}),
     ("null-turn", assoc(row("message", turn=None)), {R.NULL_REQUIRED}),
     ("unknown-category", episode("telepathy", item("q", "x")), {R.UNKNOWN_CATEGORY}),
+    (  # contract 1.4: a task in no category is a reported score alone
+        "uncategorised-with-inputs",
+        episode("uncategorised", item("q", "x"), row("episode_end", reported_score=0.5)),
+        {R.UNCATEGORISED_NOT_REPORTED},
+    ),
     ("unknown-role", assoc(row("message", "narrator")), {R.UNKNOWN_ROLE}),
     ("unknown-kind", assoc(row("thought")), {R.UNKNOWN_KIND}),
     ("unknown-match", assoc(item("q2", "x", "regex")), {R.UNKNOWN_MATCH}),

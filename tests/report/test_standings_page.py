@@ -16,6 +16,7 @@ from flows.importers.scores import import_scores
 from flows.present.report import read_warehouse, render
 from flows.present.report.page import build_sections
 from schemas.views import View
+from tests.tables import read_table
 
 # Nights given out of date order in the table: the page must put them in order.
 ROWS = [
@@ -49,7 +50,7 @@ def test_the_leaderboard_is_the_standing_and_the_night_one_option_away(out: Path
     wh = read_warehouse(out)
     _, sections = build_sections(wh, None)
     keys = [s.key for s in sections]
-    assert keys[:4] == ["leaderboard", "results", "comparisons", "changes"]
+    assert keys[:5] == ["leaderboard", "category-leaderboards", "results", "comparisons", "changes"]
     assert "standings" in keys and "nights" in keys
     board = sections[0]
     # Both models stand as of the last night, though only m2 ran that night.
@@ -57,6 +58,27 @@ def test_the_leaderboard_is_the_standing_and_the_night_one_option_away(out: Path
     assert ">m1<" in board.after and ">m2<" in board.after
     _, night = build_sections(wh, None, View.NIGHT)
     assert ">m1<" not in night[0].after and "changes" not in [s.key for s in night]
+
+
+def test_each_category_has_its_own_leaderboard_as_it_stands(out: Path) -> None:
+    """After the leaderboard, each category's (``category_standings`` as of the last night):
+    its models in rank order with their rank intervals; the night's own one option away."""
+    wh = read_warehouse(out)
+    by_key = {s.key: s for s in build_sections(wh, None)[1]}
+    shown = by_key["category-leaderboards"].after
+    rows = read_table(out, "category_standings").filter(as_of="2026-04-16")
+    assert set(rows["category"]) == {"associative_learning", "runtime_rl"}
+    for category in ("associative_learning", "runtime_rl"):
+        part = shown.split(f"<h3>{category.replace('_', ' ')}</h3>", 1)[1].split("</table>")[0]
+        got = re.findall(r"<tr><td>(\d+)</td><td>(\d+)–(\d+)</td><td>([^<]+)</td>", part)
+        want = rows.filter(category=category).sort("rank", "model")
+        assert got == [
+            (str(r), str(low), str(high), m)
+            for r, low, high, m in want.select("rank", "rank_low", "rank_high", "model").rows()
+        ]
+    night = {s.key: s for s in build_sections(wh, None, View.NIGHT)[1]}
+    assert "of the night 2026-04-16 alone" in night["category-leaderboards"].text
+    assert "associative learning" not in night["category-leaderboards"].after  # not run then
 
 
 def test_the_nights_are_drawn_in_date_order(out: Path) -> None:

@@ -1567,6 +1567,31 @@ def test_rank_intervals_are_the_rank_sets_of_the_holm_verdicts(design: str, leve
         )
 
 
+@pytest.mark.parametrize("design", ["two_level", WITHIN])
+def test_a_categorys_ranks_are_the_overall_ranks_of_its_episodes_alone(design: str) -> None:
+    """Each category's rank and rank interval (``category_rank_intervals``) are what the
+    overall ranks (``rank_intervals``: the same statements) give the category's episodes
+    alone: its own Holm family, every model with a score in it (model f lacks a task of
+    c2, and is ranked there all the same)."""
+    from transforms.compare.pairs import comparisons_of
+    from transforms.compare.ranks import category_rank_intervals
+
+    frame = close_models(21)
+    prep = prepare(frame, ["dump_date", "model"])
+    comparisons = comparisons_of(prep, design=design)  # type: ignore[arg-type]
+    per_category = category_rank_intervals(prep, comparisons)
+    columns = ["model", "rank", "rank_low", "rank_high"]
+    spans = 0
+    for category in ("c1", "c2"):
+        alone = rank_intervals(frame.filter(category=category), design=design)  # type: ignore[arg-type]
+        want = alone.select("model", pl.col("group_rank").alias("rank"), "rank_low", "rank_high")
+        got = per_category.filter(category=category).select(columns)
+        assert_frame_equal(got.sort("model"), want.sort("model"))
+        assert got.height == 6
+        spans += int((got["rank_high"] > got["rank_low"]).sum())
+    assert spans > 0  # some ranks uncertain: the statements are not all made
+
+
 def test_rank_intervals_say_nothing_where_no_comparison_can() -> None:
     """One episode per task: with the tasks fixed no variance can be estimated and no
     model is significantly ahead: every rank interval is the whole group (the bootstrap of

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from flows.score import score_dump
-from schemas.contract import REPORTED_SCORE, Category
+from schemas.contract import REPORTED_SCORE, UNCATEGORISED, Category
 from schemas.formulas import REPORTED
 
 COLUMNS: dict[str, pl.DataType] = {
@@ -119,3 +119,38 @@ def test_the_reference_scorer_agrees_on_every_case(tmp_path: Path) -> None:
         want = reference.scored[(row["episode_id"], file)]
         assert (row["score"], row["formula_version"]) == (want["score"], want["formula_version"])
     assert dict(zip(scores["episode_id"], scores["formula_version"], strict=True))["rl"] == "v1"
+
+
+def test_an_uncategorised_task_is_scored_as_reported_and_nothing_else(tmp_path: Path) -> None:
+    """Contract 1.4: a task its publisher puts in none of the six categories (`uncategorised`)
+    is a reported score alone: scored as reported; with formula inputs, parameters or no
+    reported score it is rejected (`uncategorised_not_reported`: no formula scores a task in
+    no category). The reference scorer agrees on every case."""
+    from tests.reference.scorer import reference_score
+
+    item = {"role": "environment", "kind": "item", "item_id": "q", "expected": "A"}
+    with_params = episode("params", UNCATEGORISED, 0.5)
+    with_params[0]["params"] = '{"budget": 5}'
+    rows = [
+        *episode("alone", UNCATEGORISED, 0.25),
+        *episode("inputs", UNCATEGORISED, 0.5, item),
+        *episode("no-score", UNCATEGORISED, None),
+        *with_params,
+        *episode("other", "uncategorized", 0.5),  # not the contract's word: unknown
+    ]
+    scores, rejects = scored(tmp_path, rows)
+    assert scores.select("episode_id", "category", "score", "formula_version").rows() == [
+        ("alone", UNCATEGORISED, 0.25, REPORTED)
+    ]
+    rules = dict(zip(rejects["episode_id"], rejects["rules"].to_list(), strict=True))
+    assert rules == {
+        "inputs": ["uncategorised_not_reported"],
+        "no-score": ["uncategorised_not_reported"],
+        "params": ["uncategorised_not_reported"],
+        "other": ["unknown_category"],
+    }
+    file = "dump_date=2026-12-01/part-0.parquet"
+    files = [{**{k: v for k, v in r.items() if v is not None}, "file": file} for r in rows]
+    reference = reference_score(files)
+    assert {k[0] for k in reference.scored} == {"alone"}
+    assert {k[0]: sorted(v["rules"]) for k, v in reference.rejected.items()} == rules

@@ -182,3 +182,94 @@ def test_tasks_added_new_models_and_rescores_are_not_comparable() -> None:
     assert rows["reason"].null_count() == 0
     new = rows.filter(model="m2").row(0, named=True)
     assert new["baseline_score"] is None and new["score"] == 0.2
+
+
+def _ranked(cells: dict[tuple[str, str, str], tuple[str, float]]) -> tuple[pl.LazyFrame, ...]:
+    """``_scores`` with each model's rank (best first) and a rank interval around it, in
+    every scope."""
+    rank = pl.col("score").rank("min", descending=True).cast(pl.Int64)
+    models, categories = (
+        frame.with_columns(
+            rank.over(*group).alias("rank"),
+            (rank.over(*group) - 1).clip(1).alias("rank_low"),
+            (rank.over(*group) + 1).alias("rank_high"),
+        )
+        for frame, group in zip(_scores(cells), ([pl.lit(1)], ["category"]), strict=True)
+    )
+    return models, categories
+
+
+def test_a_rerun_carries_the_rank_moves_it_caused() -> None:
+    """The reviewers' case: a model whose only task re-runs from 0.0 to 0.875 passes the
+    model above it. Its row has its rank and rank interval before and after; the model it
+    passed, whose results did not change, has a ``reranked`` row (its rank moved, nothing
+    tested); a model whose rank did not move has no row."""
+    cells = {
+        ("m1", "c1", "t1"): (NIGHTS[0], 0.0),
+        ("m2", "c1", "t1"): (NIGHTS[0], 0.5),
+        ("m3", "c1", "t1"): (NIGHTS[0], 0.95),
+    }
+    after = cells | {("m1", "c1", "t1"): (NIGHTS[1], 0.875)}
+    changes = cell_changes(_rows(cells).lazy(), _rows(after).lazy())
+    before_frames, after_frames = _ranked(cells), _ranked(after)
+    empty = _tested("x", "overall", 0.0, 0.0, 1.0).head(0)
+    rows = standing_changes(
+        changes, before_frames, after_frames, empty, as_of=NIGHTS[1], previous_as_of=NIGHTS[0]
+    ).collect()
+    old = {m: r for m, r in before_frames[0].select("model", "rank").collect().rows()}
+    new = {m: r for m, r in after_frames[0].select("model", "rank").collect().rows()}
+    moved = {m for m in old if old[m] != new[m]}
+    assert moved == {"m1", "m2"}  # the scenario: m1 passes m2, m3 stays first
+    overall = rows.filter(scope="overall")
+    assert set(overall["model"]) == moved
+    for row in overall.iter_rows(named=True):
+        model = row["model"]
+        assert (row["old_rank"], row["new_rank"]) == (old[model], new[model])
+        assert (row["old_rank_low"], row["old_rank_high"]) == (
+            max(old[model] - 1, 1),
+            old[model] + 1,
+        )
+        assert (row["new_rank_low"], row["new_rank_high"]) == (
+            max(new[model] - 1, 1),
+            new[model] + 1,
+        )
+    m1 = overall.filter(model="m1").row(0, named=True)
+    assert m1["kind"] == ChangeKind.RERUN and m1["moved_by"] == "t1 +0.875"
+    m2 = overall.filter(model="m2").row(0, named=True)
+    assert m2["kind"] == ChangeKind.RERANKED and m2["change"] == 0.0
+    assert m2["level"] == "none" and m2["beyond_noise"] is None and m2["moved_by"] is None
+    assert (m2["tasks_rerun"], m2["tasks_added"], m2["tasks_rescored"]) == (0, 0, 0)
+    # The category's rows carry the category's ranks where its rows have them.
+    c1 = rows.filter(scope="c1").sort("model")
+    assert c1["model"].to_list() == ["m1", "m2"]
+    assert c1["new_rank"].to_list() == [new["m1"], new["m2"]]
+
+
+def test_a_change_is_beyond_noise_where_its_q_value_is_under_alpha_rise_or_drop() -> None:
+    """``beyond_noise``: the re-run's q-value under alpha, whether the score rose or fell
+    (an alert needs a drop; noise is either way); null where nothing could be tested."""
+    cells = {(m, c, t): (NIGHTS[0], 0.5) for m in ("m1", "m2", "m3") for c, t in TASKS}
+    after = dict(cells) | {
+        ("m1", "c1", "t1"): (NIGHTS[1], 0.9),
+        ("m2", "c1", "t1"): (NIGHTS[1], 0.45),
+        ("m3", "c1", "t1"): (NIGHTS[1], 0.1),
+    }
+    changes = cell_changes(_rows(cells).lazy(), _rows(after).lazy())
+    tested = pl.concat(
+        [
+            _tested("m1", "overall", 0.4, 0.1, 0.001),  # a rise, significant
+            _tested("m2", "overall", -0.05, 0.1, 0.6),  # a drop within noise
+            _tested("m3", "overall", -0.4, 0.1, 0.001).with_columns(  # nothing estimable
+                pl.lit(None, pl.Float64).alias(c) for c in ("se", "p_value", "q_bh")
+            ),
+        ]
+    )
+    rows = standing_changes(
+        changes, _scores(cells), _scores(after), tested, as_of=NIGHTS[1], previous_as_of=NIGHTS[0]
+    ).collect()
+    overall = {r["model"]: r for r in rows.filter(scope="overall").iter_rows(named=True)}
+    assert overall["m1"]["beyond_noise"] is True and overall["m1"]["level"] == "none"
+    assert overall["m2"]["beyond_noise"] is False
+    assert overall["m3"]["beyond_noise"] is None
+    # A scope with no test of its own (the category rows here) is not called either way.
+    assert rows.filter(pl.col("scope") != "overall")["beyond_noise"].null_count() == 3

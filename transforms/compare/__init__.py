@@ -17,7 +17,8 @@ before, the tasks fixed.
 - ``variance``: the designs' variances (``variance_within``: tasks fixed, ``variance_tasks``:
   tasks a sample); ``inference``: the intervals, p-values and MDE from them;
 - ``pairs``: ``model_comparisons``; ``scores``: ``score_intervals``;
-- ``ranks``: ``rank_intervals`` (joint, and the verdicts' rank bound), ``significance_tiers``;
+- ``ranks``: ``rank_intervals`` (joint, and the verdicts' rank bound; a category's:
+  ``category_rank_intervals``), ``significance_tiers``;
 - ``regressions``: ``regressions``; ``rescore``: ``rescore_significance``,
   ``rescore_rank_changes``.
 """
@@ -45,9 +46,14 @@ from schemas.comparisons import (
     Design,
 )
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from transforms.compare.pairs import COMPARISON_COLUMNS, comparisons_of, model_comparisons
+from transforms.compare.pairs import COMPARISON_COLUMNS, Known, comparisons_of, model_comparisons
 from transforms.compare.preparation import prepare
-from transforms.compare.ranks import rank_intervals, rank_intervals_of, significance_tiers
+from transforms.compare.ranks import (
+    category_rank_intervals,
+    rank_intervals,
+    rank_intervals_of,
+    significance_tiers,
+)
 from transforms.compare.regressions import REGRESSION_COLUMNS, regressions
 from transforms.compare.rescore import rescore_rank_changes, rescore_significance
 from transforms.compare.scores import score_intervals, score_intervals_of
@@ -72,6 +78,7 @@ __all__ = [
     "UNRESOLVED",
     "Design",
     "DesignChoice",
+    "Known",
     "NightStatistics",
     "check_design",
     "comparisons_and_rank_intervals",
@@ -91,6 +98,7 @@ class NightStatistics(NamedTuple):
     comparisons: pl.DataFrame  # model_comparisons
     ranks: pl.DataFrame  # rank_intervals
     intervals: pl.DataFrame  # score_intervals
+    category_ranks: pl.DataFrame  # category_rank_intervals
 
 
 def comparisons_and_rank_intervals(
@@ -99,12 +107,16 @@ def comparisons_and_rank_intervals(
     power: float = 0.8,
     level: float = DEFAULT_LEVEL,
     design: DesignChoice = DEFAULT_DESIGN,
+    known: Known | None = None,
 ) -> NightStatistics:
-    """(``model_comparisons``, ``rank_intervals``, ``score_intervals``) of the same scores,
-    the episodes prepared once for all (a night's tables need all three). Every interval is
-    a ``level`` interval; the verdicts are at ``alpha``."""
+    """(``model_comparisons``, ``rank_intervals``, ``score_intervals``,
+    ``category_rank_intervals``) of the same scores, the episodes prepared once for all (a
+    night's tables need all four). Every interval is a ``level`` interval; the verdicts are
+    at ``alpha``. ``known``: the pairs compared already (a standing made from the one
+    before: ``pairs.Known``)."""
     prep = prepare(scores, [DUMP_DATE, Col.MODEL])
-    comparisons = comparisons_of(prep, alpha, power, design, level)
+    comparisons = comparisons_of(prep, alpha, power, design, level, known)
     intervals = score_intervals_of(prep, level, design)
     ranks = rank_intervals_of(prep, comparisons, level)
-    return NightStatistics(comparisons, ranks, intervals)
+    per_category = category_rank_intervals(prep, comparisons, level)
+    return NightStatistics(comparisons, ranks, intervals, per_category)

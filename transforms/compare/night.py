@@ -41,6 +41,7 @@ from schemas.tables import REGRESSIONS_TABLE
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import (
+    Known,
     check_design,
     comparisons_and_rank_intervals,
     significance_tiers,
@@ -54,20 +55,25 @@ def compared(scores: pl.DataFrame) -> pl.DataFrame:
 
 class NightTables(NamedTuple):
     models: pl.DataFrame  # model_scores: intervals, rank intervals and tiers added
-    categories: pl.DataFrame  # category_scores: intervals added
+    categories: pl.DataFrame  # category_scores: intervals and ranks added
     comparisons: pl.DataFrame  # model_comparisons
 
 
 def night_comparisons(
-    models: pl.DataFrame, categories: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap
+    models: pl.DataFrame,
+    categories: pl.DataFrame,
+    scores: pl.DataFrame,
+    bootstrap: Bootstrap,
+    known: Known | None = None,
 ) -> NightTables:
     """A night's model and category scores with their intervals (the two-level design at
     the bootstrap's level), each model's rank interval (holding for all models at once) and
-    rank bound (from the Holm verdicts), its significance tier, and its
-    ``model_comparisons`` rows."""
+    rank bound (from the Holm verdicts), its significance tier, each model's rank and rank
+    interval in each category (among every model with a score in it), and its
+    ``model_comparisons`` rows (``known``: the pairs compared already, ``pairs.Known``)."""
     episodes = compared(scores)
     night = comparisons_and_rank_intervals(
-        episodes, level=bootstrap.level, design=check_design(bootstrap.design)
+        episodes, level=bootstrap.level, design=check_design(bootstrap.design), known=known
     )
     tiers = plain(significance_tiers(night.comparisons))
     key = [DUMP_DATE, Col.MODEL]
@@ -93,8 +99,10 @@ def night_comparisons(
     per_category = intervals.select(
         *key, pl.col(SCOPE).alias(Col.CATEGORY), CI_LOW, CI_HIGH
     ).filter(~pl.col(Col.CATEGORY).is_in([OVERALL, OVERALL_BY_CATEGORY]))
-    with_intervals = plain(categories).join(
-        per_category, on=[*key, Col.CATEGORY], how="left", nulls_equal=True
+    with_intervals = (
+        plain(categories)
+        .join(per_category, on=[*key, Col.CATEGORY], how="left", nulls_equal=True)
+        .join(plain(night.category_ranks), on=[*key, Col.CATEGORY], how="left", nulls_equal=True)
     )
     return NightTables(ranked, with_intervals, plain(night.comparisons))
 

@@ -4,7 +4,7 @@ the tasks both ran."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -28,6 +28,8 @@ from schemas.comparisons import (
     N_TASKS,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+    OVERALL,
+    OVERALL_BY_CATEGORY,
     OVERALL_SCOPES,
     P_HOLM,
     P_VALUE,
@@ -46,7 +48,7 @@ from schemas.comparisons import (
     VERDICT,
     Work,
 )
-from schemas.contract import DUMP_DATE, Col
+from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
@@ -136,25 +138,70 @@ def two_unit_contrasts(pairs: pl.DataFrame, unit_a: str, unit_b: str) -> pl.Data
     )
 
 
+class Known(NamedTuple):
+    """Pairs compared already, for units that are an earlier night's with only the episodes
+    of the ``changed`` models new (a standing made from the one before it): that night's
+    ``model_comparisons`` rows (any night column; the standing's own, as made). A pair of
+    models neither of which changed has the same episodes, so the same statistics to the
+    bit: each is a function of the pair's own cells and clusters, summed in an order the
+    other units do not move (the units must be the same models: their codes order the
+    sums). Those are taken from the rows, and only the pairs of a changed model are
+    estimated; what depends on every pair (Holm, its levels and MDE, the verdicts) and on
+    the level (the intervals and p-values, from the standard errors kept) is made again."""
+
+    comparisons: pl.DataFrame
+    changed: frozenset[str]
+
+
+# The columns of ``model_comparisons`` a pair compared already is taken from (``Known``).
+KNOWN_COLUMNS: Final = [
+    SCOPE,
+    MODEL_A,
+    MODEL_B,
+    SE,
+    SE_WITHIN,
+    SE_TASKS,
+    DF,
+    DESIGN,
+    N_PAIRS,
+    PAIRED,
+    N_TASKS,
+    P_WILCOXON,
+    N_TASKS_A_BETTER,
+    N_TASKS_B_BETTER,
+    REASON,
+]
+
+
 def comparisons_of(
     prep: Prepared,
     alpha: float = 0.05,
     power: float = 0.8,
     design: DesignChoice = DEFAULT_DESIGN,
     level: float | None = None,
+    known: Known | None = None,
 ) -> pl.DataFrame:
     pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
-    var = variances(prep, two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b"), design)
-    half = pairs.join(var, on=Work.CID, how="left").with_columns(
-        (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
-    )
+    kept = None if known is None else _known_pairs(pairs, known)
+    fresh = pairs
+    if kept is not None:
+        fresh = pairs.filter(~pl.col(Work.CID).is_in(kept[Work.CID].implode()))
+    half = fresh
+    if kept is None or not fresh.is_empty():
+        var = variances(prep, two_unit_contrasts(fresh, Work.UNIT, Work.UNIT + "_b"), design)
+        half = (
+            fresh.join(var, on=Work.CID, how="left")
+            .with_columns((pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF))
+            .join(task_signed_ranks(prep, fresh), on=Work.CID, how="left")
+        )
+    if kept is not None:
+        half = pl.concat([half, kept], how="diagonal_relaxed").sort(Work.CID)
     half = _held(inference(half, DIFF, alpha, power, level), prep)
     half = adjust_over(half, P_VALUE, [DUMP_DATE, SCOPE], "holm", P_HOLM)
     # The MDE of the verdict as shown: at the level Holm tests the pair at on the night.
     family = [DUMP_DATE, SCOPE]
     half = holm_levels(half, P_VALUE, P_HOLM, family, alpha, Work.HOLM_LEVEL)
     half = half.with_columns(detectable(half, Work.HOLM_LEVEL, power))
-    half = half.join(task_signed_ranks(prep, pairs), on=Work.CID, how="left")
     verdict = (
         pl.when(pl.col(P_HOLM).is_null() | (pl.col(P_HOLM) >= alpha))
         .then(pl.lit(UNRESOLVED))
@@ -209,6 +256,40 @@ def comparisons_of(
     )
 
 
+def _known_pairs(pairs: pl.DataFrame, known: Known) -> pl.DataFrame:
+    """The rows of ``pairs`` (unordered, ``CID``) of two unchanged models that ``known``
+    compared, with what each pair's statistics are (``comparisons_of`` before inference:
+    the variances as the squares of the standard errors, whose roots are those errors to
+    the bit), the difference of their scores and the Wilcoxon test."""
+    b = Col.MODEL + "_b"
+    rows = known.comparisons.filter(pl.col(MODEL_A) < pl.col(MODEL_B)).select(
+        SCOPE,
+        pl.col(MODEL_A).cast(pl.String).alias(Col.MODEL),
+        pl.col(MODEL_B).cast(pl.String).alias(b),
+        (pl.col(SE) ** 2).alias(Work.VAR),
+        (pl.col(SE_WITHIN) ** 2).alias(Work.VAR_WITHIN),
+        (pl.col(SE_TASKS) ** 2).alias(Work.VAR_TASKS),
+        DF,
+        DESIGN,
+        N_PAIRS,
+        PAIRED,
+        N_TASKS,
+        P_WILCOXON,
+        N_TASKS_A_BETTER,
+        N_TASKS_B_BETTER,
+        # why the variance is null (the reason of a row without a standard error is that
+        # alone: the MDE's and the approximate interval's need one)
+        pl.when(pl.col(SE).is_null()).then(pl.col(REASON)).alias(Work.WHY),
+    )
+    changed = sorted(known.changed)
+    same = ~pl.col(Col.MODEL).is_in(changed) & ~pl.col(b).is_in(changed)
+    return (
+        pairs.filter(same)
+        .join(rows, on=[SCOPE, Col.MODEL, b], how="inner")
+        .with_columns((pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF))
+    )
+
+
 def _held(half: pl.DataFrame, prep: Prepared) -> pl.DataFrame:
     """The interval of ``a - b`` held to the differences two scores in ``SCORE_RANGE`` can
     have (``[-1, 1]``; a side an episode of either scored past is left open): the true
@@ -257,7 +338,9 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
     each side won. Pairs with the same number of tasks are tested at once."""
     cells = prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN)
-    in_scope = pl.col(SCOPE).is_in(list(OVERALL_SCOPES)) | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
+    # (overall_by_category averages the categories: a task in none is not in it)
+    in_categories = (pl.col(SCOPE) == OVERALL_BY_CATEGORY) & (pl.col(Col.CATEGORY) != UNCATEGORISED)
+    in_scope = (pl.col(SCOPE) == OVERALL) | in_categories | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
     differences = (
         pairs.select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
         .join(cells, on=Work.UNIT)

@@ -18,7 +18,7 @@ import polars as pl
 
 from schemas.columns import SCORE, SCORE_RANGE
 from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Work
-from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from schemas.contract import DUMP_DATE, INSTANCE_ID, UNCATEGORISED, Col
 from transforms.aggregate import mean_in_order
 from transforms.compact import plain
 
@@ -111,9 +111,11 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
 
 
 def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Every scope's score per unit, and each task's weight in it (see the module)."""
+    """Every scope's score per unit, and each task's weight in it (see the module). A task in
+    no category (contract 1.4's ``uncategorised``) weighs in ``overall`` alone."""
+    categorised = cells.filter(pl.col(Col.CATEGORY) != UNCATEGORISED)
     categories = (
-        cells.group_by(Work.UNIT, Col.CATEGORY, maintain_order=True)
+        categorised.group_by(Work.UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
             mean_in_order(pl.col(Work.MEAN), Col.TASK).alias(Work.CAT_SCORE),
             pl.len().alias(N_TASKS),
@@ -130,13 +132,14 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
         pl.len().alias(Work.N_CATEGORIES),
     )
     # The task-weighted score sums the task scores in (category, task) order, as
-    # ``transforms.aggregate.model_scores`` does: the same bits.
+    # ``transforms.aggregate.model_scores`` does: the same bits. It averages every task.
     task_path = pl.format("{}/{}", Col.CATEGORY, Col.TASK)
     by_task = cells.group_by(Work.UNIT, maintain_order=True).agg(
         mean_in_order(pl.col(Work.MEAN), Col.CATEGORY, Col.TASK).alias(SCORE),
         task_path.sort().str.join(",").alias(Work.COVERAGE),
+        pl.len().alias(N_TASKS),
+        pl.col(Work.N).sum(),
     )
-    totals = by_category.select(Work.UNIT, Work.N, N_TASKS)
     scopes = pl.concat(
         [
             categories.select(
@@ -147,7 +150,7 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
                 N_TASKS,
                 Work.COVERAGE,
             ),
-            by_task.join(totals, on=Work.UNIT).select(
+            by_task.select(
                 Work.UNIT, pl.lit(OVERALL).alias(SCOPE), SCORE, Work.N, N_TASKS, Work.COVERAGE
             ),
             by_category.select(
@@ -160,31 +163,41 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
             ),
         ]
     )
-    # A unit's coverage group, the categories it covers: models are compared overall (either
-    # weighting) only within a group.
-    group = by_category.select(Work.UNIT, pl.col(Work.COVERAGE).alias(Work.GROUP))
+    # A unit's coverage group, the categories it covers (none: empty): models are compared
+    # overall (either weighting) only within a group.
+    group = by_task.select(Work.UNIT).join(
+        by_category.select(Work.UNIT, pl.col(Work.COVERAGE).alias(Work.GROUP)),
+        on=Work.UNIT,
+        how="left",
+    )
+    group = group.with_columns(pl.col(Work.GROUP).fill_null(""))
     scopes = scopes.join(group, on=Work.UNIT).sort(Work.UNIT, SCOPE)
-    per_task = cells.select(Work.UNIT, *TASK_KEY).join(
+    per_task = categorised.select(Work.UNIT, *TASK_KEY).join(
         categories.select(Work.UNIT, Col.CATEGORY, N_TASKS, Work.CAT_SCORE),
         on=[Work.UNIT, Col.CATEGORY],
     )
-    per_task = per_task.join(
-        by_category.select(Work.UNIT, Work.N_CATEGORIES, pl.col(N_TASKS).alias(Work.EPISODES)),
+    per_task = per_task.join(by_category.select(Work.UNIT, Work.N_CATEGORIES), on=Work.UNIT)
+    every_task = cells.select(Work.UNIT, *TASK_KEY).join(
+        by_task.select(
+            Work.UNIT, pl.col(N_TASKS).alias(Work.EPISODES), pl.col(SCORE).alias(Work.VALUE)
+        ),
         on=Work.UNIT,
-    ).join(by_task.select(Work.UNIT, pl.col(SCORE).alias(Work.VALUE)), on=Work.UNIT)
+    )
     within = 1.0 / pl.col(N_TASKS).cast(pl.Float64)
     category = pl.col(Col.CATEGORY)
-    # scope: (weight, stratum, centre). The task-weighted score pools every task (Miller's
-    # clustered standard error, tasks the clusters); the others average categories, which
-    # the benchmark fixes: the tasks are drawn within each.
+    # scope: (its tasks, weight, stratum, centre). The task-weighted score pools every task
+    # (Miller's clustered standard error, tasks the clusters); the others average
+    # categories, which the benchmark fixes: the tasks are drawn within each.
     weight_of = {
-        None: (within, category, pl.col(Work.CAT_SCORE)),  # a category scope
+        None: (per_task, within, category, pl.col(Work.CAT_SCORE)),  # a category scope
         OVERALL: (
+            every_task,
             1.0 / pl.col(Work.EPISODES).cast(pl.Float64),  # (the unit's tasks, here)
             pl.lit(OVERALL),
             pl.col(Work.VALUE),
         ),
         OVERALL_BY_CATEGORY: (
+            per_task,
             within / pl.col(Work.N_CATEGORIES).cast(pl.Float64),
             category,
             pl.col(Work.CAT_SCORE),
@@ -192,7 +205,7 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
     }
     weights = pl.concat(
         [
-            per_task.select(
+            tasks.select(
                 Work.UNIT,
                 (category if scope is None else pl.lit(scope)).alias(SCOPE),
                 *TASK_KEY,
@@ -200,7 +213,7 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
                 stratum.alias(Work.STRATUM),
                 centre.alias(Work.CENTRE),
             )
-            for scope, (weight, stratum, centre) in weight_of.items()
+            for scope, (tasks, weight, stratum, centre) in weight_of.items()
         ]
     )
     return scopes, weights

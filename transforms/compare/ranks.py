@@ -1,12 +1,13 @@
 """Rank intervals that hold jointly, the rank bound of the verdicts, and significance tiers.
 
 Every statement comes from the night's Holm-corrected comparisons (``model_comparisons``,
-scope ``overall``): a model is certainly behind every model significantly better than it
-and ahead of every model significantly worse. Holm controls the chance of any false
-statement among all the night's pairs, so the ranks these statements allow hold for all
-models at once (Mogstad, Romano, Shaikh and Wilhelm, "Inference for Ranks with Applications
-to Mobility across Neighbourhoods and Academic Achievement across Countries", Review of
-Economic Studies 91 (2024): the rank sets of simultaneous pairwise tests)."""
+scope ``overall``; a category's ranks from its own scope): a model is certainly behind every
+model significantly better than it and ahead of every model significantly worse. Holm
+controls the chance of any false statement among all the night's pairs, so the ranks these
+statements allow hold for all models at once (Mogstad, Romano, Shaikh and Wilhelm,
+"Inference for Ranks with Applications to Mobility across Neighbourhoods and Academic
+Achievement across Countries", Review of Economic Studies 91 (2024): the rank sets of
+simultaneous pairwise tests)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import SCORE
+from schemas.columns import RANK, SCORE
 from schemas.comparisons import (
     A_BETTER,
     B_BETTER,
@@ -25,6 +26,7 @@ from schemas.comparisons import (
     MODEL_B,
     N_RANKED,
     OVERALL,
+    OVERALL_SCOPES,
     P_HOLM,
     RANK_HIGH,
     RANK_LOW,
@@ -80,22 +82,68 @@ def rank_intervals_of(
     prep: Prepared, comparisons: pl.DataFrame, level: float = DEFAULT_LEVEL
 ) -> pl.DataFrame:
     """``rank_intervals`` of prepared scores from their ``model_comparisons`` rows."""
-    group = [DUMP_DATE, Work.GROUP]
+    overall = scope_rank_intervals(prep, comparisons, level).filter(pl.col(SCOPE) == OVERALL)
+    return overall.select(list(RANK_SCHEMA))
+
+
+# category_rank_intervals: per night, model and category.
+CATEGORY_RANK_SCHEMA: Final = {
+    DUMP_DATE: pl.String,
+    Col.MODEL: pl.String,
+    Col.CATEGORY: pl.String,
+    RANK: pl.Int64,
+    RANK_LOW: pl.Int64,
+    RANK_HIGH: pl.Int64,
+}
+
+
+def category_rank_intervals(
+    prep: Prepared, comparisons: pl.DataFrame, level: float = DEFAULT_LEVEL
+) -> pl.DataFrame:
+    """Per night, model and category: its rank by the category's score among every model with
+    a score in it (``rank``, 1 = best, ties share the better rank) and the interval of that
+    rank, which holds for every model of the night's category at once at ``level``
+    (``rank_low``, ``rank_high``): the overall ranks' statements
+    (``scope_rank_intervals``) in the category's own Holm family of comparisons."""
+    ranks = scope_rank_intervals(prep, comparisons, level).filter(
+        ~pl.col(SCOPE).is_in(list(OVERALL_SCOPES))
+    )
+    return (
+        ranks.rename({SCOPE: Col.CATEGORY, GROUP_RANK: RANK})
+        .select(list(CATEGORY_RANK_SCHEMA))
+        .cast(CATEGORY_RANK_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
+def scope_rank_intervals(
+    prep: Prepared, comparisons: pl.DataFrame, level: float = DEFAULT_LEVEL
+) -> pl.DataFrame:
+    """Per night, scope and model: its rank by the scope's score among the models it is
+    compared with there (``ranked_among``: in the overall scopes those covering the same
+    categories, in a category every model with a score in it; ``n_ranked`` of them;
+    ``group_rank``), the rank's interval that holds for all of them at once at ``level``
+    (``rank_low``: 1 + the models significantly better; ``rank_high``: the models ranked
+    less those significantly worse, at ``1 - level`` in the scope's Holm family of
+    ``comparisons``) and the verdicts' bound (``rank_ub``)."""
+    # In a category every model is compared with every other: the scope is the group.
+    overall = pl.col(SCOPE).is_in(list(OVERALL_SCOPES))
+    among = pl.when(overall).then(pl.col(Work.GROUP)).otherwise(pl.lit("")).alias(RANKED_AMONG)
+    group = [DUMP_DATE, SCOPE, RANKED_AMONG]
     points = (
         prep.scope_table()
-        .filter(pl.col(SCOPE) == OVERALL)
+        .with_columns(among)
         .select(
             DUMP_DATE,
+            SCOPE,
             Col.MODEL,
-            pl.col(Work.GROUP).alias(RANKED_AMONG),
+            RANKED_AMONG,
             pl.len().over(group).cast(pl.Int64).alias(N_RANKED),
             pl.col(SCORE).rank("min", descending=True).over(group).cast(pl.Int64).alias(GROUP_RANK),
         )
     )
     joint = pl.col(P_HOLM) < 1.0 - level
     statements = (
-        comparisons.filter(pl.col(SCOPE) == OVERALL)
-        .group_by(DUMP_DATE, MODEL_A)
+        comparisons.group_by(DUMP_DATE, SCOPE, MODEL_A)
         .agg(
             (joint & (pl.col(DIFF) < 0)).sum().cast(pl.Int64).alias(Work.ABOVE),
             (joint & (pl.col(DIFF) > 0)).sum().cast(pl.Int64).alias(Work.BELOW),
@@ -104,17 +152,18 @@ def rank_intervals_of(
         .rename({MODEL_A: Col.MODEL})
     )
     counts = [Work.ABOVE, Work.BELOW, Work.BETTER]
+    key = [DUMP_DATE, SCOPE, Col.MODEL]
     return (
-        points.join(statements, on=[DUMP_DATE, Col.MODEL], how="left", nulls_equal=True)
+        points.join(statements, on=key, how="left", nulls_equal=True)
         .with_columns(pl.col(counts).fill_null(0))
         .with_columns(
             (1 + pl.col(Work.ABOVE)).alias(RANK_LOW),
             (pl.col(N_RANKED) - pl.col(Work.BELOW)).alias(RANK_HIGH),
             (1 + pl.col(Work.BETTER)).alias(RANK_UB),
         )
-        .select(list(RANK_SCHEMA))
-        .cast(RANK_SCHEMA)  # type: ignore[arg-type]
-        .sort(DUMP_DATE, RANKED_AMONG, GROUP_RANK, Col.MODEL, nulls_last=True)
+        .select(SCOPE, *RANK_SCHEMA)
+        .cast({SCOPE: pl.String, **RANK_SCHEMA})  # type: ignore[arg-type, dict-item]
+        .sort(DUMP_DATE, SCOPE, RANKED_AMONG, GROUP_RANK, Col.MODEL, nulls_last=True)
     )
 
 

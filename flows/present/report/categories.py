@@ -1,6 +1,6 @@
-"""The report's sections of one category each: the models' profile across categories,
-procedural learning's steps and rounds, runtime RL's efficiency, and accuracy against the
-examples used (concept formation, language learning)."""
+"""The report's sections of one category each: each category's leaderboard, the models'
+profile across categories, procedural learning's steps and rounds, runtime RL's efficiency,
+and accuracy against the examples used (concept formation, language learning)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import polars as pl
 from flows.present.report.figures import (
     SHORT,
     Section,
+    fmt,
     label,
     layout,
     per_model_traces,
     tables_of,
 )
-from schemas.columns import SCORE
+from schemas.columns import N_EPISODES, RANK, SCORE
+from schemas.comparisons import CI_HIGH, CI_LOW, N_TASKS, RANK_HIGH, RANK_LOW
 from schemas.contract import (
     Category,
     Col,
@@ -57,6 +59,57 @@ def profile_section(
         f"<code>{html.escape(table)}</code>).",
         [fig],
     )
+
+
+def category_leaderboards_section(
+    categories: pl.DataFrame, night: str, level: float, standing: bool = True
+) -> Section:
+    """Each category's own leaderboard (``category_standings``, or ``category_scores`` of
+    the night alone): its models in rank order, ranked among every model with a score in
+    it, with the rank's interval, the score and its interval, the tasks and episodes behind
+    it. A night scored before categories were ranked shows ``-`` for the ranks."""
+    share = f"{level:.0%}"
+    tables = []
+    for category in Category:
+        rows = categories.filter(pl.col(Col.CATEGORY) == category)
+        if rows.is_empty():
+            continue
+        ranked = RANK in rows.columns and rows[RANK].null_count() == 0
+        order = [RANK, Col.MODEL] if ranked else [SCORE, Col.MODEL]
+        rows = rows.sort(order, descending=[False, False] if ranked else [True, False])
+        body = "".join(
+            f"<tr><td>{fmt(r.get(RANK), 'd')}</td>"
+            f"<td>{fmt(r.get(RANK_LOW), 'd')}–{fmt(r.get(RANK_HIGH), 'd')}</td>"
+            f"<td>{html.escape(r[Col.MODEL])}</td><td>{r[SCORE]:.3f}</td>"
+            f"<td>{_interval(r.get(CI_LOW), r.get(CI_HIGH))}</td>"
+            f"<td>{r[N_TASKS]}</td><td>{r[N_EPISODES]}</td></tr>"
+            for r in rows.iter_rows(named=True)
+        )
+        tables.append(
+            f"<h3>{html.escape(category.replace('_', ' '))}</h3>"
+            f"<table><thead><tr><th>rank</th><th>{share} rank interval</th><th>model</th>"
+            f"<th>score</th><th>{share} interval</th><th>tasks</th><th>episodes scored</th>"
+            f"</tr></thead><tbody>{body}</tbody></table>"
+        )
+    source = "category_standings" if standing else "category_scores"
+    of = f"as of {html.escape(night)}" if standing else f"of the night {html.escape(night)} alone"
+    return Section(
+        "category-leaderboards",
+        "Leaderboard per category",
+        f"Each category's own leaderboard {of} (table <code>{source}</code>), as the "
+        "benchmark's sub-benchmarks are ranked: a model's category score is the mean of its "
+        "task scores in the category, and it is ranked among every model with a score in it. "
+        "The rank interval runs from 1 + the models significantly better to the last place "
+        "the category's Holm-corrected paired comparisons leave it, and holds for every "
+        "model of the category at once. A task its benchmark puts in no category (contract "
+        "1.4) counts in the overall score alone, in none of these.",
+        [],
+        "".join(tables),
+    )
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]"
 
 
 def procedural_section(

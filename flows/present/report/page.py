@@ -18,11 +18,13 @@ from plotly.offline import get_plotlyjs
 from flows.overview import failed_nights, runs_not_imported
 from flows.plan import nights_off_set
 from flows.present.report.categories import (
+    category_leaderboards_section,
     examples_section,
     procedural_section,
     profile_section,
     runtime_rl_section,
 )
+from flows.present.report.changes import changes_section
 from flows.present.report.figures import Section, palette, script_json
 from flows.present.report.hypotheses import hypotheses_section
 from flows.present.report.nights import over_time_section
@@ -36,7 +38,6 @@ from flows.present.report.read import ReportError, Warehouse, read_warehouse, ro
 from flows.present.report.results import MATRIX_JS, results_section
 from flows.present.report.results import STYLE as RESULTS_STYLE
 from flows.present.report.sections import (
-    changes_section,
     comparisons_section,
     cost_section,
     leaderboard_section,
@@ -47,7 +48,6 @@ from flows.present.report.shape import (
     category_profile,
     diff_rows,
     episode_values,
-    flagged_changes,
     flagged_regressions,
     harness_errors,
     leaderboard,
@@ -63,13 +63,16 @@ from flows.present.report.shape import (
 )
 from flows.store.output import Output, night_levels
 from schemas.columns import AS_OF, INPUT_FINGERPRINT, STATUS
-from schemas.comparisons import (
-    DEFAULT_LEVEL,
-)
+from schemas.comparisons import CHANGE_KIND, DEFAULT_LEVEL, ChangeKind
 from schemas.contract import DUMP_DATE, Category, Col
 from schemas.health import HEALTH_TABLES
 from schemas.hypotheses import HYPOTHESES_TABLE
-from schemas.tables import STANDING_CHANGES_TABLE, STANDING_COMPARISONS_TABLE, STANDINGS_TABLE
+from schemas.tables import (
+    STANDING_CHANGES_TABLE,
+    STANDING_COMPARISONS_TABLE,
+    STANDINGS_TABLE,
+    TASK_CHANGES_TABLE,
+)
 from schemas.views import VIEWS, View
 
 
@@ -105,14 +108,16 @@ def build_sections(
     levels = night_levels(wh.manifest)
     level = levels.get(night, DEFAULT_LEVEL)  # the level of the run that scored the night
     comparisons = pairwise(wh.night(tables.comparisons.name, night, tables.night))
-    profile = category_profile(wh.night(tables.categories.name, night, tables.night))
+    category_rows = wh.night(tables.categories.name, night, tables.night)
+    profile = category_profile(category_rows)
     off_set = nights_off_set(wh.manifest)
     sections = [
         leaderboard_section(board, colours, shown, level, standing),
+        category_leaderboards_section(category_rows, shown, level, standing),
         results_section(wh, night, shown, view, board[Col.MODEL].to_list()),
         comparisons_section(comparisons, board, shown, level, standing),
         *(_planned(wh, night, shown) if standing else []),
-        *([changes_section(flagged_changes(_changes(wh, night)), shown)] if standing else []),
+        *([changes_section(*_changes(wh, night), shown)] if standing else []),
         *([_health(wh, night, shown)] if standing else []),
         regressions_section(
             flagged_regressions(wh.night("regressions", night)), shown, level, standing
@@ -183,8 +188,11 @@ def _planned(wh: Warehouse, night: str | None, shown: str) -> list[Section]:
     return [hypotheses_section(planned, pairs, shown)]
 
 
-def _changes(wh: Warehouse, night: str | None) -> pl.DataFrame:
-    return wh.night(STANDING_CHANGES_TABLE.name, night, AS_OF)
+def _changes(wh: Warehouse, night: str | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The standing's changes as of ``night`` and the results re-run in it."""
+    cells = wh.night(TASK_CHANGES_TABLE.name, night, AS_OF)
+    reran = cells.filter(pl.col(CHANGE_KIND) == ChangeKind.RERUN)
+    return wh.night(STANDING_CHANGES_TABLE.name, night, AS_OF), reran
 
 
 def _episode_sections(

@@ -1,5 +1,5 @@
 """The report's sections on the standing and how it moved (leaderboard, cost, comparisons,
-regressions, over time, changes), one function each: the figures of a shaped frame, the text
+regressions, over time), one function each: the figures of a shaped frame, the text
 that says what they show, and a table where one helps. Every interval is labelled with the
 level it was made at (``level``: the shown night's, ``flows.store.output.night_levels``)."""
 
@@ -166,8 +166,8 @@ def ranks_text(board: pl.DataFrame, level: float, standing: bool = True) -> str:
         f"<code>{tables_of(standing).comparisons.name}</code>: the ▼ of the pairwise matrix); "
         f"the {share} rank interval runs from 1 + the models better at Holm p under "
         f"{1 - level:.2g} to the last place those tests leave the model, and holds for every "
-        "model at once (at 95% its first place is rank (UB); at another level the two "
-        "differ)."
+        "model at once (at the default level, 0.95, its first place is rank (UB); at "
+        "another level the two differ)."
     )
     crowded = board.filter(pl.col(N_RANKED) > 1)
     if not crowded.is_empty() and (crowded[RANK_UB].fill_null(1) == 1).all():
@@ -395,40 +395,4 @@ def regressions_section(
         + ("Nothing to report." if flagged.is_empty() else ""),
         [],
         table if not flagged.is_empty() else "",
-    )
-
-
-def changes_section(flagged: pl.DataFrame, night: str) -> Section:
-    """What moved the standing as of ``night`` (``shape.flagged_changes``)."""
-    if flagged.is_empty():
-        return Section(
-            "changes",
-            "Standing changes",
-            f"Nothing moved the standing as of {html.escape(night)} beyond noise, and no model "
-            "is new, gone or covers other tasks than the night before.",
-        )
-
-    def number(value: float | None, spec: str = "+.3f") -> str:
-        return "-" if value is None else format(value, spec)
-
-    rows = "".join(
-        f"<tr><td>{html.escape(r['level'])}</td><td>{html.escape(r['kind'])}</td>"
-        f"<td>{html.escape(r[Col.MODEL])}</td><td>{html.escape(r['scope'])}</td>"
-        f"<td>{number(r['baseline_score'], '.3f')}</td><td>{number(r[SCORE], '.3f')}</td>"
-        f"<td>{number(r['change'])}</td><td>[{number(r['ci_low'])}, {number(r['ci_high'])}]</td>"
-        f"<td>{number(r['q_bh'], '.3g')}</td><td>{html.escape(r['moved_by'] or '')}</td>"
-        f"<td>{html.escape(r['reason'] or '')}</td></tr>"
-        for r in flagged.iter_rows(named=True)
-    )
-    return Section(
-        "changes",
-        "Standing changes",
-        f"What moved the standing as of {html.escape(night)} since the night before (table "
-        "<code>standing_changes</code>): a re-run whose change is beyond noise (alert: "
-        "Benjamini-Hochberg q under 0.05 and a drop beyond the margin; watch: a drop with p "
-        "under 0.05), each model new, gone or covering other tasks, and each standing whose "
-        "results were scored anew (rescored: against itself before the run; not comparable).",
-        after="<table><thead><tr><th>level</th><th>kind</th><th>model</th><th>scope</th>"
-        "<th>before</th><th>now</th><th>change</th><th>interval</th><th>q (BH)</th>"
-        f"<th>moved by</th><th>why not comparable</th></tr></thead><tbody>{rows}</tbody></table>",
     )

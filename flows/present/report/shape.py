@@ -24,7 +24,6 @@ from schemas.columns import (
 from schemas.comparisons import (
     ALERT_LEVEL,
     CATEGORIES_COVERED,
-    CHANGE_KIND,
     CI_HIGH,
     CI_HIGH_BY_CATEGORY,
     CI_LOW,
@@ -64,7 +63,6 @@ from schemas.comparisons import (
     SCORE_BY_CATEGORY,
     TIER,
     VERDICT,
-    ChangeKind,
 )
 from schemas.contract import (
     COST_USD,
@@ -295,21 +293,6 @@ def over_time(models: pl.DataFrame, column: str = DUMP_DATE) -> pl.DataFrame:
             FORMULA_VERSIONS,
         )
         .sort(DUMP_DATE, Col.MODEL)
-    )
-
-
-def flagged_changes(changes: pl.DataFrame) -> pl.DataFrame:
-    """The standing changes worth a look: alerts and watches, then each model's overall
-    row where it is new, gone or covers other tasks."""
-    order = {LEVEL_ALERT: 0, LEVEL_WATCH: 1, LEVEL_NOT_COMPARABLE: 2}
-    noticed = pl.col(ALERT_LEVEL).is_in([LEVEL_ALERT, LEVEL_WATCH]) | (
-        (pl.col(SCOPE) == OVERALL) & (pl.col(CHANGE_KIND) != ChangeKind.RERUN)
-    )
-    return (
-        changes.filter(noticed)
-        .with_columns(pl.col(ALERT_LEVEL).replace_strict(order, default=3).alias("_o"))
-        .sort("_o", Col.MODEL, SCOPE)
-        .drop("_o")
     )
 
 

@@ -50,6 +50,8 @@ from flows.store.delta.staged import commit_nights, discard, read_staged, write_
 from flows.store.delta.tables import (
     append_rows,
     missing_files,
+    open_table,
+    partition_values,
     read_table,
     table_version,
     table_versions,
@@ -67,6 +69,8 @@ __all__ = [
     "commit_nights",
     "discard",
     "missing_files",
+    "open_table",
+    "partition_values",
     "read_staged",
     "read_table",
     "table_version",

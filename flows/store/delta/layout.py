@@ -16,7 +16,7 @@ from deltalake import DeltaTable
 
 from flows.store import objects
 from flows.store.delta.nights import _NIGHT, NIGHT_COLUMN, NULL_PARTITION
-from flows.store.delta.tables import _errors, _open, _table
+from flows.store.delta.tables import Opened, _errors, _open, _table
 from flows.store.errors import BadLocation, LegacyLayout, NothingThere
 from flows.store.location import Location
 
@@ -43,7 +43,9 @@ def check_path(location: Location) -> None:
         )
 
 
-def check_layout(location: Location, layouts: Mapping[str, Sequence[str]]) -> None:
+def check_layout(
+    location: Location, layouts: Mapping[str, Sequence[str]], opened: Opened | None = None
+) -> None:
     """`LegacyLayout` if OUT holds the snapshot store's layout instead of Delta tables, or a
     table folder without a Delta log holds a file that no cogscore run wrote.
 
@@ -52,6 +54,7 @@ def check_layout(location: Location, layouts: Mapping[str, Sequence[str]]) -> No
     `layouts` gives each table's partition columns (see `uncommitted_files`): a folder
     holding only what a killed run wrote (its first run's staged files, before any table was
     created) is no obstacle: the next run commits beside them, and `vacuum` deletes them.
+    ``opened``: the handles of a run holding the lease (each table is opened here once).
     """
     if location.is_local:
         import os
@@ -63,7 +66,7 @@ def check_layout(location: Location, layouts: Mapping[str, Sequence[str]]) -> No
                 " write Delta tables into a new folder, or convert this one first"
             )
     for table, partition_by in layouts.items():
-        if _open(_table(location, table)) is None:
+        if _open(_table(location, table), opened) is None:
             uncommitted_files(location, table, partition_by)  # refuses another's files
 
 

@@ -26,7 +26,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 from flows.store import objects
 from flows.store.delta.frames import _night_frame
 from flows.store.delta.nights import NIGHT_COLUMN, NULL_PARTITION, check_night
-from flows.store.delta.tables import _errors, _open, _options, _schema_mode, _table
+from flows.store.delta.tables import Opened, _errors, _open, _options, _schema_mode, _table
 from flows.store.errors import StorageError
 from flows.store.location import Location, polars_options, storage_options
 
@@ -179,12 +179,14 @@ def commit_nights(
     nights: Sequence[str | None],
     staged: Sequence[StagedFiles],
     commit_metadata: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
 ) -> int:
     """Replace nights ``nights`` of `OUT/table` by the staged files, in one commit (a
     reader of the table's latest version sees all of them replaced, or none); the version.
 
     ``staged`` holds at least one `StagedFiles` (for the columns), possibly of no file: a
-    night staged with no file is emptied. Every file must be of one of ``nights``."""
+    night staged with no file is emptied. Every file must be of one of ``nights``.
+    ``opened``: the handles of a run holding the lease (the table's, moved to the commit)."""
     where = _table(location, table)
     if not staged:
         raise ValueError(f"nothing staged for {table}: not even its columns")
@@ -199,7 +201,7 @@ def commit_nights(
         custom_metadata={**(commit_metadata or {}), "nights": ",".join(map(str, nights))}
     )
     with _errors("commit the nights of table", where):
-        existing = _open(where)
+        existing = _open(where, opened)
         if existing is None:
             create_table_with_add_actions(
                 where.uri,

@@ -60,12 +60,35 @@ def _broken_log(action: str, where: Location, broken: Sequence[str]) -> BrokenLo
     )
 
 
-def _open(where: Location) -> DeltaTable | None:
+# The tables' latest versions as a run opened them while it holds OUT's lease, by URI: no
+# other run writes them meanwhile, and this run's own writes go through these handles (each
+# moves to the version it commits), so a table is opened once a run, not once per use (an open
+# replays the table's log: every file it adds, with their statistics).
+Opened = dict[str, DeltaTable]
+
+
+def _open(where: Location, opened: Opened | None = None) -> DeltaTable | None:
+    if opened is not None and where.uri in opened:
+        return opened[where.uri]
     with _errors("open table", where):
         try:
-            return DeltaTable(where.uri, storage_options=_options(where))
+            table = DeltaTable(where.uri, storage_options=_options(where))
         except TableNotFoundError:
             return None
+    if opened is not None:
+        opened[where.uri] = table
+    return table
+
+
+def open_table(location: Location, table: str, version: int | None = None) -> DeltaTable:
+    """`OUT/table` at `version` (None: the latest), opened (its log replayed) once for any
+    number of reads; `StorageError` where no Delta table is."""
+    where = _table(location, table)
+    with _errors(f"read version {version} of table", where):
+        try:
+            return DeltaTable(where.uri, version=version, storage_options=_options(where))
+        except TableNotFoundError:
+            raise StorageError(f"cannot read {where.display}: no Delta table there") from None
 
 
 def _commit(metadata: Mapping[str, Any] | None, night: str | None) -> CommitProperties:
@@ -130,14 +153,16 @@ def append_rows(
     *,
     partition_by: Sequence[str] = (NIGHT_COLUMN,),
     commit_metadata: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
 ) -> int:
     """Append ``frame`` to the log table `OUT/table` in one commit (creating it with
-    ``partition_by``); the new version. Nothing is replaced."""
+    ``partition_by``); the new version. Nothing is replaced. ``opened``: the handles of a
+    run holding the lease (the table's moves to the commit)."""
     where = _table(location, table)
     ready = _arrow_stream(delta_ready(frame))
     properties = CommitProperties(custom_metadata=dict(commit_metadata or {}))
     with _errors("append to table", where):
-        existing = _open(where)
+        existing = _open(where, opened)
         if existing is None:
             write_deltalake(
                 where.uri,
@@ -168,27 +193,25 @@ def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | Non
     return "merge" if new and not missing else None
 
 
-def schema_mode_at(
-    location: Location, table: str, columns: Sequence[str]
-) -> Literal["merge"] | None:
-    """``_schema_mode`` of the table at ``OUT/table`` (None where it does not exist yet)."""
-    existing = _open(_table(location, table))
-    if existing is None:
-        return None
+def schema_mode_of(existing: DeltaTable, columns: Sequence[str]) -> Literal["merge"] | None:
+    """``_schema_mode`` of an opened table for a frame of ``columns``."""
     have = {f.name for f in existing.schema().fields}
     new = [c for c in columns if c not in have]
     return "merge" if new and not have - set(columns) else None
 
 
-def table_version(location: Location, table: str) -> int | None:
-    """The latest version of `OUT/table`, or None if it is not a Delta table (yet)."""
-    existing = _open(_table(location, table))
+def table_version(location: Location, table: str, opened: Opened | None = None) -> int | None:
+    """The latest version of `OUT/table`, or None if it is not a Delta table (yet);
+    ``opened``: the handles a run holding the lease keeps (``Opened``)."""
+    existing = _open(_table(location, table), opened)
     return None if existing is None else existing.version()
 
 
-def table_versions(location: Location, tables: Sequence[str]) -> dict[str, int]:
+def table_versions(
+    location: Location, tables: Sequence[str], opened: Opened | None = None
+) -> dict[str, int]:
     """The latest version of each of `tables` that exists (what a run records when done)."""
-    versions = {table: table_version(location, table) for table in tables}
+    versions = {table: table_version(location, table, opened) for table in tables}
     return {table: version for table, version in versions.items() if version is not None}
 
 
@@ -219,11 +242,14 @@ def dataset_at(location: Location, table: str, version: int, filesystem: Any = N
         return pinned.to_pyarrow_dataset(filesystem=filesystem)
 
 
-def read_table(location: Location, table: str, version: int | None = None) -> pl.LazyFrame:
-    """`OUT/table` at `version` (None: the latest) as a LazyFrame; `dump_date` a String."""
+def read_table(
+    location: Location, table: str, version: int | None = None, at: DeltaTable | None = None
+) -> pl.LazyFrame:
+    """`OUT/table` at `version` (None: the latest) as a LazyFrame; `dump_date` a String.
+    ``at``: the table at that version as ``open_table`` opened it (else opened here: once,
+    its log replayed once)."""
     where = _table(location, table)
-    if _open(where) is None:
-        raise StorageError(f"cannot read {where.display}: no Delta table there")
+    table_at = open_table(location, table, version) if at is None else at
     with _errors(f"read version {version} of table", where):
         if where.is_local and quote(where.uri, safe="/") != where.uri:
             # polars' Delta reader takes the files' percent-encoded paths for paths (a folder
@@ -232,16 +258,27 @@ def read_table(location: Location, table: str, version: int | None = None) -> pl
             from pyarrow import fs
 
             native = fs.SubTreeFileSystem(where.uri, fs.LocalFileSystem())
-            table_at = DeltaTable(where.uri, version=version)
             return pl.scan_pyarrow_dataset(table_at.to_pyarrow_dataset(filesystem=native))
         options = polars_options(storage_options(where))
-        return pl.scan_delta(where.uri, version=version, storage_options=options)
+        return pl.scan_delta(table_at, storage_options=options)
 
 
-def history(location: Location, table: str, limit: int | None = None) -> list[dict[str, Any]]:
+def partition_values(table_at: DeltaTable, column: str) -> list[str | None]:
+    """The values of partition column ``column`` that rows of an opened table version hold,
+    from its log alone (no data file read; the null partition is None), in order."""
+    actions = pl.DataFrame(table_at.get_add_actions(flatten=True))
+    if actions.is_empty():
+        return []
+    held = actions.filter(pl.col("num_records").fill_null(1) > 0)[f"partition.{column}"]
+    return sorted(held.unique().to_list(), key=lambda v: (v is not None, v or ""))
+
+
+def history(
+    location: Location, table: str, limit: int | None = None, opened: Opened | None = None
+) -> list[dict[str, Any]]:
     """The commits of `OUT/table`, newest first, each with our metadata (run id, night)."""
     where = _table(location, table)
-    existing = _open(where)
+    existing = _open(where, opened)
     if existing is None:
         return []
     with _errors("read the history of table", where):
@@ -253,28 +290,34 @@ def restore(
     table: str,
     version: int,
     commit_metadata: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
 ) -> int:
     """Make `version`'s content the latest of `OUT/table` (a new commit); the new version."""
     where = _table(location, table)
-    existing = _open(where)
+    existing = _open(where, opened)
     if existing is None:
         raise StorageError(f"cannot restore {where.display}: no Delta table there")
     with _errors(f"restore version {version} of table", where):
         existing.restore(version, commit_properties=_commit(commit_metadata, None))
-        return DeltaTable(where.uri, storage_options=_options(where)).version()
+        existing.update_incremental()  # the handle moved to the restore's commit
+        return existing.version()
 
 
 def truncate(
-    location: Location, table: str, commit_metadata: Mapping[str, Any] | None = None
+    location: Location,
+    table: str,
+    commit_metadata: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
 ) -> int:
     """Remove every row of `OUT/table` (a new commit; history and old versions stay)."""
     where = _table(location, table)
-    existing = _open(where)
+    existing = _open(where, opened)
     if existing is None:
         raise StorageError(f"cannot empty {where.display}: no Delta table there")
     with _errors("empty table", where):
         existing.delete(commit_properties=_commit(commit_metadata, None))
-        return DeltaTable(where.uri, storage_options=_options(where)).version()
+        existing.update_incremental()
+        return existing.version()
 
 
 def vacuum(

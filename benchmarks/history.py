@@ -1,0 +1,249 @@
+"""What a nightly costs with the history behind it (issue 48): the nightly of one new night
+after each of ``--nights`` histories of LearningBench's shape (``benchmarks.standings``:
+``--models`` x 135 tasks the first night, then ``--reruns`` re-run cells a night, as
+import-scores tables, scored by one ``score``), each in a fresh process from a copy of the
+history's output, interleaved round by round (every history, every checkout: this one and
+each ``--before`` and ``--checkout PATH``, which scores its own history with its own code
+and, a checkout, its own ``.venv``), ``--repeat`` rounds;
+medians, and every run. Each run also counts what it read: the Delta tables it opened (an
+open replays the table's log) and the bytes it read (``rchar``); then one more nightly of
+each is traced (``strace``, where there is one) for the files it opened: the Delta log files
+and the data files, of which those of the nights before the last night of the history (the
+new night's baseline and the standing it starts from), and what one open of each table of
+this checkout's outputs costs. ``--off``: each measured with the
+standings switched off too (their cost, at each history).
+
+    python -m benchmarks.history [--nights 30 150] [--before a960177 | --checkout PATH]
+        [--repeat 3] [--off]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import deltalake
+
+from benchmarks.before_after import worktree
+from benchmarks.standings import build
+
+TOP = Path(__file__).resolve().parents[1]
+THIS = "this checkout"
+
+# A child process: one cogscore command (the standings switched off where asked), counting
+# the Delta tables it opens and the bytes it reads.
+CHILD = """
+import atexit, collections, json, sys
+import deltalake
+opened = collections.Counter()
+real = deltalake.DeltaTable.__init__
+def counting(self, uri, *args, **kwargs):
+    opened[str(uri).rstrip("/").rsplit("/", 1)[-1]] += 1
+    real(self, uri, *args, **kwargs)
+deltalake.DeltaTable.__init__ = counting
+def told():
+    io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
+    found = {"opens": sum(opened.values()), "opened": dict(opened), "rchar": int(io["rchar"])}
+    print("COUNTED", json.dumps(found), file=sys.stderr)
+atexit.register(told)
+if sys.argv[1] == "off":
+    from flows.standings import Standings
+    Standings.nights_to_make = lambda self, held, scored: []
+from flows.cli import run
+sys.argv = ["cogscore", *sys.argv[2:]]
+try:
+    run()
+except SystemExit as end:
+    if end.code:
+        raise
+"""
+
+
+def child(checkout: Path, mode: str, args: list[str], trace: Path | None = None) -> dict:
+    """``cogscore ARGS`` in a fresh process of ``checkout``'s code: its wall seconds and
+    counts (``trace``: under strace, its opens written there)."""
+    own = checkout / ".venv" / "bin" / "python"  # its own environment, where it has one
+    command = [str(own) if own.exists() else sys.executable, "-c", CHILD, mode, *args]
+    if trace is not None:
+        command = ["strace", "-f", "-e", "trace=openat", "-o", str(trace), *command]
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    t0 = time.perf_counter()
+    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    if done.returncode:
+        raise RuntimeError(f"cogscore {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    counted = [line for line in done.stderr.splitlines() if line.startswith("COUNTED ")]
+    return {"seconds": seconds, **json.loads(counted[-1].split(" ", 1)[1])}
+
+
+def traced_files(trace: Path, out: Path, nights: list[str]) -> dict[str, int]:
+    """Files a traced run opened for reading below ``out``: Delta log files, data files, and
+    of these the files of the ``nights`` before the last (the history before the night the
+    new night's regressions and standing start from)."""
+    opened = re.compile(r'openat\([^"]*"([^"]+)", ([A-Z_|]+)')
+    counts = {"log_files": 0, "data_files": 0, "history_data_files": 0}
+    nights = nights[:-1]
+    for line in trace.read_text().splitlines():
+        found = opened.search(line)
+        if not found or "ENOENT" in line or "O_RDONLY" not in found.group(2):
+            continue
+        path = found.group(1)
+        if not path.startswith(str(out)) or "O_DIRECTORY" in found.group(2):
+            continue
+        if "/_delta_log/" in path:
+            counts["log_files"] += 1
+        elif path.endswith(".parquet"):
+            counts["data_files"] += 1
+            if any(f"={night}/" in path for night in nights):
+                counts["history_data_files"] += 1
+    return counts
+
+
+def measure(
+    checkouts: dict[str, Path], histories: list[int], repeat: int, modes: list[str], **shape: int
+) -> dict[str, Any]:
+    """Every nightly measured (see the module), by (checkout, history, mode)."""
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="cogscore-history-") as scratch:
+        root = Path(scratch)
+        nights_of: dict[int, list[str]] = {}
+        for n in histories:
+            (root / str(n)).mkdir()
+            new_night = build(root / str(n), n, shape["models"], shape["episodes"], shape["reruns"])
+            dump = root / str(n) / "dump"
+            nights_of[n] = sorted(p.name.split("=", 1)[1] for p in dump.glob("dump_date=*"))
+            for label, checkout in checkouts.items():
+                t0 = time.perf_counter()
+                out = root / str(n) / f"out-{_slug(label)}"
+                child(checkout, "on", ["score", str(dump), "--out", str(out), "--quiet"])
+                print(f"  {label}: {n} nights scored in {time.perf_counter() - t0:.0f} s",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            shutil.copytree(new_night, dump / new_night.name)
+        for _ in range(repeat):
+            for n in histories:
+                for label, checkout in checkouts.items():
+                    for mode in modes:
+                        run = _nightly(root / str(n), label, checkout, mode)
+                        key = f"{label} | {n} nights | standings {mode}"
+                        results.setdefault(key, []).append(run)
+        for n in histories:  # what one open of each table costs, at each history
+            out = root / str(n) / f"out-{_slug(THIS)}"
+            results[f"{THIS} | {n} nights | open ms"] = open_costs(out)
+        if shutil.which("strace"):
+            for n in histories:
+                for label, checkout in checkouts.items():
+                    trace = root / "trace.txt"
+                    _nightly(root / str(n), label, checkout, "on", trace)
+                    out = root / str(n) / "night"
+                    counted = traced_files(trace, out, nights_of[n])
+                    results[f"{label} | {n} nights | traced"] = counted
+    return results
+
+
+def open_costs(out: Path, times: int = 5) -> dict[str, float]:
+    """Per Delta table of ``out``: the milliseconds one open takes (the log replayed),
+    median of ``times``."""
+    costs = {}
+    for table in sorted(p for p in out.iterdir() if (p / "_delta_log").is_dir()):
+        took = []
+        for _ in range(times):
+            t0 = time.perf_counter()
+            deltalake.DeltaTable(str(table))
+            took.append((time.perf_counter() - t0) * 1000)
+        costs[table.name] = statistics.median(took)
+    return costs
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower())
+
+
+def _nightly(
+    history: Path, label: str, checkout: Path, mode: str, trace: Path | None = None
+) -> dict:
+    """The nightly of the new night, from a copy of the history's output."""
+    out = history / "night"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(history / f"out-{_slug(label)}", out)
+    args = ["nightly", str(history / "dump"), "--out", str(out), "--quiet"]
+    return child(checkout, mode, args, trace)
+
+
+def summary(results: dict[str, Any]) -> list[str]:
+    """Markdown: per run kind its median seconds, every run, and its counts."""
+    lines = [
+        "| checkout, history, standings | median s | runs (s) | tables opened | MB read |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for key, runs in results.items():
+        if key.endswith(("traced", "open ms")):
+            continue
+        seconds = [r["seconds"] for r in runs]
+        lines.append(
+            f"| {key} | {statistics.median(seconds):.2f} | {', '.join(f'{s:.2f}' for s in seconds)}"
+            f" | {runs[-1]['opens']} | {runs[-1]['rchar'] / 1e6:.1f} |"
+        )
+    traced = {k: v for k, v in results.items() if k.endswith("traced")}
+    if traced:
+        lines += ["", "| checkout, history | log files read | data files read | older nights' |"]
+        lines.append("|---|---:|---:|---:|")
+        for key, c in traced.items():
+            name = key.removesuffix(" | traced")
+            files = f"{c['log_files']} | {c['data_files']} | {c['history_data_files']}"
+            lines.append(f"| {name} | {files} |")
+    costs = {k: v for k, v in results.items() if k.endswith("open ms")}
+    if costs:
+        names = sorted({t for c in costs.values() for t in c})
+        lines += ["", "| table | " + " | ".join(k.removesuffix(" | open ms") for k in costs) + " |"]
+        lines.append("|---|" + "---:|" * len(costs))
+        for name in names:
+            each = " | ".join(f"{c.get(name, float('nan')):.1f}" for c in costs.values())
+            lines.append(f"| {name} (ms an open) | {each} |")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nights", type=int, nargs="+", default=[30, 150])
+    parser.add_argument("--before", action="append", default=[])
+    parser.add_argument("--checkout", action="append", default=[], type=Path)
+    parser.add_argument("--models", type=int, default=14)
+    parser.add_argument("--episodes", type=int, default=1)
+    parser.add_argument("--reruns", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--off", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    modes = ["on", "off"] if args.off else ["on"]
+    with ExitStack() as stack:
+        checkouts = {THIS: TOP}
+        for rev in args.before:
+            checkouts[rev] = stack.enter_context(worktree(rev))
+        for path in args.checkout:  # a checkout as it is (with its .venv, where it has one)
+            head = ["git", "-C", str(path), "rev-parse", "--short", "HEAD"]
+            checkouts[subprocess.run(head, capture_output=True, text=True).stdout.strip()] = path
+        found = measure(
+            checkouts,
+            args.nights,
+            args.repeat,
+            modes,
+            models=args.models,
+            episodes=args.episodes,
+            reruns=args.reruns,
+        )
+    print(json.dumps(found) if args.json else "\n".join(summary(found)))
+
+
+if __name__ == "__main__":
+    main()
