@@ -125,7 +125,8 @@ def _cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame
     kept = multi.filter(pl.col(Work.UNITS) > 1).with_row_index(_SLOT)
     shared = atoms.join(kept, on=[Work.TASK, Work.CLUSTER]).sort(Work.UNIT, Work.TASK, Work.CLUSTER)
     # Units by code (a unit of a pair may have no shared cluster, or no cluster at all).
-    units = 1 + max(int(c.max() or 0) for c in (shared[Work.UNIT], needed[Work.UNIT + "_b"]))
+    columns = (shared[Work.UNIT], needed[Work.UNIT + "_b"])
+    units = 1 + max(int(c.drop_nulls().to_numpy().max(initial=0)) for c in columns)
     slots = kept.height
     # Each unit's value and episodes on each cluster (absent: not there).
     where = shared[Work.UNIT].to_numpy().astype(np.int64) * slots + shared[_SLOT].to_numpy()
