@@ -58,11 +58,6 @@ _AWS_ENV: Final[tuple[tuple[str, str], ...]] = (
 )
 _SECRET_WORDS: Final = ("secret", "token", "password", "key", "sas", "credential", "signature")
 _SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):/")
-# Any character of an object-store key outside S3's "safe characters" (its user guide's
-# "Object key naming"): with a space, '#', '%', '=' or a non-ASCII letter in OUT's prefix,
-# delta-rs writes a key that polars or obstore then look up encoded another way (measured on
-# moto's S3 server: exit 1 or 4, nothing readable), where a local path with them works.
-_UNSAFE_KEY: Final = re.compile(r"[^A-Za-z0-9!_.*'()/-]")
 _DURATION: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?\s*$")
 
 
@@ -143,10 +138,6 @@ class Location:
 
         >>> Location.parse("s3://bucket/out/").uri
         's3://bucket/out'
-        >>> Location.parse("s3://bucket/my out")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        flows.store.errors.BadLocation: URL s3://bucket/my out holds ' ' in its prefix: ...
         >>> Location.parse("ftp://host/x")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -172,14 +163,6 @@ class Location:
             raise BadLocation(f"malformed URL {safe}: expected {scheme}://bucket/prefix")
         if not urlsplit(text).netloc.rsplit("@", 1)[-1]:
             raise BadLocation(f"URL {safe} names no bucket: expected {scheme}://bucket/prefix")
-        prefix = text.split("://", 1)[1].partition("/")[2]
-        if unsafe := sorted(set(_UNSAFE_KEY.findall(prefix))):
-            raise BadLocation(
-                f"URL {safe} holds {', '.join(map(repr, unsafe))} in its prefix: on an object "
-                "store use letters, digits and ! - _ . * ' ( ) / alone (the stores' safe "
-                "characters; delta-rs and polars encode the others differently, and the "
-                "tables written would not read back)"
-            )
         return cls(text.rstrip("/"), opts)
 
 

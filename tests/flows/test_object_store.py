@@ -147,6 +147,20 @@ def upload(server: S3Server, dump: Path, bucket: str | None = None) -> str:
     return f"s3://{bucket}/dump"
 
 
+@pytest.mark.parametrize("prefix", ["a b", "x#y", "caf\u00e9", "p%20q", "a=b"])
+def test_an_output_prefix_the_stores_encode_two_ways_is_refused_before_any_write(
+    s3_env: S3Server, prefix: str
+) -> None:
+    """Each of these wrote keys that did not read back (exit 1 or 4 after the whole run):
+    refused up front (exit 2, one line naming the character), nothing written."""
+    bucket = s3_env.create_bucket()
+    output = cli("score", EXAMPLE_DUMP, "--out", f"s3://{bucket}/{prefix}", code=2)
+    unsafe = "%20" if "%" in prefix else next(c for c in prefix if not c.isascii() or c in " #=")
+    assert "prefix cannot hold" in output and repr(unsafe) in output
+    assert output.count("\n") == 1
+    assert "Contents" not in s3_env.client().list_objects_v2(Bucket=bucket)
+
+
 def test_a_dump_on_s3_scores_as_the_same_dump_on_disk(s3_env: S3Server, tmp_path: Path) -> None:
     root = upload(s3_env, EXAMPLE_DUMP)
     cli("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")

@@ -38,27 +38,8 @@ def test_unknown_or_malformed_urls_are_refused_naming_the_url(text, names):
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("prefix", ["a b", "x#y", "caf\u00e9", "p%20q", "a=b", "q?x"])
-def test_an_object_store_prefix_with_a_character_the_stores_encode_differently_is_refused(
-    prefix: str,
-) -> None:
-    """Each of these wrote keys that did not read back on moto's S3 server (exit 1 or 4 after
-    a whole run): refused before anything is written, the character named."""
-    with pytest.raises(StorageError) as caught:
-        Location.parse(f"s3://bucket/out/{prefix}")
-    unsafe = next(c for c in prefix if not (c.isascii() and c.isalnum()))
-    assert repr(unsafe) in str(caught.value) and "s3://bucket/out/" in str(caught.value)
-    assert Location.parse(f"/tmp/{prefix}").is_local  # a local folder may hold them
-
-
 def test_object_store_urls():
-    for text in (
-        "s3://b/p",
-        "gs://b/p",
-        "az://c/p",
-        "abfss://c@acct.dfs.core.windows.net/p",
-        "s3://b/night_1/out-2.v(3)",
-    ):
+    for text in ("s3://b/p", "gs://b/p", "az://c/p", "abfss://c@acct.dfs.core.windows.net/p"):
         location = Location.parse(text + "/")
         assert not location.is_local and location.uri == text
     assert Location.parse("S3://b/p").scheme == "s3"

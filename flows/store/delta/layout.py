@@ -24,17 +24,38 @@ from flows.store.location import Location
 # and `|` make it panic (its file URL's host), `%XX` is decoded (the log is then looked for
 # in another folder than the one written), `\` and control characters are refused or mangled.
 _UNUSABLE: Final = re.compile(r"[\[\]^|%\\\x00-\x1f\x7f]")
+# What an object-store OUT's prefix cannot hold: any character outside S3's "safe
+# characters" (its guide's "Object key naming"; '%' alone and '+' measured to work) or a
+# `%XX`. With a space, '#', '=', '?', `%20` or a non-ASCII letter, delta-rs writes keys that
+# polars or obstore then look up encoded another way (moto's S3 server: exit 1 or 4 after a
+# whole run, nothing readable), where a local folder with them works.
+_UNUSABLE_KEY: Final = re.compile(r"%[0-9A-Fa-f]{2}|[^A-Za-z0-9!_.*'()/%+-]")
 
 
 def check_path(location: Location) -> None:
-    """`BadLocation` if `location` is a local folder whose path delta-rs cannot use: a run
-    into it would stage files, then fail (a panic) at its first commit.
+    """`BadLocation` if `location` is a local folder whose path delta-rs cannot use (a run
+    into it would stage files, then fail, a panic, at its first commit) or an object-store
+    URL whose prefix holds a character its keys would be encoded with in two ways.
 
     >>> check_path(Location.parse("/data/out[1]"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     flows.store.errors.BadLocation: /data/out[1]: a local output's path cannot hold '[' ...
+    >>> check_path(Location.parse("s3://bucket/my out"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    flows.store.errors.BadLocation: s3://bucket/my out: an object-store output's prefix ...
     """
+    if not location.is_local:
+        prefix = location.uri.split("://", 1)[1].partition("/")[2]  # after any user@host
+        if unsafe := sorted(set(_UNUSABLE_KEY.findall(prefix))):
+            host = location.display.split("/")[2]
+            raise BadLocation(
+                f"{location.scheme}://{host}/{prefix}: an object-store output's prefix cannot hold "
+                f"{', '.join(map(repr, unsafe))}: use letters, digits and ! - _ . * ' ( ) / + "
+                "alone (delta-rs and polars encode the others differently: the tables "
+                "written would not read back)"
+            )
     bad = _UNUSABLE.search(location.uri) if location.is_local else None
     if bad is not None:
         raise BadLocation(
