@@ -135,6 +135,13 @@ USAGE_INCOMPLETE: Final = "usage_incomplete"
 CALLS: Final = "calls"
 
 
+# The harness's wall time of an episode where it records usage (as ``calls``): from its
+# ``episode_start`` row's ``ts`` to its ``episode_end`` row's (the latest end less the
+# earliest start, in whole milliseconds; null where either has no ``ts`` or the end comes
+# first). Totalled per task, category and model as the usage columns.
+WALL_MS: Final = "wall_ms"
+
+
 # Per task: tokens (input and output) per episode that records usage, the behaviour of
 # LearningBench's token signal (``transforms.health``: tokens spent against score).
 MEAN_TOKENS: Final = "mean_tokens"
@@ -214,6 +221,7 @@ EPISODE_SCORES_DTYPES: Final[dict[str, pl.DataType]] = {
     SINGLE_RUN_STARTED: pl.Datetime("us", "UTC"),  # contract 1.4 (null: not a single run)
     CALLS: pl.Int64(),
     SOURCE_NAMES: pl.String(),  # contract 1.5 (null: the source named it as shown)
+    WALL_MS: pl.Float64(),
 }
 
 
@@ -423,6 +431,7 @@ EPISODE_RULES: Final[dict[str, Column]] = {
     SINGLE_RUN_STARTED: Column(pl.Datetime("us", "UTC"), nullable=True),  # contract 1.4
     CALLS: count_column(nullable=True),
     SOURCE_NAMES: text_column(nullable=True),  # contract 1.5
+    WALL_MS: usage_column(),
 }
 
 
@@ -436,6 +445,7 @@ USAGE_RULES: Final[dict[str, Column]] = {
     **{name: count_column(nullable=True) for name in (INPUT_TOKENS, OUTPUT_TOKENS)},
     **{name: usage_column() for name in (COST_USD, LATENCY_MS)},
     CALLS: count_column(nullable=True),
+    WALL_MS: usage_column(),
 }
 
 

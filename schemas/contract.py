@@ -229,11 +229,13 @@ EPISODE_CONSTANT: Final = (Col.MODEL, Col.TASK, Col.CATEGORY, Col.RUN_ID)
 
 
 def canonical_schema() -> dict[str, pl.DataType]:
-    """The row frame after ingest: contract columns (``ts`` is never read), the optional
-    columns (contract 1.1 to 1.5), file, dump_date."""
+    """The row frame after ingest: contract columns but ``ts``, the optional columns
+    (contract 1.1 to 1.5), ``ts`` (not scored: read for an episode's wall time alone), file,
+    dump_date."""
     return {
         **{str(c): t for c, t in DTYPES.items() if c is not Col.TS},
         **OPTIONAL_DTYPES,
+        Col.TS: DTYPES[Col.TS],
         FILE: pl.String(),
         DUMP_DATE: pl.String(),
     }

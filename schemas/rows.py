@@ -40,6 +40,7 @@ class DumpRows(pa.DataFrameModel):
     latency_ms: float = pa.Field(nullable=True)
     single_run_started: Annotated[pl.Datetime, "us", "UTC"] = pa.Field(nullable=True)  # 1.4
     source_names: str = pa.Field(nullable=True)  # 1.5
+    ts: Annotated[pl.Datetime, "us", "UTC"] = pa.Field(nullable=True)  # an episode's wall time
     file: str
     dump_date: str = pa.Field(nullable=True)
 

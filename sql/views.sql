@@ -35,7 +35,9 @@
 -- over usage_episodes of its n_episodes; cost_per_episode: per such episode;
 -- usage_incomplete: of those, the episodes some of whose calls record no usage (their cost
 -- leaves them out); calls: the model calls behind those episodes (calls_per_episode per
--- such episode); latency_ms: the time those calls took (not the harness's wall time).
+-- such episode); latency_ms: the time those calls took (not the harness's wall time);
+-- wall_ms: the harness's wall time of those episodes, each from its start to its end
+-- (wall_s_per_episode: in seconds per such episode).
 CREATE OR REPLACE VIEW leaderboard AS
 SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci_high,
        score_by_category, ci_low_by_category, ci_high_by_category, rank_by_category,
@@ -43,7 +45,8 @@ SELECT as_of, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low, ci
        newest_night, formula_versions, cost_usd, usage_episodes, usage_incomplete,
        cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
        output_tokens, latency_ms, input_fingerprint, calls,
-       calls / nullif(usage_episodes, 0) AS calls_per_episode
+       calls / nullif(usage_episodes, 0) AS calls_per_episode, wall_ms,
+       wall_ms / nullif(usage_episodes, 0) / 1000 AS wall_s_per_episode
 FROM standings
 WHERE as_of IS NOT DISTINCT FROM (SELECT max(as_of) FROM standings)
 ORDER BY categories_covered DESC, ranked_among, rank, model;
@@ -70,7 +73,8 @@ SELECT dump_date, rank, rank_low, rank_high, rank_ub, tier, model, score, ci_low
        cost_usd, usage_episodes, usage_incomplete,
        cost_usd / nullif(usage_episodes, 0) AS cost_per_episode, input_tokens,
        output_tokens, latency_ms, input_fingerprint, calls,
-       calls / nullif(usage_episodes, 0) AS calls_per_episode
+       calls / nullif(usage_episodes, 0) AS calls_per_episode, wall_ms,
+       wall_ms / nullif(usage_episodes, 0) / 1000 AS wall_s_per_episode
 FROM model_scores
 WHERE dump_date IS NOT DISTINCT FROM (SELECT max(dump_date) FROM model_scores)
 ORDER BY categories_covered DESC, ranked_among, rank, model;

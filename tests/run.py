@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from schemas.contract import DTYPES, FILE, OPTIONAL_DTYPES, Col
+from schemas.contract import DTYPES, FILE, OPTIONAL_DTYPES
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
 from transforms.ingest import normalise, partition_values
 from transforms.pipeline import rejects_of, score_rows
@@ -18,7 +18,7 @@ Row = Mapping[str, Any]
 
 def rows_frame(rows: Sequence[Row]) -> pl.LazyFrame:
     """The canonical frame of the rows, one ``normalise`` per file as ``flows.score`` does."""
-    columns = {**{str(c): t for c, t in DTYPES.items() if c != Col.TS}, **OPTIONAL_DTYPES}
+    columns = {**{str(c): t for c, t in DTYPES.items()}, **OPTIONAL_DTYPES}
     parts = []
     for file in sorted({r[FILE] for r in rows}):
         frame = pl.DataFrame(

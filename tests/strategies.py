@@ -20,6 +20,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import polars as pl
@@ -924,10 +925,19 @@ def episodes(
         for row_ in rows:
             if draw(st.integers(0, 2)) > 0:
                 row_.update(draw(usage_values()))
+    # The harness's times of the start and end (the wall time, read where usage is): some
+    # missing, some ends before their start.
+    for row_ in rows:
+        if row_.get(Col.KIND) in (Kind.EPISODE_START, Kind.EPISODE_END) and draw(st.booleans()):
+            row_[Col.TS] = draw(st.datetimes(_EARLIEST, _LATEST, timezones=st.just(UTC)))
     for name in names:
         if name != BAD_PARAMS_NAME:
             PERTURBATIONS[name](draw, rows)
     return rows
+
+
+_EARLIEST: Final = datetime(2026, 12, 1)  # st.datetimes' bounds: naive, the zone drawn apart
+_LATEST: Final = datetime(2026, 12, 2)
 
 
 @st.composite

@@ -101,8 +101,11 @@ def normalise(
     columns = [
         pl.col(c).cast(DTYPES[c], strict=False) if c in schema else pl.lit(None, DTYPES[c]).alias(c)
         for c in (*REQUIRED, *NULLABLE)
-        if c != Col.TS  # not scored: never read, whatever its timezone
+        if c != Col.TS
     ]
+    # Not scored, read for an episode's wall time (``transforms.usage``): any time zone's
+    # instants (a naive time read as UTC), as the optional columns' timestamps are cast.
+    when = pl.col(Col.TS).cast(DTYPES[Col.TS]) if Col.TS in schema else pl.lit(None, DTYPES[Col.TS])
     optional = [
         pl.col(c).cast(t) if c in schema else pl.lit(None, t).alias(c)
         for c, t in OPTIONAL_DTYPES.items()
@@ -110,6 +113,7 @@ def normalise(
     return rows.select(
         *columns,
         *optional,
+        when.alias(Col.TS),
         (pl.lit(file, pl.String) if isinstance(file, str) else file).alias(FILE),
         pl.lit(partitions.get(DUMP_DATE), pl.String).alias(DUMP_DATE),
     )

@@ -10,7 +10,9 @@ carried beside it.
   some row carries usage, ``replies_without_usage`` counts the reply turns that carry none
   and ``calls`` the model calls behind the episode: its rows that carry usage (a call's
   usage is on the reply it produced) and those reply turns (both null where the episode
-  records no usage at all). An episode one of whose assistant rows
+  records no usage at all), and ``wall_ms`` the harness's time from its ``episode_start``
+  to its ``episode_end`` (their ``ts``; null where it records no usage, as ``calls``). An
+  episode one of whose assistant rows
   carries a value no reply can have (negative, NaN, infinite, above ``USAGE_MAXIMA``), or
   whose sum would not fit its type, has its usage refused: every measure null, and
   ``usage_refused`` says why (``usage_invalid``, the turn, the column and its value).
@@ -43,6 +45,7 @@ from schemas.columns import (
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
     USAGE_REFUSED,
+    WALL_MS,
 )
 from schemas.contract import (
     FILE,
@@ -53,12 +56,18 @@ from schemas.contract import (
     USAGE_MAXIMA,
     USAGE_ROLE,
     Col,
+    Kind,
 )
 from schemas.rules import USAGE_INVALID
 
 MEASURES: Final = tuple(USAGE_DTYPES)
-# What is totalled per task, category and model: the contract's measures and the calls.
-TOTALLED: Final[dict[str, pl.DataType]] = {**USAGE_DTYPES, CALLS: pl.Int64()}
+# What is totalled per task, category and model: the contract's measures, the calls and the
+# wall time.
+TOTALLED: Final[dict[str, pl.DataType]] = {
+    **USAGE_DTYPES,
+    CALLS: pl.Int64(),
+    WALL_MS: pl.Float64(),
+}
 _USAGE_ROWS: Final = "__usage_rows"  # episode_usage: the rows that carry usage
 # A row column (working name) of score_rows' cached table: a reply turn with no usage.
 UNPRICED_REPLY: Final = "__reply_without_usage"
@@ -215,6 +224,7 @@ def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
     kept = pl.col(USAGE_REFUSED).is_null()
     return (
         recorded.join(unpriced, on=segment, how="left")
+        .join(_wall(rows, recorded.select(segment), segment), on=segment, how="left")
         .with_columns(pl.col(REPLIES_WITHOUT_USAGE).fill_null(0), _refusal().alias(USAGE_REFUSED))
         .select(
             segment,
@@ -225,7 +235,27 @@ def episode_usage(rows: pl.LazyFrame, segment: str) -> pl.LazyFrame:
             pl.when(kept).then(pl.col(REPLIES_WITHOUT_USAGE)).alias(REPLIES_WITHOUT_USAGE),
             pl.when(kept).then(pl.col(_USAGE_ROWS) + pl.col(REPLIES_WITHOUT_USAGE)).alias(CALLS),
             USAGE_REFUSED,
+            pl.when(kept).then(pl.col(WALL_MS)).alias(WALL_MS),
         )
+    )
+
+
+def _wall(rows: pl.LazyFrame, recorded: pl.LazyFrame, segment: str) -> pl.LazyFrame:
+    """Per episode of ``recorded`` (its ``segment``): its wall time (``wall_ms``), from the
+    earliest ``ts`` of its ``episode_start`` rows to the latest of its ``episode_end`` rows,
+    in whole milliseconds (a float of an integer: exact, so its totals are in any order;
+    polars divides a column by 1000 as a product by 0.001, whose last bit depends on how
+    many rows it divides); null where either has none or the end comes before the start."""
+    kind, ts = pl.col(Col.KIND), pl.col(Col.TS)
+    start, end = kind == Kind.EPISODE_START, kind == Kind.EPISODE_END
+    span = ts.filter(end).max() - ts.filter(start).min()
+    ms = span.dt.total_milliseconds().cast(pl.Float64)
+    return (
+        rows.filter(start | end)
+        .select(segment, Col.KIND, Col.TS)
+        .join(recorded, on=segment, how="semi")
+        .group_by(segment)
+        .agg(pl.when(ms >= 0).then(ms).alias(WALL_MS))
     )
 
 
@@ -240,6 +270,7 @@ EPISODE_COLUMNS: Final[dict[str, pl.DataType]] = {
     **USAGE_DTYPES,
     REPLIES_WITHOUT_USAGE: pl.Int64(),
     CALLS: pl.Int64(),
+    WALL_MS: pl.Float64(),
 }
 TOTALS: Final[dict[str, pl.DataType]] = {
     USAGE_EPISODES: pl.Int64(),

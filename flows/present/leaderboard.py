@@ -15,7 +15,15 @@ from rich.markup import escape
 
 from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output
-from schemas.columns import CALLS, N_EPISODES, RANK, SCORE, USAGE_EPISODES, USAGE_INCOMPLETE
+from schemas.columns import (
+    CALLS,
+    N_EPISODES,
+    RANK,
+    SCORE,
+    USAGE_EPISODES,
+    USAGE_INCOMPLETE,
+    WALL_MS,
+)
 from schemas.columns import Table as TableSpec
 from schemas.comparisons import (
     DEFAULT_LEVEL,
@@ -355,6 +363,7 @@ def _rows_of_night(
 PER_EPISODE: Final = (
     ("calls", CALLS, ",.1f"),
     ("s of calls", LATENCY_MS, ",.1f"),  # the calls' own time: their latency, in seconds
+    ("wall s", WALL_MS, ",.1f"),  # the harness's: from the episode's start to its end
     ("tokens in", INPUT_TOKENS, ",.0f"),
     ("tokens out", OUTPUT_TOKENS, ",.0f"),
     ("$", COST_USD, ".3g"),
@@ -364,7 +373,8 @@ PER_EPISODE: Final = (
 def usage_lines(models: pl.DataFrame, width: int | None = None) -> list[str]:
     """Per model whose episodes record usage, in the rows' order: the episodes that do (of
     those scored; ``incomplete``: some of their calls record none, and the figures leave
-    them out), then per such episode its calls, their seconds, tokens and cost. No lines
+    them out), then per such episode its calls, their seconds, its wall time, tokens and
+    cost. No lines
     where no model records usage (or the rows were scored before cogscore read it)."""
     if USAGE_EPISODES not in models.columns:
         return []
@@ -389,18 +399,19 @@ def usage_lines(models: pl.DataFrame, width: int | None = None) -> list[str]:
         )
     title = (
         "usage per episode that records it (contract 1.3: the model calls, the seconds they "
-        "took, their tokens and cost; not the harness's wall time):"
+        "took, the harness's wall time from the episode's start to its end, the calls' "
+        "tokens and cost):"
     )
     return [title, *render(grid, width)]
 
 
 def _each(total: object, episodes: int, column: str, spec: str) -> str:
-    """``total`` per episode (latency in seconds); ``-`` where not recorded.
+    """``total`` per episode (latency and wall time in seconds); ``-`` where not recorded.
 
     >>> _each(3000.0, 2, "latency_ms", ",.1f"), _each(None, 2, "calls", ",.1f")
     ('1.5', '-')
     """
     if not isinstance(total, int | float):
         return "-"
-    each = total / episodes / (1000 if column == LATENCY_MS else 1)
+    each = total / episodes / (1000 if column in (LATENCY_MS, WALL_MS) else 1)
     return format(each, spec)

@@ -346,11 +346,12 @@ def test_a_dump_object_s_footer_is_fetched_once_and_never_the_whole_object(
 def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only the columns a scorer reads are fetched: ``ts`` is never read. polars joins ranges
-    less than 1 MiB apart into one GET (a request's latency costs more than those bytes), so
-    in a small file ``ts`` comes with its neighbours; here it holds 2.4 MB of timestamps that
-    do not compress, between columns the scorer reads (as contract 1.1 dumps have it, with
-    ``instance_id`` after it), and not one of its bytes may be fetched."""
+    """Only the columns a scorer reads are fetched: an extra column (the contract allows
+    them) is never read. polars joins ranges less than 1 MiB apart into one GET (a request's
+    latency costs more than those bytes), so in a small file such a column comes with its
+    neighbours; here it holds 2.4 MB of numbers that do not compress, between columns the
+    scorer reads (``ts``, read for the wall time, after it), and not one of its bytes may
+    be fetched."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -360,19 +361,19 @@ def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     from schemas.contract import INSTANCE_ID, Col
     from simulator import simulate
 
+    extra = "harness_trace"
     simulate(tmp_path / "sim", date="2026-12-01", episodes=12_000, episodes_per_file=12_000)
     (simulated,) = discover(tmp_path / "sim")
     table = pq.read_table(simulated.path)
     noise = np.random.default_rng(0).integers(0, 2**62, table.num_rows)
     ts_at = table.schema.get_field_index(Col.TS)
-    ts = pa.array(noise, pa.int64()).cast(table.schema.field(ts_at).type)
-    table = table.set_column(ts_at, table.schema.field(ts_at), ts)
-    assert table.column_names[-1] != Col.TS  # else nothing lies beyond it to skip
+    table = table.add_column(ts_at, extra, pa.array(noise, pa.int64()))
+    assert table.column_names[-1] != extra  # else nothing lies beyond it to skip
     path = tmp_path / "dump" / "dump_date=2026-12-01" / "part-0.parquet"
     path.parent.mkdir(parents=True)
     pq.write_table(table, path, row_group_size=table.num_rows)
     columns, _ = column_ranges(path)
-    assert sum(b - a for a, b in columns[Col.TS]) > 2 * 2**20
+    assert sum(b - a for a, b in columns[extra]) > 2 * 2**20
 
     _, gets = _score_a_file_on_counting_s3(tmp_path / "dump", monkeypatch)
     # The footer is read with a guess of its size (the file's last 256 KiB), which may take
@@ -380,8 +381,8 @@ def test_a_large_column_the_scorer_does_not_read_is_not_fetched(
     footer, *reads = gets
     assert footer["range"] == "bytes=-262144"
     covered = merged([byte_range(r["range"], path.stat().st_size) for r in reads])
-    assert sum(overlap(covered, chunk) for chunk in columns[Col.TS]) == 0
-    for name in (Col.EPISODE_ID, Col.CONTENT, INSTANCE_ID):  # read: before and after it
+    assert sum(overlap(covered, chunk) for chunk in columns[extra]) == 0
+    for name in (Col.EPISODE_ID, Col.CONTENT, Col.TS, INSTANCE_ID):  # read: before and after
         chunks = columns[name]
         assert sum(overlap(covered, c) for c in chunks) == sum(b - a for a, b in chunks)
 

@@ -19,6 +19,7 @@ from schemas.columns import (
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
     USAGE_REFUSED,
+    WALL_MS,
 )
 from schemas.contract import (
     COST_USD,
@@ -43,6 +44,7 @@ USAGE_COLUMNS = {
     USAGE_INCOMPLETE,
     "mean_tokens",
     CALLS,
+    WALL_MS,
 }
 AGGREGATES = ("task_scores", "category_scores", "model_scores")
 STANDINGS = ("task_standings", "category_standings", "standings")
@@ -115,7 +117,7 @@ def test_a_dump_without_usage_has_null_usage_never_zero(
 ) -> None:
     episodes = scored["old"]["episode_scores"]
     assert episodes.height > 0
-    for column in (*MEASURES, REPLIES_WITHOUT_USAGE, CALLS):
+    for column in (*MEASURES, REPLIES_WITHOUT_USAGE, CALLS, WALL_MS):
         assert episodes[column].null_count() == episodes.height, column
     for name in (*AGGREGATES, *STANDINGS):
         table = scored["old"][name]
@@ -123,6 +125,7 @@ def test_a_dump_without_usage_has_null_usage_never_zero(
         for column in (
             *MEASURES,
             CALLS,
+            WALL_MS,
             *(["mean_tokens"] if "mean_tokens" in table.columns else []),
         ):
             assert table[column].null_count() == table.height, (name, column)
@@ -145,14 +148,15 @@ def test_every_episode_and_aggregate_carries_its_usage(
         ("model_scores", ["dump_date", "model"]),
     ):
         want = episodes.group_by(key).agg(
-            pl.len().alias(USAGE_EPISODES), *(pl.col(m).sum() for m in (*MEASURES, CALLS))
+            pl.len().alias(USAGE_EPISODES),
+            *(pl.col(m).sum() for m in (*MEASURES, CALLS, WALL_MS)),
         )
-        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES, CALLS)
+        got = tables[name].select(*key, USAGE_EPISODES, *MEASURES, CALLS, WALL_MS)
         joined = got.join(want, on=key, suffix="_want")
         assert joined.height == got.height == want.height
         for column in (USAGE_EPISODES, INPUT_TOKENS, OUTPUT_TOKENS, CALLS):
             assert (joined[column] == joined[f"{column}_want"]).all(), (name, column)
-        for column in (COST_USD, LATENCY_MS):
+        for column in (COST_USD, LATENCY_MS, WALL_MS):
             gap = (joined[column] - joined[f"{column}_want"]).abs().max()
             assert isinstance(gap, float) and gap <= 1e-9, (name, column)
 
@@ -175,7 +179,7 @@ def test_the_standings_carry_the_usage_of_their_task_rows(
         assert (joined[column] == joined[f"{column}_night"]).all(), column
     standings = tables["standings"].rename({"as_of": "dump_date"})
     models = tables["model_scores"]
-    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES, CALLS]
+    keep = ["dump_date", "model", USAGE_EPISODES, USAGE_INCOMPLETE, *MEASURES, CALLS, WALL_MS]
     assert_frame_equal(
         standings.select(keep).sort("dump_date", "model"),
         models.select(keep).sort("dump_date", "model"),
@@ -228,6 +232,17 @@ def test_usage_recorded_for_some_calls_is_summed_and_counted(tmp_path: Path) -> 
     by_task = counted.group_by("dump_date", "model", "task").agg(pl.col(CALLS).sum())
     got = tasks.join(by_task, on=["dump_date", "model", "task"], suffix="_episodes")
     assert got.height == tasks.height and (got[CALLS] == got[f"{CALLS}_episodes"]).all()
+    # The wall time: from the episode_start row's ts to the episode_end row's, in ms.
+    ts = rows.select("episode_id", "kind", pl.col("ts").cast(pl.Datetime("us", "UTC")))
+    spans = (
+        ts.filter(pl.col("kind") == "episode_start")
+        .join(ts.filter(pl.col("kind") == "episode_end"), on="episode_id", suffix="_end")
+        .select("episode_id", (pl.col("ts_end") - pl.col("ts")).alias("span"))
+    )
+    walls = recorded.join(spans, on="episode_id")
+    assert walls.height == recorded.height and walls["span"].null_count() == 0
+    want = walls["span"].dt.total_microseconds() // 1000  # whole milliseconds
+    assert (walls[WALL_MS] == want).all() and (want > 0).all()
 
 
 def test_a_standing_of_mixed_nights_totals_the_usage_of_its_results(tmp_path: Path) -> None:
@@ -314,8 +329,9 @@ def test_under_the_leaderboard_each_models_calls_seconds_tokens_and_cost_per_epi
     scored: dict[str, Any],
 ) -> None:
     """After a run (and as ``leaderboard_lines`` prints it), per model whose episodes record
-    usage: its episodes, then per episode its calls, their seconds, tokens and cost, from the
-    standing (issue 47: the terminal showed the cost alone); nothing without usage."""
+    usage: its episodes, then per episode its calls, their seconds, its wall time, tokens and
+    cost, from the standing (issue 47: the terminal showed the cost alone); nothing without
+    usage."""
     from flows.present.leaderboard import leaderboard_lines
     from flows.store.output import Output, night_levels
 
@@ -342,6 +358,7 @@ def test_under_the_leaderboard_each_models_calls_seconds_tokens_and_cost_per_epi
             f"{r['n_episodes']}",
             f"{r[CALLS] / episodes:,.1f}",
             f"{r[LATENCY_MS] / episodes / 1000:,.1f}",
+            f"{r[WALL_MS] / episodes / 1000:,.1f}",
             f"{r[INPUT_TOKENS] / episodes:,.0f}",
             f"{r[OUTPUT_TOKENS] / episodes:,.0f}",
             f"{r[COST_USD] / episodes:.3g}",
@@ -361,8 +378,8 @@ def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], vi
 
     con = connect(Output.at(scored["out"] / "new-out"))
     got = con.execute(
-        f"SELECT model, cost_usd, usage_episodes, cost_per_episode, calls_per_episode FROM {view} "
-        "ORDER BY model"
+        "SELECT model, cost_usd, usage_episodes, cost_per_episode, calls_per_episode, "
+        f"wall_s_per_episode FROM {view} ORDER BY model"
     ).fetchall()
     table, night = (
         ("standings", "as_of") if view == "leaderboard" else ("model_scores", "dump_date")
@@ -375,6 +392,7 @@ def test_the_leaderboard_views_carry_cost_per_episode(scored: dict[str, Any], vi
             r[USAGE_EPISODES],
             r[COST_USD] / r[USAGE_EPISODES],
             r[CALLS] / r[USAGE_EPISODES],
+            r[WALL_MS] / r[USAGE_EPISODES] / 1000,
         )
         for r in rows.to_dicts()
     ]

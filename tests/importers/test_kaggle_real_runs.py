@@ -165,3 +165,12 @@ def test_every_imported_run_carries_the_usage_its_file_records(
         assert abs(episode["cost_usd"] - nanos / 1e9) <= 1e-15 * max(1.0, nanos / 1e9)
         missing[run.task] = episode["replies_without_usage"]
     assert {task: n for task, n in missing.items() if n} == {"affine_cipher_word_rf_learning": 1}
+    # The harness's wall time: the manifest's ``total_wall_sec`` (rounded to 0.1 s there),
+    # from the run's start and end times, on the episode and its model's row.
+    manifest = json.loads((RUNS / "manifest.json").read_text(encoding="utf-8"))
+    walls = {m["metrics"]["task_name"]: m["metrics"]["total_wall_sec"] for m in manifest.values()}
+    for task in missing:
+        episode = episodes[task]
+        assert episode["wall_ms"] is not None, task
+        assert abs(episode["wall_ms"] / 1000 - walls[task]) <= 0.05 + 1e-9, task
+        assert models[episode["model"]]["wall_ms"] == episode["wall_ms"], task

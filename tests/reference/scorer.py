@@ -11,6 +11,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.reference import contract as c
@@ -59,6 +60,7 @@ from tests.reference.contract import (
     SOLVED,
     STATUS,
     TASK,
+    TS,
     TURN,
     UNCATEGORISED,
     VALUE,
@@ -98,7 +100,7 @@ SCORE_FIELDS = (
     "progress", "transfer", "asymptote", "trajectory", "consistency", "positional",
     "feedback_out_of_range", "n_rows", "reported_score", "score_mismatch", "verdict_mismatches",
     *c.USAGE_COLUMNS, "replies_without_usage", "usage_refused", c.SINGLE_RUN_STARTED,
-    "calls", c.SOURCE_NAMES,
+    "calls", c.SOURCE_NAMES, "wall_ms",
 )
 # fmt: on
 
@@ -550,7 +552,25 @@ def _with_usage(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:
     # reply that carries none.
     priced = sum(1 for r in mine if any(r.get(u) is not None for u in c.USAGE_COLUMNS))
     out["calls"] = priced + out["replies_without_usage"]
+    out["wall_ms"] = _wall_ms(rows)
     return out
+
+
+def _wall_ms(rows: list[Row]) -> float | None:
+    """The harness's wall time of an episode that records usage: from its ``episode_start``
+    row's ``ts`` to its ``episode_end`` row's (the earliest start, the latest end), in
+    whole milliseconds (the part of one left out); None where either has none, or the end
+    comes before the start. A time without a zone is UTC's."""
+
+    def utc(when: datetime) -> datetime:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+    starts = [utc(r[TS]) for r in _of_kind(rows, EPISODE_START) if r.get(TS) is not None]
+    ends = [utc(r[TS]) for r in _of_kind(rows, EPISODE_END) if r.get(TS) is not None]
+    if not starts or not ends:
+        return None
+    span = max(ends) - min(starts)
+    return None if span < timedelta(0) else float(span // timedelta(milliseconds=1))
 
 
 def _with_reported(rows: list[Row], out: dict[str, Any]) -> dict[str, Any]:

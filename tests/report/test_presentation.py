@@ -174,6 +174,7 @@ def test_the_cost_chart_names_its_models_in_a_legend() -> None:
             "output_tokens_per_episode": [1.0, 1.0],
             "latency_ms_per_episode": [1.0, 1.0],
             "calls_per_episode": [8.0, 24.0],
+            "wall_ms_per_episode": [1_824_800.0, None],
         },
         schema_overrides={"ci_low": pl.Float64, "ci_high": pl.Float64},
     )
@@ -181,6 +182,8 @@ def test_the_cost_chart_names_its_models_in_a_legend() -> None:
     (figure,) = section.figures
     assert "<th>model calls per episode</th>" in section.after
     assert "<td>8.0</td>" in section.after and "<td>24.0</td>" in section.after
+    assert "<th>wall seconds per episode</th>" in section.after
+    assert "<td>1,824.8</td>" in section.after  # the wall time in seconds; none: a dash
     assert [t.mode for t in figure.data] == ["markers", "markers"]  # no labels to overlap
     assert figure.layout.showlegend is not False
     assert figure.layout.yaxis.range[0] < 0  # a point at 0 is drawn whole

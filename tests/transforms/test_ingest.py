@@ -49,3 +49,29 @@ def test_an_all_null_instance_id_column_is_accepted() -> None:
     assert not [
         p for p in schema_problems({"instance_id": pl.Null()}) if p[0] is Rule.WRONG_COLUMN_TYPE
     ]
+
+
+def test_ts_reads_as_its_instant_in_utc_whatever_its_zone() -> None:
+    """``ts`` (read for an episode's wall time): the same instant in UTC, from a naive time
+    (taken as UTC), another zone or nanoseconds; null where the file has no ``ts``."""
+    from datetime import UTC, datetime
+
+    noon = datetime(2026, 12, 1, 12)
+    frame = pl.DataFrame({"run_id": ["r"], "naive": [noon]}).with_columns(
+        pl.col("naive").dt.replace_time_zone("Europe/Paris").alias("paris"),
+        pl.col("naive").cast(pl.Datetime("ns")).alias("ns"),
+    )
+    read = {}
+    for column in ("naive", "paris", "ns"):
+        one = frame.select("run_id", pl.col(column).alias("ts"))
+        rows = normalise(one.lazy(), one.schema, file="f.parquet", partitions={}).collect()
+        assert rows.schema["ts"] == pl.Datetime("us", "UTC")
+        read[column] = rows["ts"].item()
+    assert read == {
+        "naive": noon.replace(tzinfo=UTC),
+        "paris": datetime(2026, 12, 1, 11, tzinfo=UTC),
+        "ns": noon.replace(tzinfo=UTC),
+    }
+    none = frame.select("run_id")
+    rows = normalise(none.lazy(), none.schema, file="f.parquet", partitions={}).collect()
+    assert rows["ts"].dtype == pl.Datetime("us", "UTC") and rows["ts"].item() is None

@@ -31,6 +31,7 @@ from schemas.columns import (
     SCORE,
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
+    WALL_MS,
 )
 from schemas.comparisons import (
     HOLM_FAMILY_NOTE,
@@ -233,13 +234,15 @@ def cost_section(
         f"<td>{fmt(r[INPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
         f"<td>{fmt(r[OUTPUT_TOKENS + PER_EPISODE], ',.0f')}</td>"
         f"<td>{fmt(r[CALLS + PER_EPISODE], ',.1f')}</td>"
-        f"<td>{seconds(r[LATENCY_MS + PER_EPISODE])}</td><td>{partial(r)}</td></tr>"
+        f"<td>{seconds(r[LATENCY_MS + PER_EPISODE])}</td>"
+        f"<td>{seconds(r[WALL_MS + PER_EPISODE])}</td><td>{partial(r)}</td></tr>"
         for r in costs.iter_rows(named=True)
     )
     table = (
         "<table><thead><tr><th>model</th><th>score</th><th>$ per episode</th><th>$ total</th>"
         "<th>input tokens per episode</th><th>output tokens per episode</th>"
         "<th>model calls per episode</th><th>seconds of calls per episode</th>"
+        "<th>wall seconds per episode</th>"
         "<th>episodes with usage (of scored)</th>"
         f"</tr></thead><tbody>{rows}</tbody></table>"
     )
@@ -250,7 +253,8 @@ def cost_section(
         "recorded them (contract 1.3's usage, totalled in the tables' <code>cost_usd</code>, "
         "<code>input_tokens</code>, <code>output_tokens</code>, <code>latency_ms</code> and "
         "<code>calls</code> over <code>usage_episodes</code>), per episode that records "
-        "usage (the seconds are the calls' own, their latency, not the harness's wall time). "
+        "usage (the seconds of calls are the calls' own, their latency; the wall seconds, "
+        "<code>wall_ms</code>, the harness's, from each episode's start to its end). "
         "The models up and to "
         "the left score more for less (each model named in the legend and on hovering its "
         "point); one whose episodes or calls record usage only in part "

@@ -19,6 +19,7 @@ from schemas.columns import (
     STATUS,
     USAGE_EPISODES,
     USAGE_INCOMPLETE,
+    WALL_MS,
     EpisodeStatus,
 )
 from schemas.comparisons import (
@@ -129,12 +130,13 @@ PER_EPISODE: Final = "_per_episode"  # score_and_cost: a total over the episodes
 
 def score_and_cost(models: pl.DataFrame) -> pl.DataFrame:
     """The models whose episodes record a cost (contract 1.3): score, its interval, and per
-    episode that records usage, the cost, tokens, latency and calls (each total over
+    episode that records usage, the cost, tokens, latency, calls and wall time (each total over
     ``usage_episodes``); cheapest first. Empty where no model records a cost."""
     episodes = pl.col(USAGE_EPISODES).cast(pl.Float64)
-    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS, CALLS)
-    if CALLS not in models.columns:  # rows scored before cogscore counted the calls
-        models = models.with_columns(pl.lit(None, pl.Int64).alias(CALLS))
+    measures = (COST_USD, INPUT_TOKENS, OUTPUT_TOKENS, LATENCY_MS, CALLS, WALL_MS)
+    for column, dtype in ((CALLS, pl.Int64), (WALL_MS, pl.Float64)):
+        if column not in models.columns:  # rows scored before cogscore counted it: null
+            models = models.with_columns(pl.lit(None, dtype).alias(column))
     return (
         models.filter(pl.col(COST_USD).is_not_null() & (pl.col(USAGE_EPISODES) > 0))
         .select(
