@@ -153,14 +153,8 @@ class Known(NamedTuple):
     changed: frozenset[str]
 
 
-# The columns of ``model_comparisons`` a pair compared already is taken from (``Known``).
-KNOWN_COLUMNS: Final = [
-    SCOPE,
-    MODEL_A,
-    MODEL_B,
-    SE,
-    SE_WITHIN,
-    SE_TASKS,
+# The columns of a pair compared already that its comparison keeps as they are (``Known``).
+_KEPT_AS_THEY_ARE: Final = [
     DF,
     DESIGN,
     N_PAIRS,
@@ -169,6 +163,16 @@ KNOWN_COLUMNS: Final = [
     P_WILCOXON,
     N_TASKS_A_BETTER,
     N_TASKS_B_BETTER,
+]
+# The columns of ``model_comparisons`` a pair compared already is taken from (``Known``).
+KNOWN_COLUMNS: Final = [
+    SCOPE,
+    MODEL_A,
+    MODEL_B,
+    SE,
+    SE_WITHIN,
+    SE_TASKS,
+    *_KEPT_AS_THEY_ARE,
     REASON,
 ]
 
@@ -269,14 +273,7 @@ def _known_pairs(pairs: pl.DataFrame, known: Known) -> pl.DataFrame:
         (pl.col(SE) ** 2).alias(Work.VAR),
         (pl.col(SE_WITHIN) ** 2).alias(Work.VAR_WITHIN),
         (pl.col(SE_TASKS) ** 2).alias(Work.VAR_TASKS),
-        DF,
-        DESIGN,
-        N_PAIRS,
-        PAIRED,
-        N_TASKS,
-        P_WILCOXON,
-        N_TASKS_A_BETTER,
-        N_TASKS_B_BETTER,
+        *_KEPT_AS_THEY_ARE,
         # why the variance is null (the reason of a row without a standard error is that
         # alone: the MDE's and the approximate interval's need one)
         pl.when(pl.col(SE).is_null()).then(pl.col(REASON)).alias(Work.WHY),
