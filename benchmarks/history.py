@@ -180,6 +180,11 @@ def _nightly(
     return child(checkout, mode, args, trace)
 
 
+def _cell(key: str) -> str:
+    """A result's key as one table cell (its parts are joined by ' | ' in the results)."""
+    return key.replace(" | ", ", ")
+
+
 def summary(results: dict[str, Any]) -> list[str]:
     """Markdown: per run kind its median seconds, every run, and its counts."""
     lines = [
@@ -191,7 +196,8 @@ def summary(results: dict[str, Any]) -> list[str]:
             continue
         seconds = [r["seconds"] for r in runs]
         lines.append(
-            f"| {key} | {statistics.median(seconds):.2f} | {', '.join(f'{s:.2f}' for s in seconds)}"
+            f"| {_cell(key)} | {statistics.median(seconds):.2f}"
+            f" | {', '.join(f'{s:.2f}' for s in seconds)}"
             f" | {runs[-1]['opens']} | {runs[-1]['rchar'] / 1e6:.1f} |"
         )
     traced = {k: v for k, v in results.items() if k.endswith("traced")}
@@ -201,11 +207,14 @@ def summary(results: dict[str, Any]) -> list[str]:
         for key, c in traced.items():
             name = key.removesuffix(" | traced")
             files = f"{c['log_files']} | {c['data_files']} | {c['history_data_files']}"
-            lines.append(f"| {name} | {files} |")
+            lines.append(f"| {_cell(name)} | {files} |")
     costs = {k: v for k, v in results.items() if k.endswith("open ms")}
     if costs:
         names = sorted({t for c in costs.values() for t in c})
-        lines += ["", "| table | " + " | ".join(k.removesuffix(" | open ms") for k in costs) + " |"]
+        lines += [
+            "",
+            "| table | " + " | ".join(_cell(k.removesuffix(" | open ms")) for k in costs) + " |",
+        ]
         lines.append("|---|" + "---:|" * len(costs))
         for name in names:
             each = " | ".join(f"{c.get(name, float('nan')):.1f}" for c in costs.values())
