@@ -6,8 +6,9 @@ python -m benchmarks.measure WHAT DUMP [REPEAT]
 WHAT is one of:
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
-- ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
-  content of ``answer`` rows (one pass, as ``transforms.pipeline.score_rows`` reads it).
+- ``needed``: what any scorer must read: every column but ``content`` (``ts`` included: an
+  episode's wall time, issue 47), and the content of ``answer`` rows (one pass, as
+  ``transforms.pipeline.score_rows`` reads it).
 - ``score``: the scorer end to end (``flows.runs.score``, local, every table written).
 - ``warm``: the same, after scoring the tiny dump ``DUMP/../e100`` in the same process: what
   the dump costs beyond start-up (imports, first calls).
@@ -30,7 +31,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
 
 T0 = time.perf_counter()  # before the heavy imports: start-up counts in ``total_s``
 
@@ -49,14 +53,21 @@ def full_read(dump: Path) -> dict[str, float]:
     return {"seconds": seconds, "rows": frame.height, "frame_bytes": frame.estimated_size()}
 
 
-def needed_read(dump: Path) -> dict[str, float]:
-    """What any scorer must read: every column but content and ts, the answers' content."""
+def needed(scan: pl.LazyFrame) -> pl.LazyFrame:
+    """The columns the scorer reads of ``scan``: every one (``ts`` too, for an episode's
+    wall time) but ``content``, which only ``answer`` rows keep."""
     import polars as pl
 
     answers = pl.when(pl.col("kind") == "answer").then(pl.col("content"))
+    return scan.select(pl.exclude("content"), answers)
+
+
+def needed_read(dump: Path) -> dict[str, float]:
+    """What any scorer must read (``needed``): every column but content, the answers'."""
+    import polars as pl
+
     t = time.perf_counter()
-    scan = pl.scan_parquet(files(dump))
-    frame = scan.select(pl.exclude("content", "ts"), answers).collect()
+    frame = needed(pl.scan_parquet(files(dump))).collect()
     return {"seconds": time.perf_counter() - t, "rows": frame.height}
 
 
