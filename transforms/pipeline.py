@@ -17,6 +17,7 @@ How the work is split, for speed:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 import polars as pl
 
@@ -47,6 +48,8 @@ from transforms.usage import UNPRICED_REPLY, episode_usage, unpriced_reply
 # registrations (transforms.formulas).
 # Columns every scored row has, whatever its category.
 BASE_COLUMNS: tuple[str, ...] = tuple(c for c in EPISODE_SCORES_DTYPES if c not in set(Component))
+# A working column of ``score_rows``: the episode is scored by a formula, not as reported.
+_COMPUTED: Final = "__computed"
 
 
 def judged_episodes(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -95,10 +98,13 @@ def score_rows(
         .join(procedural.round_facts(table), on=SEGMENT, how="left")
         .join(reported_scores(table), on=SEGMENT, how="left")
         .join(episode_usage(table, SEGMENT), on=SEGMENT, how="left")
-        .with_columns(pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0))
+        # Whether the formulas score it, judged once: each branch's filter reads the flag.
+        .with_columns(
+            pl.col(FEEDBACK_OUT_OF_RANGE).fill_null(0), (~reported_only()).alias(_COMPUTED)
+        )
         .cache()  # six category branches read it: join once, not six times
     )
-    computed = ~reported_only()
+    computed = pl.col(_COMPUTED)
     per_category = [
         _scored(scorable.filter(computed), category, version, tasks, SCORERS[category, version])
         for category in Category
