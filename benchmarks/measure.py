@@ -21,7 +21,9 @@ WHAT is one of:
   the scorer reads it (``flows.reading.read_file``) and its sha256, in threads as ``scorer``.
 - ``floor``: ``read``, ``needed``, ``unscored`` and ``scorer``, all in this one process after
   the tiny dump's run and one read of each kind (warm: no start-up, imports or first calls in
-  any), interleaved ``REPEAT`` times (default 5); medians, and every run.
+  any), interleaved ``REPEAT`` times (default 5); medians, and every run; each measure's
+  ``cpu_s`` beside its ``seconds`` (the CPU time of every thread: what a shared machine
+  does not inflate as much as the wall clock).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,19 +133,27 @@ def unscored(dump: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - t}
 
 
+def with_cpu(measured: Callable[[Path], dict[str, float]], dump: Path) -> dict[str, float]:
+    """``measured(dump)`` and ``cpu_s``, the CPU time it took (every thread of this
+    process): on a shared machine the wall clock measures the other work too."""
+    cpu = time.process_time()
+    result = measured(dump)
+    return {**result, "cpu_s": time.process_time() - cpu}
+
+
 def floor(dump: Path, repeat: int) -> dict[str, Any]:
     """Full read, needed read, the scorer's run without its scoring and its net, warm,
-    interleaved in this process."""
+    interleaved in this process; each with its CPU time (``with_cpu``)."""
     import statistics
 
     runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "unscored": [], "net": []}
     scorer(dump.parent / "e100")
     full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
     for _ in range(repeat):
-        runs["read"].append(full_read(dump))
-        runs["needed"].append(needed_read(dump))
-        runs["unscored"].append(unscored(dump))
-        runs["net"].append(scorer(dump))
+        runs["read"].append(with_cpu(full_read, dump))
+        runs["needed"].append(with_cpu(needed_read, dump))
+        runs["unscored"].append(with_cpu(unscored, dump))
+        runs["net"].append(with_cpu(scorer, dump))
     medians = {
         what: {k: statistics.median(r[k] for r in results) for k in results[0]}
         for what, results in runs.items()

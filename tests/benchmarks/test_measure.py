@@ -21,6 +21,9 @@ def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
     # Each run was timed; no duration is asserted (a fast machine rounds a small one to 0).
     assert all(seconds >= 0 for runs in measured["runs"].values() for seconds in runs)
     assert all(measured["net"][step] >= 0 for step in ("files_s", "assemble_s", "aggregate_s"))
+    # Each measure's CPU time beside its wall time (a shared machine's wall clock counts
+    # the other work too).
+    assert all(measured[what]["cpu_s"] >= 0 for what in ("read", "needed", "unscored", "net"))
 
 
 def test_the_needed_read_reads_what_the_scorer_reads(tmp_path: Path) -> None:
