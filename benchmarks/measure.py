@@ -6,8 +6,9 @@ python -m benchmarks.measure WHAT DUMP [REPEAT]
 WHAT is one of:
 
 - ``read``: the baseline, one full polars read of every file (``pl.scan_parquet(files).collect()``).
-- ``needed``: what any scorer must read: every column but ``content`` and ``ts``, and the
-  content of ``answer`` rows (one pass, as ``transforms.pipeline.score_rows`` reads it).
+- ``needed``: what any scorer must read: every column but ``content`` (``ts`` included: an
+  episode's wall time, issue 47), and the content of ``answer`` rows (one pass, as
+  ``transforms.pipeline.score_rows`` reads it).
 - ``score``: the scorer end to end (``flows.runs.score``, local, every table written).
 - ``warm``: the same, after scoring the tiny dump ``DUMP/../e100`` in the same process: what
   the dump costs beyond start-up (imports, first calls).
@@ -20,7 +21,9 @@ WHAT is one of:
   the scorer reads it (``flows.reading.read_file``) and its sha256, in threads as ``scorer``.
 - ``floor``: ``read``, ``needed``, ``unscored`` and ``scorer``, all in this one process after
   the tiny dump's run and one read of each kind (warm: no start-up, imports or first calls in
-  any), interleaved ``REPEAT`` times (default 5); medians, and every run.
+  any), interleaved ``REPEAT`` times (default 5); medians, and every run; each measure's
+  ``cpu_s`` beside its ``seconds`` (the CPU time of every thread: what a shared machine
+  does not inflate as much as the wall clock).
 """
 
 from __future__ import annotations
@@ -29,8 +32,12 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
 
 T0 = time.perf_counter()  # before the heavy imports: start-up counts in ``total_s``
 
@@ -49,14 +56,21 @@ def full_read(dump: Path) -> dict[str, float]:
     return {"seconds": seconds, "rows": frame.height, "frame_bytes": frame.estimated_size()}
 
 
-def needed_read(dump: Path) -> dict[str, float]:
-    """What any scorer must read: every column but content and ts, the answers' content."""
+def needed(scan: pl.LazyFrame) -> pl.LazyFrame:
+    """The columns the scorer reads of ``scan``: every one (``ts`` too, for an episode's
+    wall time) but ``content``, which only ``answer`` rows keep."""
     import polars as pl
 
     answers = pl.when(pl.col("kind") == "answer").then(pl.col("content"))
+    return scan.select(pl.exclude("content"), answers)
+
+
+def needed_read(dump: Path) -> dict[str, float]:
+    """What any scorer must read (``needed``): every column but content, the answers'."""
+    import polars as pl
+
     t = time.perf_counter()
-    scan = pl.scan_parquet(files(dump))
-    frame = scan.select(pl.exclude("content", "ts"), answers).collect()
+    frame = needed(pl.scan_parquet(files(dump))).collect()
     return {"seconds": time.perf_counter() - t, "rows": frame.height}
 
 
@@ -119,19 +133,27 @@ def unscored(dump: Path) -> dict[str, float]:
     return {"seconds": time.perf_counter() - t}
 
 
+def with_cpu(measured: Callable[[Path], dict[str, float]], dump: Path) -> dict[str, float]:
+    """``measured(dump)`` and ``cpu_s``, the CPU time it took (every thread of this
+    process): on a shared machine the wall clock measures the other work too."""
+    cpu = time.process_time()
+    result = measured(dump)
+    return {**result, "cpu_s": time.process_time() - cpu}
+
+
 def floor(dump: Path, repeat: int) -> dict[str, Any]:
     """Full read, needed read, the scorer's run without its scoring and its net, warm,
-    interleaved in this process."""
+    interleaved in this process; each with its CPU time (``with_cpu``)."""
     import statistics
 
     runs: dict[str, list[dict[str, float]]] = {"read": [], "needed": [], "unscored": [], "net": []}
     scorer(dump.parent / "e100")
     full_read(dump), needed_read(dump)  # first calls, and the files in the page cache
     for _ in range(repeat):
-        runs["read"].append(full_read(dump))
-        runs["needed"].append(needed_read(dump))
-        runs["unscored"].append(unscored(dump))
-        runs["net"].append(scorer(dump))
+        runs["read"].append(with_cpu(full_read, dump))
+        runs["needed"].append(with_cpu(needed_read, dump))
+        runs["unscored"].append(with_cpu(unscored, dump))
+        runs["net"].append(with_cpu(scorer, dump))
     medians = {
         what: {k: statistics.median(r[k] for r in results) for k in results[0]}
         for what, results in runs.items()

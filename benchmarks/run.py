@@ -317,7 +317,9 @@ def _realistic(repeat: int) -> str:
         f"{text['disk_bytes_per_row']:.0f} bytes on disk a row), warm in one process, "
         f"interleaved, medians of {repeat}: full read {full_s:.2f} s, needed read "
         f"{needed_s:.2f} s, net {net_s:.2f} s ({text['rows'] / net_s:,.0f} rows/s) = "
-        f"{ratio:.2f} x the read floor; net steps {_steps(net)}; with the scoring left out "
+        f"{ratio:.2f} x the read floor (CPU seconds, every thread: needed read "
+        f"{warm['needed']['cpu_s']:.2f}, net {net['cpu_s']:.2f}); net steps {_steps(net)}; "
+        "with the scoring left out "
         f"(the files read and digested {warm['unscored']['seconds']:.2f} s, assembled and "
         f"tabled) {unscored_s:.2f} s = {unscored_s / read_floor:.2f} x, so 2 x the floor "
         f"leaves the scoring {left_s:.2f} s of {os.cpu_count()} cores, against "
@@ -333,7 +335,11 @@ def _realistic(repeat: int) -> str:
 
 
 def _steps(timings: dict[str, float]) -> dict[str, float]:
-    return {k: round(v, 2) for k, v in timings.items() if k.endswith("_s") and k != "total_s"}
+    return {
+        k: round(v, 2)
+        for k, v in timings.items()
+        if k.endswith("_s") and k not in ("total_s", "cpu_s")
+    }
 
 
 def _line_fit(points: list[tuple[int, float]]) -> tuple[float, float]:

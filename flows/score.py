@@ -49,7 +49,7 @@ from transforms.aggregate import component_sums
 from transforms.compact import compact, owned
 from transforms.duplicates import KEY as DUPLICATE_KEY
 from transforms.duplicates import duplicate_episodes, episode_ids, reject_duplicates
-from transforms.pipeline import rejects_of, score_rows
+from transforms.pipeline import rejects_of, scorable_episodes, scores_of
 from transforms.registry import resolve
 from transforms.replaced import replaced_runs, single_runs
 
@@ -332,10 +332,15 @@ def scored_rows(
     rows: pl.LazyFrame, formulas: Mapping[str, str]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(episode scores, unscored rows) of one file's or one batch's canonical rows: the
-    scoring plan (``transforms.pipeline.score_rows``) run as a file's is."""
-    scores, unscored = pl.collect_all(
-        list(score_rows(rows, formulas)), engine="in-memory", optimizations=_PLAN
+    scoring plan (``transforms.pipeline.score_rows``) run as a file's is, in two collects:
+    the scorable episodes and the unscored rows, then the scores of the frame collected.
+    As one plan, the seven category branches that read the scorable episodes each carried
+    the whole plan below them through polars' optimiser: 24 ms of a file's 45 ms on 50
+    rows, 6 ms in two (one file of 264,000 rows: 190 ms to 165 on one thread)."""
+    scorable, unscored = pl.collect_all(
+        list(scorable_episodes(rows)), engine="in-memory", optimizations=_PLAN
     )
+    scores = scores_of(scorable.lazy(), formulas).collect(engine="in-memory", optimizations=_PLAN)
     return scores, unscored
 
 

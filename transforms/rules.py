@@ -152,7 +152,8 @@ def reported_only() -> pl.Expr:
     formula's inputs (items, parameters, rounds) do not apply to it; every other rule does.
     (A runtime RL episode with its parameters and no action is a run the formula scores.)"""
     reported = pl.col(REPORTED_LAST)
-    no_params = pl.col(Col.PARAMS).str.replace_all(r"[ \t\n\r]", "") == "{}"
+    # ``{}`` with JSON whitespace around and within: a match, nothing rewritten per row.
+    no_params = pl.col(Col.PARAMS).str.contains(r"^[ \t\n\r]*\{[ \t\n\r]*\}[ \t\n\r]*$")
     alone = reported.is_not_null() & reported.is_finite() & (_n(N_INPUTS) == 0)
     return (alone & (pl.col(N_STARTS) == 1) & no_params).fill_null(False)
 

@@ -21,3 +21,23 @@ def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
     # Each run was timed; no duration is asserted (a fast machine rounds a small one to 0).
     assert all(seconds >= 0 for runs in measured["runs"].values() for seconds in runs)
     assert all(measured["net"][step] >= 0 for step in ("files_s", "assemble_s", "aggregate_s"))
+    # Each measure's CPU time beside its wall time (a shared machine's wall clock counts
+    # the other work too).
+    assert all(measured[what]["cpu_s"] >= 0 for what in ("read", "needed", "unscored", "net"))
+
+
+def test_the_needed_read_reads_what_the_scorer_reads(tmp_path: Path) -> None:
+    """The floor reads every column the scorer reads (``ts`` too: an episode's wall time,
+    issue 47), and the content of answer rows alone."""
+    import polars as pl
+
+    from schemas.contract import Col, Kind
+
+    simulate(tmp_path / "dump", date="2026-12-01", episodes=20, seed=3)
+    scan = pl.scan_parquet(measure.files(tmp_path / "dump"))
+    read = measure.needed(scan).collect()
+
+    assert set(read.columns) == set(scan.collect_schema())
+    assert Col.TS in read.columns
+    kept = read.filter(pl.col(Col.CONTENT).is_not_null())[Col.KIND].unique().to_list()
+    assert kept == [Kind.ANSWER]
