@@ -35,7 +35,18 @@ def test_a_measurement_runs_its_own_checkout_s_code(tmp_path: Path) -> None:
     assert result["peak_mib"] > 64
 
 
+def _temporary_worktrees() -> set[str]:
+    listed = subprocess.run(
+        ["git", "-C", str(before_after.TOP), "worktree", "list"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    return {line for line in listed.stdout.splitlines() if "cogscore-before-" in line}
+
+
 def test_before_and_after_on_small_dumps(tmp_path: Path) -> None:
+    # another checkout's run may hold its own worktree meanwhile: only this run's must go
+    held_before = _temporary_worktrees()
     data = tmp_path / "data"
     for episodes in (100, 200, 400):  # e100: the tiny night ``warm`` scores first
         simulate(data / f"e{episodes}", date="2026-12-01", episodes=episodes, seed=1)
@@ -53,12 +64,7 @@ def test_before_and_after_on_small_dumps(tmp_path: Path) -> None:
         "| peak growth per episode added, bytes",
     ]
     assert all(line.count("|") == 4 for line in lines)
-    listed = subprocess.run(
-        ["git", "-C", str(before_after.TOP), "worktree", "list"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert listed.returncode == 0, listed.stderr
-    assert "cogscore-before-" not in listed.stdout  # removed
+    assert _temporary_worktrees() <= held_before  # its own worktree removed
 
 
 def test_a_night_is_scored_end_to_end_by_the_command_of_a_checkout(tmp_path: Path) -> None:
