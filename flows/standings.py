@@ -68,6 +68,7 @@ from transforms.compact import compact, plain
 from transforms.compare import Known, check_design, regressions
 from transforms.compare.night import compared, no_regressions
 from transforms.compare.pairs import KNOWN_COLUMNS
+from transforms.compare.preparation import TASK_KEY
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
@@ -218,13 +219,12 @@ class Standings:
     ) -> Known | None:
         """The comparisons (and score intervals) of the standing before whose models'
         results this one keeps (the models without a result tonight), where they hold to the
-        bit: the same models and tasks (their codes order the sums), made by this cogscore
+        bit: its models and the same tasks (a model added ran tonight), made by this cogscore
         with this design (earlier in the run; else as ``OUT`` holds them, no intervals)."""
-        if previous is None:
+        if previous is None or not _keys(previous.tasks, [Col.MODEL]) <= _keys(tasks, [Col.MODEL]):
             return None
-        for key in ([Col.MODEL], [Col.CATEGORY, Col.TASK]):
-            if _keys(previous.tasks, key) != _keys(tasks, key):
-                return None
+        if _keys(previous.tasks, TASK_KEY) != _keys(tasks, TASK_KEY):
+            return None
         if previous.comparisons is None:
             previous.comparisons = self._comparisons_held(previous.as_of)
         if previous.comparisons is None:

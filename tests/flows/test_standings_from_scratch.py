@@ -29,7 +29,7 @@ from transforms.standings import CELL
 A, R, P = "associative_learning", "runtime_rl", "procedural_learning"
 TASKS = {"t1": A, "t2": A, "t3": A, "t4": R, "t5": R, "t6": P}
 # Night by night: the cells (model, task) that ran. m3 comes on the second night with two
-# tasks; the others re-run a few.
+# tasks, m0 on the seventh with three; the others re-run a few.
 NIGHTS = {
     "2026-04-01": [(m, t) for m in ("m1", "m2") for t in TASKS],
     "2026-04-02": [("m3", "t1"), ("m3", "t4"), ("m1", "t2")],
@@ -37,12 +37,14 @@ NIGHTS = {
     "2026-04-04": [("m1", "t3"), ("m3", "t4"), ("m1", "t6")],
     "2026-04-05": [("m3", "t1")],
     "2026-04-06": [("m2", "t2"), ("m2", "t6")],
+    "2026-04-07": [("m0", "t1"), ("m0", "t4"), ("m0", "t6"), ("m1", "t5")],  # first in order
+    "2026-04-08": [("m3", "t4")],
 }
 
 
 def _rows(seed: int) -> list[dict[str, object]]:
     rng = random.Random(seed)
-    skill = {"m1": 0.3, "m2": 0.5, "m3": 0.7}
+    skill = {"m0": 0.6, "m1": 0.3, "m2": 0.5, "m3": 0.7}
     return [
         {
             "dump_date": night,
@@ -102,8 +104,9 @@ def test_a_standing_makes_only_the_intervals_of_the_models_with_a_new_result(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each night the score intervals are made for the night's models (its own tables) and,
-    in its standing, for the same models only: the others' are the standing before's
-    (where the standing before has the same models; a night adding one makes them all)."""
+    in its standing, for the same models only (a model added among them): the others' are
+    the standing before's, but where that is the first night's (its tables, renamed: it
+    made none)."""
     made: list[tuple[str, frozenset[str]]] = []
     original = scores_module.variances  # (the score intervals' variances: one a call)
 
@@ -115,11 +118,9 @@ def test_a_standing_makes_only_the_intervals_of_the_models_with_a_new_result(
     monkeypatch.setattr(scores_module, "variances", spy)
     _score(tmp_path, 1)
     seen: set[str] = set()
-    for night, cells in NIGHTS.items():
+    for i, (night, cells) in enumerate(NIGHTS.items()):
         tonight = frozenset(model for model, _ in cells)
-        added = bool(seen) and not tonight <= seen
         seen |= tonight
-        expected = [tonight, frozenset(seen) if added else tonight]
-        if night == min(NIGHTS):  # the first standing is the night: its tables, renamed
-            expected = [tonight]
-        assert sorted(m for n, m in made if n == night) == sorted(expected), night
+        expected = [[tonight], [tonight, frozenset(seen)]][i] if i < 2 else [tonight, tonight]
+        found = sorted(sorted(models) for n, models in made if n == night)
+        assert found == sorted(sorted(models) for models in expected), night

@@ -115,3 +115,21 @@ def test_unchanged_models_keep_their_score_intervals_to_the_bit(seed: int, desig
         if model not in changed:
             expected = marked.filter(pl.col(Col.MODEL) == model)[CI_LOW]
         assert_series_equal(rows, expected, check_exact=True)
+
+
+@pytest.mark.parametrize("design", ["two_level", "within_tasks"])
+@pytest.mark.parametrize(("seed", "added"), [(0, "m1"), (1, "m3"), (2, "m5")])
+def test_a_model_added_is_a_changed_one_and_the_others_keep_their_bits(
+    seed: int, added: str, design: str
+) -> None:
+    """The standing before had a model fewer (first, between or last in the units' order):
+    with it among the changed models, every table is the one made from scratch, to the bit
+    (the other models' codes move, not their order)."""
+    before, after = _standings(seed, ("m2",))
+    before = before.filter(pl.col(Col.MODEL) != added)
+    held = comparisons_and_rank_intervals(before, level=0.9, design=design)  # type: ignore[arg-type]
+    scratch = comparisons_and_rank_intervals(after, level=0.9, design=design)  # type: ignore[arg-type]
+    known = Known(held.comparisons, frozenset({"m2", added}), held.intervals)
+    made = comparisons_and_rank_intervals(after, level=0.9, design=design, known=known)  # type: ignore[arg-type]
+    for mine, theirs in zip(made, scratch, strict=True):
+        assert_frame_equal(mine, theirs, check_exact=True)

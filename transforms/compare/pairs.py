@@ -144,8 +144,9 @@ class Known(NamedTuple):
     ``model_comparisons`` rows (any night column; the standing's own, as made). A pair of
     models neither of which changed has the same episodes, so the same statistics to the
     bit: each is a function of the pair's own cells and clusters, summed in an order the
-    other units do not move (the units must be the same models: their codes order the
-    sums). Those are taken from the rows, and only the pairs of a changed model are
+    other units do not move (the units are the same models, or more: a model added is a
+    changed one; the others' codes keep their order, which is what orders the sums). Those
+    are taken from the rows, and only the pairs of a changed model are
     estimated; what depends on every pair (Holm, its levels and MDE, the verdicts) and on
     the level (the intervals and p-values, from the standard errors kept) is made again.
 
