@@ -33,7 +33,7 @@ from transforms.aggregate import (
 )
 from transforms.compact import plain
 from transforms.compare import Known
-from transforms.compare.night import night_comparisons
+from transforms.compare.night import NightTables, night_comparisons
 
 # Per night: (night, its result, its tables) -> more tables of that night.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
@@ -92,11 +92,24 @@ def above_tasks(
     """The category and model scores of task scores ``tasks`` (text keys), with their
     intervals, ranks and tiers, and the pairwise comparisons, from the episode scores
     ``scores`` behind them (a night's, or a standing's; ``known``: the pairs the standing
-    before compared whose models' results it keeps, ``transforms.compare.pairs.Known``)."""
+    before compared whose models' results it keeps, and their score intervals where it
+    holds them, ``transforms.compare.pairs.Known``), by table name (``tables_above``)."""
+    return tables_above(statistics_above(tasks, scores, bootstrap, known))
+
+
+def statistics_above(
+    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap, known: Known | None = None
+) -> NightTables:
+    """``above_tasks``' tables, with the score intervals they hold (a standing keeps them
+    for the next one's ``Known``)."""
     categories = category_scores(tasks.lazy())
     models = model_scores(tasks.lazy(), categories)
     category_frame, model_frame = pl.collect_all([categories, models])
-    night = night_comparisons(model_frame, category_frame, scores, bootstrap, known)
+    return night_comparisons(model_frame, category_frame, scores, bootstrap, known)
+
+
+def tables_above(night: NightTables) -> dict[str, pl.DataFrame]:
+    """``statistics_above``' tables by name."""
     return {
         CATEGORY_SCORES: night.categories,
         MODEL_SCORES: night.models,

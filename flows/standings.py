@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.night import above_tasks
+from flows.night import statistics_above, tables_above
 from flows.options import RegressionOptions
 from flows.store.catalog import (
     CATEGORY_SCORES,
@@ -68,6 +68,7 @@ from transforms.compact import compact, plain
 from transforms.compare import Known, check_design, regressions
 from transforms.compare.night import compared, no_regressions
 from transforms.compare.pairs import KNOWN_COLUMNS
+from transforms.compare.preparation import TASK_KEY
 from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
@@ -94,7 +95,6 @@ _OF_NIGHT = {
 
 
 def _empty(table: str) -> pl.DataFrame:
-
     return empty_table(table).drop(PROVENANCE)
 
 
@@ -123,9 +123,9 @@ def standing_nights(
 
 @dataclass
 class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models, the
-    compared columns of its episodes (None: not read yet; each keeps the night it comes
-    from as its ``dump_date``) and its comparisons (None: not read)."""
+    """One standing's rows (no provenance): its tasks, categories and models, the compared
+    columns of its episodes (None: not read yet; each keeps its night as ``dump_date``), its
+    comparisons (None: not read) and score intervals (None: not made in this run)."""
 
     as_of: str | None
     tasks: pl.DataFrame
@@ -133,6 +133,7 @@ class Standing:
     models: pl.DataFrame
     episodes: pl.DataFrame | None = None
     comparisons: pl.DataFrame | None = None
+    intervals: pl.DataFrame | None = None
 
 
 @dataclass
@@ -171,7 +172,7 @@ class Standings:
         tasks = task_standing(
             None if previous is None else previous.tasks.lazy(), tonight.tasks.lazy(), night
         ).collect()
-        ran = self._tonight(tonight)
+        ran, intervals = self._tonight(tonight), None
         if tonight.tables is not None and _is_the_night(previous, tonight.tasks):
             episodes = ran  # the night's, as they are: the standing is the night
             above = {_OF_NIGHT[name]: _as_of(tonight.tables[name]) for name in _OF_NIGHT}
@@ -182,13 +183,14 @@ class Standings:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
             episodes = ran if kept is None else _together(kept, ran)
             known = self._known(previous, tasks, tonight.tasks)
-            made = above_tasks(
+            made = statistics_above(
                 _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
             )
-            above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in made.items()}
+            intervals = made.intervals
+            above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in tables_above(made).items()}
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
         made_above = (above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
-        current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS])
+        current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS], intervals)
         changes, cells = _together_changes(self._changes(previous, current), self._anew(current))
         self.before = current
         return {
@@ -215,21 +217,20 @@ class Standings:
     def _known(
         self, previous: Standing | None, tasks: pl.DataFrame, tonight: pl.DataFrame
     ) -> Known | None:
-        """The comparisons of the standing before whose models' results this one keeps (the
-        models without a result tonight), where they hold to the bit: the same models and
-        tasks (their codes order the sums), compared by this cogscore with this design (a
-        standing made earlier in the run; else as ``OUT`` holds it, ``_comparisons_held``)."""
-        if previous is None:
+        """The comparisons (and score intervals) of the standing before whose models'
+        results this one keeps (the models without a result tonight), where they hold to the
+        bit: its models and the same tasks (a model added ran tonight), made by this cogscore
+        with this design (earlier in the run; else as ``OUT`` holds them, no intervals)."""
+        if previous is None or not _keys(previous.tasks, [Col.MODEL]) <= _keys(tasks, [Col.MODEL]):
             return None
-        for key in ([Col.MODEL], [Col.CATEGORY, Col.TASK]):
-            if _keys(previous.tasks, key) != _keys(tasks, key):
-                return None
+        if _keys(previous.tasks, TASK_KEY) != _keys(tasks, TASK_KEY):
+            return None
         if previous.comparisons is None:
             previous.comparisons = self._comparisons_held(previous.as_of)
         if previous.comparisons is None:
             return None
         changed = tonight[Col.MODEL].cast(pl.String).unique().to_list()
-        return Known(previous.comparisons, frozenset(changed))
+        return Known(previous.comparisons, frozenset(changed), previous.intervals)
 
     def _comparisons_held(self, as_of: str | None) -> pl.DataFrame | None:
         """The standing comparisons as of ``as_of`` as ``OUT`` holds them (one partition),
@@ -417,9 +418,7 @@ def changes_between(
     return rows, cells
 
 
-def _together_changes(
-    *pairs: tuple[pl.DataFrame, pl.DataFrame],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _together_changes(*pairs: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, ...]:
     """A standing's changes (``standing_changes``, ``task_changes``) against the night
     before and against itself, each in its table's order (then the standing compared with)."""
     moved = pl.concat([m for m, _ in pairs]).sort(list(STANDING_CHANGES_TABLE.sort))

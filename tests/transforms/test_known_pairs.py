@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
+from polars.testing import assert_frame_equal, assert_series_equal
 
+from schemas.comparisons import CI_LOW
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from transforms.compare import comparisons_and_rank_intervals
 from transforms.compare.pairs import Known, comparisons_of
 from transforms.compare.preparation import prepare
 
@@ -82,3 +84,52 @@ def test_pairs_of_models_without_new_results_are_the_same_bits(seed: int, design
         everything,
         check_exact=True,
     )
+
+
+@pytest.mark.parametrize("design", ["two_level", "within_tasks"])
+@pytest.mark.parametrize("seed", range(4))
+def test_unchanged_models_keep_their_score_intervals_to_the_bit(seed: int, design: str) -> None:
+    """With the standing before's score intervals (``Known.intervals``), only the changed
+    models' are made: every table is the one made from scratch, to the bit; and an unchanged
+    model's rows are the ones held (moved to this night), not made again."""
+    changed = ("m2",) if seed % 2 else ("m1", "m4")
+    before, after = _standings(seed, changed)
+    before = before.with_columns(pl.lit("2026-05-01").alias(DUMP_DATE))  # its own night
+    held = comparisons_and_rank_intervals(before, level=0.9, design=design)  # type: ignore[arg-type]
+    scratch = comparisons_and_rank_intervals(after, level=0.9, design=design)  # type: ignore[arg-type]
+    known = Known(held.comparisons, frozenset(changed), held.intervals)
+    made = comparisons_and_rank_intervals(after, level=0.9, design=design, known=known)  # type: ignore[arg-type]
+    for mine, theirs in zip(made, scratch, strict=True):
+        assert_frame_equal(mine, theirs, check_exact=True)
+    # Marked, the held rows of an unchanged model come out as held; a changed model's not.
+    marked = held.intervals.with_columns(pl.col(CI_LOW) - 7.0)
+    moved = comparisons_and_rank_intervals(
+        after,
+        level=0.9,
+        design=design,
+        known=known._replace(intervals=marked),  # type: ignore[arg-type]
+    ).intervals
+    for model in MODELS:
+        rows = moved.filter(pl.col(Col.MODEL) == model)[CI_LOW]
+        expected = scratch.intervals.filter(pl.col(Col.MODEL) == model)[CI_LOW]
+        if model not in changed:
+            expected = marked.filter(pl.col(Col.MODEL) == model)[CI_LOW]
+        assert_series_equal(rows, expected, check_exact=True)
+
+
+@pytest.mark.parametrize("design", ["two_level", "within_tasks"])
+@pytest.mark.parametrize(("seed", "added"), [(0, "m1"), (1, "m3"), (2, "m5")])
+def test_a_model_added_is_a_changed_one_and_the_others_keep_their_bits(
+    seed: int, added: str, design: str
+) -> None:
+    """The standing before had a model fewer (first, between or last in the units' order):
+    with it among the changed models, every table is the one made from scratch, to the bit
+    (the other models' codes move, not their order)."""
+    before, after = _standings(seed, ("m2",))
+    before = before.filter(pl.col(Col.MODEL) != added)
+    held = comparisons_and_rank_intervals(before, level=0.9, design=design)  # type: ignore[arg-type]
+    scratch = comparisons_and_rank_intervals(after, level=0.9, design=design)  # type: ignore[arg-type]
+    known = Known(held.comparisons, frozenset({"m2", added}), held.intervals)
+    made = comparisons_and_rank_intervals(after, level=0.9, design=design, known=known)  # type: ignore[arg-type]
+    for mine, theirs in zip(made, scratch, strict=True):
+        assert_frame_equal(mine, theirs, check_exact=True)

@@ -56,7 +56,7 @@ from transforms.compare.ranks import (
 )
 from transforms.compare.regressions import REGRESSION_COLUMNS, regressions
 from transforms.compare.rescore import rescore_rank_changes, rescore_significance
-from transforms.compare.scores import score_intervals, score_intervals_of
+from transforms.compare.scores import score_intervals, score_intervals_known
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, check_design
 
 __all__ = [
@@ -113,10 +113,11 @@ def comparisons_and_rank_intervals(
     ``category_rank_intervals``) of the same scores, the episodes prepared once for all (a
     night's tables need all four). Every interval is a ``level`` interval; the verdicts are
     at ``alpha``. ``known``: the pairs compared already (a standing made from the one
-    before: ``pairs.Known``)."""
+    before: ``pairs.Known``), and the unchanged models' score intervals where it holds
+    them."""
     prep = prepare(scores, [DUMP_DATE, Col.MODEL])
     comparisons = comparisons_of(prep, alpha, power, design, level, known)
-    intervals = score_intervals_of(prep, level, design)
+    intervals = score_intervals_known(prep, level, design, known)
     ranks = rank_intervals_of(prep, comparisons, level)
     per_category = category_rank_intervals(prep, comparisons, level)
     return NightStatistics(comparisons, ranks, intervals, per_category)

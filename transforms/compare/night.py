@@ -57,6 +57,7 @@ class NightTables(NamedTuple):
     models: pl.DataFrame  # model_scores: intervals, rank intervals and tiers added
     categories: pl.DataFrame  # category_scores: intervals and ranks added
     comparisons: pl.DataFrame  # model_comparisons
+    intervals: pl.DataFrame  # score_intervals (a standing's next keeps its unchanged models')
 
 
 def night_comparisons(
@@ -104,7 +105,7 @@ def night_comparisons(
         .join(per_category, on=[*key, Col.CATEGORY], how="left", nulls_equal=True)
         .join(plain(night.category_ranks), on=[*key, Col.CATEGORY], how="left", nulls_equal=True)
     )
-    return NightTables(ranked, with_intervals, plain(night.comparisons))
+    return NightTables(ranked, with_intervals, plain(night.comparisons), intervals)
 
 
 def harness_shares(scores: pl.DataFrame, rejects: pl.DataFrame) -> pl.DataFrame:

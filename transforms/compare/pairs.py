@@ -144,13 +144,20 @@ class Known(NamedTuple):
     ``model_comparisons`` rows (any night column; the standing's own, as made). A pair of
     models neither of which changed has the same episodes, so the same statistics to the
     bit: each is a function of the pair's own cells and clusters, summed in an order the
-    other units do not move (the units must be the same models: their codes order the
-    sums). Those are taken from the rows, and only the pairs of a changed model are
+    other units do not move (the units are the same models, or more: a model added is a
+    changed one; the others' codes keep their order, which is what orders the sums). Those
+    are taken from the rows, and only the pairs of a changed model are
     estimated; what depends on every pair (Holm, its levels and MDE, the verdicts) and on
-    the level (the intervals and p-values, from the standard errors kept) is made again."""
+    the level (the intervals and p-values, from the standard errors kept) is made again.
+
+    ``intervals``: the standing before's score intervals (``score_intervals``' rows, any
+    night column), made at the same level and in the same design (a standing made earlier
+    in the run): an unchanged model's are of its own cells alone, so they are kept to the
+    bit (``scores.score_intervals_known``). None: every model's are made again."""
 
     comparisons: pl.DataFrame
     changed: frozenset[str]
+    intervals: pl.DataFrame | None = None
 
 
 # The columns of a pair compared already that its comparison keeps as they are (``Known``).

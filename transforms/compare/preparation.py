@@ -49,6 +49,16 @@ class Prepared:
         """``scopes`` with the units' key columns."""
         return self.scopes.join(self.units, on=Work.UNIT)
 
+    def of_units(self, chosen: pl.Expr) -> Prepared:
+        """The units ``chosen`` (an expression of their key columns) alone: their rows of
+        each frame, in the same order, so each unit's terms are summed as before (a unit's
+        task scores, clusters and their sums are its own episodes')."""
+        codes = self.units.filter(chosen)[Work.UNIT].implode()
+        keep = pl.col(Work.UNIT).is_in(codes)
+        frames = (self.units, self.cells, self.atoms, self.scopes, self.weights)
+        units, cells, atoms, scopes, weights = (frame.filter(keep) for frame in frames)
+        return Prepared(units, cells, atoms, scopes, weights, self.tasks)
+
 
 def needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
     """The episodes with a score, only ``columns`` and ``instance_id`` (null where the

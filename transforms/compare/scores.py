@@ -11,7 +11,9 @@ import polars as pl
 from schemas.columns import SCORE, SCORE_RANGE
 from schemas.comparisons import CI_HIGH, CI_LOW, DEFAULT_LEVEL, DESIGN, DF, SCOPE, SE, Work
 from schemas.contract import DUMP_DATE, Col
+from transforms.compact import plain
 from transforms.compare.inference import inference
+from transforms.compare.pairs import Known
 from transforms.compare.preparation import Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, NO_SPREAD, DesignChoice, variances
 from transforms.stats import bounded_mean_interval
@@ -73,6 +75,30 @@ def score_intervals_of(
         .then(pl.min_horizontal(CI_HIGH, Work.HIGHEST))
         .alias(CI_HIGH),
     ).select(SCORE_INTERVAL_COLUMNS)
+
+
+def score_intervals_known(
+    prep: Prepared,
+    level: float = DEFAULT_LEVEL,
+    design: DesignChoice = DEFAULT_DESIGN,
+    known: Known | None = None,
+) -> pl.DataFrame:
+    """``score_intervals_of``, where ``known`` holds the standing before's intervals
+    (``Known.intervals``): only the ``changed`` models' are made (their units alone,
+    ``Prepared.of_units``); each other model's rows are its rows before, on this night (a
+    unit's interval is of its own cells alone: the same bits)."""
+    if known is None or known.intervals is None:
+        return score_intervals_of(prep, level, design)
+    changed = pl.col(Col.MODEL).is_in(sorted(known.changed))
+    fresh = score_intervals_of(prep.of_units(changed), level, design)
+    kept = (
+        prep.units.filter(~changed)
+        .select(DUMP_DATE, Col.MODEL)
+        .join(plain(known.intervals).drop(DUMP_DATE), on=Col.MODEL)
+        .select(SCORE_INTERVAL_COLUMNS)
+    )
+    together = pl.concat([plain(fresh), kept], how="vertical_relaxed")
+    return together.sort(DUMP_DATE, Col.MODEL, SCOPE, nulls_last=True)
 
 
 def _bounded(table: pl.DataFrame, level: float) -> tuple[pl.Series, pl.Series]:

@@ -132,7 +132,8 @@ def write_data_files(
             adds = list(pool.map(write, groups))
     else:
         adds = [write(values) for values in groups]
-    return StagedFiles(night, adds, ready.to_arrow().schema, tuple(columns))
+    # (the schema of no rows: the columns, without converting a night of them)
+    return StagedFiles(night, adds, ready.head(0).to_arrow().schema, tuple(columns))
 
 
 def _in_partition(columns: Sequence[str], values: Sequence[Any]) -> pl.Expr:
