@@ -143,6 +143,22 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
+def test_a_rescore_on_dask_gives_the_local_tables(
+    dask_cluster,  # type: ignore[no-untyped-def]
+    dump: Path,
+    tmp_path: Path,
+) -> None:
+    """A night staged by workers is held coded (``flows.coded``); where its text meets the
+    other nights' (the rescore's diff, the ids checked across nights, a later standing) it
+    is read back from its staged files: the same tables as the local engine's."""
+    mapper = dask_mapper(dask_cluster.scheduler_address)
+    for out, chosen in ((tmp_path / "local", None), (tmp_path / "dask", mapper)):
+        runs.nightly(dump, out, mapper=chosen)
+        runs.rescore(dump, out, ["procedural_learning=v1"], mapper=chosen)
+    assert read_table(tmp_path / "dask", "rescore_diff").height > 0
+    assert_same_tables(tmp_path / "dask", tmp_path / "local")
+
+
 @pytest.mark.parametrize("batch_bytes", [None, 0], ids=["batched", "a-task-per-file"])
 def test_dask_gives_the_local_tables_where_runs_are_replaced_and_ids_repeat(
     dask_cluster,  # type: ignore[no-untyped-def]
