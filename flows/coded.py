@@ -1,9 +1,10 @@
 """A night assembled from its staged files: the driver of a cluster holds no episode row
 while the files are scored (issue 48).
 
-A worker (a Dask worker, a Prefect task) scores its files, writes their episode rows as
-uncommitted data files of ``episode_scores`` where the output is (``flows.score.stage``) and
-hands back their paths and statistics, the files' component sums, reject rows and counts:
+A Dask worker (``flows.mappers.dask_mapper``; a Prefect task still hands back the held
+columns) scores its files, writes their episode rows as uncommitted data files of
+``episode_scores`` where the output is (``flows.score.score_and_stage``) and hands back their
+paths and statistics, the files' component sums, single runs, reject rows and counts:
 nothing per scored episode. Once the night's files are done, the driver reads the rows back
 a category at a time (the data files are partitioned by it), only the columns the night's
 tables read, and holds each episode in 36 bytes (``schemas.columns.CODED_DTYPES``): the text
@@ -11,9 +12,10 @@ of few values as Categorical, ``episode_id`` and ``instance_id`` as their dense 
 the category's (``transforms.compact.coded``), which sort and compare within a task as the
 text does. The row accounting is summed as the rows are read; the ids repeated across files
 are looked for by a 64-bit hash of each (8 bytes an episode while the night is read), the
-few candidates checked on their text. Where other nights' text meets the night (regressions
-against a baseline, standings, a rescore's diff, ids already scored on other nights) its
-compared columns are read back as text (``ScoreResult.text``).
+few candidates checked on their text; the runs a later one replaced (contract 1.4) are taken
+out of their files as ``flows.score.assemble`` does. Where other nights' text meets the
+night (regressions against a baseline, standings, a rescore's diff, ids already scored on
+other nights) its compared columns are read back as text (``ScoreResult.text``).
 
 The data files are the commit's: one Delta commit per table, as before; a file no commit
 names (a killed run, a task retried after it wrote) is left to ``vacuum``.
