@@ -4,6 +4,12 @@ night sizes, before and after, the runs interleaved, each command in a fresh pro
 peak's growth per episode from the smallest night to each larger one.
 
 python -m benchmarks.night_memory [--before REV] [--episodes 100000 500000 2000000] [--runs 2]
+    [--dask WORKERS]
+
+``--dask WORKERS`` (issue 48): the command runs with ``--dask-address`` on a local Dask
+cluster of that many worker processes (one thread each, ``POLARS_MAX_THREADS=1``), one
+cluster per checkout running its own code, started once; the peak is the driver's (the
+command's process) alone.
 
 The dumps are the issue's: ``cogscore simulate --date 2026-12-01 --seed 4
 --episodes-per-file 25000`` (cached under ``benchmarks/data/night-memory/``). The "before"
@@ -14,9 +20,12 @@ code is checked out in a temporary worktree (``benchmarks.before_after``); both 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,27 +54,72 @@ def night_dump(episodes: int) -> Path:
     return root
 
 
+# A local cluster of the checkout it is started in, its scheduler's address printed; it
+# stops when its standard input closes. ``flows`` first: the workers' allocator settings.
+_CLUSTER = (
+    "import sys, flows; from distributed import LocalCluster; "
+    "c = LocalCluster(n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True, "
+    "dashboard_address=None); print(c.scheduler_address, flush=True); sys.stdin.read()"
+)
+
+
+@contextmanager
+def cluster(checkout: Path, workers: int) -> Iterator[str]:
+    """A local Dask cluster of ``workers`` processes running ``checkout``'s code: its
+    scheduler's address."""
+    env = {**os.environ, "PYTHONPATH": str(checkout), "POLARS_MAX_THREADS": "1"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CLUSTER, str(workers)],
+        cwd=checkout, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        address = child.stdout.readline().strip()
+        if not address.startswith("tcp://"):
+            raise SystemExit(f"{checkout}: the local Dask cluster did not start")
+        yield address
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--episodes", type=int, nargs="+", default=[100_000, 500_000, 2_000_000])
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--dask", type=int, default=0, metavar="WORKERS")
     options = parser.parse_args()
     sizes = sorted(options.episodes)
     dumps = {n: night_dump(n) for n in sizes}
     results: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    with worktree(options.before) as before:
+    with worktree(options.before) as before, ExitStack() as clusters:
         checkouts = {f"before ({options.before})": before, "after (this checkout)": TOP}
+        engine = {
+            label: ["--dask-address", clusters.enter_context(cluster(checkout, options.dask))]
+            if options.dask
+            else []
+            for label, checkout in checkouts.items()
+        }
         for _ in range(options.runs):
             for n, dump in dumps.items():
                 for label, checkout in checkouts.items():
                     with tempfile.TemporaryDirectory(prefix="cogscore-night-memory-") as scratch:
                         out = str(Path(scratch) / "out")
-                        run = command(checkout, "score", str(dump), "--out", out)
+                        run = command(checkout, "score", str(dump), "--out", out, *engine[label])
                     results.setdefault(label, {}).setdefault(n, []).append(run)
                     print(f"  {label}, {n:,} episodes: done", file=sys.stderr, flush=True)
     smallest = sizes[0]
-    print(f"one night each, {options.runs} runs each, interleaved, fresh processes and outputs\n")
+    where = f", on Dask ({options.dask} local worker processes)" if options.dask else ""
+    print(
+        f"one night each{where}, {options.runs} runs each, interleaved, fresh processes and "
+        "outputs\n"
+    )
     print("| code | episodes | seconds | peak MiB | growth B/episode from the smallest |")
     print("|---|---:|---:|---:|---:|")
     for label, by_size in results.items():

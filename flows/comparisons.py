@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from flows.options import RegressionOptions
+from flows.result import Episodes, resolved
 from flows.store.catalog import EPISODE_SCORES, REJECTS
 from schemas.columns import COMPARED_COLUMNS, STATUS
 from schemas.comparisons import DEFAULT_LEVEL
@@ -74,7 +75,8 @@ class NightWatch:
     known: Iterable[str] = ()
     design: DesignChoice = DEFAULT_DESIGN  # the sampling design (``Bootstrap.design``)
     level: float = DEFAULT_LEVEL  # the intervals' level (``Bootstrap.level``)
-    _recent: dict[str, tuple[pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
+    # night -> (its compared episodes, read back when first needed; its harness shares)
+    _recent: dict[str, tuple[Episodes, pl.DataFrame]] = field(default_factory=dict)
 
     def regressions(
         self,
@@ -82,39 +84,53 @@ class NightWatch:
         scores: pl.DataFrame,
         rejects: pl.DataFrame,
         level: float | None = None,
+        episodes: Episodes | None = None,
     ) -> pl.DataFrame:
         """The ``regressions`` rows of ``night`` (none for an undated dump), their intervals
-        at ``level`` (default: the watch's, the run's)."""
+        at ``level`` (default: the watch's, the run's). ``episodes``: the compared columns of
+        ``scores`` with their ids as text, where ``scores`` holds them coded
+        (``flows.coded``): read only where the night meets another."""
         if night is None:
             return no_regressions()
-        current = (compared(scores), harness_shares(scores, rejects))
+        current = (
+            compared(scores) if episodes is None else episodes,
+            harness_shares(scores, rejects),
+        )
         earlier = sorted(n for n in {*self.known, *self._recent} if n < night)
         baseline = earlier[-self.options.span :]
         missing = [n for n in baseline if n not in self._recent]
         if missing and self.output is not None:
             self._recent |= self._read(missing)
-        history = [self._recent[n] for n in baseline if n in self._recent]
+        history = [self._held(n) for n in baseline if n in self._recent]
         self._recent[night] = current
         for old in sorted(self._recent)[: -self.options.span]:
             del self._recent[old]
         if not baseline:  # the first night: nothing to compare with (and nothing to prepare)
             return no_regressions()
         dark = models_without_scores(scores, rejects)
+        tonight = (self._held(night)[0], current[1])
         table = regressions(
-            pl.concat([h[0] for h in [*history, current]], how="vertical_relaxed"),
+            pl.concat([h[0] for h in [*history, tonight]], how="vertical_relaxed"),
             baseline=self.options.baseline,
             k=self.options.baseline_nights,
             margin=self.options.regression_margin,
-            metadata=pl.concat([h[1] for h in [*history, current]], how="vertical_relaxed"),
+            metadata=pl.concat([h[1] for h in [*history, tonight]], how="vertical_relaxed"),
             harness_error_share_tolerance=self.options.harness_error_tolerance,
             design=self.design,
             level=self.level if level is None else level,
         )
-        tonight = plain(table.filter(pl.col(DUMP_DATE) == night))
+        rows = plain(table.filter(pl.col(DUMP_DATE) == night))
         absent = absent_models([h[1] for h in history], current[1])
         dark |= {model: ABSENT for model in absent}
         unscored = unscored_regressions(night, self.options.baseline, baseline, dark)
-        return pl.concat([tonight, unscored], how="vertical")
+        return pl.concat([rows, unscored], how="vertical")
+
+    def _held(self, night: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """A recent night's compared episodes and shares, its episodes read back once."""
+        episodes, shares = self._recent[night]
+        if not isinstance(episodes, pl.DataFrame):
+            self._recent[night] = (episodes := resolved(episodes), shares)
+        return episodes, shares
 
     def again(self, night: str, level: float) -> pl.DataFrame:
         """The ``regressions`` rows of ``night``, a night the output holds and the run did

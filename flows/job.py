@@ -11,11 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from flows.coded import assemble
 from flows.comparisons import NightWatch, later_nights
 from flows.logs import log
 from flows.logs import run_id as run_id_var
@@ -34,7 +36,8 @@ from flows.provenance import run_details, with_provenance
 from flows.reading import vanished
 from flows.records import RunContext, error_line, exit_code_of, run_status, verdict
 from flows.repeats import SeenIds, repeat_reason
-from flows.score import assemble, settled
+from flows.result import ScoreResult, resolved
+from flows.score import settled
 from flows.standings import (
     STANDING_CHANGES,
     TASK_CHANGES,
@@ -244,14 +247,15 @@ def score_nights(
             result = assemble(parts, versions, target)
             del parts
             fault_point("scored")
-            if repeats := seen.repeats(night, result.scores[Col.EPISODE_ID]):
+            ids = _ids_of(result)  # read back only where another night is to be checked
+            if repeats := seen.repeats(night, ids):
                 writer.discard(settled(result.staged or []))
                 rows.append(_failed_night(run, night, repeat_reason(repeats), failed, True))
                 stand_as_held(night)
                 progress.night_done(night)
                 continue
             if night != last_scored:  # the run's last night is checked against no later one
-                seen.add(night, result.scores[Col.EPISODE_ID])
+                seen.add(night, ids)
             # A night with no episode scored fails the run, but is written: its rejects
             # (every reason kept) and no scores, as its input now stands.
             if (why := unscored_night(result.counts)) is not None:
@@ -277,7 +281,7 @@ def score_nights(
             t5 = time.perf_counter()
             if night in to_stand:
                 progress.step(f"night {night or '(undated)'}: the standing as of it")
-                stand(night, NightInput(night, tables[TASK_SCORES], tables, result.scores))
+                stand(night, NightInput(night, tables[TASK_SCORES], tables, result.episodes()))
             writer.night_done()
             progress.night_done(night)
             log().info(
@@ -303,7 +307,7 @@ def score_nights(
                     files=[r.record() for r in result.files],
                 )
             )
-            del result, tables
+            del result, tables, ids
         if standings is not None:  # the last standing's episodes, for the next run's
             for night, frame in standings.carried().items():
                 stage({STANDING_EPISODES: frame}, night)
@@ -440,6 +444,11 @@ def _stopped(
     }
     own = [row for row in rows if row.status is RunStatus.FAILED]
     return _finished([stopped, *own], details)
+
+
+def _ids_of(result: ScoreResult) -> Callable[[], pl.Series]:
+    """What gives the night's scored episode ids as text, once (``flows.repeats``)."""
+    return cache(lambda: resolved(result.episodes())[Col.EPISODE_ID])
 
 
 def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, str]:

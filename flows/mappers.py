@@ -118,17 +118,23 @@ def dask_mapper(address: str) -> Mapper:
         digests: Mapping[str, str],
         target: StageTarget | None = None,
     ) -> list[FilePart]:
-        from distributed import Client
+        from distributed import Client, as_completed
 
         with Client(address, timeout="30s") as client:
-            # A worker stages the rows it scored: only the held columns come back.
-            futures = [
+            # A worker stages the rows it scored: no row of a scored episode comes back, only
+            # its files' paths and statistics, sums, reject rows and counts (``stage``); each
+            # taken as it is done and its future let go (the cluster forgets it).
+            futures = {
                 client.submit(
                     score_and_stage, batch, formulas, _of(batch, digests), target, pure=False
-                )
-                for batch in batches(files)
-            ]
-            return list(client.gather(futures))
+                ): i
+                for i, batch in enumerate(batches(files))
+            }
+            parts: list[FilePart | None] = [None] * len(futures)
+            for future in as_completed(list(futures)):
+                parts[futures.pop(future)] = future.result()
+                future.release()
+            return [part for part in parts if part is not None]
 
     return mapper
 

@@ -23,6 +23,7 @@ from flows.store.catalog import (
     REGRESSIONS,
     TASK_SCORES,
 )
+from schemas.contract import Col
 from schemas.tables import EPISODE_SCORES_TABLE, REJECTS_TABLE, REPLACED_EPISODES_TABLE
 from transforms.aggregate import (
     Bootstrap,
@@ -34,6 +35,7 @@ from transforms.aggregate import (
 from transforms.compact import plain
 from transforms.compare import Known
 from transforms.compare.night import NightTables, night_comparisons
+from transforms.compare.preparation import ATOMS_AT_ONCE
 
 # Per night: (night, its result, its tables) -> more tables of that night.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
@@ -48,7 +50,9 @@ def tables_of_night(
 ) -> dict[str, pl.DataFrame]:
     """Every table of night ``night``, by table name."""
     tables = night_tables(result, bootstrap)
-    tables[REGRESSIONS] = watch.regressions(night, result.scores, result.rejects)
+    tables[REGRESSIONS] = watch.regressions(
+        night, result.scores, result.rejects, episodes=result.episodes()
+    )
     if more is not None:
         tables |= more(night, result, tables)
     return tables
@@ -78,11 +82,21 @@ def aggregate(
     models' rank intervals and tiers, and every pair of models compared. ``sums``: the
     files' component sums (``transforms.aggregate.component_sums``), where ``scores`` holds
     only the slim columns."""
-    lazy = scores.lazy()
-    task_reps = task_replicates(lazy, bootstrap)  # the task intervals only
-    tasks = task_scores(lazy, task_reps, bootstrap, None if sums is None else sums.lazy())
-    # Per task and up: few rows, as text (the episodes' keys may be compact).
-    task_frame = plain(tasks.collect())
+    # A large night's task rows are made a category at a time (each task's rows depend on
+    # its episodes alone): polars' group_by over a night's keys held ~100 bytes an episode
+    # (issue 48: +49 MiB for 500,000 episodes), over a category's a category's worth.
+    large = scores.height > ATOMS_AT_ONCE
+    keys = scores if sums is None else sums  # (a row per file and task: fewer to look at)
+    categories = keys[Col.CATEGORY].unique().sort().to_list() if large else [None]
+    task_frames = []
+    for category in categories:
+        in_category = pl.lit(True) if category is None else pl.col(Col.CATEGORY) == category
+        lazy = scores.lazy().filter(in_category)
+        task_reps = task_replicates(lazy, bootstrap)  # the task intervals only
+        of_category = None if sums is None else sums.lazy().filter(in_category)
+        # Per task and up: few rows, as text (the episodes' keys may be compact).
+        task_frames.append(plain(task_scores(lazy, task_reps, bootstrap, of_category).collect()))
+    task_frame = pl.concat(task_frames)
     return {TASK_SCORES: task_frame, **above_tasks(task_frame, scores, bootstrap)}
 
 

@@ -13,6 +13,7 @@ of each id kept, 16 bytes an episode: a false match is a 2^-128 chance per pair)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -29,6 +30,14 @@ def _hashes(ids: pl.Series) -> pl.DataFrame:
     return pl.DataFrame([text.hash(seed).alias(f"h{seed}") for seed in _SEEDS]).unique()
 
 
+# A night's scored episode ids as text, or what reads them (a coded night's: ``flows.coded``).
+Ids = pl.Series | Callable[[], pl.Series]
+
+
+def _of(ids: Ids) -> pl.Series:
+    return ids if isinstance(ids, pl.Series) else ids()
+
+
 @dataclass
 class SeenIds:
     """The episode ids of the output's nights and of this run's new nights, to check each
@@ -38,12 +47,17 @@ class SeenIds:
     known: frozenset[str] = frozenset()  # the nights the output holds
     _new: dict[str, pl.DataFrame] = field(default_factory=dict)  # night -> id hashes
 
-    def repeats(self, night: str | None, ids: pl.Series) -> dict[str, int]:
-        """Per other night, how many of ``ids`` (the night's scored episodes) it scored."""
-        if night is None or ids.is_empty():
+    def repeats(self, night: str | None, read: Ids) -> dict[str, int]:
+        """Per other night, how many of the night's scored episodes (their ids: ``read``,
+        called only where there is another night to check them against) it scored."""
+        against_output = self.output is not None and bool(self.known - {night})
+        if night is None or not (against_output or self._new):
+            return {}
+        ids = _of(read)
+        if ids.is_empty():
             return {}
         found: dict[str, int] = {}
-        if self.output is not None and self.known - {night}:
+        if self.output is not None and against_output:
             text = ids.cast(pl.String)
             # Implied by the ids themselves, and what the files' statistics answer: a night's
             # file whose ids all lie outside the night's range is not read (ids that name
@@ -68,10 +82,11 @@ class SeenIds:
                     found[other] = n
         return dict(sorted(found.items()))
 
-    def add(self, night: str | None, ids: pl.Series) -> None:
-        """Remember a night this run scored that the output did not hold."""
+    def add(self, night: str | None, read: Ids) -> None:
+        """Remember a night this run scored that the output did not hold (its ids:
+        ``read``)."""
         if night is not None and night not in self.known:
-            self._new[night] = _hashes(ids)
+            self._new[night] = _hashes(_of(read))
 
 
 def repeat_reason(repeats: dict[str, int]) -> str:

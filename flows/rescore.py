@@ -19,7 +19,7 @@ from flows.outcome import Outcome
 from flows.plan import formula_set
 from flows.provenance import with_provenance
 from flows.records import RunContext
-from flows.score import ScoreResult
+from flows.result import ScoreResult, resolved
 from flows.store.catalog import CATEGORY_SCORES, EPISODE_SCORES, MODEL_SCORES, RESCORE_DIFF
 from flows.store.dumps import DumpFile, local_path
 from flows.store.output import Output
@@ -79,7 +79,7 @@ def rescore_nights(
             plain(
                 rescore_significance(
                     _old_episodes(output, night),
-                    compared(result.scores),
+                    resolved(result.episodes()),
                     design=check_design(bootstrap.design),
                     level=bootstrap.level,
                 )

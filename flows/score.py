@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -20,6 +20,7 @@ import polars as pl
 from flows.mismatches import Mismatches
 from flows.provenance import with_provenance
 from flows.reading import FileReport, decodes, read_batch, read_file, reject_file, retrying
+from flows.result import ScoreResult, Staged
 from flows.store import delta
 from flows.store.delta.staged import StagedFiles, StageTarget
 from flows.store.dumps import (
@@ -31,14 +32,9 @@ from flows.store.dumps import (
 from flows.store.spill import Spilled
 from schemas.columns import (
     EPISODE_SCORES_DTYPES,
-    FEEDBACK_OUT_OF_RANGE,
     HELD_DTYPES,
-    N_ROWS,
     PROVENANCE,
     REJECTS_DTYPES,
-    ROWS,
-    STATUS,
-    EpisodeStatus,
 )
 from schemas.contract import DUMP_DATE, FILE, Col, canonical_schema
 from schemas.rules import Rule
@@ -69,52 +65,6 @@ SCORER_CODE: Final = code_digest()
 
 
 @dataclass
-class ScoreResult:
-    """Scored episodes and rejects of some files (a night's, in a run)."""
-
-    scores: pl.DataFrame  # every column, or the held ones (``HELD``) where the rows are staged
-    rejects: pl.DataFrame
-    files: list[FileReport]
-    formulas: dict[str, str]
-    sums: pl.DataFrame | None = None  # per file and task: component sums
-    # The night's staged episode_scores files (``settled`` waits for those being written).
-    staged: list[Staged] | None = None
-    mismatches: Mismatches = field(default_factory=Mismatches)
-    # Contract 1.4: the episodes a later single run of their model and task replaced (whole
-    # rows, ``replaced_by``): scored, not among ``scores``, never averaged.
-    replaced: pl.DataFrame = field(default_factory=REPLACED_EPISODES_TABLE.empty)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        rejected = self.rejects.filter(pl.col(Col.EPISODE_ID).is_not_null())
-        harness = rejected.filter(pl.col(STATUS) == EpisodeStatus.HARNESS_ERROR)
-        rows_read = sum(f.rows for f in self.files)
-        # As Int64: the held counts are Int32 (``HELD_DTYPES``), a night's sums need not be.
-        rows = pl.concat([self.scores[N_ROWS].cast(pl.Int64), self.replaced[N_ROWS]])
-        rows_scored = int(rows.sum())  # the replaced episodes' too: they were scored
-        return {
-            "files_read": len(self.files),
-            "files_rejected": sum(f.status == "rejected" for f in self.files),
-            "rows_read": rows_read,
-            "rows_scored": rows_scored,
-            "rows_rejected": int(self.rejects[ROWS].sum()),
-            "episodes_scored": self.scores.height,
-            "episodes_rejected": rejected.height - harness.height,
-            "episodes_harness_error": harness.height,
-            "warnings_feedback_out_of_range": int(
-                self.scores[FEEDBACK_OUT_OF_RANGE].cast(pl.Int64).sum()
-            ),
-            # Contract 1.2: episodes whose score differs from the harness's reported one,
-            # and whose declarative verdicts differ from the harness's recorded ones.
-            "episodes_score_mismatch": self.mismatches.scores,
-            "episodes_verdict_mismatch": self.mismatches.verdicts,
-            # Contract 1.4: episodes scored whose usage was refused (``usage_invalid``).
-            "episodes_usage_refused": self.mismatches.usage_refused,
-            "episodes_replaced": self.replaced.height,  # contract 1.4
-        }
-
-
-@dataclass
 class FilePart:
     """What scoring one file, or a batch of small files (``batches``), gives: one report per
     file. Reject rows of its episodes are made later from their rows, for every file at once
@@ -136,6 +86,9 @@ class FilePart:
     spilled: Spilled | None = None
     # Staged: its single runs (contract 1.4, ``transforms.replaced.single_runs``; few).
     runs: pl.DataFrame | None = None
+    # Staged by a worker (``stage``): its scored episodes are in its staged files only,
+    # ``scores`` holds the held columns of the ids repeated within its batch (not staged).
+    in_files: bool = False
 
     def unspilled(self) -> FilePart:
         """This part, its scores read back if they were set aside."""
@@ -149,22 +102,30 @@ class FilePart:
 HELD: Final = list(HELD_DTYPES)
 
 
-def stage(part: FilePart, target: StageTarget) -> FilePart:
+def stage(part: FilePart, target: StageTarget, in_files: bool = False) -> FilePart:
     """Write a scored file's episode scores as data files of ``episode_scores`` (validated,
     with provenance; invisible until the night's commit, ``vacuum`` removes them if that
-    never comes) and keep what the reduction needs: the held columns, the component sums."""
-    held, write = staging(part, target)
+    never comes) and keep what the reduction needs: the held columns, the component sums;
+    ``in_files`` (a worker's, ``score_and_stage``): no row of a scored episode (the driver
+    reads the files back a category at a time, ``flows.coded``), but those of ids repeated
+    within the batch, which are not staged (a harness bug: rare)."""
+    held, write = staging(part, target, in_files=in_files)
     held.staged = write()
     return held
 
 
 def staging(
-    part: FilePart, target: StageTarget, ordered: bool = False, spill: bool = False
+    part: FilePart,
+    target: StageTarget,
+    ordered: bool = False,
+    spill: bool = False,
+    in_files: bool = False,
 ) -> tuple[FilePart, Callable[[], StagedFiles | None]]:
     """``stage`` in two: what the night's reduction needs, made now (its ``staged`` not yet
     set), and the write of the rows (None: no row), for the caller to run when it will
     (``ordered``: the part's rows are in (file, id) order already; ``spill``: the held
-    columns set aside on disk until the night's parts are assembled)."""
+    columns set aside on disk until the night's parts are assembled; ``in_files``: none
+    held but those not staged, as ``stage``)."""
     # Sorted once: the staged files and the held columns (parts join in (file, id) order).
     scores = part.scores if ordered else part.scores.sort(FILE, Col.EPISODE_ID)
     # An id in several files of a batch: every copy is rejected when the night's parts are
@@ -172,7 +133,8 @@ def staging(
     # Filtered only where there are some: a filter copies every row it keeps.
     many = len(part.reports) > 1
     copies = pl.struct(DUMP_DATE, Col.EPISODE_ID).is_duplicated()
-    rows = scores.filter(~copies) if many and scores.select(copies.any()).item() else scores
+    repeated = many and scores.select(copies.any()).item()
+    rows = scores.filter(~copies) if repeated else scores
 
     def write() -> StagedFiles | None:
         if not rows.height:
@@ -195,7 +157,11 @@ def staging(
     mismatches = Mismatches.of(scores)
     held = FilePart(_no_held(), _no_rows(), rejects, part.reports, None, sums, mismatches)
     held.runs = single_runs(scores.lazy()).collect()
-    if spill:  # as text: a Categorical's categories stay while any Categorical column does
+    if in_files:  # the copies not staged alone (none, but for a harness bug)
+        held.in_files = True
+        if repeated:
+            held.scores = owned(compact(scores.filter(copies).select(HELD)))
+    elif spill:  # as text: a Categorical's categories stay while any Categorical column does
         held.spilled = Spilled(scores.select(HELD))
     else:
         held.scores = owned(compact(scores.select(HELD)))
@@ -204,10 +170,6 @@ def staging(
 
 def _no_held() -> pl.DataFrame:
     return compact(pl.DataFrame(schema=EPISODE_SCORES_DTYPES).select(HELD))
-
-
-# Staged files, or the files of a chunk still being written (``Stager``).
-Staged = StagedFiles | Future[StagedFiles | None]
 
 
 def settled(staged: Iterable[Staged | None]) -> list[StagedFiles]:
@@ -225,7 +187,7 @@ def score_and_stage(
 ) -> FilePart:
     """``score_batch``, then ``stage`` where there is a target: a worker's whole job."""
     part = score_batch(batch, formulas, digests or {})
-    return part if target is None else stage(part, target)
+    return part if target is None else stage(part, target, in_files=True)
 
 
 # A file's fixed cost is about 38 ms of CPU whatever its rows (its plan built and run: 26

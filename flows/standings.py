@@ -2,24 +2,22 @@
 
 A run that scores night N changes the standing as of N and of every later night the output
 holds (a re-run or a rescore of N is the latest result of its tasks until a later night
-re-runs them). ``Standings`` makes them night after night, in date order, each from the one
-before (``transforms.standings.task_standing``): the first from the output's standing of
-the night before, read once; the others from the standing it made just before. A nightly
-that adds one night makes one standing; an output that never had standings (written by an
-earlier cogscore) gets them all, once.
+re-runs them). ``Standings`` makes them in date order, each from the one before
+(``transforms.standings.task_standing``; the first from the output's standing of the night
+before, read once). A nightly that adds one night makes one standing; an output that never
+had standings (an earlier cogscore's) gets them all, once.
 
-A standing the output already had, made again because a night it holds was scored anew (a
-rescore, or the night delivered again), is also compared with itself as the output held it:
-each result of the same night whose score or formula moved is a ``rescored`` change
-(``standing_changes`` against ``previous_as_of`` = its own night). The old standing is read
-only where the new one holds a result of such a night (``anew``).
+A standing the output already had, made again because a night it holds was scored anew, is
+also compared with itself as the output held it: each result of the same night whose score
+or formula moved is a ``rescored`` change (``standing_changes`` against ``previous_as_of`` =
+its own night). The old standing is read only where the new one holds such a night's.
 
 A standing's episodes (the compared columns) are carried from one standing to the next:
 the previous standing's less the tasks re-run tonight, with tonight's. ``OUT`` is read for
-the output's standing before the run's first (its nights' partitions, once, and only where
-the next standing needs them) and for the nights the run did not score. Where a standing is
-the night itself (every model's results are tonight's: a harness that runs everything every
-night) its tables are the night's, renamed, and nothing more is computed.
+the output's standing before the run's first (its nights' partitions, once, where the next
+standing needs them) and for the nights the run did not score. A standing that is the night
+itself (every model's results are tonight's) has the night's tables, renamed; a night that
+Dask workers staged (``flows.coded``) has its episodes read back only if a later one needs.
 """
 
 from __future__ import annotations
@@ -31,6 +29,7 @@ import polars as pl
 
 from flows.night import statistics_above, tables_above
 from flows.options import RegressionOptions
+from flows.result import Episodes, resolved
 from flows.store.catalog import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
@@ -131,7 +130,7 @@ class Standing:
     tasks: pl.DataFrame
     categories: pl.DataFrame
     models: pl.DataFrame
-    episodes: pl.DataFrame | None = None
+    episodes: Episodes | None = None
     comparisons: pl.DataFrame | None = None
     intervals: pl.DataFrame | None = None
 
@@ -139,11 +138,9 @@ class Standing:
 @dataclass
 class Standings:
     """Standings of the nights a run touches, made in date order (``of_night``), each from
-    the one before: its task rows and its episodes are the previous standing's, less the
-    tasks re-run tonight, with tonight's. Memory holds one standing's episodes (the
-    compared columns: a few dozen bytes each), never history's; ``OUT`` is read only for
-    the standing before the run's first (its episodes, once, when they are needed) and for
-    the nights the run did not score."""
+    the one before (its task rows and episodes, less the tasks re-run tonight, with
+    tonight's). Memory holds one standing's episodes (the compared columns), never
+    history's; ``OUT`` is read as the module says."""
 
     output: Output
     bootstrap: Bootstrap
@@ -181,7 +178,7 @@ class Standings:
             kept = None if previous is None else self._episodes_of(previous)
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
-            episodes = ran if kept is None else _together(kept, ran)
+            episodes = resolved(ran) if kept is None else _together(kept, resolved(ran))
             known = self._known(previous, tasks, tonight.tasks)
             made = statistics_above(
                 _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
@@ -244,11 +241,11 @@ class Standings:
             return None
         return rows.drop(SCORER_VERSION)
 
-    def _tonight(self, tonight: NightInput) -> pl.DataFrame:
-        """The compared columns of the night's episodes: the run's, or ``OUT``'s."""
-        if tonight.episodes is not None:
+    def _tonight(self, tonight: NightInput) -> Episodes:
+        """The night's compared episodes: the run's (coded: read when needed), or ``OUT``'s."""
+        if isinstance(tonight.episodes, pl.DataFrame):
             return tonight.episodes.select(COMPARED_COLUMNS)  # no copy
-        return self._read({tonight.night})
+        return self._read({tonight.night}) if tonight.episodes is None else tonight.episodes
 
     def _episodes_of(self, standing: Standing) -> pl.DataFrame:
         """A standing's episodes, read from ``OUT`` where not held (the output's own
@@ -266,6 +263,7 @@ class Standings:
                 plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
             )
             standing.episodes = own if carried is None else _together(carried, own)
+        standing.episodes = resolved(standing.episodes)
         return standing.episodes
 
     def _carried(self, standing: Standing, earlier: set[str | None]) -> pl.DataFrame | None:
@@ -295,6 +293,8 @@ class Standings:
             return {}
         held = self.output.nights_held(STANDING_EPISODES, AS_OF)
         kept = {night: _empty(STANDING_EPISODES) for night in held if night != last.as_of}
+        if not isinstance(last.episodes, pl.DataFrame):  # not read: the night's own, no other
+            return {**kept, last.as_of: _empty(STANDING_EPISODES)}
         earlier = plain(last.episodes).filter(pl.col(DUMP_DATE) != last.as_of)
         as_of = pl.lit(last.as_of, pl.String).alias(AS_OF)
         kept[last.as_of] = earlier.select(as_of, *COMPARED_COLUMNS)
@@ -395,8 +395,8 @@ def changes_between(
     if changes.is_empty():
         return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
     rerun = compact(changes.filter(pl.col(CELL_CHANGE) == ChangeKind.RERUN.value).select(CELL))
-    old = previous.episodes.join(rerun, on=CELL, how="semi")
-    new = current.episodes.join(rerun, on=CELL, how="semi")
+    old = resolved(previous.episodes).join(rerun, on=CELL, how="semi")
+    new = resolved(current.episodes).join(rerun, on=CELL, how="semi")
     tested = regressions(
         _together(_at(old, previous.as_of), _at(new, current.as_of)),
         baseline="previous",
@@ -434,7 +434,7 @@ class NightInput:
     night: str | None
     tasks: pl.DataFrame
     tables: Mapping[str, pl.DataFrame] | None = None
-    episodes: pl.DataFrame | None = None
+    episodes: Episodes | None = None
 
 
 def night_from_output(output: Output, night: str) -> NightInput:

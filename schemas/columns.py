@@ -266,6 +266,25 @@ HELD_DTYPES: Final[dict[str, pl.DataType]] = {
 }
 
 
+# The ids of a night held coded (``transforms.compact.coded``): each ``episode_id`` and
+# ``instance_id`` (null stays null) as its dense rank in text order among the episodes of its
+# category, 4 bytes a row against 41 and more as text (and ~119 a distinct instance in
+# polars' category map). A night's own tables compare ids only within a task, by order and
+# equality, which the ranks keep: the same bits as the text. Where other nights' text meets
+# them (regressions against a baseline, standings, a rescore's diff), the text is read again.
+CODED_IDS: Final[dict[str, pl.DataType]] = {
+    Col.EPISODE_ID: pl.UInt32(),
+    INSTANCE_ID: pl.UInt32(),
+}
+
+# What a night's reduction holds of each episode staged by a worker (``flows.coded``): the
+# compared columns, compact, the ids coded (36 bytes an episode); the row accounting's sums
+# are taken as the rows are read back.
+CODED_DTYPES: Final[dict[str, pl.DataType]] = {
+    c: CODED_IDS.get(c, HELD_DTYPES[c]) for c in COMPARED_COLUMNS
+}
+
+
 # Written with every table row by the flow (not by the transforms).
 PROVENANCE: Final[dict[str, pl.DataType]] = {
     SCORER_VERSION: pl.String(),

@@ -12,16 +12,41 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.columns import HELD_DTYPES
+from schemas.columns import CODED_IDS, HELD_DTYPES
 
 
 def compact(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with its columns of ``HELD_DTYPES`` in their compact dtypes.
+    """``frame`` with its columns of ``HELD_DTYPES`` in their compact dtypes; ids already
+    coded (``coded``) stay so.
 
     >>> compact(pl.DataFrame({"model": ["m"], "x": [1]})).dtypes
     [Categorical, Int64]
+    >>> compact(pl.DataFrame({"episode_id": [3]}, schema={"episode_id": pl.UInt32})).dtypes
+    [UInt32]
     """
-    return frame.cast({c: t for c, t in HELD_DTYPES.items() if c in frame.columns})
+    schema = frame.schema
+    return frame.cast(
+        {
+            c: t
+            for c, t in HELD_DTYPES.items()
+            if c in schema and not (c in CODED_IDS and schema[c] == CODED_IDS[c])
+        }
+    )
+
+
+def coded(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (the episodes of one category, or fewer) with its ids coded
+    (``schemas.columns.CODED_IDS``): each ``episode_id`` and ``instance_id`` its dense rank
+    in text order among the frame's, null where it is null. Within the frame the codes sort
+    and compare as the text does.
+
+    >>> ids = pl.DataFrame({"episode_id": ["b", "a", "c"], "instance_id": ["x", None, "x"]})
+    >>> coded(ids).rows()
+    [(2, 1), (1, None), (3, 1)]
+    """
+    return frame.with_columns(
+        pl.col(c).rank("dense").cast(t) for c, t in CODED_IDS.items() if c in frame.columns
+    )
 
 
 def plain(frame: pl.DataFrame) -> pl.DataFrame:

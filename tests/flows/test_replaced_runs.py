@@ -67,10 +67,13 @@ def run(
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return replaced_dump(tmp_path_factory.mktemp("replaced") / "dump")
+
+
+def replaced_dump(root: Path) -> Path:
     """m1 ran t twice (the earlier run in the later file), m2 has two repeated episodes, m3
     two runs that started at the same instant, m4 a run and a later one a harness error, m5
     a run and a later one whose episode id is in two files (both copies rejected)."""
-    root = tmp_path_factory.mktemp("replaced") / "dump"
     write_dump(
         [
             *run("m1-second", "m1", "a.parquet", at(10)),

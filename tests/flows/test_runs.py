@@ -143,6 +143,88 @@ def test_dask_cluster_gives_the_same_tables_as_a_local_run(
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
+def test_a_rescore_on_dask_gives_the_local_tables(
+    dask_cluster,  # type: ignore[no-untyped-def]
+    dump: Path,
+    tmp_path: Path,
+) -> None:
+    """A night staged by workers is held coded (``flows.coded``); where its text meets the
+    other nights' (the rescore's diff, the ids checked across nights, a later standing) it
+    is read back from its staged files: the same tables as the local engine's."""
+    mapper = dask_mapper(dask_cluster.scheduler_address)
+    for out, chosen in ((tmp_path / "local", None), (tmp_path / "dask", mapper)):
+        runs.nightly(dump, out, mapper=chosen)
+        runs.rescore(dump, out, ["procedural_learning=v1"], mapper=chosen)
+    assert read_table(tmp_path / "dask", "rescore_diff").height > 0
+    assert_same_tables(tmp_path / "dask", tmp_path / "local")
+
+
+@pytest.mark.parametrize("batch_bytes", [None, 0], ids=["batched", "a-task-per-file"])
+def test_dask_gives_the_local_tables_where_runs_are_replaced_and_ids_repeat(
+    dask_cluster,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    batch_bytes: int | None,
+) -> None:
+    """Workers stage what they scored and the driver reads the night back from their files
+    (``flows.coded``, issue 48): contract 1.4's replaced runs set apart and an id in two
+    files rejected as the local engine does, every table the same; in one batch (the
+    copies found on the worker) and a task per file (found across the parts)."""
+    from flows import score as score_module
+    from tests.flows.test_replaced_runs import replaced_dump
+
+    dump = replaced_dump(tmp_path / "dump")
+    with pytest.MonkeyPatch.context() as patch:
+        if batch_bytes is not None:
+            patch.setattr(score_module, "BATCH_BYTES", batch_bytes)
+        runs.score(dump, tmp_path / "local")
+        runs.score(dump, tmp_path / "dask", mapper=dask_mapper(dask_cluster.scheduler_address))
+    assert read_table(tmp_path / "local", "replaced_episodes").height == 2
+    assert_same_tables(tmp_path / "dask", tmp_path / "local")
+
+
+def test_a_worker_hands_the_driver_no_row_of_the_episodes_it_scored(
+    dask_cluster,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """What a Dask worker sends back of a file (issue 48): its scored episodes are in the
+    data files it staged, none in its result, whose size but for the reject rows of the
+    episodes not scored does not grow with them (the files' sums per task, mismatches)."""
+    import pickle
+
+    from distributed import Client
+
+    from flows.score import score_and_stage
+    from flows.store.delta.staged import StageTarget
+    from flows.store.dumps import discover
+    from flows.store.location import Location
+    from simulator import simulate
+    from transforms.registry import resolve
+
+    sizes = {}
+    with Client(dask_cluster.scheduler_address) as client:
+        for episodes in (1_000, 4_000):
+            root = tmp_path / f"dump-{episodes}"
+            simulate(root, date="2026-12-01", episodes=episodes, seed=3, rejects=0.0)
+            (dump_file,) = discover(root)
+            out = Location.parse(str(tmp_path / f"out-{episodes}"))
+            target = StageTarget(out, "2026-12-01", "sha256:x")
+            future = client.submit(score_and_stage, [dump_file], resolve(()), None, target)
+            part = future.result()
+            assert part.staged is not None and part.scores.is_empty()
+            staged = sum(_records(add.stats) for add in part.staged.adds)
+            assert staged + part.rejects.height == episodes
+            part.rejects = part.rejects.clear()  # (a row per episode not scored: the driver's)
+            sizes[episodes] = len(pickle.dumps(part))
+    grown = (sizes[4_000] - sizes[1_000]) / 3_000
+    assert grown < 1, sizes  # not a byte an episode more (a score alone is 8)
+
+
+def _records(stats: str) -> int:
+    import json
+
+    return int(json.loads(stats)["numRecords"])
+
+
 def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
     dask_cluster,
     dump: Path,

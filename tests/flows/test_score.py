@@ -196,11 +196,13 @@ def test_rows_staged_where_scored_equal_the_tables_of_the_whole_night(
 
 
 def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Path) -> None:
-    """What a worker hands back of a file whose rows it staged (issue 17: a night's memory
-    grows by at most 100 bytes an episode): the slim columns, compact, and the reject rows
-    of its unscored episodes (not their rows); counted in Arrow buffer bytes, which count
-    every row's 16-byte view of a text column."""
-    from flows.score import score_and_stage
+    """What a file whose rows are staged leaves held (issue 17: a night's memory grows by
+    at most 100 bytes an episode; a Prefect task's result, a part the local engine holds
+    till the night is assembled; a Dask worker's holds none, ``tests/flows/test_runs.py``):
+    the slim columns, compact, and the reject rows of its unscored episodes (not their
+    rows); counted in Arrow buffer bytes, which count every row's 16-byte view of a text
+    column."""
+    from flows.score import score_file, stage
     from flows.store.delta.staged import StageTarget
     from flows.store.dumps import discover
     from flows.store.location import Location
@@ -211,7 +213,7 @@ def test_a_staged_file_leaves_the_driver_under_100_bytes_an_episode(tmp_path: Pa
     simulate(tmp_path / "dump", date="2026-12-01", episodes=3000, seed=3)
     (dump_file,) = discover(tmp_path / "dump")
     target = StageTarget(Location.parse(str(tmp_path / "out")), "2026-12-01", "sha256:x")
-    part = score_and_stage([dump_file], resolve(()), None, target)
+    part = stage(score_file(dump_file, resolve(())), target)
     assert part.staged is not None and part.unscored.is_empty()
     assert part.scores.schema == pl.Schema(HELD_DTYPES)
     episodes = part.scores.height + part.rejects.height

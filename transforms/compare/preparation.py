@@ -16,15 +16,17 @@ from typing import Final
 
 import polars as pl
 
-from schemas.columns import SCORE, SCORE_RANGE
+from schemas.columns import CODED_IDS, SCORE, SCORE_RANGE
 from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, UNCATEGORISED, Col
 from transforms.aggregate import mean_in_order
 from transforms.compact import plain
 
 TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
-# Episodes prepared (and cluster terms paired) at once; a larger night goes a task at a time.
-ATOMS_AT_ONCE: Final = 1_000_000
+# Episodes prepared (and cluster terms paired) at once; a larger night goes a task at a time
+# (issue 48: 1,000,000 before; a night of 500,000 episodes took +217 MiB prepared at once,
+# +69 a task at a time).
+ATOMS_AT_ONCE: Final = 200_000
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,9 @@ class Prepared:
     # (the unit's score in the stratum: within it the scope weighs the unit's tasks alike)
     weights: pl.DataFrame
     tasks: pl.DataFrame  # TASK (numbered in text order) and the task's key
+    # per unit and task (coded): SELF = Σ DEV² over its clusters, EPISODES = Σ N (the own
+    # terms of every variance; summed once, a task at a time where the night is split)
+    own: pl.DataFrame
 
     def scope_table(self) -> pl.DataFrame:
         """``scopes`` with the units' key columns."""
@@ -55,9 +60,9 @@ class Prepared:
         task scores, clusters and their sums are its own episodes')."""
         codes = self.units.filter(chosen)[Work.UNIT].implode()
         keep = pl.col(Work.UNIT).is_in(codes)
-        frames = (self.units, self.cells, self.atoms, self.scopes, self.weights)
-        units, cells, atoms, scopes, weights = (frame.filter(keep) for frame in frames)
-        return Prepared(units, cells, atoms, scopes, weights, self.tasks)
+        frames = (self.units, self.cells, self.atoms, self.scopes, self.weights, self.own)
+        units, cells, atoms, scopes, weights, own = (frame.filter(keep) for frame in frames)
+        return Prepared(units, cells, atoms, scopes, weights, self.tasks, own)
 
 
 def needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
@@ -74,9 +79,9 @@ def needed(scores: pl.DataFrame | pl.LazyFrame, columns: Sequence[str]) -> pl.Da
         chosen = chosen if chosen.select(valid.all()).item() else chosen.filter(valid)
     else:
         chosen = lazy.select(keep).filter(valid).collect()
-    # Instances are numbered in text order: text, or Categorical (which ranks so too,
-    # without a copy as text).
-    if chosen.schema[INSTANCE_ID] == pl.Categorical:
+    # Instances are numbered in text order: text, Categorical (which ranks so too, without
+    # a copy as text) or coded (``transforms.compact.coded``: ranks in text order).
+    if chosen.schema[INSTANCE_ID] in (pl.Categorical, CODED_IDS[INSTANCE_ID]):
         return chosen
     return chosen.with_columns(pl.col(INSTANCE_ID).cast(pl.String))
 
@@ -87,25 +92,26 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
     # grouping 1.5 M episodes by text cost 900 MB; by codes a third): units, tasks, the
     # episode's place in id order (a dense rank: the same order as the ids) and clusters.
     # (Keys may be Categorical, ``transforms.compact``: coded in the frame's dtypes, then text.)
-    units_coded = frame.select(unit_cols).unique().sort(unit_cols, nulls_last=True)
-    units_coded = units_coded.with_row_index(Work.UNIT)
-    tasks_coded = frame.select(TASK_KEY).unique().sort(TASK_KEY).with_row_index(Work.TASK)
+    # (Each key's values found lazily: polars' eager ``unique`` of a night's 2 M episodes
+    # took +107 MiB, its streaming engine +2.)
+    units_coded = _distinct(frame, unit_cols).with_row_index(Work.UNIT)
+    tasks_coded = _distinct(frame, TASK_KEY, nulls_last=False).with_row_index(Work.TASK)
     units, tasks = plain(units_coded), plain(tasks_coded)
     pairs = None
     if list(unit_cols) != [DUMP_DATE, Col.MODEL]:  # else the units are the pairs
-        pairs = frame.select(DUMP_DATE, Col.MODEL).unique()
-        pairs = pairs.sort(DUMP_DATE, Col.MODEL, nulls_last=True).with_row_index(Work.PAIR)
+        pairs = _distinct(frame, [DUMP_DATE, Col.MODEL]).with_row_index(Work.PAIR)
     # A task's clusters, episode order and terms do not depend on the other tasks: a large
     # night is digested a task at a time (ranked, joined and sorted whole, 4 M episodes took
     # 300 MB beyond them), a small one at once (a loop of small plans costs more).
     parts: list[pl.DataFrame | pl.LazyFrame] = [frame]
     if frame.height > ATOMS_AT_ONCE:
         parts = [episodes for _, _, episodes in each_task(frame, tasks)]
-    coded_cells, coded_atoms = [], []
+    coded_cells, coded_atoms, own = [], [], []
     for part in parts:
         cells_part, atoms_part = _episode_terms(part, unit_cols, units_coded, tasks_coded, pairs)
         coded_cells.append(cells_part)
         coded_atoms.append(atoms_part)
+        own.append(_own_terms(atoms_part))
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
     cells = pl.concat(coded_cells).join(tasks, on=Work.TASK)
     cells = cells.select(
@@ -117,7 +123,21 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
     # which keeps polars' sums over it in order (over scattered rows they are not stable).
     atoms = pl.concat(coded_atoms).select(Work.UNIT, Work.TASK, Work.CLUSTER, Work.DEV, Work.N)
     scopes, weights = _scopes_and_weights(cells)
-    return Prepared(units, cells, atoms, scopes, weights, tasks)
+    return Prepared(units, cells, atoms, scopes, weights, tasks, pl.concat(own))
+
+
+def _own_terms(atoms: pl.DataFrame) -> pl.DataFrame:
+    """Per unit and task of ``atoms`` (each (unit, task) contiguous, its clusters in order):
+    ``SELF`` = Σ DEV² and ``EPISODES`` = Σ N, summed in that order (``Prepared.own``)."""
+    return atoms.group_by(Work.UNIT, Work.TASK, maintain_order=True).agg(
+        (pl.col(Work.DEV) ** 2).sum().alias(Work.SELF), pl.col(Work.N).sum().alias(Work.EPISODES)
+    )
+
+
+def _distinct(frame: pl.DataFrame, columns: Sequence[str], nulls_last: bool = True) -> pl.DataFrame:
+    """The distinct values of ``columns`` in ``frame``, sorted."""
+    found = frame.lazy().select(columns).unique().collect()
+    return found.sort(columns, nulls_last=nulls_last)
 
 
 def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -248,6 +248,29 @@ def read_staged(location: Location, table: str, staged: StagedFiles) -> pl.DataF
     return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
 
+def read_staged_columns(
+    location: Location, table: str, adds: Sequence[AddAction], columns: Sequence[str | pl.Expr]
+) -> pl.DataFrame:
+    """``columns`` (names, or expressions of columns, none a partition column) of the rows of
+    staged files ``adds``, one file after another in their order: only those columns read (a
+    ranged read of each on an object store), each expression applied to a file's rows as it
+    is read. A file at a time: one scan of a category's 80 files took 28 MiB for 5.9 MiB of
+    ids (their pages decoded side by side), file by file 3 MiB."""
+    where = _table(location, table)
+    options = polars_options(storage_options(where))
+    needed: list[str] = []
+    for column in columns:
+        names = [column] if isinstance(column, str) else column.meta.root_names()
+        needed += [name for name in names if name not in needed]
+    frames = []
+    with _errors("read staged files of table", where):
+        for add in adds:
+            uri = where.child(add.path).uri  # OUT may be named like a pattern: literal
+            rows = pl.read_parquet(uri, columns=needed, glob=False, storage_options=options)
+            frames.append(rows.select(columns))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
 def discard(location: Location, table: str, staged: Sequence[StagedFiles]) -> None:
     """Delete staged files that will never be committed (their night failed, or they were
     written again): nothing else refers to them."""
