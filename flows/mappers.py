@@ -7,9 +7,11 @@ cluster; ``flows.prefect_flows`` makes each a Prefect task. A run tells its ``Pr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
+from typing import Any
 
 from flows.records import NoProgress, Progress
 from flows.score import (
@@ -21,6 +23,9 @@ from flows.score import (
 )
 from flows.staging import Slots, Stager
 from flows.store.dumps import DumpFile
+from flows.store.errors import BadLocation
+from flows.store.lease import LEASE_KEY
+from flows.store.location import Location
 
 # (files, formulas, known digests) -> one part (scores, unscored rows, report) per file
 # (files, formulas, digests, where to stage the episode scores or None) -> parts
@@ -121,6 +126,8 @@ def dask_mapper(address: str) -> Mapper:
         from distributed import Client, as_completed
 
         with Client(address, timeout="30s") as client:
+            if target is not None:
+                check_workers_reach(client, target.location)
             # A worker stages the rows it scored: no row of a scored episode comes back, only
             # its files' paths and statistics, sums, reject rows and counts (``stage``); each
             # taken as it is done and its future let go (the cluster forgets it).
@@ -137,6 +144,24 @@ def dask_mapper(address: str) -> Mapper:
             return [part for part in parts if part is not None]
 
     return mapper
+
+
+def check_workers_reach(client: Any, out: Location) -> None:
+    """Refuse (``BadLocation``) a local ``OUT`` that a worker of ``client``'s cluster does not
+    see as this process does: the workers write the rows they score into ``OUT``, where this
+    process reads them back. The proof asked of each worker is the lease file this run holds
+    in ``OUT``; an object store is reached alike by every process given its options."""
+    if not out.is_local:
+        return
+    lease = os.path.join(out.uri, LEASE_KEY)
+    blind = sorted(worker for worker, seen in client.run(os.path.exists, lease).items() if not seen)
+    if blind:
+        raise BadLocation(
+            f"{out.display} is not reached by the Dask worker(s) {', '.join(blind)} as by this "
+            "process (they do not see its lease file): on a cluster each worker writes the rows "
+            "it scores into OUT, so OUT must be an object store or one path on a disk that "
+            "every worker and this process share"
+        )
 
 
 def _of(batch: Sequence[DumpFile], digests: Mapping[str, str]) -> dict[str, str]:

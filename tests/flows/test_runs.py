@@ -11,8 +11,12 @@ import polars as pl
 import pytest
 
 from flows import runs
-from flows.mappers import dask_mapper
+from flows.mappers import check_workers_reach, dask_mapper
 from flows.store.dumps import InputError
+from flows.store.errors import BadLocation
+from flows.store.lease import LEASE_KEY
+from flows.store.location import Location
+from schemas.exits import ExitCode
 from tests.dumps import copy_night
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
 from transforms.registry import DEFAULTS as _DEFAULTS
@@ -180,6 +184,25 @@ def test_dask_gives_the_local_tables_where_runs_are_replaced_and_ids_repeat(
         runs.score(dump, tmp_path / "dask", mapper=dask_mapper(dask_cluster.scheduler_address))
     assert read_table(tmp_path / "local", "replaced_episodes").height == 2
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
+
+
+def test_a_local_out_the_workers_do_not_see_is_refused_before_they_write(
+    dask_cluster,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    from distributed import Client
+
+    # The workers of a test's cluster share this disk: an OUT without this run's lease file
+    # is what a worker on another machine sees of a local OUT.
+    out = Location.parse(str(tmp_path / "out"))
+    with Client(dask_cluster.scheduler_address) as client:
+        with pytest.raises(BadLocation, match="object store or one path on a disk") as refused:
+            check_workers_reach(client, out)
+        assert all(worker in str(refused.value) for worker in client.scheduler_info()["workers"])
+        assert refused.value.code == ExitCode.USAGE
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / LEASE_KEY).write_text("{}")
+        check_workers_reach(client, out)  # each worker sees it: scored there
 
 
 def test_a_worker_hands_the_driver_no_row_of_the_episodes_it_scored(
