@@ -295,6 +295,11 @@ def main() -> None:
     print(realistic_target)
 
 
+# The scorer's net on realistic text, at most this many times the read floor (issue 48: 3x,
+# after issue 39's 2x was found out of reach while every byte is digested).
+FLOOR_TARGET = 3
+
+
 def _realistic(repeat: int) -> str:
     """Prints the realistic-text figures; returns the line of their target."""
     from benchmarks.realistic import realistic
@@ -306,10 +311,10 @@ def _realistic(repeat: int) -> str:
     read_floor = min(full_s, needed_s)
     ratio = net_s / read_floor
     # The run with its scoring left out: the files read and digested, the night assembled
-    # and its tables made (of the scores the scorer made); what 2x the floor leaves the rest.
+    # and its tables made (of the scores the scorer made); what the target leaves the rest.
     net = warm["net"]
     unscored_s = warm["unscored"]["seconds"] + net["assemble_s"] + net["aggregate_s"]
-    left_s = 2 * read_floor - unscored_s
+    left_s = FLOOR_TARGET * read_floor - unscored_s
     text = realistic_sizes(root)
     print(
         f"\nrealistic text ({GROWTH[-1]:,} episodes, {text['rows']:,} rows, distinct words per "
@@ -321,16 +326,16 @@ def _realistic(repeat: int) -> str:
         f"{warm['needed']['cpu_s']:.2f}, net {net['cpu_s']:.2f}); net steps {_steps(net)}; "
         "with the scoring left out "
         f"(the files read and digested {warm['unscored']['seconds']:.2f} s, assembled and "
-        f"tabled) {unscored_s:.2f} s = {unscored_s / read_floor:.2f} x, so 2 x the floor "
-        f"leaves the scoring {left_s:.2f} s of {os.cpu_count()} cores, against "
+        f"tabled) {unscored_s:.2f} s = {unscored_s / read_floor:.2f} x, so {FLOOR_TARGET} x "
+        f"the floor leaves the scoring {left_s:.2f} s of {os.cpu_count()} cores, against "
         f"{net['files_s'] - warm['unscored']['seconds']:.2f} s today; every run: "
         f"{warm['runs']}",
         flush=True,
     )
     return (
-        f"- realistic text, net <= 2 x the read floor (the lesser of the full and the needed "
-        f"read): {_verdict(ratio <= 2)} ({ratio:.2f} x: {net_s:.2f} s against "
-        f"{read_floor:.2f} s)"
+        f"- realistic text, net <= {FLOOR_TARGET} x the read floor (the lesser of the full and "
+        f"the needed read): {_verdict(ratio <= FLOOR_TARGET)} ({ratio:.2f} x: {net_s:.2f} s "
+        f"against {read_floor:.2f} s)"
     )
 
 
