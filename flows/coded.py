@@ -33,7 +33,7 @@ from deltalake.transaction import AddAction
 
 from flows.mismatches import Mismatches
 from flows.result import ScoreResult
-from flows.score import FilePart, settled, stage
+from flows.score import FilePart, replaced_rows, settled, stage
 from flows.score import assemble as assemble_held
 from flows.store import delta
 from flows.store.catalog import EPISODE_SCORES
@@ -46,7 +46,6 @@ from schemas.columns import (
     FORMULA_VERSION,
     HELD_DTYPES,
     N_ROWS,
-    PROVENANCE,
     REJECTS_DTYPES,
     SCORE,
 )
@@ -117,10 +116,7 @@ def _replaced(parts: list[FilePart], night: StagedNight) -> tuple[list[FilePart]
     if replaced.is_empty():
         return parts, REPLACED_EPISODES_TABLE.empty()
     parts, taken = _restaged(parts, replaced, night)
-    moved = taken.with_columns(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
-    columns = [c for c in REPLACED_EPISODES_TABLE.columns if c not in PROVENANCE]
-    joined = moved.join(replaced, on=DUPLICATE_KEY).select(columns)
-    return parts, joined.sort(FILE, Col.EPISODE_ID, nulls_last=True)
+    return parts, replaced_rows(taken, replaced)
 
 
 @dataclass(frozen=True)

@@ -392,10 +392,16 @@ def _replaced(
     else:
         rows = scores.join(gone, on=DUPLICATE_KEY, how="semi")
     scores = scores.join(gone, on=DUPLICATE_KEY, how="anti", maintain_order="left")
+    return scores, parts, replaced_rows(rows, replaced)
+
+
+def replaced_rows(rows: pl.DataFrame, replaced: pl.DataFrame) -> pl.DataFrame:
+    """The ``replaced_episodes`` rows (no provenance) of the whole episode ``rows`` taken
+    out of a night, each with its ``replaced_by`` from ``replaced`` (``replaced_runs``)."""
     moved = rows.with_columns(pl.col(c).cast(pl.String) for c in DUPLICATE_KEY)
     columns = [c for c in REPLACED_EPISODES_TABLE.columns if c not in PROVENANCE]
     joined = moved.join(replaced, on=DUPLICATE_KEY).select(columns)
-    return scores, parts, _sorted(joined, [FILE, Col.EPISODE_ID])
+    return _sorted(joined, [FILE, Col.EPISODE_ID])
 
 
 def _in_file_order(held: Iterable[pl.DataFrame]) -> list[pl.DataFrame]:
