@@ -16,6 +16,7 @@ import inspect
 import json
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 from prefect.cache_policies import NO_CACHE
-from prefect.context import TaskRunContext
+from prefect.context import FlowRunContext, TaskRunContext
 from prefect.futures import PrefectFuture
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
@@ -40,7 +41,7 @@ from flows import runs
 from flows.importers.kaggle_limits import DEFAULT_TASK_MEMORY, DEFAULT_TIMEOUT
 from flows.importers.kaggle_nightly import Harvest
 from flows.importers.names import NAMES_ENV
-from flows.mappers import FILES_AT_ONCE
+from flows.mappers import FILES_AT_ONCE, check_workers_reach
 from flows.options import RUN_OPTIONS, run_options
 from flows.outcome import Outcome
 from flows.present.report import write_report
@@ -136,12 +137,14 @@ def file_task(
     digests: dict[str, str],
     target: StageTarget | None,
     name: str,
+    in_files: bool = False,
 ) -> FilePart:
     """One file's (or one batch of small files') whole job where it runs: scored (from the
     cache when its content was scored before), then, with a ``target``, its episode rows
-    staged into OUT, so that only the slim columns come back. One task, not a scoring task
-    and a staging task: mapped apart, every file was scored before the first was staged,
-    and each scored file's rows waited in memory for their turn."""
+    staged into OUT, so that only the slim columns come back (``in_files``, on a Dask
+    worker: none of a scored episode, as ``flows.mappers.dask_mapper``'s). One task, not a
+    scoring task and a staging task: mapped apart, every file was scored before the first
+    was staged, and each scored file's rows waited in memory for their turn."""
     days = cache_days()
     if days:
         prune_cache(timedelta(days=days))
@@ -153,7 +156,7 @@ def file_task(
             report.mtime_ns = modified_ns(dump_file)
     else:
         part = score_batch(batch, formulas, digests)
-    return part if target is None else stage(part, target)
+    return part if target is None else stage(part, target, in_files=in_files)
 
 
 def batch_name(batch: Sequence[DumpFile]) -> str:
@@ -201,9 +204,14 @@ def prefect_mapper(
 ) -> list[FilePart]:
     """The file tasks, submitted to the flow's task runner (local threads, or Dask): each
     file (or batch of small files, ``flows.score.batches``) scored (cached by content), then
-    its rows staged (with a ``target``)."""
+    its rows staged (with a ``target``). On Dask (a ``DaskTaskRunner``) a task hands back no
+    row of the episodes it scored: the night is read back from the files its workers staged
+    in ``OUT`` (``flows.coded``), which each worker must reach (``check_workers_reach``)."""
     logger = get_run_logger()
     logger.info("scoring %d files", len(files))
+    client = _dask_client()
+    if client is not None and target is not None:
+        check_workers_reach(client, target.location)
     # Every task gets its files' content digests: the cache key is made of them.
     known = {f.relative: digests.get(f.relative) or content_digest(f) for f in files}
     groups = batches(files)
@@ -213,6 +221,7 @@ def prefect_mapper(
         [{f.relative: known[f.relative] for f in batch} for batch in groups],
         unmapped(target),
         [batch_name(batch) for batch in groups],
+        unmapped(client is not None),
     )
     # Prefect's own progress display: a progress artifact of the flow run, per night.
     night = files[0].partitions.get("dump_date", "undated") if files else "undated"
@@ -224,6 +233,16 @@ def prefect_mapper(
         logger.info("scored %d/%d: %s", done, len(files), batch_name(batch))
         update_progress_artifact(artifact, 100.0 * done / len(files))
     return parts
+
+
+def _dask_client() -> Any | None:
+    """The Dask client of the running flow's task runner (prefect-dask's
+    ``DaskTaskRunner``), or None where its tasks run in this process."""
+    prefect_dask = sys.modules.get("prefect_dask")  # not imported: no such runner was made
+    runner = getattr(FlowRunContext.get(), "task_runner", None)
+    if prefect_dask is None or not isinstance(runner, prefect_dask.DaskTaskRunner):
+        return None
+    return runner.client
 
 
 def _publish(outcome: Outcome) -> Outcome:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.score import FilePart
 from tests.dumps import example_dump_counts
 from tests.tables import assert_same_tables, last_run, read_table
 from transforms.registry import DEFAULTS as _DEFAULTS
@@ -241,10 +243,24 @@ def assert_rescore_diff(out: Path, local: Path, night: str) -> None:
 
 
 def test_prefect_dask_task_runner_gives_the_local_tables(
-    prefect_api: str, prefect_home: Path, tmp_path: Path
+    prefect_api: str, prefect_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Through prefect-dask's runner as with plain Dask (issue 48): a file task hands the
+    flow no row of the episodes it scored (they are in the files its worker staged), and
+    the tables are the local engine's."""
     from distributed import LocalCluster
 
+    from flows import prefect_flows
+
+    handed: list[FilePart] = []
+
+    def mapper(*args: Any) -> list[FilePart]:
+        parts = original(*args)
+        handed.extend(parts)
+        return parts
+
+    original = prefect_flows.prefect_mapper
+    monkeypatch.setattr(prefect_flows, "prefect_mapper", mapper)
     cogscore("score", EXAMPLE_DUMP, "--out", tmp_path / "local", "--engine", "local")
     # Workers report to the same Prefect API (else each would start a server of its own).
     saved = os.environ.get("PREFECT_API_URL")
@@ -266,6 +282,7 @@ def test_prefect_dask_task_runner_gives_the_local_tables(
             os.environ.pop("PREFECT_API_URL", None)
         else:
             os.environ["PREFECT_API_URL"] = saved
+    assert handed and all(part.in_files and part.scores.is_empty() for part in handed)
     assert_same_tables(tmp_path / "dask", tmp_path / "local")
 
 
