@@ -4,12 +4,14 @@ night sizes, before and after, the runs interleaved, each command in a fresh pro
 peak's growth per episode from the smallest night to each larger one.
 
 python -m benchmarks.night_memory [--before REV] [--episodes 100000 500000 2000000] [--runs 2]
-    [--dask WORKERS]
+    [--dask WORKERS [--prefect]]
 
 ``--dask WORKERS`` (issue 48): the command runs with ``--dask-address`` on a local Dask
 cluster of that many worker processes (one thread each, ``POLARS_MAX_THREADS=1``), one
 cluster per checkout running its own code, started once; the peak is the driver's (the
-command's process) alone.
+command's process) alone. ``--prefect``: through Prefect (``--engine prefect``, its
+``DaskTaskRunner``), with a Prefect server of its own started for the run (the driver and the
+workers report to it: ``PREFECT_API_URL``).
 
 The dumps are the issue's: ``cogscore simulate --date 2026-12-01 --seed 4
 --episodes-per-file 25000`` (cached under ``benchmarks/data/night-memory/``). The "before"
@@ -88,20 +90,72 @@ def cluster(checkout: Path, workers: int) -> Iterator[str]:
             child.wait()
 
 
+@contextmanager
+def prefect_server() -> Iterator[str]:
+    """A Prefect API server of its own (a temporary home), started for the run and stopped
+    after it; this process's environment (which the clusters and commands inherit) points
+    at it: its address."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    with tempfile.TemporaryDirectory(prefix="cogscore-prefect-") as home:
+        env = {**os.environ, "PREFECT_HOME": home, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+             "--port", str(port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            for _ in range(240):  # a cold start takes 15-25 s here
+                try:
+                    urllib.request.urlopen(f"{url}/health", timeout=2)
+                    break
+                except OSError:
+                    if child.poll() is not None:
+                        raise SystemExit("the Prefect server did not start") from None
+                    time.sleep(0.5)
+            else:
+                raise SystemExit("the Prefect server did not answer in 120 s")
+            saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
+            os.environ.update(PREFECT_API_URL=url, PREFECT_HOME=home)
+            try:
+                yield url
+            finally:
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+        finally:
+            child.terminate()
+            child.wait(timeout=60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE)
     parser.add_argument("--episodes", type=int, nargs="+", default=[100_000, 500_000, 2_000_000])
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--dask", type=int, default=0, metavar="WORKERS")
+    parser.add_argument("--prefect", action="store_true", help="through Prefect's DaskTaskRunner")
     options = parser.parse_args()
+    if options.prefect and not options.dask:
+        parser.error("--prefect measures the Dask task runner: give --dask WORKERS too")
     sizes = sorted(options.episodes)
     dumps = {n: night_dump(n) for n in sizes}
     results: dict[str, dict[int, list[dict[str, Any]]]] = {}
     with worktree(options.before) as before, ExitStack() as clusters:
+        via = ["--engine", "prefect"] if options.prefect else []
+        if options.prefect:  # before the clusters: their workers report to it too
+            clusters.enter_context(prefect_server())
         checkouts = {f"before ({options.before})": before, "after (this checkout)": TOP}
         engine = {
-            label: ["--dask-address", clusters.enter_context(cluster(checkout, options.dask))]
+            label: [*via, "--dask-address", clusters.enter_context(cluster(checkout, options.dask))]
             if options.dask
             else []
             for label, checkout in checkouts.items()
@@ -116,6 +170,7 @@ def main() -> None:
                     print(f"  {label}, {n:,} episodes: done", file=sys.stderr, flush=True)
     smallest = sizes[0]
     where = f", on Dask ({options.dask} local worker processes)" if options.dask else ""
+    where += " through Prefect's DaskTaskRunner" if options.prefect else ""
     print(
         f"one night each{where}, {options.runs} runs each, interleaved, fresh processes and "
         "outputs\n"
