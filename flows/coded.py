@@ -33,9 +33,8 @@ from deltalake.transaction import AddAction
 
 from flows.mismatches import Mismatches
 from flows.result import ScoreResult
-from flows.score import FilePart, replaced_rows, settled, stage
+from flows.score import FilePart, replaced_rows, restaged, settled
 from flows.score import assemble as assemble_held
-from flows.store import delta
 from flows.store.catalog import EPISODE_SCORES
 from flows.store.delta.staged import StagedFiles, StageTarget, read_staged_columns
 from schemas.columns import (
@@ -211,9 +210,8 @@ def _restaged(
     parts: Sequence[FilePart], episodes: pl.DataFrame, night: StagedNight
 ) -> tuple[list[FilePart], pl.DataFrame]:
     """The parts without ``episodes`` (their key: copies of ids repeated across files, or
-    runs replaced; rare), the files of those holding some written again (the old ones
-    deleted), and the staged rows taken out (whole)."""
-    target, copies = night.target, episodes.select(DUPLICATE_KEY)
+    runs replaced; rare): those of the files holding some staged again without them
+    (``flows.score.restaged``), and the staged rows taken out (whole)."""
     files = set(episodes[FILE].to_list())
     kept_parts, moved = [], [pl.DataFrame(schema=EPISODE_SCORES_DTYPES)]
     for part in parts:
@@ -221,11 +219,7 @@ def _restaged(
         if not written or not files & {r.file for r in part.reports}:
             kept_parts.append(part)
             continue
-        rows = delta.read_staged(target.location, EPISODE_SCORES, written[0])
-        rows = rows.select(list(EPISODE_SCORES_DTYPES))
-        moved.append(rows.join(copies, on=DUPLICATE_KEY, how="semi", nulls_equal=True))
-        kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
-        delta.discard(target.location, EPISODE_SCORES, written)
-        unstaged = FilePart(kept, part.unscored, part.rejects, part.reports)
-        kept_parts.append(stage(unstaged, target, in_files=True))
+        kept, taken = restaged(part, written[0], episodes, night.target, in_files=True)
+        kept_parts.append(kept)
+        moved.append(taken)
     return kept_parts, pl.concat(moved, how="vertical_relaxed")

@@ -431,23 +431,33 @@ def _restaged(
     part: FilePart, episodes: pl.DataFrame, target: StageTarget
 ) -> tuple[FilePart, pl.DataFrame]:
     """A staged part without ``episodes`` (their key: copies of ids repeated across files, a
-    harness bug, or runs replaced; rare), its files written again and the old ones deleted,
-    and the rows taken out; a part without such episodes as it is (its files are not read
-    back), and no rows."""
-    copies = episodes.select(DUPLICATE_KEY)
+    harness bug, or runs replaced; rare), by ``restaged``; a part whose held columns hold
+    none of them as it is (its files are not read back), and no rows."""
     written = settled([part.staged])
-    none = pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
-    if not written:
-        return part, none
-    if part.scores.join(compact(copies), on=DUPLICATE_KEY, how="semi").is_empty():
-        return part, none
-    rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE.name, written[0])
+    copies = compact(episodes.select(DUPLICATE_KEY))
+    if not written or part.scores.join(copies, on=DUPLICATE_KEY, how="semi").is_empty():
+        return part, pl.DataFrame(schema=EPISODE_SCORES_DTYPES)
+    return restaged(part, written[0], episodes, target)
+
+
+def restaged(
+    part: FilePart,
+    written: StagedFiles,
+    episodes: pl.DataFrame,
+    target: StageTarget,
+    in_files: bool = False,
+) -> tuple[FilePart, pl.DataFrame]:
+    """``part`` without ``episodes`` (their key), its staged files (``written``) read back,
+    written again without them (staged as ``stage`` does, ``in_files`` alike) and the old
+    ones deleted; and the rows taken out, whole."""
+    copies = episodes.select(DUPLICATE_KEY)
+    rows = delta.read_staged(target.location, EPISODE_SCORES_TABLE.name, written)
     rows = rows.select(list(EPISODE_SCORES_DTYPES))
     kept = rows.join(copies, on=DUPLICATE_KEY, how="anti", nulls_equal=True)
     taken = rows.join(copies, on=DUPLICATE_KEY, how="semi", nulls_equal=True)
-    delta.discard(target.location, EPISODE_SCORES_TABLE.name, written)
+    delta.discard(target.location, EPISODE_SCORES_TABLE.name, [written])
     unstaged = FilePart(kept, part.unscored, part.rejects, part.reports)
-    return stage(unstaged, target), taken
+    return stage(unstaged, target, in_files=in_files), taken
 
 
 def score_dump(
