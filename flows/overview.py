@@ -139,6 +139,11 @@ def status(output: Output, dump_root: str | Path | None = None) -> dict[str, Any
         "usage_refused": {
             night: entry.counts.get("episodes_usage_refused") for night, entry in nights.items()
         },
+        # Contract 1.4: per night, episodes scored and replaced by a later run of their model
+        # and task (replaced_episodes; null: scored before cogscore set them apart).
+        "replaced": {
+            night: entry.counts.get("episodes_replaced") for night, entry in nights.items()
+        },
         "table_versions": output.versions(),
         "last_runs": [
             {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in run.items()}

@@ -123,6 +123,12 @@ def status_lines(report: dict[str, Any]) -> list[str]:
                 f"  night {night}: {refused} episode(s) scored with their usage refused "
                 f"({USAGE_INVALID}: episode_scores.{USAGE_REFUSED} says why)"
             )
+    for night, replaced in report.get("replaced", {}).items():
+        if replaced:
+            lines.append(
+                f"  night {night}: {replaced} episode(s) scored and replaced by a later run of "
+                "their model and task (replaced_episodes says which, and by what)"
+            )
     versions = ", ".join(f"{t} v{v}" for t, v in sorted(report["table_versions"].items()))
     lines.append(f"  table versions: {versions or '-'}")
     for run in report["last_runs"]:

@@ -157,6 +157,15 @@ def test_scoring_without_staging_sets_apart_the_same_runs(dump: Path, scored: Pa
     )
 
 
+def test_status_tells_the_episodes_replaced_each_night(scored: Path) -> None:
+    replaced = read_table(scored, "replaced_episodes")
+    done = CliRunner().invoke(app, ["status", str(scored), "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["replaced"] == {NIGHT: replaced.height}
+    text = CliRunner().invoke(app, ["status", str(scored)]).output
+    assert f"night {NIGHT}: {replaced.height} episode(s) scored and replaced by a later" in text
+
+
 def _explain(out: Path, *args: str) -> dict[str, Any]:
     done = CliRunner().invoke(app, ["explain", str(out), *args, "--json"])
     assert done.exit_code == 0, done.output
