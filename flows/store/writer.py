@@ -159,7 +159,15 @@ class Writer:
                 )
             elif nights:
                 versions[table] = self._commit_nights(table, nights)
-            elif (version := delta.table_version(self.output.location, table, opened)) is not None:
+            elif (
+                version := delta.add_columns(
+                    self.output.location,
+                    table,
+                    empty_table(table),
+                    commit_metadata={"run_id": self.run_id},
+                    opened=opened,
+                )
+            ) is not None:  # the version this run records: with this cogscore's columns
                 versions[table] = version
             else:
                 versions[table] = delta.write_night(

@@ -608,3 +608,37 @@ def test_the_runs_leaderboard_reads_the_latest_nights_rows_only(
         assert board(copy, view) == board(scored_out, view)
     assert board(copy, View.STANDING)[0].startswith(f"standing as of {latest}")
     assert board(copy, View.NIGHT)[0].startswith(f"leaderboard of the night {latest}")
+
+
+def test_a_run_gives_a_table_it_does_not_rewrite_this_versions_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table an earlier cogscore wrote and a run leaves as it is (a nightly with nothing
+    new) gains this cogscore's new columns in a metadata commit the run records: DuckDB's
+    ``delta_scan`` under sql/views.sql bound the views' columns and failed on such an output
+    (``calls`` not found in ``standings``) until a night rewrote the table."""
+    from deltalake import DeltaTable
+
+    from flows.store import writer
+    from flows.store.catalog import empty_table
+
+    out = tmp_path / "out"
+    runs.nightly(EXAMPLE_DUMP, out)  # by "an earlier cogscore"; then one with a column more
+    newer = pl.Series("added_later", [], pl.Int64)
+
+    def with_added(table: str) -> pl.DataFrame:
+        frame = empty_table(table)
+        return frame.with_columns(newer) if table == "standings" else frame
+
+    monkeypatch.setattr(writer, "empty_table", with_added)
+    runs.nightly(EXAMPLE_DUMP, out)  # nothing new: no night of standings rewritten
+    table = DeltaTable(str(out / "standings"))
+    assert "added_later" in [field.name for field in table.schema().fields]
+    assert latest_versions(out)["standings"] == table.version()  # the run pins it
+    rows = pl.read_delta(str(out / "standings"))
+    assert rows.height > 0 and rows["added_later"].null_count() == rows.height
+    con = _delta_scan_views(out)
+    assert con.execute("SELECT count(*), count(added_later) FROM standings").fetchone() == (
+        rows.height,
+        0,
+    )

@@ -48,6 +48,7 @@ staged by workers, committed by the driver).
 from flows.store.delta.layout import check_layout, check_path, uncommitted_files
 from flows.store.delta.staged import commit_nights, discard, read_staged, write_data_files
 from flows.store.delta.tables import (
+    add_columns,
     append_rows,
     missing_files,
     open_table,
@@ -63,6 +64,7 @@ from flows.store.delta.tables import (
 # their imports while another change to them is in flight: the package's names for them,
 # until those calls name the modules above.
 __all__ = [
+    "add_columns",
     "append_rows",
     "check_layout",
     "check_path",

@@ -183,6 +183,36 @@ def append_rows(
         return existing.version()
 
 
+def add_columns(
+    location: Location,
+    table: str,
+    model: pl.DataFrame,
+    *,
+    commit_metadata: Mapping[str, Any] | None = None,
+    opened: Opened | None = None,
+) -> int | None:
+    """Give `OUT/table` the columns of ``model`` (a frame of its columns) that it lacks, as
+    nullable columns in one metadata commit (no data file written): a table an earlier
+    cogscore wrote, which this run does not rewrite, read by Delta's other readers (DuckDB's
+    ``delta_scan`` under ``sql/views.sql``) with this version's columns, null in its rows;
+    the version after it (the same where nothing lacks), None if there is no table."""
+    from deltalake import Schema
+
+    where = _table(location, table)
+    with _errors("add columns to table", where):
+        existing = _open(where, opened)
+        if existing is None:
+            return None
+        have = {field.name for field in existing.schema().fields}
+        wanted = delta_ready(model.clear()).to_arrow().schema
+        lacking = [field for field in wanted if field.name not in have]
+        if lacking:
+            fields = Schema.from_arrow(pa.schema(lacking)).fields
+            properties = CommitProperties(custom_metadata=dict(commit_metadata or {}))
+            existing.alter.add_columns(list(fields), commit_properties=properties)
+        return existing.version()
+
+
 def _schema_mode(table: DeltaTable, schema: pa.Schema) -> Literal["merge"] | None:
     """ "merge" where `schema` adds columns to the table (a newer cogscore writing into an
     output that an earlier one wrote): the table gains them, its other nights read them as
