@@ -192,14 +192,17 @@ def component_sums(scores: pl.LazyFrame) -> pl.LazyFrame:
     components = [c for c in Component if c in schema]
     if FILE not in schema:  # one part
         scores = scores.with_columns(pl.lit("").alias(FILE))
+    # Sorted once by episode (a group keeps its rows' order), not in each group once per
+    # component and usage measure (19 sorts): a night of 98,518 episodes' sums 47 ms of CPU
+    # to 35. An id is one episode of its file: the order, and so the bits, are the same.
     return (
         with_usage(scores, EPISODE_COLUMNS)
+        .sort(Col.EPISODE_ID, maintain_order=True)
         .group_by(FILE, *TASK_KEY)
         .agg(
             *(
                 pl.col(c)
                 .cast(pl.Float64)
-                .sort_by(Col.EPISODE_ID)
                 .drop_nulls()
                 .cum_sum()  # left to right (a sum may add in another order)
                 .last()

@@ -434,29 +434,48 @@ def with_status(episodes: pl.LazyFrame) -> pl.LazyFrame:
     return episodes.with_columns(status.alias(STATUS))
 
 
-def _listed(field: str, checks_: Sequence[RuleCheck]) -> pl.Expr:
-    values = [
-        pl.when(c.broken.fill_null(False)).then(
-            pl.lit(c.rule.value) if field == RULES else c.message.fill_null(c.rule.value)
-        )
-        for c in checks_
-    ]
-    return pl.concat_list(values).list.drop_nulls()
+# Working columns of ``explain``: each episode's row, and the check a listed rule is of.
+_ROW: Final = "__explained_row"
+_CHECK: Final = "__check"
 
 
 def explain(episodes: pl.LazyFrame) -> pl.LazyFrame:
     """Add ``rules`` and ``reasons`` (empty for a scored episode) to detailed facts
-    (``transforms.episodes.episode_facts(..., detailed=True)``)."""
-    episode_checks = [HARNESS, *checks()]
+    (``transforms.episodes.episode_facts(..., detailed=True)``): the rules each episode
+    breaks, in the order of the checks (each rule once), and the reason each check gives.
+
+    Each check's verdict and message is a column, the columns' values unpivoted and those
+    of the checks broken gathered per episode: a list made of one element from each of 42
+    checks in every row (``concat_list``) took 13 ms for 1,482 episodes, a list per field
+    (rules and reasons) 26 of a reject plan's 73."""
     no_id = pl.col(Col.EPISODE_ID).is_null()
-    rules_ = (
-        pl.when(no_id)
-        .then(_listed(RULES, [NO_EPISODE_ID]))
-        .otherwise(_listed(RULES, episode_checks).list.unique(maintain_order=True))
+    # Rows without an episode_id break that rule alone; the others the checks they break.
+    listed = [NO_EPISODE_ID, HARNESS, *checks()]
+    broken = [no_id, *(c.broken.fill_null(False) & ~no_id for c in listed[1:])]
+    names = [str(i) for i in range(len(listed))]
+    numbered = episodes.with_row_index(_ROW).cache()
+    flags = numbered.select(_ROW, *(b.alias(n) for b, n in zip(broken, names, strict=True)))
+    messages = numbered.select(
+        *(c.message.fill_null(c.rule.value).alias(n) for c, n in zip(listed, names, strict=True))
     )
-    reasons = (
-        pl.when(no_id)
-        .then(_listed(REASONS, [NO_EPISODE_ID]))
-        .otherwise(_listed(REASONS, episode_checks))
+    check = pl.col("variable").cast(pl.UInt32).alias(_CHECK)
+    long = pl.concat(
+        [
+            flags.unpivot(index=_ROW, on=names).select(_ROW, check, pl.col("value")),
+            messages.unpivot(on=names).select(pl.col("value").alias(REASONS)),
+        ],
+        how="horizontal",
     )
-    return episodes.with_columns(rules_.alias(RULES), reasons.alias(REASONS))
+    rule = pl.col(_CHECK).replace_strict(range(len(listed)), [c.rule.value for c in listed])
+    lists = (
+        long.filter(pl.col("value"))
+        .sort(_ROW, _CHECK)
+        .group_by(_ROW, maintain_order=True)
+        .agg(rule.unique(maintain_order=True).alias(RULES), pl.col(REASONS))
+    )
+    none = pl.lit(pl.Series([[]], dtype=pl.List(pl.String)))
+    return (
+        numbered.join(lists, on=_ROW, how="left", maintain_order="left")
+        .with_columns(pl.col(RULES).fill_null(none), pl.col(REASONS).fill_null(none))
+        .drop(_ROW)
+    )

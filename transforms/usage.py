@@ -111,9 +111,11 @@ def _summed(values: pl.Expr, dtype: pl.DataType) -> pl.Expr:
 
 
 def _in_order(column: str, dtype: pl.DataType, *order: str) -> pl.Expr:
-    """The sum of the non-null values, left to right in the order of ``order``, where its
-    type holds it (``fitting``); null where there is none (never 0)."""
-    present = pl.col(column).sort_by(*order).drop_nulls()
+    """The sum of the non-null values, left to right in the order of ``order`` (none: the
+    group's rows' order), where its type holds it (``fitting``); null where there is none
+    (never 0)."""
+    values = pl.col(column)
+    present = (values.sort_by(*order) if order else values).drop_nulls()
     return fitting(pl.when(present.len() > 0).then(_summed(present, dtype)), dtype)
 
 
@@ -280,12 +282,13 @@ TOTALS: Final[dict[str, pl.DataType]] = {
 
 
 def usage_sums() -> list[pl.Expr]:
-    """Aggregations of a group of episode scores (one file's of a task, say): each
-    measure's sum (in episode order) and count, the episodes that record usage and the
+    """Aggregations of a group of episode scores (one file's of a task, say) whose rows
+    come in episode order (``transforms.aggregate.component_sums`` sorts them once): each
+    measure's sum (in that order) and count, the episodes that record usage and the
     incomplete ones: all a night's reduction needs of its files' usage (``task_usage``).
     The scores need ``EPISODE_COLUMNS`` (``with_usage``)."""
     return [
-        *(_in_order(m, t, Col.EPISODE_ID).alias(_SUM + m) for m, t in TOTALLED.items()),
+        *(_in_order(m, t).alias(_SUM + m) for m, t in TOTALLED.items()),
         *(pl.col(m).count().cast(pl.Int64).alias(_COUNT + m) for m in TOTALLED),
         _recorded().sum().cast(pl.Int64).alias(USAGE_EPISODES),
         (pl.col(REPLIES_WITHOUT_USAGE) > 0).sum().cast(pl.Int64).alias(USAGE_INCOMPLETE),

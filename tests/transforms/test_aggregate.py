@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 
+from schemas.columns import EPISODE_SCORES_DTYPES
 from transforms.aggregate import (
     Bootstrap,
     category_scores,
@@ -68,6 +69,15 @@ def test_files_summed_apart_or_together_give_the_same_bits(frame: pl.DataFrame) 
     a = component_means(apart.lazy()).collect()
     b = component_means(together.lazy()).collect()
     assert a.rows() == b.rows()
+
+
+def test_a_files_sums_sort_its_episodes_once_not_each_measure_in_each_group() -> None:
+    """The left-to-right order of a file's sums is its episodes' (the test above): the rows
+    are sorted by episode once, not each component's and usage measure's values again in
+    each group (19 sorts: a 98,518-episode night's sums took 47 ms of CPU, now 35)."""
+    plan = component_sums(pl.LazyFrame(schema=EPISODE_SCORES_DTYPES)).explain()
+    assert "sort_by" not in plan
+    assert plan.count("SORT BY") == 1, plan
 
 
 # ---------------------------------------------------------------------------------------

@@ -24,7 +24,16 @@ from tests.strategies import (
     variant,
     whitespace,
 )
-from transforms.matching import ANSWER, CORRECT, EXPECTED, MODE, POSITIONAL, grade
+from transforms.matching import (
+    _PYTHON_GRADERS,
+    ANSWER,
+    CORRECT,
+    EXPECTED,
+    MODE,
+    POSITIONAL,
+    _python_grade,
+    grade,
+)
 
 KEY = "pair"
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -223,3 +232,16 @@ def test_positional_is_computed_only_where_asked() -> None:
     want = [reference_positional(e, a) for e, a in texts[:2]]
     assert got[POSITIONAL].to_list() == [*want, None, None]
     assert want == [1.0, 0.5]
+
+
+def test_every_mode_polars_may_leave_to_python_has_its_own_python_grader() -> None:
+    """Python grades the pairs polars leaves undecided through one grader per mode
+    (``_PYTHON_GRADERS``, looked up once a pair): every mode but those polars always decides
+    (``sequence``, ``recorded``) has its own, so a new mode cannot fall through to ``nfc``'s;
+    and each gives the contract's verdict on the awkward pairs, both ways round."""
+    assert set(_PYTHON_GRADERS) == {m.value for m in Match} - {Match.SEQUENCE, Match.RECORDED}
+    for mode in _PYTHON_GRADERS:
+        for first, second in AWKWARD:
+            for expected, answer in ((first, second), (second, first)):
+                want = reference_grade(mode, expected, answer)
+                assert _python_grade(mode, expected, answer) is want, (mode, expected, answer)
