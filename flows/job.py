@@ -38,6 +38,7 @@ from flows.records import RunContext, error_line, exit_code_of, run_status, verd
 from flows.repeats import SeenIds, repeat_reason
 from flows.result import ScoreResult, resolved
 from flows.score import settled
+from flows.standing_writes import StandingWrites
 from flows.standings import (
     STANDING_CHANGES,
     TASK_CHANGES,
@@ -164,12 +165,12 @@ def score_nights(
         job.dump_root,
     )
 
+    def provenanced(name: str, table: pl.DataFrame) -> pl.DataFrame:
+        return with_provenance(table, COGSCORE_VERSION, fingerprints, TABLES[name].night)
+
     def stage(tables: dict[str, pl.DataFrame], night: str | None) -> None:
         for name, table in tables.items():
-            column = TABLES[name].night
-            writer.stage(
-                name, with_provenance(table, COGSCORE_VERSION, fingerprints, column), night
-            )
+            writer.stage(name, provenanced(name, table), night)
 
     held = sorted(state.nights) if dated else []
     # The nights not scored whose baseline holds a night scored (late, delivered again,
@@ -198,7 +199,7 @@ def score_nights(
         tables = standings.of_night(night, tonight)
         moved.append(tables[STANDING_CHANGES].filter(noticed()))
         reruns.append(tables[TASK_CHANGES].filter(reran()))
-        stage(tables, night)
+        stood.add(night, tables)  # staged a few standings at a time
 
     def stand_as_held(night: str | None) -> None:
         """A night that failed unwritten keeps what ``OUT`` holds of it, if anything: its
@@ -211,6 +212,7 @@ def score_nights(
 
     moved: list[pl.DataFrame] = []
     reruns: list[pl.DataFrame] = []
+    stood = StandingWrites(writer, provenanced)
 
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
     recorded = False  # the run's rows are in the runs table: its outcome is told there
@@ -308,6 +310,7 @@ def score_nights(
                 )
             )
             del result, tables, ids
+        stood.flush()
         if standings is not None:  # the last standing's episodes, for the next run's
             for night, frame in standings.carried().items():
                 stage({STANDING_EPISODES: frame}, night)

@@ -40,6 +40,11 @@ class TableWriter(Protocol):
         """Night ``night`` of ``table`` will be ``frame`` (checked now)."""
         ...
 
+    def stage_nights(self, table: str, frame: pl.DataFrame, nights: Sequence[str | None]) -> None:
+        """Each night of ``nights`` of ``table`` will be ``frame``'s rows of it (none: the
+        night emptied), checked now, all at once."""
+        ...
+
     def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
         """Night ``night`` of ``table`` will be the files the workers staged."""
         ...
@@ -69,6 +74,9 @@ class DryRun:
 
     def stage(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
 
+        validate(table, frame)
+
+    def stage_nights(self, table: str, frame: pl.DataFrame, nights: Sequence[str | None]) -> None:
         validate(table, frame)
 
     def stage_files(self, table: str, night: str | None, staged: Sequence[StagedFiles]) -> None:
@@ -111,8 +119,25 @@ class Writer:
         """Validate ``frame`` (pandera, data included) and stage it as night ``night`` of
         ``table`` (an empty frame empties the night)."""
 
+        validate(TABLES[table], frame)  # one query; pandera's report if it fails
+        self._write(table, frame, night)
+
+    def stage_nights(self, table: str, frame: pl.DataFrame, nights: Sequence[str | None]) -> None:
+        """Validate ``frame`` once (rows of several nights: one query for them all) and
+        stage each night of ``nights`` as its rows, exactly as ``stage`` stages a night."""
         spec = TABLES[table]
-        validate(spec, frame)  # one query; pandera's report if it fails
+        validate(spec, frame)
+        if len(nights) == 1:
+            self._write(table, frame, nights[0])
+            return
+        of_night = frame.partition_by(spec.night, as_dict=True, maintain_order=True)
+        for night in nights:
+            rows = of_night.get((night,))
+            self._write(table, frame.clear() if rows is None else rows, night)
+
+    def _write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
+        """``frame`` (validated) written as night ``night`` of ``table``, staged."""
+        spec = TABLES[table]
         order = list(spec.sort)
         ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
         files = delta.write_data_files(

@@ -14,11 +14,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import flows.store.writer as writer_module
 import transforms.compare.scores as scores_module
-from flows import runs
+from flows import runs, standing_writes
 from flows.importers.scores import import_scores
 from flows.night import statistics_above
-from schemas.columns import AS_OF, PROVENANCE
+from schemas.columns import AS_OF, INPUT_FINGERPRINT, PROVENANCE
 from schemas.contract import DUMP_DATE, Col
 from tests.tables import read_table
 from transforms.aggregate import Bootstrap
@@ -124,3 +125,45 @@ def test_a_standing_makes_only_the_intervals_of_the_models_with_a_new_result(
         expected = [[tonight], [tonight, frozenset(seen)]][i] if i < 2 else [tonight, tonight]
         found = sorted(sorted(models) for n, models in made if n == night)
         assert found == sorted(sorted(models) for models in expected), night
+
+
+def test_a_score_stages_its_standings_a_few_nights_at_a_time_with_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``score`` hands each standing table to the writer a few standings at a time
+    (``STANDINGS_AT_ONCE``: one validation for them all, not one a night), and each night
+    holds the rows it holds when every standing is staged alone."""
+    checked: dict[str, list[list[str]]] = {}
+    original = writer_module.validate
+
+    def spy(table: object, frame: pl.DataFrame) -> pl.DataFrame:
+        name = table if isinstance(table, str) else getattr(table, "name", "")
+        if AS_OF in frame.columns:
+            nights = sorted(set(frame[AS_OF].drop_nulls().to_list()))
+            checked.setdefault(str(name), []).append(nights)
+        return original(table, frame)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer_module, "validate", spy)
+    monkeypatch.setattr(standing_writes, "STANDINGS_AT_ONCE", 3)
+    (tmp_path / "batched").mkdir()
+    _score(tmp_path / "batched", 1)
+    nights = list(NIGHTS)
+    batches = [nights[:3], nights[3:6], nights[6:]]
+    for name in ("task_standings", "standings", "standing_comparisons", "task_health"):
+        assert checked[name] == batches, name
+    monkeypatch.setattr(standing_writes, "STANDINGS_AT_ONCE", 1)
+    (tmp_path / "alone").mkdir()
+    _score(tmp_path / "alone", 1)
+    # (each night's input fingerprint: the night's own, as its task_scores rows hold it)
+    of_night = read_table(tmp_path / "batched" / "out", "task_scores").select(
+        pl.col(DUMP_DATE).alias(AS_OF), pl.col(INPUT_FINGERPRINT).alias("night's")
+    )
+    for name in checked:
+        batched = read_table(tmp_path / "batched" / "out", name)
+        fingerprints = batched.join(of_night.unique(), on=AS_OF)
+        assert fingerprints.height == batched.height, name
+        assert (fingerprints[INPUT_FINGERPRINT] == fingerprints["night's"]).all(), name
+        batched = batched.drop(INPUT_FINGERPRINT)
+        alone = read_table(tmp_path / "alone" / "out", name).drop(INPUT_FINGERPRINT)
+        keys = [c for c in alone.columns if alone[c].dtype == pl.String]
+        assert_frame_equal(batched.sort(keys), alone.sort(keys), check_exact=True)

@@ -144,7 +144,7 @@ def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) 
         fallback.alias(Work.FALLBACK),
         cause.alias(Work.CAUSE),
     )
-    per_contrast = (
+    summed = (
         strata.sort(*_STRATUM)
         .group_by(Work.CID, maintain_order=True)
         .agg(
@@ -158,8 +158,10 @@ def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) 
             pl.col(Work.SHARED).sum(),
             pl.col(Work.TOTAL).sum(),
         )
-        .join(_why(strata), on=Work.CID, how="left")
     )
+    # (The sums above, a query of their own as they were; what follows, why a variance is
+    # null, its labels and choices, neither sums nor rounds a float: one query.)
+    per_contrast = summed.lazy().join(_why(strata.lazy()), on=Work.CID, how="left")
     if zero_is_unknown:
         zero = pl.col(Work.VAR) <= NO_SPREAD**2
         per_contrast = per_contrast.with_columns(
@@ -188,16 +190,28 @@ def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) 
     # The normal where the tasks are fixed (the previous choice, unchanged); no df without
     # a variance.
     known = pl.col(Work.VAR).is_not_null() & pl.lit(design == Design.TWO_LEVEL)
-    return per_contrast.with_columns(
-        label.alias(DESIGN),
-        paired.alias(PAIRED),
-        pl.when(known).then(pl.col(DF)).alias(DF),
-    ).select(
-        Work.CID, Work.VAR, Work.VAR_WITHIN, Work.VAR_TASKS, DF, DESIGN, N_PAIRS, PAIRED, Work.WHY
+    return (
+        per_contrast.with_columns(
+            label.alias(DESIGN),
+            paired.alias(PAIRED),
+            pl.when(known).then(pl.col(DF)).alias(DF),
+        )
+        .select(
+            Work.CID,
+            Work.VAR,
+            Work.VAR_WITHIN,
+            Work.VAR_TASKS,
+            DF,
+            DESIGN,
+            N_PAIRS,
+            PAIRED,
+            Work.WHY,
+        )
+        .collect()
     )
 
 
-def _why(strata: pl.DataFrame) -> pl.DataFrame:
+def _why(strata: pl.LazyFrame) -> pl.LazyFrame:
     """Per contrast whose variance is null: why, each cause once with its strata named
     (``REASON_TEXT``), in the causes' order."""
     causes = list(Unestimable)

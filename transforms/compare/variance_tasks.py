@@ -81,21 +81,26 @@ def _task_sample(
         .group_by(*_STRATUM, maintain_order=True)
         .agg(sum_or_null(value, Work.VAR_TASKS), _satterthwaite(Work.TASK_DF))
     )
+    # (Counts, a join and a choice, no float summed: in one query with the tasks every unit
+    # covers, where each step was a query of its own; a standing makes three variances.)
     sampled = (
-        per_task.group_by(*_STRATUM, maintain_order=True)
+        per_task.lazy()
+        .group_by(*_STRATUM, maintain_order=True)
         .agg(pl.len().cast(pl.Int64).alias(Work.STRATUM_TASKS))
-        .join(per_stratum, on=_STRATUM, how="left")
+        .join(per_stratum.lazy(), on=_STRATUM, how="left")
         .with_columns(
             pl.when(pl.col(Work.STRATUM_TASKS) > 1).then(pl.col(Work.VAR_TASKS)),
         )
     )
-    n_units = contrasts.group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias(Work.ALL))
+    n_units = contrasts.lazy().group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias(Work.ALL))
     shared_tasks = (
-        per_task.join(n_units, on=Work.CID)
+        per_task.lazy()
+        .join(n_units, on=Work.CID)
         .group_by(Work.CID)
         .agg((pl.col(Work.UNITS) == pl.col(Work.ALL)).sum().cast(pl.Int64).alias(N_TASKS))
     )
-    return sampled, shared_tasks
+    sampled_rows, shared_rows = pl.collect_all([sampled, shared_tasks])
+    return sampled_rows, shared_rows
 
 
 def _borrowed(terms: pl.DataFrame, singles: pl.DataFrame) -> pl.DataFrame:

@@ -33,11 +33,14 @@ def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     in another order)."""
     weights = _scaled_weights(prep, rows)
     self_part = _self_part(prep, weights)
+    # (Steps that sum no float are taken together, lazily, a query for several: a standing
+    # makes three variances, issue 48; every sum is still a query of its own over its rows
+    # sorted, as it was.)
     side = [Work.CID, Work.UNIT, *TASK_KEY, Work.STRATUM, Work.TASK, Work.VALUE]
-    a_side = weights.filter(pl.col(Work.COEF) > 0).select(side)
-    b_side = weights.filter(pl.col(Work.COEF) < 0).select(side)
-    both = a_side.join(b_side.drop(Work.TASK, Work.STRATUM), on=[Work.CID, *TASK_KEY], suffix="_b")
-    needed = both.select(Work.UNIT, Work.UNIT + "_b").unique()
+    a_side = weights.lazy().filter(pl.col(Work.COEF) > 0).select(side)
+    b_side = weights.lazy().filter(pl.col(Work.COEF) < 0).select(side)
+    pairs = a_side.join(b_side.drop(Work.TASK, Work.STRATUM), on=[Work.CID, *TASK_KEY], suffix="_b")
+    both, needed = pl.collect_all([pairs, pairs.select(Work.UNIT, Work.UNIT + "_b").unique()])
     # A cluster's row meets every other unit's (units² rows per cluster), which for a whole
     # night of millions of episodes took gigabytes: a large night a task at a time (the same
     # sums; a small one at once, as a loop of small plans costs more than it saves).
@@ -49,20 +52,22 @@ def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     products = pl.concat([_cluster_products(atoms, needed) for atoms in parts]).sort(
         Work.UNIT, Work.UNIT + "_b", Work.TASK
     )
-    cross = (
-        both.join(products, on=[Work.UNIT, Work.UNIT + "_b", Work.TASK])
+    joined = (
+        both.lazy()
+        .join(products.lazy(), on=[Work.UNIT, Work.UNIT + "_b", Work.TASK])
         .sort(*_STRATUM, *TASK_KEY)
-        .group_by(*_STRATUM, maintain_order=True)
-        .agg(
-            (2.0 * pl.col(Work.VALUE) * pl.col(Work.VALUE + "_b") * pl.col(Work.CROSS))
-            .sum()
-            .alias(Work.CROSS),
-            pl.col(N_PAIRS).sum().cast(pl.Int64),
-            pl.col(Work.SHARED).sum(),
-        )
+        .collect()
+    )
+    cross = joined.group_by(*_STRATUM, maintain_order=True).agg(
+        (2.0 * pl.col(Work.VALUE) * pl.col(Work.VALUE + "_b") * pl.col(Work.CROSS))
+        .sum()
+        .alias(Work.CROSS),
+        pl.col(N_PAIRS).sum().cast(pl.Int64),
+        pl.col(Work.SHARED).sum(),
     )
     return (
-        self_part.join(cross, on=_STRATUM, how="left")
+        self_part.lazy()
+        .join(cross.lazy(), on=_STRATUM, how="left")
         .with_columns(
             # A sum of squares: never below 0, whatever the rounding of the expansion.
             (pl.col(Work.VAR_WITHIN) - pl.col(Work.CROSS).fill_null(0.0)).clip(lower_bound=0.0),
@@ -71,16 +76,17 @@ def _pair_within(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns((pl.col(Work.CLUSTERS) - pl.col(N_PAIRS)).alias(Work.CLUSTERS))
         .select(*_STRATUM, Work.VAR_WITHIN, Work.CLUSTERS, N_PAIRS, Work.SHARED, Work.TOTAL)
+        .collect()
     )
 
 
 def _scaled_weights(prep: Prepared, rows: pl.DataFrame) -> pl.DataFrame:
     """``rows`` with ``VALUE`` = w · k (a unit's weight in the task times its small-sample
     factor), the unit's clusters ``G`` and the task's code."""
-    cell_terms = prep.cells.select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
-    weights = rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
+    cell_terms = prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
+    weights = rows.lazy().join(cell_terms, on=[Work.UNIT, *TASK_KEY])
     weights = weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE))
-    return weights.join(prep.tasks, on=TASK_KEY)
+    return weights.join(prep.tasks.lazy(), on=TASK_KEY).collect()  # (one query)
 
 
 def _self_part(prep: Prepared, weights: pl.DataFrame) -> pl.DataFrame:
@@ -89,8 +95,8 @@ def _self_part(prep: Prepared, weights: pl.DataFrame) -> pl.DataFrame:
     # Sorted before every sum, so that the same input gives the same bits (a join's rows
     # come in any order). (Each unit's own sums over its clusters: ``Prepared.own``, made
     # once; summed here over a night's atoms, twice a night, +148-176 MiB at 2 M episodes.)
-    terms = weights.join(prep.own, on=[Work.UNIT, Work.TASK])
-    terms = terms.sort(*_STRATUM, *TASK_KEY, Work.UNIT)
+    joined = weights.lazy().join(prep.own.lazy(), on=[Work.UNIT, Work.TASK])
+    terms = joined.sort(*_STRATUM, *TASK_KEY, Work.UNIT).collect()  # (one query, then the sums)
     return terms.group_by(*_STRATUM, maintain_order=True).agg(
         sum_or_null(pl.col(Work.VALUE) ** 2 * pl.col(Work.SELF), Work.VAR_WITHIN),
         pl.col(Work.EPISODES).sum().alias(Work.TOTAL),

@@ -1,0 +1,85 @@
+"""The variances of a night's contrasts in few polars queries (issue 48): a standing makes
+three (its pairs, its score intervals, its re-run cells' test), and each eager step of them
+was a query of its own whatever the rows, most of a standing's cost. The steps that sum no
+float are taken together lazily; each sum is still its own query over its rows sorted, so
+the bits are those of before (``tests/transforms/test_known_pairs.py``,
+``tests/flows/test_standings_from_scratch.py`` hold them to scratch)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+import pytest
+from polars.lazyframe import engine
+
+from schemas.comparisons import SCOPE, Work
+from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from transforms.compare.pairs import two_unit_contrasts, unordered_pairs
+from transforms.compare.preparation import Prepared, prepare
+from transforms.compare.variance import variances
+
+# Queries of one call at most, on the night below (a576f4e: 79 for the pairs, 44 for the
+# models' own scores).
+PAIRS_AT_MOST = 55
+OWN_AT_MOST = 30
+
+
+def _night() -> Prepared:
+    """Three models on the same six tasks of two categories, two instances a task."""
+    rng = random.Random(3)
+    rows = [
+        {
+            DUMP_DATE: "2026-01-01",
+            Col.MODEL: model,
+            Col.CATEGORY: category,
+            Col.TASK: f"{category}-{task}",
+            INSTANCE_ID: f"{category}-{task}#{i}",
+            Col.EPISODE_ID: f"{model}-{category}-{task}-{i}",
+            "score": rng.random(),
+        }
+        for model in ("a", "b", "c")
+        for category in ("associative_learning", "runtime_rl")
+        for task in range(3)
+        for i in range(2)
+    ]
+    return prepare(pl.DataFrame(rows), [DUMP_DATE, Col.MODEL])
+
+
+def _queries(monkeypatch: pytest.MonkeyPatch, work: Callable[[], Any]) -> int:
+    """The polars queries ``work`` runs (each collect or eager step; nested ones once)."""
+    count, depth = [0], [0]
+    for name in ("collect", "collect_all"):
+        original = getattr(engine._LocalEngine, name)
+
+        def counted(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            count[0] += depth[0] == 0
+            depth[0] += 1
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        monkeypatch.setattr(engine._LocalEngine, name, counted)
+    work()
+    return count[0]
+
+
+def test_the_variances_of_a_nights_pairs_take_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    contrasts = two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b")
+    made = _queries(monkeypatch, lambda: variances(prep, contrasts, "two_level"))
+    assert 0 < made <= PAIRS_AT_MOST
+
+
+def test_the_variances_of_the_models_own_scores_take_few_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prep = _night()
+    table = prep.scope_table().with_row_index(Work.CID)
+    own = table.select(Work.CID, Work.UNIT, pl.lit(1.0).alias(Work.COEF), SCOPE)
+    made = _queries(monkeypatch, lambda: variances(prep, own, "two_level", zero_is_unknown=False))
+    assert 0 < made <= OWN_AT_MOST
