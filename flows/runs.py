@@ -271,8 +271,8 @@ def held_run(
     the lease (the runs table moved), plan again from the new state. A dry run takes no
     lease and writes nothing."""
     for _ in range(_PLAN_ATTEMPTS):
-        seen = output.runs_version()
-        work = prepare(output.state())
+        seen, state = output.read_state()
+        work = prepare(state)
         if dry_run:
             return work(DryRun())
         with output.writing(context.run_id, context.command) as writer:

@@ -172,7 +172,8 @@ class Writer:
                 )
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
-        self.output.recorded(runs_table.record_run(self.output.location, stamped))
+        held = self.output.held_runs()
+        self.output.recorded(runs_table.record_run(self.output.location, stamped, held))
         fault_point("after-commit")
         return versions
 

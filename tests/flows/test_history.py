@@ -94,6 +94,41 @@ def test_a_nightly_opens_each_table_once_a_version(
     assert runs_opens <= 12, opens
 
 
+def test_a_nightly_opens_the_runs_table_once_before_the_lease_and_once_holding_it(
+    tmp_path: Path, opens: collections.Counter[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs table's log grows a commit a run: each open replays it. Before the lease, one
+    open gives the version the run plans at and its rows (the state made once); holding the
+    lease, the layout check's open serves the repair, the version checked, the record (the
+    append moves the handle) and the rows read after it. The preflight reads it once."""
+    from flows.plan import preflight
+    from flows.store.state import OutputState
+
+    dump, out = _scored(tmp_path, 3)
+    for _ in range(2):  # a few runs in its log
+        runs.nightly(dump, out)
+    _deliver(tmp_path, dump, 4)
+    made = collections.Counter[int]()
+    of_runs = OutputState.of_runs.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[OutputState], rows: pl.DataFrame) -> OutputState:
+        made[len(rows)] += 1
+        return of_runs(cls, rows)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(OutputState, "of_runs", classmethod(counted))
+    opens.clear()
+    preflight(dump, out, [], False)
+    assert opens[("runs", "latest")] == 1 and sum(opens.values()) == 1, opens
+    assert sum(made.values()) == 1, made
+    opens.clear()
+    made.clear()
+    assert runs.nightly(dump, out).nights_scored == [_night(4)]
+    runs_opens = {key: n for key, n in opens.items() if key[0] == "runs"}
+    assert runs_opens == {("runs", "latest"): 2}, runs_opens
+    # The state before the run (planned from) and after it (its record): once each.
+    assert sum(made.values()) == 2, made
+
+
 def _scored(tmp: Path, days: int) -> tuple[Path, Path]:
     """A dump of ``days`` nights and its output, scored by one run."""
     dump, out = tmp / "dump", tmp / "out"
