@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
+from flows.logs import log
 from flows.store import delta, runs_table
 from flows.store.catalog import EPISODE_SCORES, empty_table, fault_point, in_order
 from flows.store.delta.staged import StagedFiles, StageTarget
@@ -146,8 +147,10 @@ class Writer:
         then the run's rows, each naming every table's version: the commit point."""
         versions: dict[str, int] = {}
         opened = self.output.opened()
+        before: dict[str, int | None] = {}
         for table, spec in TABLES.items():
             nights = self.staged.get(table)
+            before[table] = delta.table_version(self.output.location, table, opened)
             if added := self.appended.get(table):
                 versions[table] = delta.append_rows(
                     self.output.location,
@@ -173,9 +176,33 @@ class Writer:
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
         held = self.output.held_runs()
+        runs_before = None if held is None else held.version()
         self.output.recorded(runs_table.record_run(self.output.location, stamped, held))
         fault_point("after-commit")
+        self._checkpoints(opened, before, (held, runs_before))
         return versions
+
+    def _checkpoints(
+        self,
+        opened: delta.Opened | None,
+        before: Mapping[str, int | None],
+        runs: tuple[Any, int | None],
+    ) -> None:
+        """After the commit point: each table whose versions this run moved past a multiple
+        of ``CHECKPOINT_EVERY`` checkpointed (``delta.tables.checkpoint_if_due``), so that the
+        next open replays few commits. Committed already, the run does not fail on it: a
+        checkpoint not written is written by a later run (a warning in the run's log)."""
+        handles = [
+            (table, (opened or {}).get(self.output.location.child(table).uri), was)
+            for table, was in before.items()
+        ]
+        for table, handle, was in [*handles, (runs_table.RUNS, *runs)]:
+            if handle is None:
+                continue
+            try:
+                delta.checkpoint_if_due(handle, was)
+            except Exception as error:  # an optimisation: the tables are committed and whole
+                log().warning("no checkpoint written for %s: %s", table, error)
 
     def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
         """The staged nights of ``table`` in one commit; the table's version it made."""

@@ -129,6 +129,40 @@ def test_a_nightly_opens_the_runs_table_once_before_the_lease_and_once_holding_i
     assert sum(made.values()) == 2, made
 
 
+def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An open replays every commit after the table's last checkpoint, and a nightly makes
+    a commit a table: each run checkpoints the tables (the runs table too) whose versions
+    it moved past a multiple of ``CHECKPOINT_EVERY``, so that no table is ever more than
+    that many commits past its checkpoint (Delta's default: 100). No row changes."""
+    import json
+
+    from flows.store.delta import tables
+
+    every = 2
+    monkeypatch.setattr(tables, "CHECKPOINT_EVERY", every)
+    dump, out = _scored(tmp_path, 2)
+    before = read_table(out, "episode_scores")
+    for day in (3, 4, 5):
+        _deliver(tmp_path, dump, day)
+        runs.nightly(dump, out)
+    checked = 0
+    for table in [*TABLES, "runs"]:
+        if not (out / table / "_delta_log").is_dir():
+            continue
+        latest = deltalake.DeltaTable(str(out / table)).version()
+        if latest < every:
+            continue
+        marker = out / table / "_delta_log" / "_last_checkpoint"
+        assert marker.exists(), f"{table} at version {latest} has no checkpoint"
+        assert latest - json.loads(marker.read_text())["version"] < every, table
+        checked += 1
+    assert checked >= len(TABLES) // 2
+    after = read_table(out, "episode_scores").filter(pl.col("dump_date") < _night(3))
+    assert_frame_equal(before, after, check_row_order=False)
+
+
 def _scored(tmp: Path, days: int) -> tuple[Path, Path]:
     """A dump of ``days`` nights and its output, scored by one run."""
     dump, out = tmp / "dump", tmp / "out"
