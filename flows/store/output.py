@@ -364,9 +364,19 @@ class Output:
             self._held_runs[RUNS] = None if runs is None else int(runs.version())
             try:
                 yield Writer(self, lease, run_id, healed=healed)
+                self._keep_committed()
             finally:
                 self._held_runs.clear()
                 self._latest.clear()
+
+    def _keep_committed(self) -> None:
+        """A run's handles, each at the version its commit left (nothing moves them once the
+        lease is let go): kept as those versions' opens, for the reads after the run (its
+        summary reads the standings it wrote) instead of opening them again."""
+        names = {self.location.child(table).uri: table for table in ALL_TABLES}
+        for uri, handle in self._latest.items():
+            if uri in names:
+                self._tables_at.setdefault((names[uri], int(handle.version())), handle)
 
     def _prepared(self) -> None:
         """What a run checks and repairs, holding the lease, before it writes (each table

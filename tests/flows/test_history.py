@@ -163,6 +163,21 @@ def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
     assert_frame_equal(before, after, check_row_order=False)
 
 
+def test_the_reads_after_a_nightly_take_the_tables_as_its_commits_left_them(
+    tmp_path: Path, opens: collections.Counter[tuple[str, str]]
+) -> None:
+    """The run's handles are at the versions it committed, and the run's summary reads those
+    versions (the standing it wrote): read through the same output, no table is opened
+    again (the runs table is: another run may have recorded since)."""
+    dump, out = _scored(tmp_path, 2)
+    _deliver(tmp_path, dump, 3)
+    outcome = runs.nightly(dump, out)
+    opens.clear()
+    for table in ("standings", "category_standings", "episode_scores"):
+        assert not outcome.out.scan(table).collect().is_empty()
+    assert {table for table, _ in opens} == {"runs"}, opens
+
+
 def _scored(tmp: Path, days: int) -> tuple[Path, Path]:
     """A dump of ``days`` nights and its output, scored by one run."""
     dump, out = tmp / "dump", tmp / "out"
