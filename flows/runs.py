@@ -283,6 +283,11 @@ def held_run(
                     ", ".join(f"{t}/{c}" for t, commits in writer.healed.items() for c in commits),
                 )
             if output.runs_version() == seen:
-                return work(writer)
+                outcome = work(writer)
+                for table, why in writer.unchecked.items():
+                    log().warning(
+                        "no checkpoint written for %s (a later run writes it): %s", table, why
+                    )
+                return outcome
         log().info("another run committed to %s meanwhile: planning again", output)
     raise StorageError(f"{output} changed under this run {_PLAN_ATTEMPTS} times: run again")

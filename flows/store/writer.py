@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 import polars as pl
 from deltalake.exceptions import CommitFailedError
 
-from flows.logs import log
 from flows.store import delta, runs_table
 from flows.store.catalog import EPISODE_SCORES, empty_table, fault_point, in_order
 from flows.store.delta.staged import StagedFiles, StageTarget
@@ -104,6 +103,8 @@ class Writer:
     # Per table, the commits whose statistics (an earlier cogscore's Infinity) were rewritten
     # before this run wrote (``delta.healing``): the run logs them.
     healed: dict[str, list[str]] = field(default_factory=dict)
+    # The tables whose checkpoint the commit could not write, and why (``_checkpoints``).
+    unchecked: dict[str, str] = field(default_factory=dict)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
         return StageTarget(self.output.location, night, fingerprint)
@@ -191,7 +192,8 @@ class Writer:
         """After the commit point: each table whose versions this run moved past a multiple
         of ``CHECKPOINT_EVERY`` checkpointed (``delta.tables.checkpoint_if_due``), so that the
         next open replays few commits. Committed already, the run does not fail on it: a
-        checkpoint not written is written by a later run (a warning in the run's log)."""
+        checkpoint not written is written by a later run (``unchecked`` names the tables, and
+        the run logs them as a warning)."""
         handles = [
             (table, (opened or {}).get(self.output.location.child(table).uri), was)
             for table, was in before.items()
@@ -202,7 +204,7 @@ class Writer:
             try:
                 delta.checkpoint_if_due(handle, was)
             except Exception as error:  # an optimisation: the tables are committed and whole
-                log().warning("no checkpoint written for %s: %s", table, error)
+                self.unchecked[table] = str(error).splitlines()[0] if str(error) else repr(error)
 
     def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
         """The staged nights of ``table`` in one commit; the table's version it made."""

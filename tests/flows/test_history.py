@@ -163,6 +163,30 @@ def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
     assert_frame_equal(before, after, check_row_order=False)
 
 
+def test_a_checkpoint_not_written_leaves_the_run_committed_and_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint is written after the commit point: one that fails (a full disk) does not
+    fail the committed run; the run's log names the table."""
+    import logging
+
+    from flows.logs import LOGGER
+    from flows.store.delta import tables
+
+    dump, out = _scored(tmp_path, 2)
+    _deliver(tmp_path, dump, 3)
+    monkeypatch.setattr(tables, "CHECKPOINT_EVERY", 1)
+
+    def full(self: deltalake.DeltaTable) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(deltalake.DeltaTable, "create_checkpoint", full)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert runs.nightly(dump, out).nights_scored == [_night(3)]
+    assert Output.at(out).state().nights[_night(3)].input_fingerprint
+    assert "no checkpoint written for episode_scores" in caplog.text
+
+
 def test_the_reads_after_a_nightly_take_the_tables_as_its_commits_left_them(
     tmp_path: Path, opens: collections.Counter[tuple[str, str]]
 ) -> None:
