@@ -50,6 +50,8 @@ from flows.store.delta.nights import check_night
 from flows.store.delta.tables import (
     Opened,
     _open,
+    checkpoint_due,
+    checkpoint_if_due,
     history,
     read_table,
     restore,
@@ -191,6 +193,19 @@ def open_runs(location: Location, opened: Opened | None = None) -> DeltaTable | 
     """The runs table's latest version, opened (its log replayed), or None before the first
     run; ``opened``: the handles of the run holding the lease (``delta.tables.Opened``)."""
     return _open(location.child(RUNS), opened)
+
+
+def tidy(existing: DeltaTable, before: int | None) -> bool:
+    """After a run recorded through ``existing`` (the runs table, moved to its record) from
+    version ``before``: where a checkpoint is due (``checkpoint_if_due``'s rule), the table's
+    files compacted into one first (each run appends a file of its rows, and every read of
+    the rows opens each file: 150 files after 150 nightlies), then checkpointed. The rows
+    are the same (an OPTIMIZE commit, no data change); the handle moves to it. Whether it
+    was due."""
+    if not checkpoint_due(existing.version(), before):
+        return False
+    existing.optimize.compact()
+    return checkpoint_if_due(existing, before)
 
 
 def read_runs(

@@ -135,7 +135,8 @@ def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
     """An open replays every commit after the table's last checkpoint, and a nightly makes
     a commit a table: each run checkpoints the tables (the runs table too) whose versions
     it moved past a multiple of ``CHECKPOINT_EVERY``, so that no table is ever more than
-    that many commits past its checkpoint (Delta's default: 100). No row changes."""
+    that many commits past its checkpoint (Delta's default: 100); the runs table, a file a
+    run, is compacted first. No row changes."""
     import json
 
     from flows.store.delta import tables
@@ -159,6 +160,9 @@ def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
         assert latest - json.loads(marker.read_text())["version"] < every, table
         checked += 1
     assert checked >= len(TABLES) // 2
+    # The runs table's files (one a run) compacted where it is checkpointed: its rows the same.
+    assert len(deltalake.DeltaTable(str(out / "runs")).file_uris()) <= every
+    assert Output.at(out).runs()["run_id"].n_unique() == 4
     after = read_table(out, "episode_scores").filter(pl.col("dump_date") < _night(3))
     assert_frame_equal(before, after, check_row_order=False)
 

@@ -92,11 +92,16 @@ def checkpoint_if_due(table: DeltaTable, before: int | None) -> bool:
     """After a run's commits moved ``table`` (an opened handle, at its latest version) from
     version ``before`` (None: it did not exist): write its checkpoint where they crossed a
     multiple of ``CHECKPOINT_EVERY``. Whether one was written."""
-    version = table.version()
-    if before is None or version // CHECKPOINT_EVERY <= before // CHECKPOINT_EVERY:
+    if not checkpoint_due(table.version(), before):
         return False
     table.create_checkpoint()
     return True
+
+
+def checkpoint_due(version: int, before: int | None) -> bool:
+    """Whether a run's commits, from ``before`` (None: no table) to ``version``, crossed a
+    multiple of ``CHECKPOINT_EVERY``."""
+    return before is not None and version // CHECKPOINT_EVERY > before // CHECKPOINT_EVERY
 
 
 def open_table(location: Location, table: str, version: int | None = None) -> DeltaTable:
