@@ -108,11 +108,12 @@ def preflight(
     root, output = root_of(input_root), Output.at(out)
     if not imported:
         one_layout(root, discover(root))
-    check_places(root, output, output.state(), input_changed)
+    state = output.state()  # read once: the places checked and the formula set
+    check_places(root, output, state, input_changed)
     if output.location.is_local:
         check_writable(Path(output.location.uri))
     if pinned:
-        formulas_for(output, asked)
+        formulas_for(output, asked, state)
 
 
 # -- formula versions: pinned per output ---------------------------------------------------
@@ -185,16 +186,21 @@ def nights_off_set(state: OutputState) -> dict[str, str]:
     if pinned is None:
         return {}
     off = {}
+    # Most nights share one set of versions: each set compared once, not once a night.
+    described: dict[tuple[tuple[str, str], ...], str] = {}
     for night, entry in state.nights.items():
         versions = entry.formula_versions
-        # A key either side names (a task's own entry, else its category's version).
-        differ = {
-            k: _version_in(versions, k) or "none"
-            for k in {*versions, *pinned}
-            if _version_in(versions, k) != _version_in(pinned, k)
-        }
-        if differ:
-            off[night] = describe(differ)
+        key = tuple(sorted(versions.items()))
+        if key not in described:
+            # A key either side names (a task's own entry, else its category's version).
+            differ = {
+                k: _version_in(versions, k) or "none"
+                for k in {*versions, *pinned}
+                if _version_in(versions, k) != _version_in(pinned, k)
+            }
+            described[key] = describe(differ) if differ else ""
+        if described[key]:
+            off[night] = described[key]
     return dict(sorted(off.items()))
 
 

@@ -271,8 +271,8 @@ def held_run(
     the lease (the runs table moved), plan again from the new state. A dry run takes no
     lease and writes nothing."""
     for _ in range(_PLAN_ATTEMPTS):
-        seen = output.runs_version()
-        work = prepare(output.state())
+        seen, state = output.read_state()
+        work = prepare(state)
         if dry_run:
             return work(DryRun())
         with output.writing(context.run_id, context.command) as writer:
@@ -283,6 +283,11 @@ def held_run(
                     ", ".join(f"{t}/{c}" for t, commits in writer.healed.items() for c in commits),
                 )
             if output.runs_version() == seen:
-                return work(writer)
+                outcome = work(writer)
+                for table, why in writer.unchecked.items():
+                    log().warning(
+                        "no checkpoint written for %s (a later run writes it): %s", table, why
+                    )
+                return outcome
         log().info("another run committed to %s meanwhile: planning again", output)
     raise StorageError(f"{output} changed under this run {_PLAN_ATTEMPTS} times: run again")

@@ -74,6 +74,15 @@ class Output:
     _held_runs: dict[str, int | None] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # The runs table as last opened (its latest then; under the lease, moved by this run's
+    # records): its rows at that version are read from it, not from a second open. And the
+    # state made of its rows, by (version, as_of): a version is never written twice.
+    _runs_open: dict[str, Any] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
+    _states: dict[tuple[int, str | None], OutputState] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     @classmethod
     def at(cls, where: str | Path | Output, options: Mapping[str, str] | None = None) -> Output:
@@ -106,7 +115,7 @@ class Output:
                 f"{self.display} {what} a file, not a folder: OUT is the folder a score or "
                 "nightly run writes its tables to"
             )
-        if delta.table_version(self.location, RUNS) is not None:
+        if self.runs_version() is not None:
             return self
 
         left = self.unfinished()
@@ -140,20 +149,37 @@ class Output:
 
     def runs(self) -> pl.DataFrame:
         """Every row of the runs table, oldest run first (none before the first run)."""
-        version = self.runs_version()
+        return self._runs_at(self.runs_version())
+
+    def _runs_at(self, version: int | None) -> pl.DataFrame:
+        """The runs table's rows at ``version`` (None: no runs table), read once."""
         if version is None:
-            return runs_table.read_runs(self.location, None)
+            return runs_table.RUNS_SCHEMA.to_frame()
         if version not in self._runs_read:
             self._runs_read.clear()
-            self._runs_read[version] = runs_table.read_runs(self.location, version)
+            opened = self._runs_open.get(RUNS)
+            at = opened if opened is not None and opened.version() == version else None
+            self._runs_read[version] = runs_table.read_runs(self.location, version, at)
         return self._runs_read[version]
 
     def runs_version(self) -> int | None:
         """The runs table's latest version (None before the first run): it moves with every
-        run recorded (while this process holds the lease, only with its own: read once)."""
+        run recorded (while this process holds the lease, only with its own: read once).
+        Each call without the lease opens it (another run may have recorded since); its
+        rows at that version are then read from that open (``runs``)."""
         if RUNS in self._held_runs:
             return self._held_runs[RUNS]
-        return delta.table_version(self.location, RUNS)
+        opened = runs_table.open_runs(self.location)
+        self._runs_open.clear()
+        if opened is None:
+            return None
+        self._runs_open[RUNS] = opened
+        return int(opened.version())
+
+    def held_runs(self) -> Any:
+        """The runs table as this run, holding the lease, opened it (its records move it),
+        None without the lease or before the first run: what ``record_run`` appends through."""
+        return self._runs_open.get(RUNS) if RUNS in self._held_runs else None
 
     def recorded(self, version: int) -> None:
         """This run, holding the lease, recorded into the runs table: its version now."""
@@ -165,9 +191,12 @@ class Output:
         without the lease: each use opens the table again)."""
         return self._latest if RUNS in self._held_runs else None
 
-    def pinned_rows(self, as_of: str | None = None) -> pl.DataFrame:
-        """The rows of the runs whose versions are states, up to run ``as_of`` (included)."""
-        rows = self.runs()
+    def pinned_rows(
+        self, as_of: str | None = None, rows: pl.DataFrame | None = None
+    ) -> pl.DataFrame:
+        """The rows of the runs whose versions are states, up to run ``as_of`` (included);
+        of ``rows`` (the runs table's rows at a version read already), else of ``runs()``."""
+        rows = self.runs() if rows is None else rows
         if as_of is not None:
             if rows.filter(pl.col("run_id") == as_of).is_empty():
                 raise UnknownRun(
@@ -241,7 +270,21 @@ class Output:
         """What the output holds, from its runs table: the input, the formula set, whether it
         is a dump of nights, and per night its input fingerprint, formula versions, counts
         and files (the latest finished run that scored each). ``is_new`` for a new output."""
-        return OutputState.of_runs(self.pinned_rows(as_of))
+        return self.read_state(as_of)[1]
+
+    def read_state(self, as_of: str | None = None) -> tuple[int | None, OutputState]:
+        """The runs table's latest version and ``state`` at it, from one open of the table
+        (what a run plans from, and checks under the lease that no other run moved)."""
+        version = self.runs_version()  # one open of the runs table, its rows read from it
+        return version, self._state_at(version, as_of)
+
+    def _state_at(self, version: int | None, as_of: str | None) -> OutputState:
+        if version is None or (version, as_of) not in self._states:
+            made = OutputState.of_runs(self.pinned_rows(as_of, self._runs_at(version)))
+            if version is None:
+                return made
+            self._states[(version, as_of)] = made
+        return self._states[(version, as_of)]
 
     # --- upkeep -------------------------------------------------------------------------------
 
@@ -312,12 +355,28 @@ class Output:
                 self._latest.clear()
                 healed = healing.heal(self.location, list(ALL_TABLES))
                 self._prepared()
-            self._held_runs[RUNS] = delta.table_version(self.location, RUNS)
+            # The layout check opened the runs table (the repair read its rows through it):
+            # this run's records go through that handle, which they move.
+            runs = self._latest.pop(self.location.child(RUNS).uri, None)
+            self._runs_open.clear()
+            if runs is not None:
+                self._runs_open[RUNS] = runs
+            self._held_runs[RUNS] = None if runs is None else int(runs.version())
             try:
                 yield Writer(self, lease, run_id, healed=healed)
+                self._keep_committed()
             finally:
                 self._held_runs.clear()
                 self._latest.clear()
+
+    def _keep_committed(self) -> None:
+        """A run's handles, each at the version its commit left (nothing moves them once the
+        lease is let go): kept as those versions' opens, for the reads after the run (its
+        summary reads the standings it wrote) instead of opening them again."""
+        names = {self.location.child(table).uri: table for table in ALL_TABLES}
+        for uri, handle in self._latest.items():
+            if uri in names:
+                self._tables_at.setdefault((names[uri], int(handle.version())), handle)
 
     def _prepared(self) -> None:
         """What a run checks and repairs, holding the lease, before it writes (each table
@@ -325,7 +384,6 @@ class Output:
         delta.check_layout(self.location, LAYOUTS, self._latest)
         _check_legacy(self.location)
         runs_table.repair(self.location, list(TABLES), self._latest)
-        self._latest.pop(self.location.child(RUNS).uri, None)  # its records move it
 
 
 def describe_unfinished(left: Mapping[str, Any]) -> str:

@@ -44,12 +44,14 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import polars as pl
-from deltalake import CommitProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from flows.store.delta.nights import check_night
 from flows.store.delta.tables import (
     Opened,
     _open,
+    checkpoint_due,
+    checkpoint_if_due,
     history,
     read_table,
     restore,
@@ -137,13 +139,17 @@ class RunRow:
         )
 
 
-def record_run(location: Location, rows: Sequence[RunRow]) -> int:
+def record_run(
+    location: Location, rows: Sequence[RunRow], existing: DeltaTable | None = None
+) -> int:
     """Append a run's rows in one commit (the run's commit point); the runs table's version.
 
     Every row of the run carries the same run id and `table_versions`: the versions of all
     output tables after the run's last write (`delta.table_versions`). A row's status is its
     night's: a run that scored some nights and failed others records both (the failed
-    nights' rows pin nothing), and the run's own outcome is in `details`.
+    nights' rows pin nothing), and the run's own outcome is in `details`. ``existing``: the
+    runs table as the run holding the lease opened it (moved to the version recorded), else
+    opened here.
     """
     if not rows:
         raise ValueError("a run records at least one row")
@@ -157,7 +163,8 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     metadata = {"run_id": first.run_id, "status": (pinning or list(rows))[0].status.value}
     ready = frame.to_arrow(compat_level=pl.CompatLevel.oldest())  # no string views
     properties = CommitProperties(custom_metadata=metadata)
-    existing = _open(where)  # opened once: the append, its columns and its version
+    if existing is None:
+        existing = _open(where)  # opened once: the append, its columns and its version
     try:
         if existing is None:
             write_deltalake(
@@ -182,21 +189,46 @@ def record_run(location: Location, rows: Sequence[RunRow]) -> int:
     return existing.version()
 
 
-def read_runs(location: Location, version: int | None = None) -> pl.DataFrame:
+def open_runs(location: Location, opened: Opened | None = None) -> DeltaTable | None:
+    """The runs table's latest version, opened (its log replayed), or None before the first
+    run; ``opened``: the handles of the run holding the lease (``delta.tables.Opened``)."""
+    return _open(location.child(RUNS), opened)
+
+
+def tidy(existing: DeltaTable, before: int | None) -> bool:
+    """After a run recorded through ``existing`` (the runs table, moved to its record) from
+    version ``before``: where a checkpoint is due (``checkpoint_if_due``'s rule), the table's
+    files compacted into one first (each run appends a file of its rows, and every read of
+    the rows opens each file: 150 files after 150 nightlies), then checkpointed. The rows
+    are the same (an OPTIMIZE commit, no data change); the handle moves to it. Whether it
+    was due."""
+    if not checkpoint_due(existing.version(), before):
+        return False
+    existing.optimize.compact()
+    return checkpoint_if_due(existing, before)
+
+
+def read_runs(
+    location: Location, version: int | None = None, at: DeltaTable | None = None
+) -> pl.DataFrame:
     """Every row of the runs table (none if no run was recorded), oldest run first; at
-    ``version`` (None: the latest)."""
-    latest = _open(location.child(RUNS)) if version is None else None
-    if version is None and latest is None:
-        return RUNS_SCHEMA.to_frame()
-    rows = read_table(location, RUNS, version, latest).collect()
+    ``version`` (None: the latest). ``at``: the runs table opened at that version (its latest
+    where ``version`` is None), read without opening it again."""
+    if version is None and at is None:
+        at = open_runs(location)
+        if at is None:
+            return RUNS_SCHEMA.to_frame()
+    rows = read_table(location, RUNS, version, at).collect()
     # A runs table written by an earlier cogscore lacks the later columns: null there.
     missing = [pl.lit(None, t).alias(c) for c, t in RUNS_SCHEMA.items() if c not in rows.columns]
     rows = rows.with_columns(missing)
     return rows.sort(["finished", "started", "run_id", "night"], nulls_last=False)
 
 
-def _run_rows(location: Location, run_id: str | None) -> pl.DataFrame:
-    runs = read_runs(location)
+def _run_rows(
+    location: Location, run_id: str | None, latest: DeltaTable | None = None
+) -> pl.DataFrame:
+    runs = read_runs(location, None, latest)
     if run_id is None:
         runs = runs.filter(pl.col("status").is_in(PINNING))
         if runs.is_empty():
@@ -205,9 +237,10 @@ def _run_rows(location: Location, run_id: str | None) -> pl.DataFrame:
     return runs.filter(pl.col("run_id") == run_id)
 
 
-def latest_finished(location: Location) -> RunRow | None:
-    """The last row of the latest succeeded run, or None if no run has succeeded."""
-    rows = _run_rows(location, None)
+def latest_finished(location: Location, latest: DeltaTable | None = None) -> RunRow | None:
+    """The last row of the latest succeeded run, or None if no run has succeeded;
+    ``latest``: the runs table's latest version, opened (else opened here)."""
+    rows = _run_rows(location, None, latest)
     return None if rows.is_empty() else RunRow.from_record(rows.row(-1, named=True))
 
 
@@ -255,7 +288,8 @@ def repair(
     (which change no row) and an earlier repair are not undone again. ``opened``: the
     handles of the run holding the lease (``delta.tables.Opened``).
     """
-    latest = latest_finished(location)
+    runs = open_runs(location, opened)  # the layout check's handle, under the lease
+    latest = None if runs is None else latest_finished(location, runs)
     pins = dict(latest.table_versions) if latest is not None else {}
     repaired: dict[str, int] = {}
     for table in tables:

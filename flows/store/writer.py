@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 from deltalake.exceptions import CommitFailedError
@@ -111,6 +111,8 @@ class Writer:
     # Per table, the commits whose statistics (an earlier cogscore's Infinity) were rewritten
     # before this run wrote (``delta.healing``): the run logs them.
     healed: dict[str, list[str]] = field(default_factory=dict)
+    # The tables whose checkpoint the commit could not write, and why (``_checkpoints``).
+    unchecked: dict[str, str] = field(default_factory=dict)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
         return StageTarget(self.output.location, night, fingerprint)
@@ -171,8 +173,10 @@ class Writer:
         then the run's rows, each naming every table's version: the commit point."""
         versions: dict[str, int] = {}
         opened = self.output.opened()
+        before: dict[str, int | None] = {}
         for table, spec in TABLES.items():
             nights = self.staged.get(table)
+            before[table] = delta.table_version(self.output.location, table, opened)
             if added := self.appended.get(table):
                 versions[table] = delta.append_rows(
                     self.output.location,
@@ -205,9 +209,38 @@ class Writer:
                 )
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
-        self.output.recorded(runs_table.record_run(self.output.location, stamped))
+        held = self.output.held_runs()
+        runs_before = None if held is None else held.version()
+        self.output.recorded(runs_table.record_run(self.output.location, stamped, held))
         fault_point("after-commit")
+        self._checkpoints(opened, before, (held, runs_before))
         return versions
+
+    def _checkpoints(
+        self,
+        opened: delta.Opened | None,
+        before: Mapping[str, int | None],
+        runs: tuple[Any, int | None],
+    ) -> None:
+        """After the commit point: each table whose versions this run moved past a multiple
+        of ``CHECKPOINT_EVERY`` checkpointed (``delta.tables.checkpoint_if_due``), so that the
+        next open replays few commits. Committed already, the run does not fail on it: a
+        checkpoint not written is written by a later run (``unchecked`` names the tables, and
+        the run logs them as a warning)."""
+        handles = [
+            (table, (opened or {}).get(self.output.location.child(table).uri), was)
+            for table, was in before.items()
+        ]
+        for table, handle, was in [*handles, (runs_table.RUNS, *runs)]:
+            if handle is None:
+                continue
+            try:
+                if table != runs_table.RUNS:
+                    delta.checkpoint_if_due(handle, was)
+                elif runs_table.tidy(handle, was):  # compacted: its version moved
+                    self.output.recorded(handle.version())
+            except Exception as error:  # an optimisation: the tables are committed and whole
+                self.unchecked[table] = str(error).splitlines()[0] if str(error) else repr(error)
 
     def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
         """The staged nights of ``table`` in one commit; the table's version it made."""

@@ -94,6 +94,118 @@ def test_a_nightly_opens_each_table_once_a_version(
     assert runs_opens <= 12, opens
 
 
+def test_a_nightly_opens_the_runs_table_once_before_the_lease_and_once_holding_it(
+    tmp_path: Path, opens: collections.Counter[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs table's log grows a commit a run: each open replays it. Before the lease, one
+    open gives the version the run plans at and its rows (the state made once); holding the
+    lease, the layout check's open serves the repair, the version checked, the record (the
+    append moves the handle) and the rows read after it. The preflight reads it once."""
+    from flows.plan import preflight
+    from flows.store.state import OutputState
+
+    dump, out = _scored(tmp_path, 3)
+    for _ in range(2):  # a few runs in its log
+        runs.nightly(dump, out)
+    _deliver(tmp_path, dump, 4)
+    made = collections.Counter[int]()
+    of_runs = OutputState.of_runs.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[OutputState], rows: pl.DataFrame) -> OutputState:
+        made[len(rows)] += 1
+        return of_runs(cls, rows)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(OutputState, "of_runs", classmethod(counted))
+    opens.clear()
+    preflight(dump, out, [], False)
+    assert opens[("runs", "latest")] == 1 and sum(opens.values()) == 1, opens
+    assert sum(made.values()) == 1, made
+    opens.clear()
+    made.clear()
+    assert runs.nightly(dump, out).nights_scored == [_night(4)]
+    runs_opens = {key: n for key, n in opens.items() if key[0] == "runs"}
+    assert runs_opens == {("runs", "latest"): 2}, runs_opens
+    # The state before the run (planned from) and after it (its record): once each.
+    assert sum(made.values()) == 2, made
+
+
+def test_a_run_checkpoints_each_table_it_moved_past_a_multiple_of_the_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An open replays every commit after the table's last checkpoint, and a nightly makes
+    a commit a table: each run checkpoints the tables (the runs table too) whose versions
+    it moved past a multiple of ``CHECKPOINT_EVERY``, so that no table is ever more than
+    that many commits past its checkpoint (Delta's default: 100); the runs table, a file a
+    run, is compacted first. No row changes."""
+    import json
+
+    from flows.store.delta import tables
+
+    every = 2
+    monkeypatch.setattr(tables, "CHECKPOINT_EVERY", every)
+    dump, out = _scored(tmp_path, 2)
+    before = read_table(out, "episode_scores")
+    for day in (3, 4, 5):
+        _deliver(tmp_path, dump, day)
+        runs.nightly(dump, out)
+    checked = 0
+    for table in [*TABLES, "runs"]:
+        if not (out / table / "_delta_log").is_dir():
+            continue
+        latest = deltalake.DeltaTable(str(out / table)).version()
+        if latest < every:
+            continue
+        marker = out / table / "_delta_log" / "_last_checkpoint"
+        assert marker.exists(), f"{table} at version {latest} has no checkpoint"
+        assert latest - json.loads(marker.read_text())["version"] < every, table
+        checked += 1
+    assert checked >= len(TABLES) // 2
+    # The runs table's files (one a run) compacted where it is checkpointed: its rows the same.
+    assert len(deltalake.DeltaTable(str(out / "runs")).file_uris()) <= every
+    assert Output.at(out).runs()["run_id"].n_unique() == 4
+    after = read_table(out, "episode_scores").filter(pl.col("dump_date") < _night(3))
+    assert_frame_equal(before, after, check_row_order=False)
+
+
+def test_a_checkpoint_not_written_leaves_the_run_committed_and_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A checkpoint is written after the commit point: one that fails (a full disk) does not
+    fail the committed run; the run's log names the table."""
+    import logging
+
+    from flows.logs import LOGGER
+    from flows.store.delta import tables
+
+    dump, out = _scored(tmp_path, 2)
+    _deliver(tmp_path, dump, 3)
+    monkeypatch.setattr(tables, "CHECKPOINT_EVERY", 1)
+
+    def full(self: deltalake.DeltaTable) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(deltalake.DeltaTable, "create_checkpoint", full)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert runs.nightly(dump, out).nights_scored == [_night(3)]
+    assert Output.at(out).state().nights[_night(3)].input_fingerprint
+    assert "no checkpoint written for episode_scores" in caplog.text
+
+
+def test_the_reads_after_a_nightly_take_the_tables_as_its_commits_left_them(
+    tmp_path: Path, opens: collections.Counter[tuple[str, str]]
+) -> None:
+    """The run's handles are at the versions it committed, and the run's summary reads those
+    versions (the standing it wrote): read through the same output, no table is opened
+    again (the runs table is: another run may have recorded since)."""
+    dump, out = _scored(tmp_path, 2)
+    _deliver(tmp_path, dump, 3)
+    outcome = runs.nightly(dump, out)
+    opens.clear()
+    for table in ("standings", "category_standings", "episode_scores"):
+        assert not outcome.out.scan(table).collect().is_empty()
+    assert {table for table, _ in opens} == {"runs"}, opens
+
+
 def _scored(tmp: Path, days: int) -> tuple[Path, Path]:
     """A dump of ``days`` nights and its output, scored by one run."""
     dump, out = tmp / "dump", tmp / "out"

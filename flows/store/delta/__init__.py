@@ -48,8 +48,11 @@ staged by workers, committed by the driver).
 from flows.store.delta.layout import check_layout, check_path, uncommitted_files
 from flows.store.delta.staged import commit_nights, discard, read_staged, write_data_files
 from flows.store.delta.tables import (
+    CHECKPOINT_EVERY,
+    Opened,
     add_columns,
     append_rows,
+    checkpoint_if_due,
     missing_files,
     open_table,
     partition_values,
@@ -64,10 +67,13 @@ from flows.store.delta.tables import (
 # their imports while another change to them is in flight: the package's names for them,
 # until those calls name the modules above.
 __all__ = [
+    "CHECKPOINT_EVERY",
+    "Opened",
     "add_columns",
     "append_rows",
     "check_layout",
     "check_path",
+    "checkpoint_if_due",
     "commit_nights",
     "discard",
     "missing_files",

@@ -80,6 +80,30 @@ def _open(where: Location, opened: Opened | None = None) -> DeltaTable | None:
     return table
 
 
+# Every CHECKPOINT_EVERY versions a table's state is written whole into one Parquet file of
+# its log (a checkpoint), from which an open starts: it replays only the commits after it.
+# Delta's own default is a checkpoint every 100 commits, and a nightly makes one commit a
+# table: 99 nights after a checkpoint an open replayed 99 commit files (docs/performance.md,
+# "The nightly's growth, round three"). A checkpoint changes no row and no version.
+CHECKPOINT_EVERY: Final = 10
+
+
+def checkpoint_if_due(table: DeltaTable, before: int | None) -> bool:
+    """After a run's commits moved ``table`` (an opened handle, at its latest version) from
+    version ``before`` (None: it did not exist): write its checkpoint where they crossed a
+    multiple of ``CHECKPOINT_EVERY``. Whether one was written."""
+    if not checkpoint_due(table.version(), before):
+        return False
+    table.create_checkpoint()
+    return True
+
+
+def checkpoint_due(version: int, before: int | None) -> bool:
+    """Whether a run's commits, from ``before`` (None: no table) to ``version``, crossed a
+    multiple of ``CHECKPOINT_EVERY``."""
+    return before is not None and version // CHECKPOINT_EVERY > before // CHECKPOINT_EVERY
+
+
 def open_table(location: Location, table: str, version: int | None = None) -> DeltaTable:
     """`OUT/table` at `version` (None: the latest), opened (its log replayed) once for any
     number of reads; `StorageError` where no Delta table is."""
