@@ -11,10 +11,14 @@ each is traced (``strace``, where there is one) for the files it opened: the Del
 and the data files, of which those of the nights before the last night of the history (the
 new night's baseline and the standing it starts from), and what one open of each table of
 this checkout's outputs costs. ``--off``: each measured with the
-standings switched off too (their cost, at each history).
+standings switched off too (their cost, at each history). ``--built nightly``: each history
+built as production builds it, a ``nightly`` a night (a commit a table and a night in each
+Delta log, a run a night in the runs table; in one process per checkout), not by one
+``score`` (one commit a table). Each run's CPU seconds (user and system, ``wait4``) are told
+beside its wall seconds: they move less with the machine's load.
 
     python -m benchmarks.history [--nights 30 150] [--before a960177 | --checkout PATH]
-        [--repeat 3] [--off]
+        [--repeat 3] [--off] [--built score|nightly]
 """
 
 from __future__ import annotations
@@ -70,21 +74,71 @@ except SystemExit as end:
 """
 
 
+# A child process building a history night by night: each night of SOURCE (in order) added
+# to DUMP, then a nightly of DUMP into OUT, as a scheduled job does.
+NIGHT_BY_NIGHT = """
+import shutil, sys
+from pathlib import Path
+from flows import runs
+source, dump, out = map(Path, sys.argv[1:4])
+dump.mkdir()
+for night in sorted(source.glob("dump_date=*")):
+    shutil.copytree(night, dump / night.name)
+    runs.nightly(dump, out)
+"""
+
+
 def child(checkout: Path, mode: str, args: list[str], trace: Path | None = None) -> dict:
-    """``cogscore ARGS`` in a fresh process of ``checkout``'s code: its wall seconds and
-    counts (``trace``: under strace, its opens written there)."""
-    own = checkout / ".venv" / "bin" / "python"  # its own environment, where it has one
-    command = [str(own) if own.exists() else sys.executable, "-c", CHILD, mode, *args]
+    """``cogscore ARGS`` in a fresh process of ``checkout``'s code: its wall and CPU seconds
+    and counts (``trace``: under strace, its opens written there)."""
+    command = [_python(checkout), "-c", CHILD, mode, *args]
     if trace is not None:
         command = ["strace", "-f", "-e", "trace=openat", "-o", str(trace), *command]
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
-    t0 = time.perf_counter()
-    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=env)
-    seconds = time.perf_counter() - t0
+    done, seconds, cpu_s = _timed(command, checkout)
     if done.returncode:
         raise RuntimeError(f"cogscore {' '.join(args)} failed:\n{done.stderr[-3000:]}")
     counted = [line for line in done.stderr.splitlines() if line.startswith("COUNTED ")]
-    return {"seconds": seconds, **json.loads(counted[-1].split(" ", 1)[1])}
+    return {"seconds": seconds, "cpu_s": cpu_s, **json.loads(counted[-1].split(" ", 1)[1])}
+
+
+def _python(checkout: Path) -> str:
+    own = checkout / ".venv" / "bin" / "python"  # its own environment, where it has one
+    return str(own) if own.exists() else sys.executable
+
+
+def _timed(command: list[str], checkout: Path) -> tuple[subprocess.CompletedProcess, float, float]:
+    """``command`` run in ``checkout`` (its code first on the path): the process done, its
+    wall seconds and its CPU seconds (user and system, its children's included)."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    before = os.times()
+    t0 = time.perf_counter()
+    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    after = os.times()
+    cpu_s = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return done, seconds, cpu_s
+
+
+def build_history(checkout: Path, history: Path, out: Path, built: str) -> None:
+    """``history``'s dump scored into ``out`` by ``checkout``'s code: by one ``score``, or
+    (``built`` nightly) a ``nightly`` a night, the dump growing a night at a time."""
+    dump = history / "dump"
+    if built == "score":
+        child(checkout, "on", ["score", str(dump), "--out", str(out), "--quiet"])
+        return
+    # The nights set apart once, then the dump grown again from them for each checkout (the
+    # same path, the files' times kept): every output was scored from the dump its nightly
+    # reads.
+    source = history / "all-nights"
+    if not source.exists():
+        dump.rename(source)
+    shutil.rmtree(dump, ignore_errors=True)
+    command = [_python(checkout), "-c", NIGHT_BY_NIGHT, str(source), str(dump), str(out)]
+    done, _, _ = _timed(command, checkout)
+    if done.returncode:
+        raise RuntimeError(f"the history night by night failed:\n{done.stderr[-3000:]}")
 
 
 def traced_files(trace: Path, out: Path, nights: list[str]) -> dict[str, int]:
@@ -111,7 +165,12 @@ def traced_files(trace: Path, out: Path, nights: list[str]) -> dict[str, int]:
 
 
 def measure(
-    checkouts: dict[str, Path], histories: list[int], repeat: int, modes: list[str], **shape: int
+    checkouts: dict[str, Path],
+    histories: list[int],
+    repeat: int,
+    modes: list[str],
+    built: str = "score",
+    **shape: int,
 ) -> dict[str, Any]:
     """Every nightly measured (see the module), by (checkout, history, mode)."""
     results: dict[str, Any] = {}
@@ -126,9 +185,9 @@ def measure(
             for label, checkout in checkouts.items():
                 t0 = time.perf_counter()
                 out = root / str(n) / f"out-{_slug(label)}"
-                child(checkout, "on", ["score", str(dump), "--out", str(out), "--quiet"])
-                print(f"  {label}: {n} nights scored in {time.perf_counter() - t0:.0f} s",
-                      file=sys.stderr, flush=True)  # fmt: skip
+                build_history(checkout, root / str(n), out, built)
+                print(f"  {label}: {n} nights scored ({built}) in "
+                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
             shutil.copytree(new_night, dump / new_night.name)
         for _ in range(repeat):
             for n in histories:
@@ -188,16 +247,19 @@ def _cell(key: str) -> str:
 def summary(results: dict[str, Any]) -> list[str]:
     """Markdown: per run kind its median seconds, every run, and its counts."""
     lines = [
-        "| checkout, history, standings | median s | runs (s) | tables opened | MB read |",
-        "|---|---:|---|---:|---:|",
+        "| checkout, history, standings | median s | runs (s) | median CPU s | runs (CPU s) "
+        "| tables opened | MB read |",
+        "|---|---:|---|---:|---|---:|---:|",
     ]
     for key, runs in results.items():
         if key.endswith(("traced", "open ms")):
             continue
         seconds = [r["seconds"] for r in runs]
+        cpu = [r.get("cpu_s", float("nan")) for r in runs]
         lines.append(
             f"| {_cell(key)} | {statistics.median(seconds):.2f}"
             f" | {', '.join(f'{s:.2f}' for s in seconds)}"
+            f" | {statistics.median(cpu):.2f} | {', '.join(f'{s:.2f}' for s in cpu)}"
             f" | {runs[-1]['opens']} | {runs[-1]['rchar'] / 1e6:.1f} |"
         )
     traced = {k: v for k, v in results.items() if k.endswith("traced")}
@@ -233,6 +295,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--off", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--built", choices=["score", "nightly"], default="score")
     args = parser.parse_args()
     modes = ["on", "off"] if args.off else ["on"]
     with ExitStack() as stack:
@@ -247,6 +310,7 @@ def main() -> None:
             args.nights,
             args.repeat,
             modes,
+            args.built,
             models=args.models,
             episodes=args.episodes,
             reruns=args.reruns,

@@ -1,4 +1,8 @@
-"""benchmarks.history's summary: each table's rows have as many cells as its header."""
+"""benchmarks.history: its summary's rows have as many cells as their header; a history built
+night by night."""
+
+import shutil
+from pathlib import Path
 
 from benchmarks.history import summary
 
@@ -21,3 +25,27 @@ def test_every_row_of_the_summary_has_its_headers_cells() -> None:
         rows = table.splitlines()
         widths = {row.count("|") for row in rows}
         assert widths == {rows[0].count("|")}, table
+
+
+def test_a_history_built_night_by_night_is_a_nightly_a_night(tmp_path: Path) -> None:
+    """``--built nightly``: a run a night recorded, a commit a night in each table's log,
+    and the output the one the measured nightly reads (the same dump: not refused as
+    another input root)."""
+    from deltalake import DeltaTable
+
+    from benchmarks.history import TOP, _nightly, build_history
+    from benchmarks.standings import build
+
+    nights = 3
+    new_night = build(tmp_path, nights, 2, 1, 2)
+    build_history(TOP, tmp_path, tmp_path / "out-this-checkout", "nightly")
+    runs = DeltaTable(str(tmp_path / "out-this-checkout" / "runs")).to_pyarrow_table()
+    assert sorted(set(runs.column("night").to_pylist()) - {None}) == sorted(
+        p.name.split("=", 1)[1] for p in (tmp_path / "dump").glob("dump_date=*")
+    )
+    assert len(set(runs.column("run_id").to_pylist())) == nights  # a nightly a night
+    log = tmp_path / "out-this-checkout" / "episode_scores" / "_delta_log"
+    assert len(list(log.glob("*.json"))) >= nights
+    shutil.copytree(new_night, tmp_path / "dump" / new_night.name)
+    measured = _nightly(tmp_path, "this checkout", TOP, "on")
+    assert measured["opens"] > 0 and "cpu_s" in measured
