@@ -92,48 +92,23 @@ def cluster(checkout: Path, workers: int) -> Iterator[str]:
 
 @contextmanager
 def prefect_server() -> Iterator[str]:
-    """A Prefect API server of its own (a temporary home), started for the run and stopped
-    after it; this process's environment (which the clusters and commands inherit) points
-    at it: its address."""
-    import socket
-    import time
-    import urllib.request
+    """A Prefect API server of its own (Prefect's test harness: a temporary database),
+    started for the run and stopped after it; this process's environment (which the
+    clusters and commands inherit) points at it: its address."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/api"
-    with tempfile.TemporaryDirectory(prefix="cogscore-prefect-") as home:
-        env = {**os.environ, "PREFECT_HOME": home, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-        child = subprocess.Popen(
-            [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-             "--port", str(port)],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+    with prefect_test_harness(server_startup_timeout=180):  # a cold start takes 15-25 s
+        url = str(PREFECT_API_URL.value())
+        saved = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url
         try:
-            for _ in range(240):  # a cold start takes 15-25 s here
-                try:
-                    urllib.request.urlopen(f"{url}/health", timeout=2)
-                    break
-                except OSError:
-                    if child.poll() is not None:
-                        raise SystemExit("the Prefect server did not start") from None
-                    time.sleep(0.5)
-            else:
-                raise SystemExit("the Prefect server did not answer in 120 s")
-            saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL", "PREFECT_HOME")}
-            os.environ.update(PREFECT_API_URL=url, PREFECT_HOME=home)
-            try:
-                yield url
-            finally:
-                for key, value in saved.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
+            yield url
         finally:
-            child.terminate()
-            child.wait(timeout=60)
+            if saved is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = saved
 
 
 def main() -> None:
