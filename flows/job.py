@@ -358,6 +358,7 @@ def score_nights(
             written = [r.night or "(undated)" for r in rows if r.status is RunStatus.SUCCEEDED]
             log().info("night(s) written: %s", ", ".join(written) or "-")
     except BaseException as error:
+        stood.close()  # a batch of standings being staged: done before the failure is told
         if not dry_run and not recorded:
             record_failure(output, _stopped(rows, run, context, failed, error))
         if isinstance(error, KeyboardInterrupt) and not dry_run:

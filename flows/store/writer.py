@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
@@ -113,6 +114,9 @@ class Writer:
     healed: dict[str, list[str]] = field(default_factory=dict)
     # The tables whose checkpoint the commit could not write, and why (``_checkpoints``).
     unchecked: dict[str, str] = field(default_factory=dict)
+    # ``staged`` is added to from the run's thread and the standings' worker
+    # (``flows.standing_writes``: other tables, the same dict).
+    _staging: Lock = field(default_factory=Lock, repr=False)
 
     def target(self, night: str | None, fingerprint: str) -> StageTarget | None:
         return StageTarget(self.output.location, night, fingerprint)
@@ -153,7 +157,8 @@ class Writer:
         if not staged:
             self.stage(table, empty_table(table), night)
             return
-        self.staged.setdefault(table, {}).setdefault(night, []).extend(staged)
+        with self._staging:
+            self.staged.setdefault(table, {}).setdefault(night, []).extend(staged)
 
     def discard(self, staged: Sequence[StagedFiles]) -> None:
         delta.discard(self.output.location, EPISODE_SCORES, staged)
