@@ -137,14 +137,10 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
         )
         .select(*group, Col.MODEL, pl.col(Col.TASK).alias(_REMOVED), _FULL, _LOO)
     )
-    full = removed.select(*group, Col.MODEL, _FULL).unique()
-    # (group, removed task) x model: the model's score without that task.
-    pairs = full.join(removed.select(*group, _REMOVED).unique(), on=group).join(
-        removed.select(*group, Col.MODEL, _REMOVED, _LOO),
-        on=[*group, Col.MODEL, _REMOVED],
-        how="left",
-    )
-    by_task = pairs.group_by(*group, _REMOVED).agg(
+    # (group, removed task) x model: the model's score without that task. A group's
+    # models ran the same tasks, so each of them has a row of every task of the group:
+    # ``removed`` is every pair already (no model's score is missing without a task).
+    by_task = removed.group_by(*group, _REMOVED).agg(
         _spearman(_FULL, _LOO).fill_nan(None).alias(_RHO),
         (_rank(_FULL) - _rank(_LOO)).abs().max().alias(_MOVE),
         pl.len().cast(pl.Int64).alias(N_MODELS),
