@@ -165,8 +165,6 @@ def _rendered(
 ) -> list[str]:
     """``rows`` as a leaderboard's table: one space between columns, the model's (the
     second) and the interval's (the fourth) left-aligned, the model's folding."""
-    if (lines := _laid_out(headers, rows, widths, header, width)) is not None:
-        return lines
     table = table_of_columns()
     table.show_header = header
     table.padding = (0, 0, 0, 0)  # one space between columns (the box's), no padding
@@ -181,56 +179,6 @@ def _rendered(
     for cells in rows:
         table.add_row(*cells)
     return render(table, width)
-
-
-def _laid_out(
-    headers: list[str], rows: list[list[str]], widths: list[int], header: bool, width: int | None
-) -> list[str] | None:
-    """The lines rich draws for ``_rendered``'s table, laid out directly where nothing in it
-    needs rich (issue 48: rich took 3 ms a leaderboard row, most of a standing's summary):
-    every cell's text (its markup taken off) is printable ASCII, no line of it is wider
-    than its column or starts or ends with a space (nothing folds, wraps or trims), and the
-    table fits ``line_width(width)``. None otherwise: rich draws it. The same lines either
-    way (``tests/flows/test_leaderboard_lines.py`` holds them to rich's)."""
-    if (not rows and not header) or sum(widths) + len(widths) - 1 > line_width(width):
-        return None
-    texts = [_shown(cell) for cells in ([headers] if header else []) + rows for cell in cells]
-    if any(text is None for text in texts):
-        return None
-    cells = [texts[i : i + len(widths)] for i in range(0, len(texts), len(widths))]
-    lines: list[str] = []
-    for n, row in enumerate(cells):
-        parts = [text.split("\n") for text in row if text is not None]
-        if any(
-            len(part) > w
-            for part_lines, w in zip(parts, widths, strict=True)
-            for part in part_lines
-        ):
-            return None
-        for k in range(max(len(part_lines) for part_lines in parts)):
-            line = [
-                (part_lines[k] if k < len(part_lines) else "").ljust(w)
-                if i in (1, 3)
-                else (part_lines[k] if k < len(part_lines) else "").rjust(w)
-                for i, (part_lines, w) in enumerate(zip(parts, widths, strict=True))
-            ]
-            lines.append(" ".join(line).rstrip())
-        if header and n == 0:
-            lines.append("\u2500" * (sum(widths) + len(widths) - 1))
-    return lines
-
-
-def _shown(cell: str) -> str | None:
-    """A cell's text as rich shows it (markup and emoji codes rendered), where every
-    character is printable ASCII and no line starts or ends with a space; else None."""
-    if "[" in cell or "\\" in cell or ":" in cell:
-        from rich.text import Text
-
-        cell = Text.from_markup(cell).plain
-    lines = cell.split("\n")
-    if not all(line.isascii() and line.isprintable() for line in lines):
-        return None
-    return None if any(line != line.strip(" ") for line in lines) else cell
 
 
 def _rank_span(row: Mapping[str, object]) -> str:
