@@ -818,8 +818,9 @@ def predict(
     ``in_driver``: the local engine (``workers`` files at a time in the driver's threads:
     nothing shipped, their working sets in the driver). Files are the unit of distribution:
     the map takes ``ceil(files / workers)`` file times; the shipping of results (the map's
-    overhead) and the driver's part are serial. Today's Dask mapper gathers every result at
-    the end, so a worker holds its files' results until then."""
+    overhead) and the driver's part are serial. A Dask worker stages the episode rows of
+    each file it scores and hands back its slim result as soon as the file is done, so it
+    holds one file's working set, however many files it scores."""
     files = files or max(1, math.ceil(rows / model["rows_per_file"]))
     episodes = rows / model["rows_per_episode"]
     per_file = rows / files / model["rows_per_s_per_core"]
@@ -837,7 +838,7 @@ def predict(
         "seconds": parallel + shipping + driver,
         "driver_memory_mib": memory,
         "driver_peak_mib": model["driver_baseline_mib"] + memory,
-        "worker_memory_mib": 0.0 if in_driver else working_set + results / workers,
+        "worker_memory_mib": 0.0 if in_driver else working_set,
     }
 
 
@@ -1253,9 +1254,10 @@ def report(results: dict[str, Any]) -> str:
     out.append(
         f"\n## Projection: one night of {BILLION:,} rows\n\nFiles of the measured size; each "
         "worker one core, the driver a core of its own; local disk; each worker scores its "
-        "files and stages their episode rows, the driver gathers every file's slim result "
-        "(a few columns an episode; a Dask worker holds its files' until they are "
-        "gathered), reduces the night, writes its other tables and commits:\n"
+        "files and stages their episode rows, handing the driver each file's slim result as "
+        "it is done (no row of an episode: a worker holds one file's working set), the "
+        "driver reads the night's compared columns back from the staged files, reduces the "
+        "night, writes its other tables and commits:\n"
     )
     lines = []
     for workers in PROJECTED_WORKERS:
@@ -1297,7 +1299,8 @@ def report(results: dict[str, Any]) -> str:
         f"one process) does not shrink with workers: from {_crossover(model, BILLION)} "
         "workers on it is most of the night. The driver's memory, "
         f"{p['driver_peak_mib'] / 1024:.1f} GiB ({fits} this machine's 24 GiB), is the "
-        "night's slim results held at once and the reduction's working set, "
+        "night's compared columns read back a category at a time and the reduction's "
+        "working set, "
         f"{model['driver_bytes_per_episode']:.0f} bytes an episode as fitted."
     )
     return "\n".join(out)

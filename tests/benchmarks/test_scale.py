@@ -129,6 +129,11 @@ def test_the_model_finds_the_model_the_runs_were_made_with(tmp_path: Path) -> No
     assert billion["episodes"] == pytest.approx(1e9 / 26)
     assert billion["files"] == math.ceil(1e9 / (26 * 10_000))
     assert scale.predict(model, 1e9, 1)["seconds"] > billion["seconds"]
+    # a Dask worker stages its files' episode rows and hands each result back when done:
+    # one file's working set, with 1 worker (3,847 files) as with 32
+    for workers in (1, 32):
+        held = scale.predict(model, 1e9, workers)["worker_memory_mib"]
+        assert held == pytest.approx(TRUTH["working_set_mib_per_file"])
     with pytest.raises(ValueError, match="two nights"):
         scale.fit_model(runs, SIZES[:1])
 
