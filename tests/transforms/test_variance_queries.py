@@ -1,9 +1,10 @@
 """The variances of a night's contrasts in few polars queries (issue 48): a standing makes
 three (its pairs, its score intervals, its re-run cells' test), and each eager step of them
-was a query of its own whatever the rows, most of a standing's cost. The steps that sum no
-float are taken together lazily; each sum is still its own query over its rows sorted, so
-the bits are those of before (``tests/transforms/test_known_pairs.py``,
-``tests/flows/test_standings_from_scratch.py`` hold them to scratch)."""
+was a query of its own whatever the rows, most of a standing's cost. Each variance is now
+one plan, its sums too, run as ``preparation.exactly`` runs it, which keeps the bits of the
+steps taken eagerly (``tests/transforms/test_exact_sums.py``); the pairs' Wilcoxon tests one
+query for every pair (``tests/transforms/test_known_pairs.py``,
+``tests/flows/test_standings_from_scratch.py`` hold the statistics to scratch)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ from polars.lazyframe import engine
 
 from schemas.comparisons import SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from transforms.compare.pairs import two_unit_contrasts, unordered_pairs
+from transforms.compare.pairs import task_signed_ranks, two_unit_contrasts, unordered_pairs
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import variances
 
 # Queries of one call at most, on the night below (a576f4e: 79 for the pairs, 44 for the
-# models' own scores).
-PAIRS_AT_MOST = 55
-OWN_AT_MOST = 30
+# models' own scores; 10b36df: 48 and 27, the pairs' Wilcoxon tests 15; i48-variance4: 4,
+# 2 and 1).
+PAIRS_AT_MOST = 5
+OWN_AT_MOST = 3
+SIGNED_RANKS_AT_MOST = 1
 
 
 def _night() -> Prepared:
@@ -83,3 +86,12 @@ def test_the_variances_of_the_models_own_scores_take_few_queries(
     own = table.select(Work.CID, Work.UNIT, pl.lit(1.0).alias(Work.COEF), SCOPE)
     made = _queries(monkeypatch, lambda: variances(prep, own, "two_level", zero_is_unknown=False))
     assert 0 < made <= OWN_AT_MOST
+
+
+def test_the_signed_rank_tests_of_a_nights_pairs_take_one_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    made = _queries(monkeypatch, lambda: task_signed_ranks(prep, pairs))
+    assert 0 < made <= SIGNED_RANKS_AT_MOST
