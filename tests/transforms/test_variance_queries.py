@@ -28,9 +28,13 @@ from transforms.compare.variance import variances
 PAIRS_AT_MOST = 5
 OWN_AT_MOST = 3
 SIGNED_RANKS_AT_MOST = 1
+# ``prepare`` of the night (a standing prepares twice: its statistics, its re-run cells),
+# and its changed models taken out (10b36df: 40 and 8; i48-variance4: 9 and 3).
+PREPARE_AT_MOST = 9
+OF_UNITS_AT_MOST = 3
 
 
-def _night() -> Prepared:
+def _episodes() -> pl.DataFrame:
     """Three models on the same six tasks of two categories, two instances a task."""
     rng = random.Random(3)
     rows = [
@@ -48,7 +52,11 @@ def _night() -> Prepared:
         for task in range(3)
         for i in range(2)
     ]
-    return prepare(pl.DataFrame(rows), [DUMP_DATE, Col.MODEL])
+    return pl.DataFrame(rows)
+
+
+def _night() -> Prepared:
+    return prepare(_episodes(), [DUMP_DATE, Col.MODEL])
 
 
 def _queries(monkeypatch: pytest.MonkeyPatch, work: Callable[[], Any]) -> int:
@@ -95,3 +103,12 @@ def test_the_signed_rank_tests_of_a_nights_pairs_take_one_query(
     pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
     made = _queries(monkeypatch, lambda: task_signed_ranks(prep, pairs))
     assert 0 < made <= SIGNED_RANKS_AT_MOST
+
+
+def test_a_nights_preparation_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    episodes = _episodes()
+    made = _queries(monkeypatch, lambda: prepare(episodes, [DUMP_DATE, Col.MODEL]))
+    assert 0 < made <= PREPARE_AT_MOST
+    prep = prepare(episodes, [DUMP_DATE, Col.MODEL])
+    changed = _queries(monkeypatch, lambda: prep.of_units(pl.col(Col.MODEL) == "a"))
+    assert 0 < changed <= OF_UNITS_AT_MOST
