@@ -16,8 +16,10 @@ import polars as pl
 import pytest
 from polars.lazyframe import engine
 
-from schemas.comparisons import SCOPE, Work
+from schemas.columns import SCORE
+from schemas.comparisons import DIFF, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from transforms.compare.inference import detectable, inference
 from transforms.compare.pairs import task_signed_ranks, two_unit_contrasts, unordered_pairs
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import variances
@@ -32,6 +34,9 @@ SIGNED_RANKS_AT_MOST = 1
 # and its changed models taken out (10b36df: 40 and 8; i48-variance4: 9 and 3).
 PREPARE_AT_MOST = 9
 OF_UNITS_AT_MOST = 3
+# The inference from the pairs' variances, and their MDE at Holm's levels (10b36df: 6 and 2).
+INFERENCE_AT_MOST = 1
+DETECTABLE_AT_MOST = 0
 
 
 def _episodes() -> pl.DataFrame:
@@ -112,3 +117,18 @@ def test_a_nights_preparation_takes_few_queries(monkeypatch: pytest.MonkeyPatch)
     prep = prepare(episodes, [DUMP_DATE, Col.MODEL])
     changed = _queries(monkeypatch, lambda: prep.of_units(pl.col(Col.MODEL) == "a"))
     assert 0 < changed <= OF_UNITS_AT_MOST
+
+
+def test_the_inference_from_the_variances_takes_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    var = variances(prep, two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b"), "two_level")
+    half = pairs.join(var, on=Work.CID).with_columns(
+        (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
+    )
+    made = _queries(monkeypatch, lambda: inference(half, DIFF))
+    assert 0 < made <= INFERENCE_AT_MOST
+    inferred = inference(half, DIFF).with_columns(pl.lit(0.05).alias(Work.HOLM_LEVEL))
+    assert (
+        _queries(monkeypatch, lambda: detectable(inferred, Work.HOLM_LEVEL)) <= DETECTABLE_AT_MOST
+    )
