@@ -11,8 +11,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from schemas.comparisons import N_PAIRS, Work
-from transforms.compare.preparation import exactly
 from transforms.compare.variance_within import _cluster_products
+from transforms.exact import exactly
 
 
 def plain_cluster_products(atoms: pl.DataFrame, needed: pl.DataFrame) -> pl.DataFrame:

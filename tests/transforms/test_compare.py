@@ -1657,7 +1657,8 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     sum over clusters of the definition. Both on the same contrasts: the same variances."""
     from transforms.compare import pairs as pairing
     from transforms.compare import variance, variance_within
-    from transforms.compare.preparation import exactly, prepare
+    from transforms.compare.preparation import prepare
+    from transforms.exact import exactly
 
     frame = mixed_design(seed)
     prep = prepare(frame, ["dump_date", "model"])
@@ -1678,7 +1679,8 @@ def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     """A score's own interval takes each unit's per-task sums of squares; the same variances
     as the sum over clusters of the definition."""
     from transforms.compare import variance, variance_within
-    from transforms.compare.preparation import exactly, prepare
+    from transforms.compare.preparation import prepare
+    from transforms.exact import exactly
 
     prep = prepare(mixed_design(seed), ["dump_date", "model"])
     table = prep.scope_table().with_row_index("__cid")

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from transforms.compare.preparation import exactly
+from transforms.exact import exactly
 
 SIZES = [1, 2, 3, 5, 17, 127, 128, 129, 300, 1000, 5000]
 

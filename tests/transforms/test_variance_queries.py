@@ -23,6 +23,7 @@ from transforms.compare.inference import detectable, inference
 from transforms.compare.pairs import task_signed_ranks, two_unit_contrasts, unordered_pairs
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import variances
+from transforms.stats import adjust_over, holm_levels
 
 # Queries of one call at most, on the night below (a576f4e: 79 for the pairs, 44 for the
 # models' own scores; 10b36df: 48 and 27, the pairs' Wilcoxon tests 15; i48-variance4: 4,
@@ -37,6 +38,8 @@ OF_UNITS_AT_MOST = 3
 # The inference from the pairs' variances, and their MDE at Holm's levels (10b36df: 6 and 2).
 INFERENCE_AT_MOST = 1
 DETECTABLE_AT_MOST = 0
+# Holm's and BH's adjustments, and Holm's levels, a call each (10b36df: 9, 8 and 5).
+ADJUST_AT_MOST = 1
 
 
 def _episodes() -> pl.DataFrame:
@@ -132,3 +135,13 @@ def test_the_inference_from_the_variances_takes_one_query(monkeypatch: pytest.Mo
     assert (
         _queries(monkeypatch, lambda: detectable(inferred, Work.HOLM_LEVEL)) <= DETECTABLE_AT_MOST
     )
+
+
+def test_the_adjustments_of_p_values_take_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = pl.DataFrame({"g": [1, 1, 1, 2, 2], "p": [0.01, None, 0.03, 0.2, 0.001]})
+    for method in ("holm", "bh"):
+        made = _queries(monkeypatch, lambda m=method: adjust_over(frame, "p", ["g"], m, "q"))
+        assert 0 < made <= ADJUST_AT_MOST
+    q = adjust_over(frame, "p", ["g"], "holm", "q")
+    levels = _queries(monkeypatch, lambda: holm_levels(q, "p", "q", ["g"], 0.05, "level"))
+    assert 0 < levels <= ADJUST_AT_MOST

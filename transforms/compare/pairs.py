@@ -50,8 +50,9 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.preparation import TASK_KEY, Prepared, exactly, prepare, score_bounds
+from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
+from transforms.exact import exactly
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
 COMPARISON_COLUMNS: Final = [

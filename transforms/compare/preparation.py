@@ -21,26 +21,13 @@ from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Wo
 from schemas.contract import DUMP_DATE, INSTANCE_ID, UNCATEGORISED, Col
 from transforms.aggregate import mean_in_order
 from transforms.compact import plain
+from transforms.exact import EXACT_ENGINE, exactly
 
 TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
 # Episodes prepared (and cluster terms paired) at once; a larger night goes a task at a time
 # (issue 48: 1,000,000 before; a night of 500,000 episodes took +217 MiB prepared at once,
 # +69 a task at a time).
 ATOMS_AT_ONCE: Final = 200_000
-# How the variances' plans run: polars' in-memory engine sums a group's floats as its eager
-# steps do (in the group's row order), one query or many; its streaming engine (``collect``'s
-# default) sums a group's parts as they come and adds them, which moved the last bit of some
-# intervals (issue 48). And its optimiser, left to itself, drops the order a sort gave the
-# rows where only sums read it (``check_order_observe``: a sum, in exact arithmetic, does not
-# see order), so they met the rows in a join's order (tests/transforms/test_exact_sums.py).
-EXACT_ENGINE: Final = "in-memory"
-EXACT_FLAGS: Final = pl.QueryOptFlags(check_order_observe=False)
-
-
-def exactly(*plans: pl.LazyFrame) -> list[pl.DataFrame]:
-    """``plans`` in one query, run as ``EXACT_ENGINE`` and ``EXACT_FLAGS`` say: each sum over
-    rows sorted in the plan has the bits of the same steps taken eagerly, a query each."""
-    return pl.collect_all(plans, engine=EXACT_ENGINE, optimizations=EXACT_FLAGS)
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,9 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, Col
 from transforms.compare.pairs import comparisons_of
-from transforms.compare.preparation import EXACT_ENGINE, Prepared, prepare
+from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice
+from transforms.exact import EXACT_ENGINE
 
 RANK_SCHEMA: Final = {
     DUMP_DATE: pl.String,

@@ -46,7 +46,7 @@ from schemas.comparisons import (
     Unestimable,
     Work,
 )
-from transforms.compare.preparation import TASK_KEY, Prepared, exactly
+from transforms.compare.preparation import TASK_KEY, Prepared
 from transforms.compare.variance_tasks import _task_sample
 from transforms.compare.variance_within import (
     _STRATUM,
@@ -55,6 +55,7 @@ from transforms.compare.variance_within import (
     _within,
     sum_or_null,
 )
+from transforms.exact import exactly
 
 DesignChoice = Literal["two_level", "within_tasks"]
 DEFAULT_DESIGN: Final[DesignChoice] = "two_level"

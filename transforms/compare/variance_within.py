@@ -12,12 +12,8 @@ import numpy as np
 import polars as pl
 
 from schemas.comparisons import N_PAIRS, Work
-from transforms.compare.preparation import (
-    ATOMS_AT_ONCE,
-    TASK_KEY,
-    Prepared,
-    exactly,
-)
+from transforms.compare.preparation import ATOMS_AT_ONCE, TASK_KEY, Prepared
+from transforms.exact import exactly
 
 _STRATUM: Final = [Work.CID, Work.STRATUM]
 
