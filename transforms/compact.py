@@ -55,7 +55,9 @@ def plain(frame: pl.DataFrame) -> pl.DataFrame:
     >>> plain(compact(pl.DataFrame({"model": ["m"]}))).dtypes
     [String]
     """
-    return frame.cast({c: pl.String for c, t in frame.schema.items() if t == pl.Categorical})
+    text = [c for c, t in frame.schema.items() if t == pl.Categorical]
+    # (None to cast: the frame as it is, not a polars query that copies nothing; issue 48.)
+    return frame.cast({c: pl.String for c in text}) if text else frame
 
 
 def owned(frame: pl.DataFrame) -> pl.DataFrame:

@@ -17,6 +17,8 @@ import numpy as np
 import polars as pl
 from scipy import special
 
+from transforms.exact import exactly
+
 _STANDARD_NORMAL: Final = NormalDist()
 _SQRT2: Final = math.sqrt(2.0)
 
@@ -180,8 +182,11 @@ def adjust_over(
     rank = "__rank"
     m = "__m"
     raw = "__raw"
+    # (One query, run as ``transforms.exact`` says: the running extremes read the order
+    # the sort gives, which polars' optimiser would otherwise not keep.)
     ordered = (
-        frame.with_row_index(row)
+        frame.lazy()
+        .with_row_index(row)
         .sort([*by, p], nulls_last=True, maintain_order=True)
         .with_columns(
             pl.col(p).cum_count().over(by).alias(rank),
@@ -206,12 +211,13 @@ def adjust_over(
     else:
         raise ValueError(f"unknown adjustment {method!r}: 'holm' or 'bh'")
     capped = pl.when(pl.col(alias) > 1.0).then(1.0).otherwise(pl.col(alias)).alias(alias)
-    return (
+    (made,) = exactly(
         adjusted.with_columns(capped)
         .sort(row)
         .drop(row, rank, m, raw)
         .select(*frame.columns, alias)
     )
+    return made
 
 
 def holm_levels(
@@ -231,8 +237,9 @@ def holm_levels(
     """
     row, rank, m, rejected = "__row", "__rank", "__m", "__rejected"
     before = pl.min_horizontal(pl.col(rank) - 1, pl.col(rejected))
-    return (
-        frame.with_row_index(row)
+    (made,) = exactly(
+        frame.lazy()
+        .with_row_index(row)
         .sort([*by, p], nulls_last=True, maintain_order=True)
         .with_columns(
             pl.col(p).cum_count().over(by).alias(rank),
@@ -247,6 +254,7 @@ def holm_levels(
         .sort(row)
         .select(*frame.columns, alias)
     )
+    return made
 
 
 def cluster_robust_variance(

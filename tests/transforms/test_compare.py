@@ -1658,16 +1658,17 @@ def test_the_two_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     from transforms.compare import pairs as pairing
     from transforms.compare import variance, variance_within
     from transforms.compare.preparation import prepare
+    from transforms.exact import exactly
 
     frame = mixed_design(seed)
     prep = prepare(frame, ["dump_date", "model"])
     pairs = pairing.unordered_pairs(prep.scope_table(), ["dump_date"])
     contrasts = pairing.two_unit_contrasts(pairs, "__unit", "__unit_b")
-    rows = contrasts.join(prep.weights, on=["__unit", "scope"])
-    assert variance._two_units(contrasts)
+    rows = contrasts.lazy().join(prep.weights.lazy(), on=["__unit", "scope"])
+    assert variance._shapes(prep, contrasts)[:2] == (False, True)
     key = ["__cid", "__stratum"]
-    fast = variance_within._pair_within(prep, rows).sort(key)
-    slow = variance_within._within(prep, rows).sort(key).select(fast.columns)
+    fast = exactly(variance_within._pair_within(prep, rows).sort(key))[0]
+    slow = exactly(variance_within._within(prep, rows).sort(key))[0].select(fast.columns)
     assert fast.height == slow.height >= pairs.height
     assert_frame_equal(fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15)
     assert fast["__var_within"].null_count() < fast.height and fast["n_pairs"].max() > 0  # type: ignore[operator]
@@ -1679,17 +1680,17 @@ def test_the_one_unit_shortcut_equals_the_sum_over_clusters(seed: int) -> None:
     as the sum over clusters of the definition."""
     from transforms.compare import variance, variance_within
     from transforms.compare.preparation import prepare
+    from transforms.exact import exactly
 
     prep = prepare(mixed_design(seed), ["dump_date", "model"])
     table = prep.scope_table().with_row_index("__cid")
     contrasts = table.select("__cid", "__unit", pl.lit(1.0).alias("__coef"), "scope")
-    rows = contrasts.join(prep.weights, on=["__unit", "scope"])
-    assert variance._one_unit(contrasts) and not variance._one_unit(
-        pl.concat([contrasts, contrasts])
-    )
+    rows = contrasts.lazy().join(prep.weights.lazy(), on=["__unit", "scope"])
+    assert variance._shapes(prep, contrasts)[0]
+    assert not variance._shapes(prep, pl.concat([contrasts, contrasts]))[0]
     key = ["__cid", "__stratum"]
-    fast = variance_within._own_within(prep, rows).sort(key)
-    slow = variance_within._within(prep, rows).sort(key).select(fast.columns)
+    fast = exactly(variance_within._own_within(prep, rows).sort(key))[0]
+    slow = exactly(variance_within._within(prep, rows).sort(key))[0].select(fast.columns)
     assert_frame_equal(
         fast, slow, check_exact=False, rel_tol=1e-12, abs_tol=1e-15, check_dtypes=False
     )

@@ -1,9 +1,10 @@
 """The variances of a night's contrasts in few polars queries (issue 48): a standing makes
 three (its pairs, its score intervals, its re-run cells' test), and each eager step of them
-was a query of its own whatever the rows, most of a standing's cost. The steps that sum no
-float are taken together lazily; each sum is still its own query over its rows sorted, so
-the bits are those of before (``tests/transforms/test_known_pairs.py``,
-``tests/flows/test_standings_from_scratch.py`` hold them to scratch)."""
+was a query of its own whatever the rows, most of a standing's cost. Each variance is now
+one plan, its sums too, run as ``preparation.exactly`` runs it, which keeps the bits of the
+steps taken eagerly (``tests/transforms/test_exact_sums.py``); the pairs' Wilcoxon tests one
+query for every pair (``tests/transforms/test_known_pairs.py``,
+``tests/flows/test_standings_from_scratch.py`` hold the statistics to scratch)."""
 
 from __future__ import annotations
 
@@ -15,19 +16,33 @@ import polars as pl
 import pytest
 from polars.lazyframe import engine
 
-from schemas.comparisons import SCOPE, Work
+from schemas.columns import SCORE
+from schemas.comparisons import DIFF, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
-from transforms.compare.pairs import two_unit_contrasts, unordered_pairs
+from transforms.compare.inference import detectable, inference
+from transforms.compare.pairs import task_signed_ranks, two_unit_contrasts, unordered_pairs
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import variances
+from transforms.stats import adjust_over, holm_levels
 
 # Queries of one call at most, on the night below (a576f4e: 79 for the pairs, 44 for the
-# models' own scores).
-PAIRS_AT_MOST = 55
-OWN_AT_MOST = 30
+# models' own scores; 10b36df: 48 and 27, the pairs' Wilcoxon tests 15; i48-variance4: 4,
+# 2 and 1).
+PAIRS_AT_MOST = 5
+OWN_AT_MOST = 3
+SIGNED_RANKS_AT_MOST = 1
+# ``prepare`` of the night (a standing prepares twice: its statistics, its re-run cells),
+# and its changed models taken out (10b36df: 40 and 8; i48-variance4: 9 and 3).
+PREPARE_AT_MOST = 9
+OF_UNITS_AT_MOST = 3
+# The inference from the pairs' variances, and their MDE at Holm's levels (10b36df: 6 and 2).
+INFERENCE_AT_MOST = 1
+DETECTABLE_AT_MOST = 0
+# Holm's and BH's adjustments, and Holm's levels, a call each (10b36df: 9, 8 and 5).
+ADJUST_AT_MOST = 1
 
 
-def _night() -> Prepared:
+def _episodes() -> pl.DataFrame:
     """Three models on the same six tasks of two categories, two instances a task."""
     rng = random.Random(3)
     rows = [
@@ -45,7 +60,11 @@ def _night() -> Prepared:
         for task in range(3)
         for i in range(2)
     ]
-    return prepare(pl.DataFrame(rows), [DUMP_DATE, Col.MODEL])
+    return pl.DataFrame(rows)
+
+
+def _night() -> Prepared:
+    return prepare(_episodes(), [DUMP_DATE, Col.MODEL])
 
 
 def _queries(monkeypatch: pytest.MonkeyPatch, work: Callable[[], Any]) -> int:
@@ -83,3 +102,46 @@ def test_the_variances_of_the_models_own_scores_take_few_queries(
     own = table.select(Work.CID, Work.UNIT, pl.lit(1.0).alias(Work.COEF), SCOPE)
     made = _queries(monkeypatch, lambda: variances(prep, own, "two_level", zero_is_unknown=False))
     assert 0 < made <= OWN_AT_MOST
+
+
+def test_the_signed_rank_tests_of_a_nights_pairs_take_one_query(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    made = _queries(monkeypatch, lambda: task_signed_ranks(prep, pairs))
+    assert 0 < made <= SIGNED_RANKS_AT_MOST
+
+
+def test_a_nights_preparation_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    episodes = _episodes()
+    made = _queries(monkeypatch, lambda: prepare(episodes, [DUMP_DATE, Col.MODEL]))
+    assert 0 < made <= PREPARE_AT_MOST
+    prep = prepare(episodes, [DUMP_DATE, Col.MODEL])
+    changed = _queries(monkeypatch, lambda: prep.of_units(pl.col(Col.MODEL) == "a"))
+    assert 0 < changed <= OF_UNITS_AT_MOST
+
+
+def test_the_inference_from_the_variances_takes_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    var = variances(prep, two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b"), "two_level")
+    half = pairs.join(var, on=Work.CID).with_columns(
+        (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
+    )
+    made = _queries(monkeypatch, lambda: inference(half, DIFF))
+    assert 0 < made <= INFERENCE_AT_MOST
+    inferred = inference(half, DIFF).with_columns(pl.lit(0.05).alias(Work.HOLM_LEVEL))
+    assert (
+        _queries(monkeypatch, lambda: detectable(inferred, Work.HOLM_LEVEL)) <= DETECTABLE_AT_MOST
+    )
+
+
+def test_the_adjustments_of_p_values_take_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = pl.DataFrame({"g": [1, 1, 1, 2, 2], "p": [0.01, None, 0.03, 0.2, 0.001]})
+    for method in ("holm", "bh"):
+        made = _queries(monkeypatch, lambda m=method: adjust_over(frame, "p", ["g"], m, "q"))
+        assert 0 < made <= ADJUST_AT_MOST
+    q = adjust_over(frame, "p", ["g"], "holm", "q")
+    levels = _queries(monkeypatch, lambda: holm_levels(q, "p", "q", ["g"], 0.05, "level"))
+    assert 0 < levels <= ADJUST_AT_MOST

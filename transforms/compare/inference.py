@@ -26,31 +26,36 @@ def inference(
     difference a level-``alpha`` test detects with probability ``power``) from ``estimate``,
     ``VAR`` and ``DF``: Student's t with ``DF`` degrees of freedom, the normal where ``DF``
     is null. A zero standard error gives p = 1 for a zero estimate, else 0. The MDE is null
-    where it is past the scores' range (``on_scale``)."""
+    where it is past the scores' range (``_on_scale``)."""
     level = 1.0 - alpha if level is None else level
-    se = frame[Work.VAR].sqrt()
-    est = frame[estimate]
+    # (In numpy, then one polars query: each Series step was a query of its own; the same
+    # IEEE operations, so the same bits.)
+    # (x / 0 and the like give inf and NaN, as polars gives them, without numpy's warning)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.sqrt(frame[Work.VAR].to_numpy().astype(np.float64))  # null -> NaN
+        est = frame[estimate].to_numpy().astype(np.float64)
+        z = est / se  # null -> NaN
     df = frame[DF].to_numpy().astype(np.float64)  # null -> NaN: the normal
-    z = (est / se).to_numpy().astype(np.float64)  # null -> NaN
     normal = np.isnan(df)
     t_df = np.where(normal, 1.0, df)  # (a placeholder where the normal is used)
     p = np.where(normal, normal_p_values(z), 2.0 * special.stdtr(t_df, -np.abs(z)))
     p = np.where(np.isnan(z), np.nan, p)
-    p = np.where((se.to_numpy() == 0.0) & (est.to_numpy() == 0.0), 1.0, p)
+    p = np.where((se == 0.0) & (est == 0.0), 1.0, p)
 
     def quantile(q: float) -> np.ndarray:
         return np.where(normal, z_quantile(q), special.stdtrit(t_df, q))
 
     half = quantile(0.5 + level / 2.0)
     detect = quantile(1.0 - alpha / 2.0) + quantile(power)
+    error = pl.col(Work.VAR).sqrt()
     return frame.with_columns(
-        se.alias(SE),
-        frame[Work.VAR_WITHIN].sqrt().alias(SE_WITHIN),
-        frame[Work.VAR_TASKS].sqrt().alias(SE_TASKS),
-        (est - pl.Series(half) * se).alias(CI_LOW),
-        (est + pl.Series(half) * se).alias(CI_HIGH),
-        pl.Series(P_VALUE, p, pl.Float64).fill_nan(None),
-        on_scale(pl.Series(detect) * se).alias(MDE),
+        error.alias(SE),
+        pl.col(Work.VAR_WITHIN).sqrt().alias(SE_WITHIN),
+        pl.col(Work.VAR_TASKS).sqrt().alias(SE_TASKS),
+        (pl.col(estimate) - pl.lit(pl.Series(half)) * error).alias(CI_LOW),
+        (pl.col(estimate) + pl.lit(pl.Series(half)) * error).alias(CI_HIGH),
+        pl.lit(pl.Series(P_VALUE, p, pl.Float64, nan_to_null=True)),
+        pl.lit(_on_scale(detect, se)),
     )
 
 
@@ -67,14 +72,17 @@ def detectable(frame: pl.DataFrame, alpha: str, power: float = 0.8) -> pl.Series
         return np.where(normal, special.ndtri(q), special.stdtrit(t_df, q))
 
     factor = quantile(1.0 - level / 2.0) + quantile(np.full(len(level), power))
-    return on_scale((pl.Series(factor) * frame[SE]).fill_nan(None)).alias(MDE)
+    return _on_scale(factor, frame[SE].to_numpy().astype(np.float64))
 
 
-def on_scale(mde: pl.Series) -> pl.Series:
-    """``mde`` where it is a difference scores can have: finite and at most the width of
-    ``SCORE_RANGE`` (two scores in [0, 1] differ by 1 at most), else null: a test whose
-    MDE is past the range detects no difference there with its power (at 1 degree of
-    freedom and Holm's level, MDEs of 100 and more)."""
+def _on_scale(factor: np.ndarray, se: np.ndarray) -> pl.Series:
+    """``MDE``: ``factor · se`` where it is a difference scores can have: finite and at most the
+    width of ``SCORE_RANGE`` (two scores in [0, 1] differ by 1 at most), else null (and
+    where NaN: a null standard error): a test whose MDE is past the range detects no
+    difference there with its power (at 1 degree of freedom and Holm's level, MDEs of 100
+    and more)."""
     low, high = SCORE_RANGE
-    value = pl.col(mde.name).fill_nan(None)
-    return mde.to_frame().select(pl.when(value <= high - low).then(value)).to_series()
+    with np.errstate(invalid="ignore"):  # (inf · 0: NaN, as polars gives it)
+        mde = factor * se
+    kept = np.where(mde <= high - low, mde, np.nan)  # (NaN is not <=: null)
+    return pl.Series(MDE, kept, pl.Float64, nan_to_null=True)

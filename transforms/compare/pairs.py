@@ -52,6 +52,7 @@ from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
 from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
+from transforms.exact import exactly
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
 
 COMPARISON_COLUMNS: Final = [
@@ -341,12 +342,13 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     ``scipy.stats.wilcoxon`` with its defaults: zero differences dropped, two-sided;
     ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
     each side won. Pairs with the same number of tasks are tested at once."""
-    cells = prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN)
+    cells = prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.MEAN)
     # (overall_by_category averages the categories: a task in none is not in it)
     in_categories = (pl.col(SCOPE) == OVERALL_BY_CATEGORY) & (pl.col(Col.CATEGORY) != UNCATEGORISED)
     in_scope = (pl.col(SCOPE) == OVERALL) | in_categories | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
-    differences = (
-        pairs.select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
+    each_task = (
+        pairs.lazy()
+        .select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
         .join(cells, on=Work.UNIT)
         .join(
             cells.rename({Work.UNIT: Work.UNIT + "_b", Work.MEAN: Work.MEAN + "_b"}),
@@ -355,24 +357,27 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
         .filter(in_scope)
         .with_columns((pl.col(Work.MEAN) - pl.col(Work.MEAN + "_b")).alias(Work.VALUE))
         .sort(Work.CID, *TASK_KEY)
-        .group_by(Work.CID, maintain_order=True)
-        .agg(
-            pl.col(Work.VALUE),
-            (pl.col(Work.VALUE) > 0).sum().cast(pl.Int64).alias(N_TASKS_A_BETTER),
-            (pl.col(Work.VALUE) < 0).sum().cast(pl.Int64).alias(N_TASKS_B_BETTER),
-            pl.len().alias(Work.ROWS),
-        )
     )
+    per_pair = each_task.group_by(Work.CID, maintain_order=True).agg(
+        (pl.col(Work.VALUE) > 0).sum().cast(pl.Int64).alias(N_TASKS_A_BETTER),
+        (pl.col(Work.VALUE) < 0).sum().cast(pl.Int64).alias(N_TASKS_B_BETTER),
+        pl.len().alias(Work.ROWS),
+    )
+    # (One query: a pair's differences are its run of the rows in pair order; each length's
+    # pairs taken from them in numpy, not a query a length.)
+    differences, flat = exactly(per_pair, each_task.select(Work.VALUE))
+    values = flat[Work.VALUE].to_numpy()
+    lengths = differences[Work.ROWS].to_numpy().astype(np.int64)
+    starts = np.cumsum(lengths) - lengths
     p = np.full(differences.height, np.nan)
-    lengths = differences[Work.ROWS].to_numpy()
-    values = differences[Work.VALUE]
     for n in np.unique(lengths):
         rows = np.flatnonzero(lengths == n)
-        matrix = values.gather(rows).list.to_array(int(n)).to_numpy()
-        p[rows] = wilcoxon_signed_rank(matrix)
-    return differences.select(
-        Work.CID,
-        pl.Series(P_WILCOXON, p, pl.Float64).fill_nan(None),
-        N_TASKS_A_BETTER,
-        N_TASKS_B_BETTER,
+        p[rows] = wilcoxon_signed_rank(values[starts[rows][:, None] + np.arange(n)])
+    return pl.DataFrame(
+        [
+            differences[Work.CID],
+            pl.Series(P_WILCOXON, p, pl.Float64, nan_to_null=True),
+            differences[N_TASKS_A_BETTER],
+            differences[N_TASKS_B_BETTER],
+        ]
     )

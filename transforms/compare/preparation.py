@@ -21,6 +21,7 @@ from schemas.comparisons import N_TASKS, OVERALL, OVERALL_BY_CATEGORY, SCOPE, Wo
 from schemas.contract import DUMP_DATE, INSTANCE_ID, UNCATEGORISED, Col
 from transforms.aggregate import mean_in_order
 from transforms.compact import plain
+from transforms.exact import EXACT_ENGINE, exactly
 
 TASK_KEY: Final = [Col.CATEGORY, Col.TASK]
 # Episodes prepared (and cluster terms paired) at once; a larger night goes a task at a time
@@ -61,7 +62,9 @@ class Prepared:
         codes = self.units.filter(chosen)[Work.UNIT].implode()
         keep = pl.col(Work.UNIT).is_in(codes)
         frames = (self.units, self.cells, self.atoms, self.scopes, self.weights, self.own)
-        units, cells, atoms, scopes, weights, own = (frame.filter(keep) for frame in frames)
+        # (A filter keeps the rows' order: one query for the six.)
+        kept = exactly(*(frame.lazy().filter(keep) for frame in frames))
+        units, cells, atoms, scopes, weights, own = kept
         return Prepared(units, cells, atoms, scopes, weights, self.tasks, own)
 
 
@@ -94,12 +97,14 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
     # (Keys may be Categorical, ``transforms.compact``: coded in the frame's dtypes, then text.)
     # (Each key's values found lazily: polars' eager ``unique`` of a night's 2 M episodes
     # took +107 MiB, its streaming engine +2.)
-    units_coded = _distinct(frame, unit_cols).with_row_index(Work.UNIT)
-    tasks_coded = _distinct(frame, TASK_KEY, nulls_last=False).with_row_index(Work.TASK)
+    # (Both in one query: the units' and the tasks'.)
+    units_coded, tasks_coded = pl.collect_all(
+        [_distinct(frame, unit_cols, Work.UNIT), _distinct(frame, TASK_KEY, Work.TASK, False)]
+    )
     units, tasks = plain(units_coded), plain(tasks_coded)
     pairs = None
     if list(unit_cols) != [DUMP_DATE, Col.MODEL]:  # else the units are the pairs
-        pairs = _distinct(frame, [DUMP_DATE, Col.MODEL]).with_row_index(Work.PAIR)
+        pairs = _distinct(frame, [DUMP_DATE, Col.MODEL], Work.PAIR).collect()
     # A task's clusters, episode order and terms do not depend on the other tasks: a large
     # night is digested a task at a time (ranked, joined and sorted whole, 4 M episodes took
     # 300 MB beyond them), a small one at once (a loop of small plans costs more).
@@ -113,11 +118,15 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
         coded_atoms.append(atoms_part)
         own.append(_own_terms(atoms_part))
     # Back to the tasks' names (small frames: a row per unit and task, or per cluster).
-    cells = pl.concat(coded_cells).join(tasks, on=Work.TASK)
-    cells = cells.select(
-        Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K, Work.LOWEST, Work.HIGHEST
+    # (One query: no sum here.)
+    cells = (
+        pl.concat(coded_cells)
+        .lazy()
+        .join(tasks.lazy(), on=Work.TASK)
+        .select(Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K, Work.LOWEST, Work.HIGHEST)
+        .sort(Work.UNIT, *TASK_KEY)
+        .collect(engine=EXACT_ENGINE)
     )
-    cells = cells.sort(Work.UNIT, *TASK_KEY)
     # Atoms stay coded (about one per episode: text keys would double them). In (unit, task,
     # cluster) order, or task by task where split: either way each (unit, task) is contiguous,
     # which keeps polars' sums over it in order (over scattered rows they are not stable).
@@ -134,16 +143,19 @@ def _own_terms(atoms: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _distinct(frame: pl.DataFrame, columns: Sequence[str], nulls_last: bool = True) -> pl.DataFrame:
-    """The distinct values of ``columns`` in ``frame``, sorted."""
-    found = frame.lazy().select(columns).unique().collect()
-    return found.sort(columns, nulls_last=nulls_last)
+def _distinct(
+    frame: pl.DataFrame, columns: Sequence[str], index: str, nulls_last: bool = True
+) -> pl.LazyFrame:
+    """The distinct values of ``columns`` in ``frame``, sorted, numbered (``index``)."""
+    found = frame.lazy().select(columns).unique()
+    return found.sort(columns, nulls_last=nulls_last).with_row_index(index)
 
 
 def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every scope's score per unit, and each task's weight in it (see the module). A task in
-    no category (contract 1.4's ``uncategorised``) weighs in ``overall`` alone."""
-    categorised = cells.filter(pl.col(Col.CATEGORY) != UNCATEGORISED)
+    no category (contract 1.4's ``uncategorised``) weighs in ``overall`` alone. (One query:
+    its means are summed in their columns' order, ``mean_in_order``, on any engine.)"""
+    categorised = cells.lazy().filter(pl.col(Col.CATEGORY) != UNCATEGORISED)
     categories = (
         categorised.group_by(Work.UNIT, Col.CATEGORY, maintain_order=True)
         .agg(
@@ -153,6 +165,7 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
             pl.col(Col.TASK).sort().str.join(",").alias(Work.COVERAGE),
         )
         .sort(Work.UNIT, Col.CATEGORY)
+        .cache()
     )
     by_category = categories.group_by(Work.UNIT, maintain_order=True).agg(
         mean_in_order(pl.col(Work.CAT_SCORE), Col.CATEGORY).alias(SCORE),
@@ -164,11 +177,16 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
     # The task-weighted score sums the task scores in (category, task) order, as
     # ``transforms.aggregate.model_scores`` does: the same bits. It averages every task.
     task_path = pl.format("{}/{}", Col.CATEGORY, Col.TASK)
-    by_task = cells.group_by(Work.UNIT, maintain_order=True).agg(
-        mean_in_order(pl.col(Work.MEAN), Col.CATEGORY, Col.TASK).alias(SCORE),
-        task_path.sort().str.join(",").alias(Work.COVERAGE),
-        pl.len().alias(N_TASKS),
-        pl.col(Work.N).sum(),
+    by_task = (
+        cells.lazy()
+        .group_by(Work.UNIT, maintain_order=True)
+        .agg(
+            mean_in_order(pl.col(Work.MEAN), Col.CATEGORY, Col.TASK).alias(SCORE),
+            task_path.sort().str.join(",").alias(Work.COVERAGE),
+            pl.len().alias(N_TASKS),
+            pl.col(Work.N).sum(),
+        )
+        .cache()
     )
     scopes = pl.concat(
         [
@@ -207,11 +225,15 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
         on=[Work.UNIT, Col.CATEGORY],
     )
     per_task = per_task.join(by_category.select(Work.UNIT, Work.N_CATEGORIES), on=Work.UNIT)
-    every_task = cells.select(Work.UNIT, *TASK_KEY).join(
-        by_task.select(
-            Work.UNIT, pl.col(N_TASKS).alias(Work.EPISODES), pl.col(SCORE).alias(Work.VALUE)
-        ),
-        on=Work.UNIT,
+    every_task = (
+        cells.lazy()
+        .select(Work.UNIT, *TASK_KEY)
+        .join(
+            by_task.select(
+                Work.UNIT, pl.col(N_TASKS).alias(Work.EPISODES), pl.col(SCORE).alias(Work.VALUE)
+            ),
+            on=Work.UNIT,
+        )
     )
     within = 1.0 / pl.col(N_TASKS).cast(pl.Float64)
     category = pl.col(Col.CATEGORY)
@@ -246,7 +268,8 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
             for scope, (tasks, weight, stratum, centre) in weight_of.items()
         ]
     )
-    return scopes, weights
+    scope_rows, weight_rows = exactly(scopes, weights)
+    return scope_rows, weight_rows
 
 
 def score_bounds(prep: Prepared) -> pl.DataFrame:

@@ -42,6 +42,7 @@ from schemas.contract import DUMP_DATE, Col
 from transforms.compare.pairs import comparisons_of
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice
+from transforms.exact import EXACT_ENGINE
 
 RANK_SCHEMA: Final = {
     DUMP_DATE: pl.String,
@@ -129,8 +130,10 @@ def scope_rank_intervals(
     overall = pl.col(SCOPE).is_in(list(OVERALL_SCOPES))
     among = pl.when(overall).then(pl.col(Work.GROUP)).otherwise(pl.lit("")).alias(RANKED_AMONG)
     group = [DUMP_DATE, SCOPE, RANKED_AMONG]
+    # (One query: counts and ranks, no float summed.)
     points = (
-        prep.scope_table()
+        prep.scopes.lazy()
+        .join(prep.units.lazy(), on=Work.UNIT)
         .with_columns(among)
         .select(
             DUMP_DATE,
@@ -143,7 +146,8 @@ def scope_rank_intervals(
     )
     joint = pl.col(P_HOLM) < 1.0 - level
     statements = (
-        comparisons.group_by(DUMP_DATE, SCOPE, MODEL_A)
+        comparisons.lazy()
+        .group_by(DUMP_DATE, SCOPE, MODEL_A)
         .agg(
             (joint & (pl.col(DIFF) < 0)).sum().cast(pl.Int64).alias(Work.ABOVE),
             (joint & (pl.col(DIFF) > 0)).sum().cast(pl.Int64).alias(Work.BELOW),
@@ -164,6 +168,7 @@ def scope_rank_intervals(
         .select(SCOPE, *RANK_SCHEMA)
         .cast({SCOPE: pl.String, **RANK_SCHEMA})  # type: ignore[arg-type, dict-item]
         .sort(DUMP_DATE, SCOPE, RANKED_AMONG, GROUP_RANK, Col.MODEL, nulls_last=True)
+        .collect(engine=EXACT_ENGINE)
     )
 
 

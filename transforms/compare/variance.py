@@ -46,7 +46,7 @@ from schemas.comparisons import (
     Unestimable,
     Work,
 )
-from transforms.compare.preparation import Prepared
+from transforms.compare.preparation import TASK_KEY, Prepared
 from transforms.compare.variance_tasks import _task_sample
 from transforms.compare.variance_within import (
     _STRATUM,
@@ -55,6 +55,7 @@ from transforms.compare.variance_within import (
     _within,
     sum_or_null,
 )
+from transforms.exact import exactly
 
 DesignChoice = Literal["two_level", "within_tasks"]
 DEFAULT_DESIGN: Final[DesignChoice] = "two_level"
@@ -86,36 +87,49 @@ def variances(
     p-value of 0 and an interval of zero width. Without it (a score's own interval, a
     formula's change of the same episodes) the 0 stays."""
     check_design(design)
-    rows = contrasts.join(prep.weights, on=[Work.UNIT, SCOPE])
-    if _one_unit(contrasts):
+    one_unit, two_units, same_tasks = _shapes(prep, contrasts)
+    plan = contrasts.lazy()
+    rows = plan.join(prep.weights.lazy(), on=[Work.UNIT, SCOPE]).cache()
+    if one_unit:
         within = _own_within(prep, rows)
-    elif _two_units(contrasts):
+    elif two_units:
         within = _pair_within(prep, rows)
     else:
         within = _within(prep, rows)
-    sampled, shared_tasks = _task_sample(prep, rows, contrasts)
-    strata = within.join(sampled, on=_STRATUM, how="full", coalesce=True)
+    sampled, shared_tasks = _task_sample(prep, rows, plan, borrow=not same_tasks)
+    strata = within.join(sampled, on=_STRATUM, how="full", coalesce=True).cache()
     combined = _combine(strata, design, zero_is_unknown)
-    return combined.join(shared_tasks, on=Work.CID, how="left")
+    # (One query: every sum over its rows sorted, on the engine that sums them as the
+    # eager steps did, ``preparation.exactly``; a standing makes three variances, issue 48.)
+    (made,) = exactly(combined.join(shared_tasks, on=Work.CID, how="left"))
+    return made
 
 
-def _one_unit(contrasts: pl.DataFrame) -> bool:
-    """Every contrast is one unit's score (one row, coefficient +1): its interval."""
-    return bool(contrasts[Work.CID].is_unique().all()) and bool((contrasts[Work.COEF] == 1.0).all())
-
-
-def _two_units(contrasts: pl.DataFrame) -> bool:
-    """Every contrast is ``unit_a - unit_b`` (two rows, coefficients +1 and -1)."""
-    shape = contrasts.group_by(Work.CID).agg(
-        pl.len().alias(Work.ROWS),
-        pl.col(Work.COEF).min().alias(Work.LOW),
-        pl.col(Work.COEF).max(),
+def _shapes(prep: Prepared, contrasts: pl.DataFrame) -> tuple[bool, bool, bool]:
+    """Whether every contrast is one unit's score (one row, coefficient +1: its interval),
+    whether every one is ``unit_a - unit_b`` (two rows, coefficients +1 and -1), and whether
+    every unit ran the same tasks (then no task's coverage pattern differs from another's,
+    and none borrows a variance: ``variance_tasks._task_sample``)."""
+    shape = (
+        contrasts.lazy()
+        .group_by(Work.CID)
+        .agg(
+            pl.len().alias(Work.ROWS),
+            pl.col(Work.COEF).min().alias(Work.LOW),
+            pl.col(Work.COEF).max(),
+        )
     )
-    two = (shape[Work.ROWS] == 2) & (shape[Work.LOW] == -1.0) & (shape[Work.COEF] == 1.0)
-    return bool(two.all())
+    rows, low, high = pl.col(Work.ROWS), pl.col(Work.LOW), pl.col(Work.COEF)
+    one = ((rows == 1) & (low == 1.0)).all().alias(Work.ROWS)
+    two = ((rows == 2) & (low == -1.0) & (high == 1.0)).all().alias(Work.LOW)
+    cells = prep.cells.lazy()
+    every = pl.col(Work.UNIT).n_unique().cast(pl.Int64) * pl.struct(TASK_KEY).n_unique()
+    same = cells.select((pl.len().cast(pl.Int64) == every).alias(Work.ALL))
+    flags, coverage = exactly(shape.select(one, two), same)
+    return bool(flags[Work.ROWS][0]), bool(flags[Work.LOW][0]), bool(coverage[Work.ALL][0])
 
 
-def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) -> pl.DataFrame:
+def _combine(strata: pl.LazyFrame, design: DesignChoice, zero_is_unknown: bool) -> pl.LazyFrame:
     """Per contrast: the design's variance summed over the strata (categories), its
     Satterthwaite degrees of freedom, what it is (``DESIGN``) and why it is null (``WHY``)."""
     var_within, var_tasks = pl.col(Work.VAR_WITHIN), pl.col(Work.VAR_TASKS)
@@ -159,9 +173,7 @@ def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) 
             pl.col(Work.TOTAL).sum(),
         )
     )
-    # (The sums above, a query of their own as they were; what follows, why a variance is
-    # null, its labels and choices, neither sums nor rounds a float: one query.)
-    per_contrast = summed.lazy().join(_why(strata.lazy()), on=Work.CID, how="left")
+    per_contrast = summed.join(_why(strata), on=Work.CID, how="left")
     if zero_is_unknown:
         zero = pl.col(Work.VAR) <= NO_SPREAD**2
         per_contrast = per_contrast.with_columns(
@@ -190,24 +202,20 @@ def _combine(strata: pl.DataFrame, design: DesignChoice, zero_is_unknown: bool) 
     # The normal where the tasks are fixed (the previous choice, unchanged); no df without
     # a variance.
     known = pl.col(Work.VAR).is_not_null() & pl.lit(design == Design.TWO_LEVEL)
-    return (
-        per_contrast.with_columns(
-            label.alias(DESIGN),
-            paired.alias(PAIRED),
-            pl.when(known).then(pl.col(DF)).alias(DF),
-        )
-        .select(
-            Work.CID,
-            Work.VAR,
-            Work.VAR_WITHIN,
-            Work.VAR_TASKS,
-            DF,
-            DESIGN,
-            N_PAIRS,
-            PAIRED,
-            Work.WHY,
-        )
-        .collect()
+    return per_contrast.with_columns(
+        label.alias(DESIGN),
+        paired.alias(PAIRED),
+        pl.when(known).then(pl.col(DF)).alias(DF),
+    ).select(
+        Work.CID,
+        Work.VAR,
+        Work.VAR_WITHIN,
+        Work.VAR_TASKS,
+        DF,
+        DESIGN,
+        N_PAIRS,
+        PAIRED,
+        Work.WHY,
     )
 
 

@@ -13,8 +13,8 @@ from transforms.compare.variance_within import _STRATUM, sum_or_null
 
 
 def _task_sample(
-    prep: Prepared, rows: pl.DataFrame, contrasts: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+    prep: Prepared, rows: pl.LazyFrame, contrasts: pl.LazyFrame, *, borrow: bool = True
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """Tasks a sample, per contrast and stratum: the variance ``VAR_TASKS`` of the contrast
     over the stratum's tasks (null where the stratum has one task in the contrast, or where
     a part of it cannot be estimated), its degrees of freedom ``TASK_DF`` and the stratum's
@@ -32,10 +32,15 @@ def _task_sample(
     tasks, their covariance left out (the pairing counted as none: conservative). A unit
     with a single task in a stratum where it is needed leaves the variance null: nothing
     estimates how its tasks vary (never a variance of 0 for want of one). The pieces are
-    added per stratum, with Satterthwaite's degrees of freedom."""
+    added per stratum, with Satterthwaite's degrees of freedom. Plans (``exactly`` runs
+    them: a sum of floats over rows sorted in the plan, the bits of the steps eagerly);
+    ``borrow`` False where every unit ran the same tasks (no pattern of a single task
+    beside others: the borrowing's plan, whose joins cost even on no rows, left out)."""
     coef_w = pl.col(Work.COEF) * pl.col(Work.W)
     terms = (
-        rows.join(prep.cells.select(Work.UNIT, *TASK_KEY, Work.MEAN), on=[Work.UNIT, *TASK_KEY])
+        rows.join(
+            prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.MEAN), on=[Work.UNIT, *TASK_KEY]
+        )
         .with_columns(
             (coef_w * (pl.col(Work.MEAN) - pl.col(Work.CENTRE))).alias(Work.VALUE),
             (coef_w * pl.col(Work.MEAN)).alias(Work.PART),
@@ -73,7 +78,7 @@ def _task_sample(
     )
     singles = patterns.filter((pl.col(Work.N) == 1) & (pl.col(Work.PATTERNS) > 1))
     pieces = [own]
-    if singles.height:
+    if borrow:  # (its rows may be none: the sums below are of the same rows)
         pieces.append(_borrowed(terms, singles.select(*_STRATUM, Work.PATTERN, Work.MEMBERS)))
     per_stratum = (
         pl.concat(pieces)
@@ -81,29 +86,24 @@ def _task_sample(
         .group_by(*_STRATUM, maintain_order=True)
         .agg(sum_or_null(value, Work.VAR_TASKS), _satterthwaite(Work.TASK_DF))
     )
-    # (Counts, a join and a choice, no float summed: in one query with the tasks every unit
-    # covers, where each step was a query of its own; a standing makes three variances.)
     sampled = (
-        per_task.lazy()
-        .group_by(*_STRATUM, maintain_order=True)
+        per_task.group_by(*_STRATUM, maintain_order=True)
         .agg(pl.len().cast(pl.Int64).alias(Work.STRATUM_TASKS))
-        .join(per_stratum.lazy(), on=_STRATUM, how="left")
+        .join(per_stratum, on=_STRATUM, how="left")
         .with_columns(
             pl.when(pl.col(Work.STRATUM_TASKS) > 1).then(pl.col(Work.VAR_TASKS)),
         )
     )
-    n_units = contrasts.lazy().group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias(Work.ALL))
+    n_units = contrasts.group_by(Work.CID).agg(pl.col(Work.UNIT).n_unique().alias(Work.ALL))
     shared_tasks = (
-        per_task.lazy()
-        .join(n_units, on=Work.CID)
+        per_task.join(n_units, on=Work.CID)
         .group_by(Work.CID)
         .agg((pl.col(Work.UNITS) == pl.col(Work.ALL)).sum().cast(pl.Int64).alias(N_TASKS))
     )
-    sampled_rows, shared_rows = pl.collect_all([sampled, shared_tasks])
-    return sampled_rows, shared_rows
+    return sampled, shared_tasks
 
 
-def _borrowed(terms: pl.DataFrame, singles: pl.DataFrame) -> pl.DataFrame:
+def _borrowed(terms: pl.LazyFrame, singles: pl.LazyFrame) -> pl.LazyFrame:
     """The variance pieces (``SOURCE``, ``VALUE``, ``DF``) of the coverage patterns of a
     single task (``singles``: per contrast, stratum and pattern, its ``MEMBERS``): the
     variance of the members' part of the contrast over the tasks all of them ran where
@@ -139,7 +139,7 @@ def _borrowed(terms: pl.DataFrame, singles: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _part_variance(terms: pl.DataFrame, sets: pl.DataFrame) -> pl.DataFrame:
+def _part_variance(terms: pl.LazyFrame, sets: pl.LazyFrame) -> pl.LazyFrame:
     """Per row of ``sets`` (contrast, stratum, ``SOURCE`` and its units, ``MEMBERS``): the
     tasks of the stratum all of them ran (``N``) and the sample variance of their part of
     the contrast over those tasks (``VAR``; null for fewer than two)."""
