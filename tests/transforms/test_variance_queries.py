@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.lazyframe import engine
 
-from schemas.columns import SCORE
+from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.comparisons import DIFF, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from transforms.compare.inference import detectable, inference
@@ -28,6 +28,7 @@ from transforms.compare.pairs import (
     unordered_pairs,
 )
 from transforms.compare.preparation import Prepared, prepare
+from transforms.compare.regressions import regressions
 from transforms.compare.variance import variances
 from transforms.stats import adjust_over, holm_levels
 
@@ -51,6 +52,9 @@ ADJUST_AT_MOST = 1
 # each one query: 18 and 23).
 COMPARISONS_AT_MOST = 18
 KNOWN_COMPARISONS_AT_MOST = 23
+# A re-run test of two nights (their formula versions read; d0882e1: 30; i48-rest, the
+# versions and the rows' levels each one query: 25).
+REGRESSIONS_AT_MOST = 25
 
 
 def _episodes() -> pl.DataFrame:
@@ -165,3 +169,11 @@ def test_a_nights_comparisons_take_few_queries(monkeypatch: pytest.MonkeyPatch) 
     known = Known(comparisons_of(prep), frozenset({"a"}))
     kept = _queries(monkeypatch, lambda: comparisons_of(prep, known=known))
     assert 0 < kept <= KNOWN_COMPARISONS_AT_MOST
+
+
+def test_a_re_run_test_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _episodes().with_columns(pl.lit("v1").alias(FORMULA_VERSION))
+    second = first.with_columns(pl.lit("2026-01-02").alias(DUMP_DATE), pl.col(SCORE) * 0.9)
+    nights = pl.concat([first, second])
+    made = _queries(monkeypatch, lambda: regressions(nights, baseline="previous", k=1))
+    assert 0 < made <= REGRESSIONS_AT_MOST
