@@ -193,8 +193,8 @@ def _task_bootstrap(cells: pl.DataFrame, draws: Bootstrap = _DRAWS) -> list[dict
     in which some model's rank (ties share the better rank) differs, the most places a
     model moves. A Python loop over the groups (a standing has a few), numpy within."""
     out: list[dict[str, object]] = []
-    keys = cells.select(AS_OF, _TASKS).unique().sort(AS_OF, _TASKS, nulls_last=True)
-    for as_of, tasks in keys.iter_rows():
+    groups = cells.lazy().select(AS_OF, _TASKS).unique().sort(AS_OF, _TASKS, nulls_last=True)
+    for as_of, tasks in groups.collect().iter_rows():  # (one query)
         group = cells.filter(pl.col(AS_OF).eq_missing(as_of) & (pl.col(_TASKS) == tasks))
         wide = group.pivot(on=Col.MODEL, index=Col.TASK, values=SCORE).sort(Col.TASK)
         scores = wide.drop(Col.TASK).to_numpy().astype(np.float64)  # tasks x models
@@ -325,8 +325,8 @@ def signals(tasks: pl.LazyFrame) -> pl.DataFrame:
                 .alias(SPEARMAN),
             )
         )
-    found = pl.concat(pl.collect_all(rows)).with_columns(pl.col(SPEARMAN).fill_nan(None))
-    return found.with_columns(_p_values(found)).sort(AS_OF, SIGNAL)
+    (found,) = pl.collect_all([pl.concat(rows).with_columns(pl.col(SPEARMAN).fill_nan(None))])
+    return found.lazy().with_columns(_p_values(found)).sort(AS_OF, SIGNAL).collect()
 
 
 def _p_values(found: pl.DataFrame) -> pl.Series:

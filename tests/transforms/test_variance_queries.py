@@ -16,12 +16,19 @@ import polars as pl
 import pytest
 from polars.lazyframe import engine
 
-from schemas.columns import SCORE
+from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.comparisons import DIFF, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.pairs import task_signed_ranks, two_unit_contrasts, unordered_pairs
+from transforms.compare.pairs import (
+    Known,
+    comparisons_of,
+    task_signed_ranks,
+    two_unit_contrasts,
+    unordered_pairs,
+)
 from transforms.compare.preparation import Prepared, prepare
+from transforms.compare.regressions import regressions
 from transforms.compare.variance import variances
 from transforms.stats import adjust_over, holm_levels
 
@@ -40,6 +47,14 @@ INFERENCE_AT_MOST = 1
 DETECTABLE_AT_MOST = 0
 # Holm's and BH's adjustments, and Holm's levels, a call each (10b36df: 9, 8 and 5).
 ADJUST_AT_MOST = 1
+# A night's comparisons, all of them, and with the pairs of unchanged models known
+# (d0882e1: 35 and 44; i48-rest, the joins, the intervals held and the rows both ways
+# each one query: 18 and 23).
+COMPARISONS_AT_MOST = 18
+KNOWN_COMPARISONS_AT_MOST = 23
+# A re-run test of two nights (their formula versions read; d0882e1: 30; i48-rest, the
+# versions and the rows' levels each one query: 25).
+REGRESSIONS_AT_MOST = 25
 
 
 def _episodes() -> pl.DataFrame:
@@ -145,3 +160,20 @@ def test_the_adjustments_of_p_values_take_one_query(monkeypatch: pytest.MonkeyPa
     q = adjust_over(frame, "p", ["g"], "holm", "q")
     levels = _queries(monkeypatch, lambda: holm_levels(q, "p", "q", ["g"], 0.05, "level"))
     assert 0 < levels <= ADJUST_AT_MOST
+
+
+def test_a_nights_comparisons_take_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    prep = _night()
+    made = _queries(monkeypatch, lambda: comparisons_of(prep))
+    assert 0 < made <= COMPARISONS_AT_MOST
+    known = Known(comparisons_of(prep), frozenset({"a"}))
+    kept = _queries(monkeypatch, lambda: comparisons_of(prep, known=known))
+    assert 0 < kept <= KNOWN_COMPARISONS_AT_MOST
+
+
+def test_a_re_run_test_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _episodes().with_columns(pl.lit("v1").alias(FORMULA_VERSION))
+    second = first.with_columns(pl.lit("2026-01-02").alias(DUMP_DATE), pl.col(SCORE) * 0.9)
+    nights = pl.concat([first, second])
+    made = _queries(monkeypatch, lambda: regressions(nights, baseline="previous", k=1))
+    assert 0 < made <= REGRESSIONS_AT_MOST

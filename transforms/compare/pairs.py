@@ -50,7 +50,7 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds
+from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds_plan
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.exact import exactly
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
@@ -201,10 +201,11 @@ def comparisons_of(
     half = fresh
     if kept is None or not fresh.is_empty():
         var = variances(prep, two_unit_contrasts(fresh, Work.UNIT, Work.UNIT + "_b"), design)
-        half = (
-            fresh.join(var, on=Work.CID, how="left")
+        (half,) = exactly(
+            fresh.lazy()
+            .join(var.lazy(), on=Work.CID, how="left")
             .with_columns((pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF))
-            .join(task_signed_ranks(prep, fresh), on=Work.CID, how="left")
+            .join(task_signed_ranks(prep, fresh).lazy(), on=Work.CID, how="left")
         )
     if kept is not None:
         half = pl.concat([half, kept], how="diagonal_relaxed").sort(Work.CID)
@@ -213,7 +214,8 @@ def comparisons_of(
     # The MDE of the verdict as shown: at the level Holm tests the pair at on the night.
     family = [DUMP_DATE, SCOPE]
     half = holm_levels(half, P_VALUE, P_HOLM, family, alpha, Work.HOLM_LEVEL)
-    half = half.with_columns(detectable(half, Work.HOLM_LEVEL, power))
+    # (From here on one query: each step is per row, no row summed.)
+    lazy = half.lazy().with_columns(detectable(half, Work.HOLM_LEVEL, power))
     verdict = (
         pl.when(pl.col(P_HOLM).is_null() | (pl.col(P_HOLM) >= alpha))
         .then(pl.lit(UNRESOLVED))
@@ -223,8 +225,8 @@ def comparisons_of(
         .then(pl.lit(B_BETTER))
         .otherwise(pl.lit(UNRESOLVED))
     )
-    half = half.with_columns(verdict.alias(VERDICT), _reason().alias(REASON))
-    forward = half.rename(
+    lazy = lazy.with_columns(verdict.alias(VERDICT), _reason().alias(REASON))
+    forward = lazy.rename(
         {
             Col.MODEL: MODEL_A,
             Col.MODEL + "_b": MODEL_B,
@@ -255,7 +257,7 @@ def comparisons_of(
         pl.col(N_TASKS_B_BETTER).alias(N_TASKS_A_BETTER),
         pl.col(N_TASKS_A_BETTER).alias(N_TASKS_B_BETTER),
     )
-    return (
+    (both,) = exactly(
         pl.concat([forward, backward])
         .with_columns(
             pl.col(N_TASKS).fill_null(0),
@@ -266,47 +268,55 @@ def comparisons_of(
         .sort(DUMP_DATE, SCOPE, MODEL_A, MODEL_B, nulls_last=True)
         .select(COMPARISON_COLUMNS)
     )
+    return both
 
 
 def _known_pairs(pairs: pl.DataFrame, known: Known) -> pl.DataFrame:
     """The rows of ``pairs`` (unordered, ``CID``) of two unchanged models that ``known``
     compared, with what each pair's statistics are (``comparisons_of`` before inference:
     the variances as the squares of the standard errors, whose roots are those errors to
-    the bit), the difference of their scores and the Wilcoxon test."""
+    the bit), the difference of their scores and the Wilcoxon test (one query)."""
     b = Col.MODEL + "_b"
-    rows = known.comparisons.filter(pl.col(MODEL_A) < pl.col(MODEL_B)).select(
-        SCOPE,
-        pl.col(MODEL_A).cast(pl.String).alias(Col.MODEL),
-        pl.col(MODEL_B).cast(pl.String).alias(b),
-        (pl.col(SE) ** 2).alias(Work.VAR),
-        (pl.col(SE_WITHIN) ** 2).alias(Work.VAR_WITHIN),
-        (pl.col(SE_TASKS) ** 2).alias(Work.VAR_TASKS),
-        *_KEPT_AS_THEY_ARE,
-        # why the variance is null (the reason of a row without a standard error is that
-        # alone: the MDE's and the approximate interval's need one)
-        pl.when(pl.col(SE).is_null()).then(pl.col(REASON)).alias(Work.WHY),
+    rows = (
+        known.comparisons.lazy()
+        .filter(pl.col(MODEL_A) < pl.col(MODEL_B))
+        .select(
+            SCOPE,
+            pl.col(MODEL_A).cast(pl.String).alias(Col.MODEL),
+            pl.col(MODEL_B).cast(pl.String).alias(b),
+            (pl.col(SE) ** 2).alias(Work.VAR),
+            (pl.col(SE_WITHIN) ** 2).alias(Work.VAR_WITHIN),
+            (pl.col(SE_TASKS) ** 2).alias(Work.VAR_TASKS),
+            *_KEPT_AS_THEY_ARE,
+            # why the variance is null (the reason of a row without a standard error is that
+            # alone: the MDE's and the approximate interval's need one)
+            pl.when(pl.col(SE).is_null()).then(pl.col(REASON)).alias(Work.WHY),
+        )
     )
     changed = sorted(known.changed)
     same = ~pl.col(Col.MODEL).is_in(changed) & ~pl.col(b).is_in(changed)
-    return (
-        pairs.filter(same)
+    (kept,) = exactly(
+        pairs.lazy()
+        .filter(same)
         .join(rows, on=[SCOPE, Col.MODEL, b], how="inner")
         .with_columns((pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF))
     )
+    return kept
 
 
 def _held(half: pl.DataFrame, prep: Prepared) -> pl.DataFrame:
     """The interval of ``a - b`` held to the differences two scores in ``SCORE_RANGE`` can
     have (``[-1, 1]``; a side an episode of either scored past is left open): the true
     difference lies there, so no coverage is lost, and a t interval on few tasks no longer
-    reaches to -6 (whether it holds 0, so the verdict, is unchanged)."""
-    bounds = score_bounds(prep)
+    reaches to -6 (whether it holds 0, so the verdict, is unchanged). One query."""
+    bounds = score_bounds_plan(prep)
     low_a, high_a = pl.col(Work.LOWEST), pl.col(Work.HIGHEST)
     low_b, high_b = pl.col(Work.LOWEST + "_b"), pl.col(Work.HIGHEST + "_b")
-    return (
-        half.join(bounds, on=[Work.UNIT, SCOPE], how="left")
+    (held,) = exactly(
+        half.lazy()
+        .join(bounds, on=[Work.UNIT, SCOPE], how="left")
         .join(
-            bounds.rename({c: c + "_b" for c in bounds.columns if c != SCOPE}),
+            bounds.rename({c: c + "_b" for c in (Work.UNIT, Work.LOWEST, Work.HIGHEST)}),
             on=[Work.UNIT + "_b", SCOPE],
             how="left",
         )
@@ -320,6 +330,7 @@ def _held(half: pl.DataFrame, prep: Prepared) -> pl.DataFrame:
         )
         .drop(Work.LOWEST, Work.HIGHEST, Work.LOWEST + "_b", Work.HIGHEST + "_b")
     )
+    return held
 
 
 def _reason() -> pl.Expr:

@@ -274,12 +274,19 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
 
 def score_bounds(prep: Prepared) -> pl.DataFrame:
     """Per unit and scope: the bounds of ``SCORE_RANGE`` its interval is held to (``LOWEST``,
-    ``HIGHEST``), each null where an episode of the scope scored past it."""
+    ``HIGHEST``), each null where an episode of the scope scored past it (one query)."""
+    (bounds,) = exactly(score_bounds_plan(prep))
+    return bounds
+
+
+def score_bounds_plan(prep: Prepared) -> pl.LazyFrame:
+    """``score_bounds``' plan, for a query that joins it (no row is summed: any engine)."""
     low, high = SCORE_RANGE
     return (
-        prep.weights.select(Work.UNIT, SCOPE, *TASK_KEY)
+        prep.weights.lazy()
+        .select(Work.UNIT, SCOPE, *TASK_KEY)
         .join(
-            prep.cells.select(Work.UNIT, *TASK_KEY, Work.LOWEST, Work.HIGHEST),
+            prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.LOWEST, Work.HIGHEST),
             on=[Work.UNIT, *TASK_KEY],
         )
         .group_by(Work.UNIT, SCOPE)

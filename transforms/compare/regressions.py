@@ -43,10 +43,10 @@ from schemas.comparisons import (
     Work,
 )
 from schemas.contract import DUMP_DATE, Col
-from transforms.compact import plain
 from transforms.compare.inference import inference
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
+from transforms.exact import exactly
 from transforms.stats import adjust_over
 
 
@@ -58,10 +58,16 @@ def _formula_strings(
     frame = scores.lazy().collect() if isinstance(scores, pl.LazyFrame) else scores
     if FORMULA_VERSION not in frame.columns:
         return {}
-    # Per model and category first (keys may be Categorical: few rows, then text).
-    present = plain(frame.group_by(DUMP_DATE, Col.MODEL, Col.CATEGORY, FORMULA_VERSION).len())
-    versions = (
-        present.join(prep.units, on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
+    # Per model and category first (keys may be Categorical: few rows, then text), in one
+    # query.
+    keys = [DUMP_DATE, Col.MODEL, Col.CATEGORY, FORMULA_VERSION]
+    text = [pl.col(c).cast(pl.String) for c in keys if frame.schema[c] == pl.Categorical]
+    (versions,) = exactly(
+        frame.lazy()
+        .group_by(keys)
+        .len()
+        .with_columns(text)
+        .join(prep.units.lazy(), on=[DUMP_DATE, Col.MODEL], nulls_equal=True)
         .group_by(Work.UNIT, Col.CATEGORY)
         .agg(pl.col(FORMULA_VERSION).unique().sort().str.join("|"))
         .sort(Work.UNIT, Col.CATEGORY)
@@ -198,13 +204,15 @@ def regressions(
         (pl.col(MDE) if margin is None else pl.lit(float(margin))).alias(MARGIN),
     )
     table = adjust_over(table, Work.P_FAMILY, [DUMP_DATE], "bh", Q_BH)
-    return (
-        table.with_columns(
+    (tested,) = exactly(
+        table.lazy()
+        .with_columns(
             alert_level(comparable, alpha).alias(ALERT_LEVEL), pl.col(N_PAIRS).fill_null(0)
         )
         .sort(DUMP_DATE, Col.MODEL, SCOPE)
         .select(columns)
     )
+    return tested
 
 
 def alert_level(comparable: pl.Expr, alpha: float) -> pl.Expr:
