@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from polars.lazyframe import engine
 from scipy import stats
 
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH
+from tests.queries import polars_queries
 from transforms.aggregate import Bootstrap, group_seed
 from transforms.health import category_health, signals, stability, task_health
 
@@ -215,29 +213,10 @@ def test_leave_one_out_takes_its_pairs_as_they_are(monkeypatch: pytest.MonkeyPat
     assert len(joins) == 3
 
 
-def _queries(monkeypatch: pytest.MonkeyPatch, work: Callable[[], object]) -> int:
-    """The polars queries ``work`` runs (each collect or eager step; nested ones once)."""
-    count, depth = [0], [0]
-    for name in ("collect", "collect_all"):
-        original = getattr(engine._LocalEngine, name)
-
-        def counted(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            count[0] += depth[0] == 0
-            depth[0] += 1
-            try:
-                return _original(self, *args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        monkeypatch.setattr(engine._LocalEngine, name, counted)
-    work()
-    return count[0]
-
-
 def test_stability_and_the_signals_take_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     """A standing's health tables are made every night (issue 48, i48-rest: the bootstrap's
     groups found in one query, not three; the signals' rows, rho and p-values sorted in three,
     not five; d0882e1: 11 and 5)."""
     cells = _published_cells().with_columns(pl.lit("n").alias("as_of"))
-    assert 0 < _queries(monkeypatch, lambda: stability(cells.lazy()).collect()) <= 9
-    assert 0 < _queries(monkeypatch, lambda: signals(cells.lazy())) <= 3
+    assert 0 < polars_queries(monkeypatch, lambda: stability(cells.lazy()).collect()) <= 9
+    assert 0 < polars_queries(monkeypatch, lambda: signals(cells.lazy())) <= 3

@@ -9,16 +9,14 @@ query for every pair (``tests/transforms/test_known_pairs.py``,
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from typing import Any
 
 import polars as pl
 import pytest
-from polars.lazyframe import engine
 
 from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.comparisons import DIFF, SCOPE, Work
 from schemas.contract import DUMP_DATE, INSTANCE_ID, Col
+from tests.queries import polars_queries
 from transforms.compare.inference import detectable, inference
 from transforms.compare.pairs import (
     Known,
@@ -82,30 +80,11 @@ def _night() -> Prepared:
     return prepare(_episodes(), [DUMP_DATE, Col.MODEL])
 
 
-def _queries(monkeypatch: pytest.MonkeyPatch, work: Callable[[], Any]) -> int:
-    """The polars queries ``work`` runs (each collect or eager step; nested ones once)."""
-    count, depth = [0], [0]
-    for name in ("collect", "collect_all"):
-        original = getattr(engine._LocalEngine, name)
-
-        def counted(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            count[0] += depth[0] == 0
-            depth[0] += 1
-            try:
-                return _original(self, *args, **kwargs)
-            finally:
-                depth[0] -= 1
-
-        monkeypatch.setattr(engine._LocalEngine, name, counted)
-    work()
-    return count[0]
-
-
 def test_the_variances_of_a_nights_pairs_take_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     prep = _night()
     pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
     contrasts = two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b")
-    made = _queries(monkeypatch, lambda: variances(prep, contrasts, "two_level"))
+    made = polars_queries(monkeypatch, lambda: variances(prep, contrasts, "two_level"))
     assert 0 < made <= PAIRS_AT_MOST
 
 
@@ -115,7 +94,9 @@ def test_the_variances_of_the_models_own_scores_take_few_queries(
     prep = _night()
     table = prep.scope_table().with_row_index(Work.CID)
     own = table.select(Work.CID, Work.UNIT, pl.lit(1.0).alias(Work.COEF), SCOPE)
-    made = _queries(monkeypatch, lambda: variances(prep, own, "two_level", zero_is_unknown=False))
+    made = polars_queries(
+        monkeypatch, lambda: variances(prep, own, "two_level", zero_is_unknown=False)
+    )
     assert 0 < made <= OWN_AT_MOST
 
 
@@ -124,16 +105,16 @@ def test_the_signed_rank_tests_of_a_nights_pairs_take_one_query(
 ) -> None:
     prep = _night()
     pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
-    made = _queries(monkeypatch, lambda: task_signed_ranks(prep, pairs))
+    made = polars_queries(monkeypatch, lambda: task_signed_ranks(prep, pairs))
     assert 0 < made <= SIGNED_RANKS_AT_MOST
 
 
 def test_a_nights_preparation_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     episodes = _episodes()
-    made = _queries(monkeypatch, lambda: prepare(episodes, [DUMP_DATE, Col.MODEL]))
+    made = polars_queries(monkeypatch, lambda: prepare(episodes, [DUMP_DATE, Col.MODEL]))
     assert 0 < made <= PREPARE_AT_MOST
     prep = prepare(episodes, [DUMP_DATE, Col.MODEL])
-    changed = _queries(monkeypatch, lambda: prep.of_units(pl.col(Col.MODEL) == "a"))
+    changed = polars_queries(monkeypatch, lambda: prep.of_units(pl.col(Col.MODEL) == "a"))
     assert 0 < changed <= OF_UNITS_AT_MOST
 
 
@@ -144,30 +125,31 @@ def test_the_inference_from_the_variances_takes_one_query(monkeypatch: pytest.Mo
     half = pairs.join(var, on=Work.CID).with_columns(
         (pl.col(SCORE) - pl.col(SCORE + "_b")).alias(DIFF)
     )
-    made = _queries(monkeypatch, lambda: inference(half, DIFF))
+    made = polars_queries(monkeypatch, lambda: inference(half, DIFF))
     assert 0 < made <= INFERENCE_AT_MOST
     inferred = inference(half, DIFF).with_columns(pl.lit(0.05).alias(Work.HOLM_LEVEL))
     assert (
-        _queries(monkeypatch, lambda: detectable(inferred, Work.HOLM_LEVEL)) <= DETECTABLE_AT_MOST
+        polars_queries(monkeypatch, lambda: detectable(inferred, Work.HOLM_LEVEL))
+        <= DETECTABLE_AT_MOST
     )
 
 
 def test_the_adjustments_of_p_values_take_one_query(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = pl.DataFrame({"g": [1, 1, 1, 2, 2], "p": [0.01, None, 0.03, 0.2, 0.001]})
     for method in ("holm", "bh"):
-        made = _queries(monkeypatch, lambda m=method: adjust_over(frame, "p", ["g"], m, "q"))
+        made = polars_queries(monkeypatch, lambda m=method: adjust_over(frame, "p", ["g"], m, "q"))
         assert 0 < made <= ADJUST_AT_MOST
     q = adjust_over(frame, "p", ["g"], "holm", "q")
-    levels = _queries(monkeypatch, lambda: holm_levels(q, "p", "q", ["g"], 0.05, "level"))
+    levels = polars_queries(monkeypatch, lambda: holm_levels(q, "p", "q", ["g"], 0.05, "level"))
     assert 0 < levels <= ADJUST_AT_MOST
 
 
 def test_a_nights_comparisons_take_few_queries(monkeypatch: pytest.MonkeyPatch) -> None:
     prep = _night()
-    made = _queries(monkeypatch, lambda: comparisons_of(prep))
+    made = polars_queries(monkeypatch, lambda: comparisons_of(prep))
     assert 0 < made <= COMPARISONS_AT_MOST
     known = Known(comparisons_of(prep), frozenset({"a"}))
-    kept = _queries(monkeypatch, lambda: comparisons_of(prep, known=known))
+    kept = polars_queries(monkeypatch, lambda: comparisons_of(prep, known=known))
     assert 0 < kept <= KNOWN_COMPARISONS_AT_MOST
 
 
@@ -175,5 +157,5 @@ def test_a_re_run_test_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> Non
     first = _episodes().with_columns(pl.lit("v1").alias(FORMULA_VERSION))
     second = first.with_columns(pl.lit("2026-01-02").alias(DUMP_DATE), pl.col(SCORE) * 0.9)
     nights = pl.concat([first, second])
-    made = _queries(monkeypatch, lambda: regressions(nights, baseline="previous", k=1))
+    made = polars_queries(monkeypatch, lambda: regressions(nights, baseline="previous", k=1))
     assert 0 < made <= REGRESSIONS_AT_MOST
