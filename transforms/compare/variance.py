@@ -100,7 +100,7 @@ def variances(
     strata = within.join(sampled, on=_STRATUM, how="full", coalesce=True).cache()
     combined = _combine(strata, design, zero_is_unknown)
     # (One query: every sum over its rows sorted, on the engine that sums them as the
-    # eager steps did, ``preparation.exactly``; a standing makes three variances, issue 48.)
+    # eager steps did, ``transforms.exact.exactly``; a standing makes three variances, issue 48.)
     (made,) = exactly(combined.join(shared_tasks, on=Work.CID, how="left"))
     return made
 
