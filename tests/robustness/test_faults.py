@@ -66,9 +66,13 @@ def _paused_at(
     while not flag.exists() and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert flag.exists(), f"the run never reached {point}"
-    while until is not None and not until() and time.monotonic() < deadline:
+    # Seen once, kept: the stager thread may start another file just after (a second call
+    # could see its temporary file and fail a run that was paused as needed).
+    reached = until is None or bool(until())
+    while not reached and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert until is None or until(), f"paused at {point}, but not as the test needs"
+        reached = bool(until())  # type: ignore[misc]
+    assert reached, f"paused at {point}, but not as the test needs"
     return victim
 
 
