@@ -24,6 +24,7 @@ beside its wall seconds: they move less with the machine's load.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import re
@@ -46,19 +47,36 @@ TOP = Path(__file__).resolve().parents[1]
 THIS = "this checkout"
 
 # A child process: one cogscore command (the standings switched off where asked), counting
-# the Delta tables it opens and the bytes it reads.
+# the Delta tables it opens and the bytes it reads; each open told with its milliseconds and
+# who asked for it (the innermost caller outside ``flows/store`` and the store's function).
 CHILD = """
-import atexit, collections, json, sys
+import atexit, collections, json, os, sys, time, traceback
 import deltalake
 opened = collections.Counter()
+sites = []
+top = os.getcwd() + os.sep
 real = deltalake.DeltaTable.__init__
+def asked_by():
+    ours = [f for f in traceback.extract_stack()[:-2]
+            if f.filename.startswith(top) and "/.venv/" not in f.filename]
+    outside = [i for i, f in enumerate(ours) if "/flows/store/" not in f.filename]
+    if not outside:
+        return "?"
+    caller = ours[outside[-1]]
+    store = ours[outside[-1] + 1].name if outside[-1] + 1 < len(ours) else ""
+    where = caller.filename[len(top):]
+    return f"{where} {caller.name} -> {store}" if store else f"{where} {caller.name}"
 def counting(self, uri, *args, **kwargs):
-    opened[str(uri).rstrip("/").rsplit("/", 1)[-1]] += 1
+    t0 = time.perf_counter()
     real(self, uri, *args, **kwargs)
+    table = str(uri).rstrip("/").rsplit("/", 1)[-1]
+    opened[table] += 1
+    sites.append([table, asked_by(), (time.perf_counter() - t0) * 1000])
 deltalake.DeltaTable.__init__ = counting
 def told():
     io = dict(line.split(": ") for line in open("/proc/self/io").read().splitlines())
     found = {"opens": sum(opened.values()), "opened": dict(opened), "rchar": int(io["rchar"])}
+    found["sites"] = sites
     print("COUNTED", json.dumps(found), file=sys.stderr)
 atexit.register(told)
 if sys.argv[1] == "off":
@@ -244,6 +262,40 @@ def _cell(key: str) -> str:
     return key.replace(" | ", ", ")
 
 
+def each_open(runs: list[dict]) -> dict[tuple[str, str, int], float]:
+    """Per open of a table in a run (table, who asked, the how-manieth such open): its
+    median milliseconds over ``runs``."""
+    took: dict[tuple[str, str, int], list[float]] = {}
+    for run in runs:
+        seen: collections.Counter[tuple[str, str]] = collections.Counter()
+        for table, site, ms in run.get("sites", []):
+            seen[(table, site)] += 1
+            took.setdefault((table, site, seen[(table, site)]), []).append(ms)
+    return {key: statistics.median(ms) for key, ms in took.items()}
+
+
+def _opens_table(results: dict[str, Any]) -> list[str]:
+    """Markdown: each open of a nightly with the standings on, its milliseconds at each
+    history (this checkout's runs)."""
+    kinds = {
+        k.split(" | ")[1]: each_open(v)
+        for k, v in results.items()
+        if k.startswith(f"{THIS} |") and k.endswith("standings on")
+    }
+    if not any(kinds.values()):
+        return []
+    lines = ["", "| table opened | asked by | " + " | ".join(f"ms, {h}" for h in kinds) + " |"]
+    lines.append("|---|---|" + "---:|" * len(kinds))
+    keys = list(dict.fromkeys(key for opens in kinds.values() for key in opens))
+    for table, site, nth in keys:
+        cells = " | ".join(
+            f"{opens.get((table, site, nth), float('nan')):.1f}" for opens in kinds.values()
+        )
+        lines.append(f"| {table} | {site}{f' ({nth})' if nth > 1 else ''} | {cells} |")
+    totals = " | ".join(f"{sum(opens.values()):.0f}" for opens in kinds.values())
+    return [*lines, f"| all | | {totals} |"]
+
+
 def summary(results: dict[str, Any]) -> list[str]:
     """Markdown: per run kind its median seconds, every run, and its counts."""
     lines = [
@@ -281,7 +333,7 @@ def summary(results: dict[str, Any]) -> list[str]:
         for name in names:
             each = " | ".join(f"{c.get(name, float('nan')):.1f}" for c in costs.values())
             lines.append(f"| {name} (ms an open) | {each} |")
-    return lines
+    return lines + _opens_table(results)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ night by night."""
 import shutil
 from pathlib import Path
 
-from benchmarks.history import summary
+from benchmarks.history import each_open, summary
 
 
 def _run(seconds: float) -> dict:
@@ -49,3 +49,29 @@ def test_a_history_built_night_by_night_is_a_nightly_a_night(tmp_path: Path) -> 
     shutil.copytree(new_night, tmp_path / "dump" / new_night.name)
     measured = _nightly(tmp_path, "this checkout", TOP, "on")
     assert measured["opens"] > 0 and "cpu_s" in measured
+
+
+def test_each_open_of_a_nightly_is_told_with_who_asked_and_its_median() -> None:
+    def run(ms: float) -> dict:
+        sites = [
+            ["runs", "flows/plan.py preflight -> state", ms],
+            ["runs", "flows/plan.py preflight -> state", 2 * ms],
+        ]
+        return {
+            **_run(1.0),
+            "sites": [*sites, ["episode_scores", "flows/repeats.py repeats -> scan", 3 * ms]],
+        }
+
+    results = {
+        "this checkout | 30 nights | standings on": [run(1.0), run(3.0), run(2.0)],
+        "this checkout | 150 nights | standings on": [run(4.0)],
+    }
+    assert each_open(results["this checkout | 30 nights | standings on"]) == {
+        ("runs", "flows/plan.py preflight -> state", 1): 2.0,
+        ("runs", "flows/plan.py preflight -> state", 2): 4.0,
+        ("episode_scores", "flows/repeats.py repeats -> scan", 1): 6.0,
+    }
+    opens = "\n".join(summary(results)).split("\n\n")[-1].splitlines()
+    assert opens[0].count("|") == 5 and {row.count("|") for row in opens} == {5}
+    assert "| episode_scores | flows/repeats.py repeats -> scan | 6.0 | 12.0 |" in opens
+    assert opens[-1] == "| all | | 12 | 24 |"  # 1+2+3 times the median, 2 and 4
