@@ -9,8 +9,9 @@ import os
 # is loaded: set here, before the flows import polars; a value already set (by the user) wins.
 # One arena (jemalloc makes four a core): the pages one file worker frees are the next
 # file's, whichever thread scores it, instead of each thread's arena faulting in its own (a
-# night of 2 M episodes: 2.6 M pages faulted in instead of 4.8 M, the kernel's CPU 7.3 s
-# instead of 12.6, its peak no higher; docs/performance.md, "Scoring at 3x, round six").
+# night of 2 M episodes: 2.5-2.6 M pages faulted in instead of 3.4-4.8 M, the kernel's CPU
+# 7.3-7.6 s instead of 10.2-12.6, its peak no higher; docs/performance.md, "Scoring at 3x,
+# round six").
 ALLOCATOR: str = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1"
 os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR)
 
