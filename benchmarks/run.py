@@ -323,7 +323,7 @@ def _realistic(repeat: int) -> str:
         f"interleaved, medians of {repeat}: full read {full_s:.2f} s, needed read "
         f"{needed_s:.2f} s, net {net_s:.2f} s ({text['rows'] / net_s:,.0f} rows/s) = "
         f"{ratio:.2f} x the read floor (CPU seconds, every thread: needed read "
-        f"{warm['needed']['cpu_s']:.2f}, net {net['cpu_s']:.2f}); net steps {_steps(net)}; "
+        f"{_cpu(warm['needed'])}, net {_cpu(net)}); net steps {_steps(net)}; "
         "with the scoring left out "
         f"(the files read and digested {warm['unscored']['seconds']:.2f} s, assembled and "
         f"tabled) {unscored_s:.2f} s = {unscored_s / read_floor:.2f} x, so {FLOOR_TARGET} x "
@@ -339,11 +339,19 @@ def _realistic(repeat: int) -> str:
     )
 
 
+def _cpu(measured: dict[str, float]) -> str:
+    """A measure's CPU seconds and their user and system (the kernel's) parts."""
+    return (
+        f"{measured['cpu_s']:.2f} (user {measured['user_s']:.2f}, system "
+        f"{measured['system_s']:.2f}, {measured['minor_faults']:,.0f} pages faulted in)"
+    )
+
+
 def _steps(timings: dict[str, float]) -> dict[str, float]:
     return {
         k: round(v, 2)
         for k, v in timings.items()
-        if k.endswith("_s") and k not in ("total_s", "cpu_s")
+        if k.endswith("_s") and k not in ("total_s", "cpu_s", "user_s", "system_s")
     }
 
 

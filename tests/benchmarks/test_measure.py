@@ -24,6 +24,10 @@ def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
     # Each measure's CPU time beside its wall time (a shared machine's wall clock counts
     # the other work too).
     assert all(measured[what]["cpu_s"] >= 0 for what in ("read", "needed", "unscored", "net"))
+    # Split into the user's and the kernel's (``os.times``), with the pages faulted in.
+    for what in ("read", "needed", "unscored", "net"):
+        assert measured[what]["user_s"] >= 0 and measured[what]["system_s"] >= 0
+        assert measured[what]["minor_faults"] >= 0
 
 
 def test_the_needed_read_reads_what_the_scorer_reads(tmp_path: Path) -> None:
