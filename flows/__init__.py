@@ -11,7 +11,8 @@ import os
 # file's, whichever thread scores it, instead of each thread's arena faulting in its own (a
 # night of 2 M episodes: 2.5-2.6 M pages faulted in instead of 3.4-4.8 M, the kernel's CPU
 # 7.3-7.6 s instead of 10.2-12.6, its peak no higher; docs/performance.md, "Scoring at 3x,
-# round six").
+# round six"; measured on 2 cores: on many, docs/performance.md "The allocator" says what
+# to watch).
 ALLOCATOR: str = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1"
 os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR)
 

@@ -312,6 +312,7 @@ def a_files_buffers():
     del kept
 
 one, other = ThreadPoolExecutor(1), ThreadPoolExecutor(1)
+other.submit(faults).result()  # its thread started before: only the buffers between
 one.submit(a_files_buffers).result()
 before = faults()
 other.submit(a_files_buffers).result()
@@ -334,7 +335,9 @@ def test_a_file_workers_freed_pages_are_used_again_by_the_other_worker() -> None
     )
     assert shown.returncode == 0, shown.stderr
     faulted, pages = map(int, shown.stdout.split())
-    assert faulted < pages // 10, (faulted, pages)
+    # Half, not none: on a loaded machine jemalloc's background thread may return some of
+    # the pages (dirty_decay_ms) before the other thread asks; eight arenas fault in all.
+    assert faulted < pages // 2, (faulted, pages)
 
 
 def test_the_flows_give_openblas_one_thread_before_numpy_loads_unless_the_user_did() -> None:
