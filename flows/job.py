@@ -1,7 +1,7 @@
 """One run's nights, scored one after another (under the lease ``flows.runs.held_run``
 takes): ``score_nights`` is the loop ``score``, ``nightly`` and ``rescore`` share (each
-night's files mapped, assembled, its tables made and staged, its standing updated, its
-failure kept to that night), ``Job`` what it scores.
+night's files mapped, assembled, its tables made and staged, its standing made on a worker
+beside the next night's files, its failure kept to that night), ``Job`` what it scores.
 """
 
 from __future__ import annotations
@@ -104,14 +104,14 @@ def score_nights(
     then commit every table once and record the run.
 
     A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
-    for copies (within it and against the other nights), its tables made
-    (``flows.night.tables_of_night``) and staged, and its frames dropped before the next
-    night, so memory holds one night however many a run scores (a rescore of years of
-    history). Once every night is staged, each table gets one commit that replaces all the
-    run's nights of it (a reader of the tables' latest versions sees the whole run or none
-    of it, table by table), and the run's rows in the runs table, appended last, are the
-    commit point for cogscore's own readers. With a ``DryRun`` writer, the tables are made
-    and checked and nothing is written. Files are scored by ``mapper``, by default here
+    for copies, its tables made (``flows.night.tables_of_night``) and staged, and its frames
+    dropped once its standing is made (on a worker, while the next night is scored), so
+    memory holds a night and the night before's standing input however many a run scores.
+    Once every night is staged, each table gets one commit that replaces all the run's
+    nights of it (a reader of the tables' latest versions sees the whole run or none of it,
+    table by table), and the run's rows in the runs table, appended last, are the commit
+    point for cogscore's own readers. With a ``DryRun`` writer, the tables are made and
+    checked and nothing is written. Files are scored by ``mapper``, by default here
     (``flows.mappers.local_mapper``), telling the run's progress of each file.
     """
     started, t0 = datetime.now(UTC), time.perf_counter()
