@@ -1,7 +1,7 @@
 """One run's nights, scored one after another (under the lease ``flows.runs.held_run``
 takes): ``score_nights`` is the loop ``score``, ``nightly`` and ``rescore`` share (each
-night's files mapped, assembled, its tables made and staged, its standing updated, its
-failure kept to that night), ``Job`` what it scores.
+night's files mapped, assembled, its tables made and staged, its standing made on a worker
+beside the next night's files, its failure kept to that night), ``Job`` what it scores.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ from flows.standings import (
     Standings,
     night_from_output,
 )
+from flows.standings_beside import StandingsBeside
 from flows.store.catalog import (
     EPISODE_SCORES,
     REGRESSIONS,
@@ -103,14 +104,14 @@ def score_nights(
     then commit every table once and record the run.
 
     A night (``dump_date``) is the unit of reporting: its files are scored, its ids checked
-    for copies (within it and against the other nights), its tables made
-    (``flows.night.tables_of_night``) and staged, and its frames dropped before the next
-    night, so memory holds one night however many a run scores (a rescore of years of
-    history). Once every night is staged, each table gets one commit that replaces all the
-    run's nights of it (a reader of the tables' latest versions sees the whole run or none
-    of it, table by table), and the run's rows in the runs table, appended last, are the
-    commit point for cogscore's own readers. With a ``DryRun`` writer, the tables are made
-    and checked and nothing is written. Files are scored by ``mapper``, by default here
+    for copies, its tables made (``flows.night.tables_of_night``) and staged, and its frames
+    dropped once its standing is made (on a worker, while the next night is scored), so
+    memory holds a night and the night before's standing input however many a run scores.
+    Once every night is staged, each table gets one commit that replaces all the run's
+    nights of it (a reader of the tables' latest versions sees the whole run or none of it,
+    table by table), and the run's rows in the runs table, appended last, are the commit
+    point for cogscore's own readers. With a ``DryRun`` writer, the tables are made and
+    checked and nothing is written. Files are scored by ``mapper``, by default here
     (``flows.mappers.local_mapper``), telling the run's progress of each file.
     """
     started, t0 = datetime.now(UTC), time.perf_counter()
@@ -194,9 +195,13 @@ def score_nights(
     to_stand = standings.nights_to_make(held, groups) if standings is not None else []
 
     def stand(night: str | None, tonight: NightInput) -> None:
-        """The standing as of ``night`` staged, its changes kept for the terminal."""
+        """The standing as of ``night`` made on the worker, beside the next night's files
+        (``flows.standings_beside``); ``made`` takes it on this thread, in night order."""
         assert standings is not None
-        tables = standings.of_night(night, tonight)
+        beside.submit(night, tonight)
+
+    def made(night: str | None, tables: dict[str, pl.DataFrame]) -> None:
+        """A standing made: staged, its changes kept for the terminal."""
         moved.append(tables[STANDING_CHANGES].filter(noticed()))
         reruns.append(tables[TASK_CHANGES].filter(reran()))
         stood.add(night, tables)  # staged a few standings at a time
@@ -213,6 +218,9 @@ def score_nights(
     moved: list[pl.DataFrame] = []
     reruns: list[pl.DataFrame] = []
     stood = StandingWrites(writer, provenanced)
+    beside = StandingsBeside(standings.of_night if standings else _no_standing, made)
+    if standings is not None and to_stand:  # read while the first night is scored
+        beside.ahead(partial(standings.previous, to_stand[0]))
 
     clear_diff = not dry_run and job.finish is None and RESCORE_DIFF in output.versions()
     recorded = False  # the run's rows are in the runs table: its outcome is told there
@@ -310,6 +318,8 @@ def score_nights(
                 )
             )
             del result, tables, ids
+        beside.flush()
+        summary.timings["standings_made_s"] = beside.seconds
         stood.flush()
         if standings is not None:  # the last standing's episodes, for the next run's
             for night, frame in standings.carried().items():
@@ -358,6 +368,7 @@ def score_nights(
             written = [r.night or "(undated)" for r in rows if r.status is RunStatus.SUCCEEDED]
             log().info("night(s) written: %s", ", ".join(written) or "-")
     except BaseException as error:
+        beside.close()  # a standing being made: done before the failure is told
         stood.close()  # a batch of standings being staged: done before the failure is told
         if not dry_run and not recorded:
             record_failure(output, _stopped(rows, run, context, failed, error))
@@ -477,6 +488,10 @@ def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, s
 def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow]:
     now = datetime.now(UTC)
     return [replace(row, finished=now, details=dict(details)) for row in rows]
+
+
+def _no_standing(night: str | None, tonight: NightInput) -> dict[str, pl.DataFrame]:
+    raise AssertionError("a dry run makes no standing")
 
 
 def no_diff() -> pl.DataFrame:

@@ -165,7 +165,7 @@ class Standings:
 
     def of_night(self, night: str | None, tonight: NightInput) -> dict[str, pl.DataFrame]:
         """Every standing table as of ``night``, by name (no provenance)."""
-        previous = self._previous(night)
+        previous = self.previous(night)
         tasks = task_standing(
             None if previous is None else previous.tasks.lazy(), tonight.tasks.lazy(), night
         ).collect()
@@ -199,7 +199,7 @@ class Standings:
             HYPOTHESES: hypotheses(tasks.lazy(), self.planned, self.bootstrap.level).collect(),
         }
 
-    def _previous(self, night: str | None) -> Standing | None:
+    def previous(self, night: str | None) -> Standing | None:
         """The standing before ``night``: the one made last, or the output's latest before
         it (its rows read once, for the run's first standing; its episodes when needed)."""
         if self.before is not None or self._read_before or night is None:
