@@ -45,3 +45,22 @@ def test_the_needed_read_reads_what_the_scorer_reads(tmp_path: Path) -> None:
     assert Col.TS in read.columns
     kept = read.filter(pl.col(Col.CONTENT).is_not_null())[Col.KIND].unique().to_list()
     assert kept == [Kind.ANSWER]
+
+
+def test_the_benchmarks_run_with_the_allocator_the_command_line_sets() -> None:
+    """A benchmark's process loads polars with ``flows.ALLOCATOR`` in its environment, as
+    ``cogscore`` does (the 3x figure measured jemalloc's defaults before)."""
+    import os
+    import subprocess
+    import sys
+
+    from flows import ALLOCATOR
+
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    shown = subprocess.run(
+        [sys.executable, "-c", "import benchmarks.run, os; print(os.environ['_RJEM_MALLOC_CONF'])"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert shown.stdout.strip() == ALLOCATOR, shown.stderr[-2000:]
