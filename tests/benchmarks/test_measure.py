@@ -7,6 +7,7 @@ from pathlib import Path
 
 from benchmarks import measure
 from simulator import simulate
+from tests.processes import fresh_python
 
 
 def test_the_floor_times_the_reads_the_run_without_scoring_and_the_scorer(
@@ -50,17 +51,7 @@ def test_the_needed_read_reads_what_the_scorer_reads(tmp_path: Path) -> None:
 def test_the_benchmarks_run_with_the_allocator_the_command_line_sets() -> None:
     """A benchmark's process loads polars with ``flows.ALLOCATOR`` in its environment, as
     ``cogscore`` does (the 3x figure measured jemalloc's defaults before)."""
-    import os
-    import subprocess
-    import sys
-
     from flows import ALLOCATOR
 
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    shown = subprocess.run(
-        [sys.executable, "-c", "import benchmarks.run, os; print(os.environ['_RJEM_MALLOC_CONF'])"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    shown = fresh_python("import benchmarks.run, os; print(os.environ['_RJEM_MALLOC_CONF'])")
     assert shown.stdout.strip() == ALLOCATOR, shown.stderr[-2000:]

@@ -18,6 +18,7 @@ from flows.store.lease import LEASE_KEY
 from flows.store.location import Location
 from schemas.exits import ExitCode
 from tests.dumps import copy_night
+from tests.processes import fresh_python
 from tests.tables import assert_same_tables, night_files, read_table, run_rows
 from transforms.registry import DEFAULTS as _DEFAULTS
 
@@ -276,22 +277,12 @@ def test_the_scale_benchmark_finds_a_task_per_file_in_the_dask_task_stream(
 def test_the_flows_set_the_allocator_before_polars_loads_unless_the_user_did() -> None:
     """Importing cogscore's flows in a fresh process sets polars' allocator to return freed
     memory within a second (docs/performance.md, "Round two"); a value the user set is kept."""
-    import os
-    import subprocess
-    import sys
-
     from flows import ALLOCATOR
 
     show = "import flows, os; print(os.environ['_RJEM_MALLOC_CONF'])"
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    ours = subprocess.run([sys.executable, "-c", show], env=env, capture_output=True, text=True)
+    ours = fresh_python(show)
     assert ours.stdout.strip() == ALLOCATOR, ours.stderr
-    theirs = subprocess.run(
-        [sys.executable, "-c", show],
-        env={**env, "_RJEM_MALLOC_CONF": "narenas:1"},
-        capture_output=True,
-        text=True,
-    )
+    theirs = fresh_python(show, allocator="narenas:1")
     assert theirs.stdout.strip() == "narenas:1", theirs.stderr
 
 
@@ -326,13 +317,7 @@ def test_a_file_workers_freed_pages_are_used_again_by_the_other_worker() -> None
     anew by the kernel (with jemalloc's eight arenas on 2 cores each thread had its own:
     8,861 of 9,765 pages faulted in here; a 2 M-episode night faulted in 4.8 M pages, 2.6 M
     with one arena, docs/performance.md "Scoring at 3x, round six")."""
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    shown = subprocess.run(
-        [sys.executable, "-c", _FAULTS_IN_ANOTHER_THREAD], env=env, capture_output=True, text=True
-    )
+    shown = fresh_python(_FAULTS_IN_ANOTHER_THREAD)
     assert shown.returncode == 0, shown.stderr
     faulted, pages = map(int, shown.stdout.split())
     # Half, not none: on a loaded machine jemalloc's background thread may return some of
