@@ -6,6 +6,7 @@ run is committed; a run failing for another reason waits for the standing in fli
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
@@ -26,26 +27,34 @@ from tests.flows.test_standing_writes import NIGHTS, _dump
 WORKER = "cogscore-standing"
 
 
-def _spy_mapping(monkeypatch: pytest.MonkeyPatch, wait: dict[str, threading.Event]) -> dict:
-    """Each night's files, when the run maps them, set ``mapping[night]``; the mapping of a
-    night in ``wait`` first waits for that event (10 s at most)."""
-    mapping = {night: threading.Event() for night in NIGHTS}
+def _before_mapping(monkeypatch: pytest.MonkeyPatch, call: Callable[[set[str]], None]) -> None:
+    """``call`` (the nights of the files) each time the run is about to map files."""
     with_progress = job_module.local_mapper_with
 
     def local_mapper_with(progress: object) -> Mapper:
         mapper = with_progress(progress)  # type: ignore[arg-type]
 
         def mapped(files, *rest):  # type: ignore[no-untyped-def]
-            nights = {f.partitions[DUMP_DATE] for f in files}
-            for night in nights:
-                mapping[night].set()
-                if night in wait:
-                    wait[night].wait(10)
+            call({f.partitions[DUMP_DATE] for f in files})
             return mapper(files, *rest)
 
         return mapped  # type: ignore[return-value]
 
     monkeypatch.setattr(job_module, "local_mapper_with", local_mapper_with)
+
+
+def _spy_mapping(monkeypatch: pytest.MonkeyPatch, wait: dict[str, threading.Event]) -> dict:
+    """Each night's files, when the run maps them, set ``mapping[night]``; the mapping of a
+    night in ``wait`` first waits for that event (10 s at most)."""
+    mapping = {night: threading.Event() for night in NIGHTS}
+
+    def spy(nights: set[str]) -> None:
+        for night in nights:
+            mapping[night].set()
+            if night in wait:
+                wait[night].wait(10)
+
+    _before_mapping(monkeypatch, spy)
     return mapping
 
 
@@ -159,18 +168,10 @@ def test_a_run_failing_on_its_thread_waits_for_the_standing_in_flight(
         done.append(night)
         return tables
 
-    with_progress = job_module.local_mapper_with
-
-    def local_mapper_with(progress: object) -> Mapper:
-        mapper = with_progress(progress)  # type: ignore[arg-type]
-
-        def mapped(files, *rest):  # type: ignore[no-untyped-def]
-            if {f.partitions[DUMP_DATE] for f in files} == {NIGHTS[2]}:
-                let_through.set()
-                raise RuntimeError("the files of night 3 are unreadable")
-            return mapper(files, *rest)
-
-        return mapped  # type: ignore[return-value]
+    def unreadable(nights: set[str]) -> None:
+        if nights == {NIGHTS[2]}:
+            let_through.set()
+            raise RuntimeError("the files of night 3 are unreadable")
 
     recorded_after: list[list[str | None]] = []
     record_failure = job_module.record_failure
@@ -180,7 +181,7 @@ def test_a_run_failing_on_its_thread_waits_for_the_standing_in_flight(
         record_failure(output, rows)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Standings, "of_night", slow)
-    monkeypatch.setattr(job_module, "local_mapper_with", local_mapper_with)
+    _before_mapping(monkeypatch, unreadable)
     monkeypatch.setattr(job_module, "record_failure", record)
     with pytest.raises(RuntimeError, match="night 3 are unreadable"):
         runs.score(_dump(tmp_path, NIGHTS), tmp_path / "out")
