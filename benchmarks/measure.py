@@ -29,6 +29,8 @@ WHAT is one of:
 from __future__ import annotations
 
 import json
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -138,9 +140,6 @@ def with_cpu(measured: Callable[[Path], dict[str, float]], dump: Path) -> dict[s
     process): on a shared machine the wall clock measures the other work too. Beside it,
     its two parts (``os.times``): ``user_s`` and ``system_s``, the kernel's (mostly pages
     faulted in: ``flows.ALLOCATOR``), and ``minor_faults``, the pages faulted in."""
-    import os
-    import resource
-
     cpu, times = time.process_time(), os.times()
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     result = measured(dump)
