@@ -14,7 +14,8 @@ import polars as pl
 
 from flows.options import RegressionOptions
 from flows.plan import nights_off_set, plan_nightly
-from flows.standings import changes_between, read_reruns, standing_of
+from flows.standings import standing_of
+from flows.standings_between import changes_between, read_reruns
 from flows.store.dumps import is_night
 from flows.store.lease import lease_holder
 from flows.store.output import Output, night_levels
@@ -253,7 +254,7 @@ def standings_compared(
     """The standing as of ``night`` (default: the latest) against the one as of
     ``against``, any earlier night's: each model's score and rank in both, the change, its
     interval and what the statistics call it (``standing_changes``' columns, made by the
-    function that makes that table, ``flows.standings.changes_between``: the results re-run
+    function that makes that table, ``flows.standings_between.changes_between``: the results re-run
     between them tested against those they replaced; a model whose results and rank did not
     change has a row with ``kind`` null), in ``scope`` (``overall`` or a category); and every
     result that changed between them (``task_changes``' columns). The tables as the latest

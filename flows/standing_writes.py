@@ -9,8 +9,9 @@ to the writer at once (``TableWriter.stage_nights``: one validation, then each n
 files as ``stage`` writes them, the same rows).
 
 The writes of a batch (a validation and a data file a table a night: Parquet encoding and
-file writes, which release the GIL) run on one worker thread while the run makes the next
-standings (docs/performance.md, "Standings' staging overlapped"). At most one batch is in
+file writes, which release the GIL) run on a worker thread, its tables several at a time
+(``STAGED_AT_ONCE``), while the run makes the next standings (docs/performance.md,
+"Standings' staging overlapped"). At most one batch is in
 flight (the next waits for it: memory holds two batches' tables at most), batches are staged
 in order, and a batch's error is raised in the run at the next ``add``, ``flush`` or hand-off.
 Nothing is committed before the run's one commit, which comes after ``flush`` (every batch
@@ -21,7 +22,7 @@ before staging them leaves: uncommitted files at most, no table changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -32,6 +33,8 @@ from flows.store.writer import TableWriter
 # memory holds that many standings' tables, never their episodes). Read when called (tests
 # set it).
 STANDINGS_AT_ONCE = 16
+# A batch's tables staged at once (``_stage``; 1: one after the other). Read when called.
+STAGED_AT_ONCE = 4
 
 
 @dataclass
@@ -104,6 +107,16 @@ class StandingWrites:
 def _stage(
     writer: TableWriter, batch: Sequence[tuple[str, pl.DataFrame]], nights: list[str | None]
 ) -> None:
-    """A batch's tables staged in order (on the worker)."""
-    for name, rows in batch:
-        writer.stage_nights(name, rows, nights)
+    """A batch's tables staged (on the worker), ``STAGED_AT_ONCE`` tables at a time: each
+    table's validation query and data files (polars and Parquet, the GIL released) are its
+    own, its nights staged in order; every table's done (or failed) before the first failure,
+    in the batch's order, is raised."""
+    if STAGED_AT_ONCE <= 1 or len(batch) <= 1:
+        for name, rows in batch:
+            writer.stage_nights(name, rows, nights)
+        return
+    with ThreadPoolExecutor(STAGED_AT_ONCE, thread_name_prefix="cogscore-standings") as pool:
+        staged = [pool.submit(writer.stage_nights, name, rows, nights) for name, rows in batch]
+        wait(staged)
+    for table in staged:
+        table.result()

@@ -23,6 +23,7 @@ Dask workers staged (``flows.coded``) has its episodes read back only if a later
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -30,6 +31,16 @@ import polars as pl
 from flows.night import statistics_above, tables_above
 from flows.options import RegressionOptions
 from flows.result import Episodes, resolved
+from flows.standings_aside import HEALTH_TABLES, of_categories, of_tasks
+from flows.standings_between import (
+    Standing,
+    Tested,
+    _at,
+    _empty,
+    _together,
+    moved_between,
+    tested_between,
+)
 from flows.store.catalog import (
     CATEGORY_SCORES,
     EPISODE_SCORES,
@@ -37,7 +48,6 @@ from flows.store.catalog import (
     MODEL_SCORES,
     STANDING_EPISODES,
     TASK_SCORES,
-    empty_table,
 )
 from flows.store.output import Output
 from schemas.columns import (
@@ -50,7 +60,6 @@ from schemas.columns import (
 )
 from schemas.comparisons import DF, ChangeKind, Design
 from schemas.contract import DUMP_DATE, Col
-from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
 from schemas.tables import (
     CATEGORY_STANDINGS_TABLE,
@@ -61,14 +70,12 @@ from schemas.tables import (
     TASK_STANDINGS_TABLE,
 )
 from schemas.version import COGSCORE_VERSION
-from transforms import health
 from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
-from transforms.compare import Known, check_design, regressions
+from transforms.compare import Known
 from transforms.compare.night import compared, no_regressions
 from transforms.compare.pairs import KNOWN_COLUMNS
 from transforms.compare.preparation import TASK_KEY
-from transforms.hypotheses import hypotheses
 from transforms.standings import (
     CELL,
     CELL_CHANGE,
@@ -93,10 +100,6 @@ _OF_NIGHT = {
 }
 
 
-def _empty(table: str) -> pl.DataFrame:
-    return empty_table(table).drop(PROVENANCE)
-
-
 def standing_nights(
     held: Iterable[str], scored: Iterable[str | None], present: Iterable[str | None]
 ) -> list[str | None]:
@@ -118,21 +121,6 @@ def standing_nights(
     nights = sorted({*held, *(n for n in chosen if n is not None)})
     starts = [n for n in nights if n in chosen or n not in have]
     return [n for n in nights if starts and n >= min(starts)]
-
-
-@dataclass
-class Standing:
-    """One standing's rows (no provenance): its tasks, categories and models, the compared
-    columns of its episodes (None: not read yet; each keeps its night as ``dump_date``), its
-    comparisons (None: not read) and score intervals (None: not made in this run)."""
-
-    as_of: str | None
-    tasks: pl.DataFrame
-    categories: pl.DataFrame
-    models: pl.DataFrame
-    episodes: Episodes | None = None
-    comparisons: pl.DataFrame | None = None
-    intervals: pl.DataFrame | None = None
 
 
 @dataclass
@@ -164,22 +152,42 @@ class Standings:
         return standing_nights(held, scored, self.present())
 
     def of_night(self, night: str | None, tonight: NightInput) -> dict[str, pl.DataFrame]:
-        """Every standing table as of ``night``, by name (no provenance)."""
+        """Every standing table as of ``night``, by name (no provenance). What needs the
+        task rows and episodes alone (the comparisons held, the re-runs tested, the tasks'
+        health, the hypotheses) is made aside (``flows.standings_aside``), beside the
+        reads of the standing before and the statistics above the tasks."""
         previous = self.previous(night)
         tasks = task_standing(
             None if previous is None else previous.tasks.lazy(), tonight.tasks.lazy(), night
         ).collect()
+        with ThreadPoolExecutor(1, thread_name_prefix="cogscore-standing-aside") as aside:
+            return self._made(night, tonight, (previous, tasks), aside)
+
+    def _made(
+        self,
+        night: str | None,
+        tonight: NightInput,
+        standings: tuple[Standing | None, pl.DataFrame],
+        aside: ThreadPoolExecutor,
+    ) -> dict[str, pl.DataFrame]:
+        """``of_night``'s tables, from the standing before and the new one's task rows."""
+        previous, tasks = standings
         ran, intervals = self._tonight(tonight), None
         if tonight.tables is not None and _is_the_night(previous, tonight.tasks):
             episodes = ran  # the night's, as they are: the standing is the night
+            tested = aside.submit(self._tested, previous, night, tasks, episodes)
+            health = aside.submit(of_tasks, tasks, self.planned, self.bootstrap.level)
             above = {_OF_NIGHT[name]: _as_of(tonight.tables[name]) for name in _OF_NIGHT}
         else:
             assert previous is not None or tonight.tables is None
+            held = aside.submit(self._known, previous, tasks, tonight.tasks)
             kept = None if previous is None else self._episodes_of(previous)
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
             episodes = resolved(ran) if kept is None else _together(kept, resolved(ran))
-            known = self._known(previous, tasks, tonight.tasks)
+            known = held.result()
+            tested = aside.submit(self._tested, previous, night, tasks, episodes)
+            health = aside.submit(of_tasks, tasks, self.planned, self.bootstrap.level)
             made = statistics_above(
                 _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
             )
@@ -188,15 +196,17 @@ class Standings:
         above[STANDINGS] = _with_nights(above[STANDINGS], tasks)
         made_above = (above[CATEGORY_STANDINGS], above[STANDINGS], episodes)
         current = Standing(night, tasks, *made_above, above[STANDING_COMPARISONS], intervals)
-        changes, cells = _together_changes(self._changes(previous, current), self._anew(current))
+        moved = self._changes(previous, current, tested.result())
+        changes, cells = _together_changes(moved, self._anew(current))
         self.before = current
+        of_standing = {**health.result(), **of_categories(above[CATEGORY_STANDINGS])}
         return {
             TASK_STANDINGS: tasks,
             **above,
             STANDING_CHANGES: changes,
             TASK_CHANGES: cells,
-            **health_of(tasks, above[CATEGORY_STANDINGS]),
-            HYPOTHESES: hypotheses(tasks.lazy(), self.planned, self.bootstrap.level).collect(),
+            **{name: of_standing[name] for name in HEALTH_TABLES},
+            HYPOTHESES: of_standing[HYPOTHESES],
         }
 
     def previous(self, night: str | None) -> Standing | None:
@@ -309,15 +319,24 @@ class Standings:
         rows = self.output.scan(EPISODE_SCORES).filter(chosen).select(COMPARED_COLUMNS)
         return compared(rows.collect())
 
+    def _tested(
+        self, previous: Standing | None, night: str | None, tasks: pl.DataFrame, episodes: Episodes
+    ) -> Tested | None:
+        """The cells of the standing as of ``night`` (``tasks``, ``episodes``) that changed
+        since ``previous`` and its re-runs tested (``tested_between``; None for the first)."""
+        if previous is None or previous.as_of is None or night is None:
+            return None
+        self._episodes_of(previous)
+        return tested_between(previous, night, (tasks, episodes), self.bootstrap)
+
     def _changes(
-        self, previous: Standing | None, current: Standing
+        self, previous: Standing | None, current: Standing, tested: Tested | None
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """``standing_changes`` and ``task_changes`` of ``current`` against ``previous``
-        (none for the first)."""
-        if previous is None or previous.as_of is None or current.as_of is None:
+        (none for the first), its re-runs ``tested`` already."""
+        if previous is None or tested is None:
             return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
-        self._episodes_of(previous)
-        return changes_between(previous, current, bootstrap=self.bootstrap, options=self.options)
+        return moved_between(previous, current, tested, self.options)
 
     def _anew(self, current: Standing) -> tuple[pl.DataFrame, pl.DataFrame]:
         """``rescored`` rows of ``current``: against the same standing as ``OUT`` held it
@@ -365,59 +384,6 @@ def standing_of(output: Output, as_of: str, run: str | None = None) -> Standing:
     return Standing(as_of, tasks, categories, models)
 
 
-def read_reruns(output: Output, before: Standing, after: Standing, run: str | None = None) -> None:
-    """Each standing's ``episodes``: those of the results whose night differs between the
-    two (the re-runs ``changes_between`` tests), read from ``OUT`` (their nights'
-    partitions and the compared columns only)."""
-    key = [DUMP_DATE, *CELL]
-    moved = before.tasks.select(key).join(after.tasks.select(key), on=CELL, suffix="__after")
-    moved = moved.filter(pl.col(DUMP_DATE).ne_missing(pl.col(f"{DUMP_DATE}__after")))
-    old = moved.select(key)
-    new = moved.select(pl.col(f"{DUMP_DATE}__after").alias(DUMP_DATE), *CELL)
-    nights = sorted(set(old[DUMP_DATE].drop_nulls()) | set(new[DUMP_DATE].drop_nulls()))
-    chosen = output.scan(EPISODE_SCORES, run).filter(pl.col(DUMP_DATE).is_in(nights))
-    rows = plain(compared(chosen.select(COMPARED_COLUMNS).collect()))
-    for standing, cells in ((before, old), (after, new)):
-        standing.episodes = compared(rows.join(cells, on=key, how="semi", nulls_equal=True))
-
-
-def changes_between(
-    previous: Standing, current: Standing, *, bootstrap: Bootstrap, options: RegressionOptions
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``standing_changes`` and ``task_changes`` of the standing ``current`` against an
-    earlier one, ``previous`` (the night before, or any: ``compare --against``): each model
-    and task whose result changed, and per model and scope how far its standing moved, its
-    re-run tasks tested (``current``'s episodes of them against ``previous``'s, which each
-    standing's ``episodes`` must hold) and its rank before and now."""
-    assert previous.as_of is not None and current.as_of is not None
-    assert previous.episodes is not None and current.episodes is not None
-    changes = cell_changes(previous.tasks.lazy(), current.tasks.lazy()).collect()
-    if changes.is_empty():
-        return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
-    rerun = compact(changes.filter(pl.col(CELL_CHANGE) == ChangeKind.RERUN.value).select(CELL))
-    old = resolved(previous.episodes).join(rerun, on=CELL, how="semi")
-    new = resolved(current.episodes).join(rerun, on=CELL, how="semi")
-    tested = regressions(
-        _together(_at(old, previous.as_of), _at(new, current.as_of)),
-        baseline="previous",
-        k=1,
-        design=check_design(bootstrap.design),
-        level=bootstrap.level,
-    )
-    moved = standing_changes(
-        changes.lazy(),
-        (previous.models.lazy(), previous.categories.lazy()),
-        (current.models.lazy(), current.categories.lazy()),
-        tested.lazy(),
-        as_of=current.as_of,
-        previous_as_of=previous.as_of,
-        margin=options.regression_margin,
-    )
-    each = task_changes(changes.lazy(), as_of=current.as_of, previous_as_of=previous.as_of)
-    rows, cells = pl.collect_all([moved, each])
-    return rows, cells
-
-
 def _together_changes(*pairs: tuple[pl.DataFrame, pl.DataFrame]) -> tuple[pl.DataFrame, ...]:
     """A standing's changes (``standing_changes``, ``task_changes``) against the night
     before and against itself, each in its table's order (then the standing compared with)."""
@@ -443,23 +409,6 @@ def night_from_output(output: Output, night: str) -> NightInput:
     return NightInput(night, rows.collect())
 
 
-def health_of(tasks: pl.DataFrame, categories: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """The benchmark's health as it stands (``transforms.health``): its tables by name."""
-    stable, per_task, per_category = pl.collect_all(
-        [
-            health.stability(tasks.lazy()),
-            health.task_health(tasks.lazy()),
-            health.category_health(categories.lazy()),
-        ]
-    )
-    return {
-        STABILITY_TABLE.name: stable,
-        TASK_HEALTH_TABLE.name: per_task,
-        CATEGORY_HEALTH_TABLE.name: per_category,
-        SIGNALS_TABLE.name: health.signals(tasks.lazy()),
-    }
-
-
 def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
     """Whether the standing is the night itself: every earlier result re-run tonight."""
     if previous is None:
@@ -470,19 +419,6 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
 
 def _keys(frame: pl.DataFrame, columns: Sequence[str]) -> set[tuple[object, ...]]:
     return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
-
-
-def _together(*frames: pl.DataFrame) -> pl.DataFrame:
-    """Compared episodes of several sources as one frame (text keys meet, then compact)."""
-    return compared(pl.concat([plain(f) for f in frames], how="vertical_relaxed"))
-
-
-def _at(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
-    """``frame`` as if of one night (``dump_date`` set): a standing's statistics are those
-    of a night whose episodes are the standing's."""
-    return frame.with_columns(
-        pl.lit(night, frame.schema.get(DUMP_DATE, pl.String)).alias(DUMP_DATE)
-    )
 
 
 def _as_of(frame: pl.DataFrame) -> pl.DataFrame:

@@ -5,10 +5,11 @@ run that failed, pinning nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import polars as pl
 from deltalake.exceptions import CommitFailedError
@@ -24,6 +25,13 @@ from schemas.tables import (
     TABLES,
 )
 from schemas.validation import validate
+
+# Tables committed (then checkpointed) at once by a run's commit (``Writer.commit``): each
+# commit is mostly delta-rs writing and renaming a log file, the GIL released. Read when
+# called (tests set it; 1: one after the other).
+COMMITTERS = 4
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:  # an Output makes a Writer (Output.writing)
     from flows.store.output import Output
@@ -175,43 +183,16 @@ class Writer:
 
     def commit(self, rows: Sequence[RunRow]) -> dict[str, int]:
         """Each table's staged nights in one commit (every table readable, rows or not),
-        then the run's rows, each naming every table's version: the commit point."""
-        versions: dict[str, int] = {}
+        then the run's rows, each naming every table's version: the commit point.
+
+        The tables are independent until the runs table names their versions, so they are
+        committed ``COMMITTERS`` at a time (delta-rs releases the GIL while it writes a
+        commit); every one is committed, or has failed, before the runs table is written,
+        and the first failure in the tables' order is the run's."""
         opened = self.output.opened()
-        before: dict[str, int | None] = {}
-        for table, spec in TABLES.items():
-            nights = self.staged.get(table)
-            before[table] = delta.table_version(self.output.location, table, opened)
-            if added := self.appended.get(table):
-                versions[table] = delta.append_rows(
-                    self.output.location,
-                    table,
-                    pl.concat(added),
-                    partition_by=spec.partition_by,
-                    commit_metadata={"run_id": self.run_id},
-                    opened=opened,
-                )
-            elif nights:
-                versions[table] = self._commit_nights(table, nights)
-            elif (
-                version := delta.add_columns(
-                    self.output.location,
-                    table,
-                    empty_table(table),
-                    commit_metadata={"run_id": self.run_id},
-                    opened=opened,
-                )
-            ) is not None:  # the version this run records: with this cogscore's columns
-                versions[table] = version
-            else:
-                versions[table] = delta.write_night(
-                    self.output.location,
-                    table,
-                    empty_table(table),
-                    None,
-                    partition_by=spec.partition_by,
-                    commit_metadata={"run_id": self.run_id},
-                )
+        made = _each(lambda table: self._commit_table(table, opened), list(TABLES))
+        before = {table: was for table, (was, _) in made.items()}
+        versions = {table: version for table, (_, version) in made.items()}
         fault_point("before-commit")
         stamped = [_with_versions(row, versions) for row in rows]
         held = self.output.held_runs()
@@ -220,6 +201,41 @@ class Writer:
         fault_point("after-commit")
         self._checkpoints(opened, before, (held, runs_before))
         return versions
+
+    def _commit_table(self, table: str, opened: delta.Opened | None) -> tuple[int | None, int]:
+        """``table``'s version before this run and the version its commit made: its staged
+        nights, its appended rows (a log), else this cogscore's columns added or, where it
+        has none to add, an empty commit (each table moved, so the run records each)."""
+        spec = TABLES[table]
+        before = delta.table_version(self.output.location, table, opened)
+        if added := self.appended.get(table):
+            return before, delta.append_rows(
+                self.output.location,
+                table,
+                pl.concat(added),
+                partition_by=spec.partition_by,
+                commit_metadata={"run_id": self.run_id},
+                opened=opened,
+            )
+        if nights := self.staged.get(table):
+            return before, self._commit_nights(table, nights)
+        version = delta.add_columns(
+            self.output.location,
+            table,
+            empty_table(table),
+            commit_metadata={"run_id": self.run_id},
+            opened=opened,
+        )
+        if version is not None:  # the version this run records: with this cogscore's columns
+            return before, version
+        return before, delta.write_night(
+            self.output.location,
+            table,
+            empty_table(table),
+            None,
+            partition_by=spec.partition_by,
+            commit_metadata={"run_id": self.run_id},
+        )
 
     def _checkpoints(
         self,
@@ -236,16 +252,30 @@ class Writer:
             (table, (opened or {}).get(self.output.location.child(table).uri), was)
             for table, was in before.items()
         ]
-        for table, handle, was in [*handles, (runs_table.RUNS, *runs)]:
-            if handle is None:
-                continue
+        due = {table: (handle, was) for table, handle, was in handles if handle is not None}
+
+        def checkpoint(table: str) -> str | None:
+            handle, was = due[table]
             try:
-                if table != runs_table.RUNS:
-                    delta.checkpoint_if_due(handle, was)
-                elif runs_table.tidy(handle, was):  # compacted: its version moved
-                    self.output.recorded(handle.version())
+                delta.checkpoint_if_due(handle, was)
             except Exception as error:  # an optimisation: the tables are committed and whole
-                self.unchecked[table] = str(error).splitlines()[0] if str(error) else repr(error)
+                return str(error).splitlines()[0] if str(error) else repr(error)
+            return None
+
+        # Independent tables, checkpointed ``COMMITTERS`` at a time (as they were committed).
+        for table, why in _each(checkpoint, list(due)).items():
+            if why is not None:
+                self.unchecked[table] = why
+        held, was = runs
+        if held is None:
+            return
+        try:
+            if runs_table.tidy(held, was):  # compacted: its version moved
+                self.output.recorded(held.version())
+        except Exception as error:  # an optimisation: the tables are committed and whole
+            self.unchecked[runs_table.RUNS] = (
+                str(error).splitlines()[0] if str(error) else repr(error)
+            )
 
     def _commit_nights(self, table: str, nights: dict[str | None, list[StagedFiles]]) -> int:
         """The staged nights of ``table`` in one commit; the table's version it made."""
@@ -272,6 +302,17 @@ class Writer:
                     ) from None
         fault_point(f"wrote-{table}")
         return version
+
+
+def _each(call: Callable[[str], _T], tables: Sequence[str]) -> dict[str, _T]:
+    """``call`` of each of ``tables``, ``COMMITTERS`` at a time, by table in their order;
+    every call ended (done or failed) before the first failure, in that order, is raised."""
+    if len(tables) <= 1 or COMMITTERS <= 1:
+        return {table: call(table) for table in tables}
+    with ThreadPoolExecutor(COMMITTERS, thread_name_prefix="cogscore-commit") as pool:
+        futures = [pool.submit(call, table) for table in tables]
+        wait(futures)
+    return {table: future.result() for table, future in zip(tables, futures, strict=True)}
 
 
 def _with_versions(row: RunRow, versions: Mapping[str, int]) -> RunRow:

@@ -152,3 +152,35 @@ def test_at_most_one_batch_is_in_flight_and_its_error_comes_at_the_next_add(
     failing.add("c", {"bad": pl.DataFrame({AS_OF: ["c"]})})
     with pytest.raises(ValueError, match=r"table bad of \['c'\]"):
         failing.flush()
+
+
+def test_a_batch_s_tables_are_staged_together_and_the_first_failure_is_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch's tables are staged several at a time (``STAGED_AT_ONCE``; i48-stand8): the
+    first two tables' staging wait for each other (a barrier: staged one after the other,
+    the first waits in vain and fails); each table's nights in order; the first table's
+    failure in the batch's order is the one raised, once every table is done."""
+    barrier = threading.Barrier(2, timeout=20)
+    staged: list[tuple[str, list[str | None]]] = []
+
+    class Together:
+        def stage_nights(self, table: str, frame: pl.DataFrame, nights: list[str | None]) -> None:
+            if table in ("a", "b"):
+                barrier.wait()
+            if table.startswith("bad"):
+                raise ValueError(f"table {table}")
+            staged.append((table, list(nights)))
+
+    stood = StandingWrites(Together(), lambda name, rows: rows)  # type: ignore[arg-type]
+    rows = {t: pl.DataFrame({AS_OF: ["n1"]}) for t in ("a", "b", "c")}
+    stood.add("n1", rows)
+    stood.add("n2", rows)
+    stood.flush()
+    assert sorted(staged) == [(t, ["n1", "n2"]) for t in ("a", "b", "c")]
+
+    failing = StandingWrites(Together(), lambda name, rows: rows)  # type: ignore[arg-type]
+    failing.add("n3", {t: pl.DataFrame({AS_OF: ["n3"]}) for t in ("bad1", "c", "bad2")})
+    with pytest.raises(ValueError, match=r"^table bad1$"):
+        failing.flush()
+    assert ("c", ["n3"]) in staged
