@@ -11,6 +11,7 @@ run adds for the night (a rescore's diff). No provenance yet: the writer adds it
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
@@ -33,8 +34,8 @@ from transforms.aggregate import (
     task_scores,
 )
 from transforms.compact import plain
-from transforms.compare import Known
-from transforms.compare.night import NightTables, night_comparisons
+from transforms.compare import Known, NightStatistics
+from transforms.compare.night import NightTables, episode_statistics, night_comparisons
 from transforms.compare.preparation import ATOMS_AT_ONCE
 
 # Per night: (night, its result, its tables) -> more tables of that night.
@@ -86,6 +87,21 @@ def aggregate(
     # its episodes alone): polars' group_by over a night's keys held ~100 bytes an episode
     # (issue 48: +49 MiB for 500,000 episodes), over a category's a category's worth.
     large = scores.height > ATOMS_AT_ONCE
+    # A small night's comparisons (of its episodes alone) are made on a thread beside its
+    # task scores (polars releases the GIL: 2 cores' worth instead of ~1.4 in the two
+    # one after the other); a large night's one after the other, to hold one working set.
+    with ThreadPoolExecutor(1, thread_name_prefix="cogscore-statistics") as beside:
+        made = None if large else beside.submit(episode_statistics, scores, bootstrap)
+        task_frame = _task_scores(scores, bootstrap, sums, large)
+        statistics = None if made is None else made.result()
+    above = statistics_above(task_frame, scores, bootstrap, statistics=statistics)
+    return {TASK_SCORES: task_frame, **tables_above(above)}
+
+
+def _task_scores(
+    scores: pl.DataFrame, bootstrap: Bootstrap, sums: pl.DataFrame | None, large: bool
+) -> pl.DataFrame:
+    """``aggregate``'s task scores (``large``: a category at a time)."""
     keys = scores if sums is None else sums  # (a row per file and task: fewer to look at)
     categories = keys[Col.CATEGORY].unique().sort().to_list() if large else [None]
     task_frames = []
@@ -96,8 +112,7 @@ def aggregate(
         of_category = None if sums is None else sums.lazy().filter(in_category)
         # Per task and up: few rows, as text (the episodes' keys may be compact).
         task_frames.append(plain(task_scores(lazy, task_reps, bootstrap, of_category).collect()))
-    task_frame = pl.concat(task_frames)
-    return {TASK_SCORES: task_frame, **above_tasks(task_frame, scores, bootstrap)}
+    return pl.concat(task_frames)
 
 
 def above_tasks(
@@ -112,14 +127,22 @@ def above_tasks(
 
 
 def statistics_above(
-    tasks: pl.DataFrame, scores: pl.DataFrame, bootstrap: Bootstrap, known: Known | None = None
+    tasks: pl.DataFrame,
+    scores: pl.DataFrame,
+    bootstrap: Bootstrap,
+    known: Known | None = None,
+    *,
+    statistics: NightStatistics | None = None,
 ) -> NightTables:
     """``above_tasks``' tables, with the score intervals they hold (a standing keeps them
-    for the next one's ``Known``)."""
+    for the next one's ``Known``); ``statistics``: the episodes' (``episode_statistics``),
+    made already."""
     categories = category_scores(tasks.lazy())
     models = model_scores(tasks.lazy(), categories)
     category_frame, model_frame = pl.collect_all([categories, models])
-    return night_comparisons(model_frame, category_frame, scores, bootstrap, known)
+    return night_comparisons(
+        model_frame, category_frame, scores, bootstrap, known, statistics=statistics
+    )
 
 
 def tables_above(night: NightTables) -> dict[str, pl.DataFrame]:

@@ -42,6 +42,7 @@ from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import (
     Known,
+    NightStatistics,
     check_design,
     comparisons_and_rank_intervals,
     significance_tiers,
@@ -60,22 +61,35 @@ class NightTables(NamedTuple):
     intervals: pl.DataFrame  # score_intervals (a standing's next keeps its unchanged models')
 
 
+def episode_statistics(
+    scores: pl.DataFrame, bootstrap: Bootstrap, known: Known | None = None
+) -> NightStatistics:
+    """What ``night_comparisons`` needs of the episode scores alone (not of the task, model
+    or category scores): the comparisons, score and rank intervals of ``scores``' models
+    (``known``: the pairs compared already, ``pairs.Known``). A caller may make it beside
+    the task scores."""
+    design = check_design(bootstrap.design)
+    return comparisons_and_rank_intervals(
+        compared(scores), level=bootstrap.level, design=design, known=known
+    )
+
+
 def night_comparisons(
     models: pl.DataFrame,
     categories: pl.DataFrame,
     scores: pl.DataFrame,
     bootstrap: Bootstrap,
     known: Known | None = None,
+    *,
+    statistics: NightStatistics | None = None,
 ) -> NightTables:
     """A night's model and category scores with their intervals (the two-level design at
     the bootstrap's level), each model's rank interval (holding for all models at once) and
     rank bound (from the Holm verdicts), its significance tier, each model's rank and rank
     interval in each category (among every model with a score in it), and its
-    ``model_comparisons`` rows (``known``: the pairs compared already, ``pairs.Known``)."""
-    episodes = compared(scores)
-    night = comparisons_and_rank_intervals(
-        episodes, level=bootstrap.level, design=check_design(bootstrap.design), known=known
-    )
+    ``model_comparisons`` rows (``known``: the pairs compared already, ``pairs.Known``).
+    ``statistics``: ``episode_statistics`` of the same arguments, made already."""
+    night = episode_statistics(scores, bootstrap, known) if statistics is None else statistics
     tiers = plain(significance_tiers(night.comparisons))
     key = [DUMP_DATE, Col.MODEL]
     intervals = plain(night.intervals)
