@@ -280,9 +280,9 @@ def grade(
 ) -> pl.LazyFrame:
     """Add ``correct`` and ``positional`` to item/answer pairs.
 
-    ``pairs`` has ``key`` (unique per pair; kept, not read), ``expected`` (non-null), ``answer`` (null: no
-    answer, graded as the empty string), ``verdict`` (the harness's, null where it recorded
-    none) and ``mode`` (a ``Match`` value). ``positional`` is
+    ``pairs`` has ``key`` (unique per pair; kept, not read), ``expected`` (non-null),
+    ``answer`` (null: no answer, graded as the empty string), ``verdict`` (the harness's,
+    null where it recorded none) and ``mode`` (a ``Match`` value). ``positional`` is
     computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
 
     A pair's grades depend on those four columns and ``positional_where`` alone, so each
