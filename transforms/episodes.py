@@ -225,8 +225,10 @@ def _fast_summary(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def unknown_answers(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per episode: answers whose item_id names no item of the episode (null names none)."""
-    items = of_kind(rows, Kind.ITEM, Col.ITEM_ID).unique()
+    """Per episode: answers whose item_id names no item of the episode (null names none).
+    The items as they are: an anti-join asks only whether one matches (made distinct first,
+    5.9 ms of a file of 264,000 rows against 4.0)."""
+    items = of_kind(rows, Kind.ITEM, Col.ITEM_ID)
     return (
         of_kind(rows, Kind.ANSWER, Col.ITEM_ID)
         .join(items, on=[SEGMENT, Col.ITEM_ID], how="anti")

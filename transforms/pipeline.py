@@ -96,13 +96,19 @@ def scorable_episodes(rows: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     # Content is graded for answers only: the other rows' is never kept (usage, contract
     # 1.3, needs only whether a reply has any: a flag).
     answer_content = pl.when(pl.col(Col.KIND) == Kind.ANSWER).then(pl.col(Col.CONTENT))
-    kept = rows.with_columns(unpriced_reply(), answer_content.alias(Col.CONTENT))
+    # ``kind`` as a code: the plan compares it with a kind some thirty times over the
+    # file's rows (0.08 ms each instead of 0.37, its unknown values 0.4 instead of 2.0), for
+    # one cast (3.5 ms a file of 264,000 rows); text again in the unscored rows.
+    kind = pl.col(Col.KIND).cast(pl.Categorical)
+    kept = rows.with_columns(unpriced_reply(), answer_content.alias(Col.CONTENT), kind)
     table = in_episode_order(kept).cache()
     verdicts = with_status(episode_facts(table)).cache()
     scored = pl.col(STATUS) == EpisodeStatus.SCORED
     unscored = verdicts.filter(~scored).select(SEGMENT)
-    unscored_rows = table.join(unscored, on=SEGMENT, how="semi").drop(
-        SEGMENT, Col.CONTENT, UNPRICED_REPLY
+    unscored_rows = (
+        table.join(unscored, on=SEGMENT, how="semi")
+        .drop(SEGMENT, Col.CONTENT, UNPRICED_REPLY)
+        .with_columns(pl.col(Col.KIND).cast(pl.String))
     )
     episodes = verdicts.filter(scored)
     scorable = (

@@ -65,7 +65,7 @@ REPEATED_ROUNDS: Final = "repeated_rounds"
 ENUMS: Final[dict[Col, list[str]]] = {
     Col.CATEGORY: list(CATEGORY_VALUES),  # contract 1.4: uncategorised (reported alone)
     Col.ROLE: list(Role),
-    Col.KIND: list(Kind),
+    Col.KIND: [k.value for k in Kind],  # text: ``kind`` may be categorical (is_in of its values)
     Col.MATCH: list(Match),
 }
 _CF_LL: Final = [Category.CONCEPT_FORMATION, Category.LANGUAGE_LEARNING]

@@ -87,7 +87,9 @@ def _is_usage_row() -> pl.Expr:
 def unpriced_reply() -> pl.Expr:
     """A row flag, made while the row's content is still there: a reply turn (an assistant
     ``message`` or ``action`` with content) that carries no usage."""
-    reply = (pl.col(Col.ROLE) == USAGE_ROLE) & pl.col(Col.KIND).is_in(list(REPLY_KINDS))
+    reply = (pl.col(Col.ROLE) == USAGE_ROLE) & pl.col(Col.KIND).is_in(
+        [k.value for k in REPLY_KINDS]
+    )
     return (reply & pl.col(Col.CONTENT).is_not_null() & ~_recorded()).alias(UNPRICED_REPLY)
 
 

@@ -15,7 +15,7 @@ from schemas.contract import FILE, Col
 from tests.dumps import Row
 from tests.run import chunked, rows_frame, run_pipeline
 from tests.strategies import dumps
-from transforms.episodes import KEY, aligned, episode_facts, in_episode_order
+from transforms.episodes import KEY, aligned, episode_facts, in_episode_order, unknown_answers
 from transforms.rules import SEGMENT, with_status
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -148,3 +148,18 @@ def test_a_null_kind_does_not_lose_the_next_episodes_examples() -> None:
     scores, rejects = run_pipeline(rows)
     assert rejects[Col.EPISODE_ID].to_list() == ["a"]
     assert scores[Component.EXAMPLES_USED].to_list() == [3]
+
+
+def test_answers_name_an_item_however_often_it_is_repeated() -> None:
+    """``unknown_answers``: an answer naming an item of its episode is known whether the
+    item's id is repeated or not; one naming another episode's item, or none, is unknown."""
+    rows = pl.LazyFrame(
+        {
+            SEGMENT: [0, 0, 0, 0, 0, 1, 1, 1],
+            Col.KIND: ["item", "item", "answer", "answer", "answer", "item", "answer", "answer"],
+            Col.ITEM_ID: ["q1", "q1", "q1", "q2", None, "q2", "q2", "q1"],
+        },
+        schema_overrides={SEGMENT: pl.UInt32},
+    )
+    got = unknown_answers(rows).collect().sort(SEGMENT)
+    assert got.rows() == [(0, 2), (1, 1)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -245,3 +246,36 @@ def test_every_mode_polars_may_leave_to_python_has_its_own_python_grader() -> No
             for expected, answer in ((first, second), (second, first)):
                 want = reference_grade(mode, expected, answer)
                 assert _python_grade(mode, expected, answer) is want, (mode, expected, answer)
+
+
+def test_repeated_pairs_are_graded_once_and_each_pair_keeps_its_grades_and_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``grade`` grades each distinct (expected, answer, mode, verdict, positional wanted)
+    once: a non-ASCII ``nfc`` pair that polars leaves to Python, repeated, is one Python
+    call; every pair still gets the grades it gets alone, in the pairs' order (unsorted)."""
+    calls: list[tuple[str, str]] = []
+    nfc = _PYTHON_GRADERS[Match.NFC.value]
+
+    def counted(expected: str, answer: str) -> bool:
+        calls.append((expected, answer))
+        return nfc(expected, answer)
+
+    monkeypatch.setitem(_PYTHON_GRADERS, Match.NFC.value, counted)
+    cases = [("é", "e\u0301"), ("é", "e\u0301"), ("a b", "a c"), ("é", "e\u0301"), ("a b", "a c")]
+    frame = pl.LazyFrame(
+        {
+            KEY: [4, 3, 2, 1, 0],
+            MODE: [Match.NFC] * 5,
+            EXPECTED: [e for e, _ in cases],
+            ANSWER: [a for _, a in cases],
+            "asked": [True, True, True, True, False],
+        }
+    )
+    got = grade(frame, [KEY], positional_where=pl.col("asked")).collect()
+    assert calls == [("é", "e\u0301")]
+    assert got[KEY].to_list() == [4, 3, 2, 1, 0]
+    assert got[CORRECT].to_list() == [reference_grade(Match.NFC, e, a) for e, a in cases]
+    want = [reference_positional(e, a) for e, a in cases[:4]]
+    assert got[POSITIONAL].to_list() == [*want, None]
+    assert want == [0.0, 0.0, 0.5, 0.0]

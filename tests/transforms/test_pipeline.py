@@ -44,9 +44,10 @@ from schemas.formulas import version_of
 from schemas.rules import Rule
 from tests.dumps import Row, rule_dump, write_dump
 from tests.reference import SCORE_FIELDS, ReferenceResult, reference_score
-from tests.run import run_pipeline
+from tests.run import rows_frame, run_pipeline
 from tests.strategies import dumps, formulas
 from transforms.ingest import partition_values
+from transforms.pipeline import scorable_episodes
 from transforms.registry import VERSIONS, resolve
 
 Key = tuple[str | None, str]
@@ -288,3 +289,16 @@ def test_a_task_named_with_its_categorys_own_version_is_scored() -> None:
         named_scores, named_rejects = run_pipeline(rows, same)
         assert named_scores.sort(Col.EPISODE_ID).equals(scores.sort(Col.EPISODE_ID)), task
         assert named_rejects.height == rejects.height
+
+
+def test_unscored_rows_keep_each_rows_kind_as_text() -> None:
+    """The plan compares ``kind`` as a categorical code; the unscored rows it hands on are
+    rows read, ``kind`` text again (an unknown kind included): each one of the input's."""
+    rows, _ = rule_dump()
+    frame = rows_frame(rows).collect()
+    unscored = scorable_episodes(frame.lazy())[1].collect()
+    assert unscored.schema == {c: t for c, t in frame.schema.items() if c != Col.CONTENT}
+    assert "thought" in unscored[Col.KIND].to_list()
+    read = frame.drop(Col.CONTENT)
+    assert unscored.join(read, on=read.columns, how="anti", nulls_equal=True).is_empty()
+    assert unscored.height > 0
