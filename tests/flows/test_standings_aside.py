@@ -5,7 +5,6 @@ tasks are made."""
 
 from __future__ import annotations
 
-import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,34 +16,11 @@ import flows.standings
 import flows.standings_between
 import transforms.compare
 from flows import runs
-from flows.importers.scores import import_scores
+from tests.flows.test_standing_writes import _dump
 from transforms import health
 
 TASKS = {"t1": "associative_learning", "t2": "associative_learning", "t3": "runtime_rl"}
 NIGHTS = ["2026-05-01", "2026-05-02", "2026-05-03"]
-
-
-def _dump(tmp: Path) -> Path:
-    """Three models on every task the first night, then one model re-running a task each
-    night: each later standing keeps earlier results (its statistics made, not the night's)."""
-    rng = random.Random(5)
-    cells = [(m, t) for m in ("m1", "m2", "m3") for t in TASKS]
-    rows = [
-        {
-            "dump_date": night,
-            "model": model,
-            "task": task,
-            "category": TASKS[task],
-            "score": round(rng.random(), 4),
-            "instance_id": f"{task}#0",
-        }
-        for i, night in enumerate(NIGHTS)
-        for model, task in (cells if i == 0 else [cells[i]])
-    ]
-    table = tmp / "scores.csv"
-    pl.DataFrame(rows).write_csv(table)
-    assert not import_scores(table, tmp / "dump").rejected
-    return tmp / "dump"
 
 
 def test_the_tasks_health_and_the_reruns_tested_are_made_while_the_statistics_are(
@@ -81,6 +57,6 @@ def test_the_tasks_health_and_the_reruns_tested_are_made_while_the_statistics_ar
     monkeypatch.setattr(flows.standings, "statistics_above", statistics_spy)
     for module in (flows.standings, flows.standings_between):  # (where each run calls it)
         monkeypatch.setattr(module, "regressions", regressions_spy, raising=False)
-    runs.score(_dump(tmp_path), tmp_path / "out")
+    runs.score(_dump(tmp_path, NIGHTS), tmp_path / "out")
     assert len(overlapped) == 2 and all(overlapped), overlapped  # nights 2 and 3
     assert not threads["statistics"] & (threads["health"] | threads["tested"])
