@@ -22,12 +22,12 @@ before staging them leaves: uncommitted files at most, no table changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from flows.store.writer import TableWriter
+from flows.store.writer import TableWriter, each_table
 
 # Standings whose tables are staged at once (a few MB of rows at LearningBench's shape:
 # memory holds that many standings' tables, never their episodes). Read when called (tests
@@ -111,12 +111,10 @@ def _stage(
     table's validation query and data files (polars and Parquet, the GIL released) are its
     own, its nights staged in order; every table's done (or failed) before the first failure,
     in the batch's order, is raised."""
-    if STAGED_AT_ONCE <= 1 or len(batch) <= 1:
-        for name, rows in batch:
-            writer.stage_nights(name, rows, nights)
-        return
-    with ThreadPoolExecutor(STAGED_AT_ONCE, thread_name_prefix="cogscore-standings") as pool:
-        staged = [pool.submit(writer.stage_nights, name, rows, nights) for name, rows in batch]
-        wait(staged)
-    for table in staged:
-        table.result()
+    tables = dict(batch)
+    each_table(
+        lambda name: writer.stage_nights(name, tables[name], nights),
+        list(tables),
+        STAGED_AT_ONCE,
+        "cogscore-standings",
+    )

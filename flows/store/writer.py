@@ -31,6 +31,8 @@ from schemas.validation import validate
 # called (tests set it; 1: one after the other).
 COMMITTERS = 4
 
+_COMMITTING = "cogscore-commit"  # their threads' name
+
 _T = TypeVar("_T")
 
 if TYPE_CHECKING:  # an Output makes a Writer (Output.writing)
@@ -190,7 +192,8 @@ class Writer:
         commit); every one is committed, or has failed, before the runs table is written,
         and the first failure in the tables' order is the run's."""
         opened = self.output.opened()
-        made = _each(lambda table: self._commit_table(table, opened), list(TABLES))
+        commit = self._commit_table
+        made = each_table(lambda t: commit(t, opened), list(TABLES), COMMITTERS, _COMMITTING)
         before = {table: was for table, (was, _) in made.items()}
         versions = {table: version for table, (_, version) in made.items()}
         fault_point("before-commit")
@@ -263,7 +266,7 @@ class Writer:
             return None
 
         # Independent tables, checkpointed ``COMMITTERS`` at a time (as they were committed).
-        for table, why in _each(checkpoint, list(due)).items():
+        for table, why in each_table(checkpoint, list(due), COMMITTERS, _COMMITTING).items():
             if why is not None:
                 self.unchecked[table] = why
         held, was = runs
@@ -304,12 +307,15 @@ class Writer:
         return version
 
 
-def _each(call: Callable[[str], _T], tables: Sequence[str]) -> dict[str, _T]:
-    """``call`` of each of ``tables``, ``COMMITTERS`` at a time, by table in their order;
-    every call ended (done or failed) before the first failure, in that order, is raised."""
-    if len(tables) <= 1 or COMMITTERS <= 1:
+def each_table(
+    call: Callable[[str], _T], tables: Sequence[str], at_once: int, name: str
+) -> dict[str, _T]:
+    """``call`` of each of ``tables``, ``at_once`` at a time on threads named ``name``, by
+    table in their order; every call ended (done or failed) before the first failure, in
+    that order, is raised (a run's commits and checkpoints, a batch of standings staged)."""
+    if len(tables) <= 1 or at_once <= 1:
         return {table: call(table) for table in tables}
-    with ThreadPoolExecutor(COMMITTERS, thread_name_prefix="cogscore-commit") as pool:
+    with ThreadPoolExecutor(at_once, thread_name_prefix=name) as pool:
         futures = [pool.submit(call, table) for table in tables]
         wait(futures)
     return {table: future.result() for table, future in zip(tables, futures, strict=True)}
