@@ -49,7 +49,7 @@ def item_verdicts(rows: pl.LazyFrame) -> pl.LazyFrame:
     )
     # The positional diagnostic is observational learning's only: spare the others' items.
     observational = pl.col(Col.CATEGORY) == Category.OBSERVATIONAL_LEARNING
-    return grade(pairs, [SEGMENT, Col.ITEM_ID, Col.TURN], positional_where=observational)
+    return grade(pairs, positional_where=observational)
 
 
 def graded_items(rows: pl.LazyFrame) -> pl.LazyFrame:

@@ -275,15 +275,13 @@ def _json_verdicts() -> tuple[pl.Expr, pl.Expr]:
     return int_value, json_equal
 
 
-def grade(
-    pairs: pl.LazyFrame, key: list[str], positional_where: pl.Expr | None = None
-) -> pl.LazyFrame:
+def grade(pairs: pl.LazyFrame, positional_where: pl.Expr | None = None) -> pl.LazyFrame:
     """Add ``correct`` and ``positional`` to item/answer pairs.
 
-    ``pairs`` has ``key`` (unique per pair; kept, not read), ``expected`` (non-null),
-    ``answer`` (null: no answer, graded as the empty string), ``verdict`` (the harness's,
-    null where it recorded none) and ``mode`` (a ``Match`` value). ``positional`` is
-    computed for the pairs where ``positional_where`` holds (all by default), null elsewhere.
+    ``pairs`` has ``expected`` (non-null), ``answer`` (null: no answer, graded as the empty
+    string), ``verdict`` (the harness's, null where it recorded none) and ``mode`` (a
+    ``Match`` value); its other columns are kept. ``positional`` is computed for the pairs
+    where ``positional_where`` holds (all by default), null elsewhere.
 
     A pair's grades depend on those four columns and ``positional_where`` alone, so each
     distinct combination is graded once and the grades joined to its pairs, in their order

@@ -93,7 +93,7 @@ def _graded(cases: list[tuple[str, str, str | None]]) -> list[dict[str, Any]]:
         },
         schema={KEY: pl.Int64, MODE: pl.String, EXPECTED: pl.String, ANSWER: pl.String},
     )
-    return grade(frame, [KEY]).sort(KEY).collect().to_dicts()
+    return grade(frame).sort(KEY).collect().to_dicts()
 
 
 @SETTINGS
@@ -191,7 +191,7 @@ def test_recorded_takes_the_answers_verdict_and_no_answer_is_wrong() -> None:
             VERDICT: pl.Boolean,
         },
     )
-    got = grade(frame, [KEY]).sort(KEY).collect()[CORRECT].to_list()
+    got = grade(frame).sort(KEY).collect()[CORRECT].to_list()
     assert got == [True, False, False, False]
 
 
@@ -229,7 +229,7 @@ def test_positional_is_computed_only_where_asked() -> None:
             "asked": [True, True, False, False],
         }
     )
-    got = grade(frame, [KEY], positional_where=pl.col("asked")).sort(KEY).collect()
+    got = grade(frame, positional_where=pl.col("asked")).sort(KEY).collect()
     want = [reference_positional(e, a) for e, a in texts[:2]]
     assert got[POSITIONAL].to_list() == [*want, None, None]
     assert want == [1.0, 0.5]
@@ -272,7 +272,7 @@ def test_repeated_pairs_are_graded_once_and_each_pair_keeps_its_grades_and_order
             "asked": [True, True, True, True, False],
         }
     )
-    got = grade(frame, [KEY], positional_where=pl.col("asked")).collect()
+    got = grade(frame, positional_where=pl.col("asked")).collect()
     assert calls == [("é", "e\u0301")]
     assert got[KEY].to_list() == [4, 3, 2, 1, 0]
     assert got[CORRECT].to_list() == [reference_grade(Match.NFC, e, a) for e, a in cases]

@@ -49,7 +49,7 @@ def vectorised() -> dict[str, bool]:
         },
         schema={"id": pl.String, MODE: pl.String, EXPECTED: pl.String, ANSWER: pl.String},
     )
-    graded = grade(frame, ["id"]).collect()
+    graded = grade(frame).collect()
     return dict(zip(graded["id"], graded[CORRECT], strict=True))
 
 
@@ -70,5 +70,5 @@ def test_each_case_alone_gives_the_same_verdict() -> None:
             },
             schema={"id": pl.Int64, MODE: pl.String, EXPECTED: pl.String, ANSWER: pl.String},
         )
-        got = grade(frame, ["id"]).collect()[CORRECT].item()
+        got = grade(frame).collect()[CORRECT].item()
         assert got is case["verdict"], (case["id"], case["why"])

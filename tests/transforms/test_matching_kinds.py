@@ -37,7 +37,7 @@ def graded(mode: Match, pairs: list[tuple[str, str | None]]) -> list[dict[str, A
         },
         schema={KEY: pl.Int64, MODE: pl.String, EXPECTED: pl.String, ANSWER: pl.String},
     )
-    return grade(frame, [KEY]).sort(KEY).collect().to_dicts()
+    return grade(frame).sort(KEY).collect().to_dicts()
 
 
 @st.composite
