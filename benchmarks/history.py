@@ -40,6 +40,7 @@ from typing import Any
 
 import deltalake
 
+from benchmarks import settled
 from benchmarks.before_after import worktree
 from benchmarks.standings import build
 
@@ -128,6 +129,7 @@ def _timed(command: list[str], checkout: Path) -> tuple[subprocess.CompletedProc
     """``command`` run in ``checkout`` (its code first on the path): the process done, its
     wall seconds and its CPU seconds (user and system, its children's included)."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    settled()
     before = os.times()
     t0 = time.perf_counter()
     done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=env)

@@ -32,6 +32,8 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
+from benchmarks import settled
+
 ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = {
     "associative_learning": 20,
@@ -122,6 +124,7 @@ def build(root: Path, nights: int, models: int, episodes: int, reruns: int) -> P
 
 def timed(args: list[str], off: bool) -> tuple[float, float]:
     """Wall seconds and peak MiB of ``cogscore ARGS`` in a fresh process."""
+    settled()
     t0 = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", CHILD, "off" if off else "on", *args],
