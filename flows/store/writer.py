@@ -146,10 +146,22 @@ class Writer:
         if len(nights) == 1:
             self._write(table, frame, nights[0])
             return
-        of_night = frame.partition_by(spec.night, as_dict=True, maintain_order=True)
-        for night in nights:
-            rows = of_night.get((night,))
-            self._write(table, frame.clear() if rows is None else rows, night)
+        if spec.partition_by != (spec.night,) or None in nights:
+            of_night = frame.partition_by(spec.night, as_dict=True, maintain_order=True)
+            for night in nights:
+                rows = of_night.get((night,))
+                self._write(table, frame.clear() if rows is None else rows, night)
+            return
+        # Nights of a table partitioned by night alone: their files written together
+        # (``delta.write_nights_files``), each night's rows in the table's order as ``_write``
+        # orders them.
+        order = [spec.night, *spec.sort]
+        ordered = frame if in_order(frame, order) else frame.sort(order, nulls_last=True)
+        dated = [night for night in nights if night is not None]
+        for files in delta.write_nights_files(
+            self.output.location, table, ordered, dated, spec.night
+        ):
+            self.stage_files(table, files.night, [files])
 
     def _write(self, table: str, frame: pl.DataFrame, night: str | None) -> None:
         """``frame`` (validated) written as night ``night`` of ``table``, staged."""

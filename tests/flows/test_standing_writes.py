@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -18,7 +19,9 @@ from flows import runs, standing_writes
 from flows.importers.scores import import_scores
 from flows.standing_writes import StandingWrites
 from flows.standings import Standings
+from flows.store import objects
 from flows.store.errors import StorageError
+from flows.store.location import Location
 from schemas.columns import AS_OF
 from schemas.tables import TABLES
 
@@ -65,19 +68,19 @@ def test_a_score_writes_a_batch_of_standings_on_a_worker_while_it_makes_the_next
         return made(self, night, tonight)  # type: ignore[arg-type]
 
     writes: list[tuple[str, str | None, str, bool]] = []
-    write = writer_module.Writer._write
+    staged = writer_module.Writer.stage_files
 
-    def spy(self: writer_module.Writer, table: str, frame: pl.DataFrame, night: str | None) -> None:
+    def spy(self: writer_module.Writer, table: str, night: str | None, files: Any) -> None:
         # a standing's table (standing_episodes: the run's last standing's, staged at its end)
         if AS_OF in TABLES[table].dtypes and table != "standing_episodes":
-            # the first write of the first batch waits for the next standing to be begun
-            # (on the run's thread: never, it is this thread)
+            # the first night staged of the first batch waits for the next standing to be
+            # begun (on the run's thread: never, it is this thread)
             overlapped = begun[NIGHTS[2]].wait(10) if not writes else True
             writes.append((table, night, threading.current_thread().name, overlapped))
-        write(self, table, frame, night)
+        staged(self, table, night, files)
 
     monkeypatch.setattr(Standings, "of_night", of_night)
-    monkeypatch.setattr(writer_module.Writer, "_write", spy)
+    monkeypatch.setattr(writer_module.Writer, "stage_files", spy)
     monkeypatch.setattr(standing_writes, "STANDINGS_AT_ONCE", 2)
     runs.score(_dump(tmp_path, NIGHTS), tmp_path / "out")
 
@@ -99,17 +102,15 @@ def test_an_error_writing_standings_on_the_worker_fails_the_run_and_commits_noth
     before = {name: DeltaTable(str(out / name)).version() for name in TABLES}
 
     failed_on: list[str] = []
-    write = writer_module.Writer._write
+    put = objects.put_if_absent
 
-    def full(
-        self: writer_module.Writer, table: str, frame: pl.DataFrame, night: str | None
-    ) -> None:
-        if table == "task_standings" and night == NIGHTS[1]:
+    def full(location: Location, key: str, data: bytes) -> str | None:
+        if location.display.endswith("task_standings") and key.startswith(f"as_of={NIGHTS[1]}"):
             failed_on.append(threading.current_thread().name)
             raise StorageError("cannot stage task_standings: no space left on the device")
-        write(self, table, frame, night)
+        return put(location, key, data)
 
-    monkeypatch.setattr(writer_module.Writer, "_write", full)
+    monkeypatch.setattr(objects, "put_if_absent", full)
     monkeypatch.setattr(standing_writes, "STANDINGS_AT_ONCE", 2)
     with pytest.raises(StorageError, match="no space left on the device"):
         runs.score(dump, out)  # every night again, their standings too

@@ -46,7 +46,13 @@ staged by workers, committed by the driver).
 """
 
 from flows.store.delta.layout import check_layout, check_path, uncommitted_files
-from flows.store.delta.staged import commit_nights, discard, read_staged, write_data_files
+from flows.store.delta.staged import (
+    commit_nights,
+    discard,
+    read_staged,
+    write_data_files,
+    write_nights_files,
+)
 from flows.store.delta.tables import (
     CHECKPOINT_EVERY,
     Opened,
@@ -87,4 +93,5 @@ __all__ = [
     "vacuum",
     "write_data_files",
     "write_night",
+    "write_nights_files",
 ]

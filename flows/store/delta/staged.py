@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final, cast
 from urllib.parse import quote
 
@@ -24,7 +25,7 @@ from deltalake import Schema as DeltaSchema
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from flows.store import objects
-from flows.store.delta.frames import _night_frame
+from flows.store.delta.frames import _night_frame, delta_ready
 from flows.store.delta.nights import NIGHT_COLUMN, NULL_PARTITION, check_night
 from flows.store.delta.tables import Opened, _errors, _open, _options, _schema_mode, _table
 from flows.store.errors import StorageError
@@ -62,7 +63,21 @@ def _stats(data: pl.DataFrame) -> str:
     """A data file's statistics as Delta's log holds them: each column's nulls, and the
     bounds of its integers, dates, short strings and finite floats (of a column with no NaN),
     all taken in one query (a file of a standing: a handful of rows, a few dozen columns)."""
-    columns = [(n, d) for n, d in data.schema.items() if not d.is_nested()]
+    columns = _stats_columns(data.schema, ())
+    asked = _stats_asked(columns)
+    got = data.select(asked).row(0, named=True) if asked else {}
+    return _stats_json(columns, got, data.height)
+
+
+def _stats_columns(schema: pl.Schema, partitions: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    """The columns a data file's statistics are of: its own (not ``partitions``), not nested."""
+    return tuple((n, d) for n, d in schema.items() if n not in partitions and not d.is_nested())
+
+
+@lru_cache(maxsize=64)
+def _stats_asked(columns: tuple[tuple[str, Any], ...]) -> tuple[pl.Expr, ...]:
+    """``_stats``' aggregations of ``columns`` (made once a schema: a table's files share it,
+    and building them took as long as the query on a standing's few rows)."""
     asked: list[pl.Expr] = []
     for i, (name, dtype) in enumerate(columns):
         column = pl.col(name)
@@ -73,13 +88,17 @@ def _stats(data: pl.DataFrame) -> str:
             asked.append(column.str.len_chars().max().alias(f"{i}len"))
         elif dtype.is_float():
             asked.append(column.is_nan().any().alias(f"{i}nan"))
-    got = data.select(asked).row(0, named=True) if asked else {}
+    return tuple(asked)
+
+
+def _stats_json(columns: Sequence[tuple[str, Any]], got: Mapping[str, Any], height: int) -> str:
+    """The statistics of a file of ``height`` rows, from ``_stats_asked``' values ``got``."""
     minimum: dict[str, Any] = {}
     maximum: dict[str, Any] = {}
     nulls: dict[str, int] = {}
     for i, (name, dtype) in enumerate(columns):
         nulls[name] = got[f"{i}n"]
-        if nulls[name] == data.height:
+        if nulls[name] == height:
             continue
         low, high = got.get(f"{i}lo"), got.get(f"{i}hi")
         if dtype.is_integer() or (dtype == pl.String and got[f"{i}len"] <= 64):
@@ -92,7 +111,7 @@ def _stats(data: pl.DataFrame) -> str:
                     bounds[name] = value
         elif dtype == pl.Date:
             minimum[name], maximum[name] = str(low), str(high)
-    stats = {"numRecords": data.height, "minValues": minimum, "maxValues": maximum}
+    stats = {"numRecords": height, "minValues": minimum, "maxValues": maximum}
     return json.dumps({**stats, "nullCount": nulls}, allow_nan=False)
 
 
@@ -126,18 +145,9 @@ def write_data_files(
     groups = ready.select(columns).unique(maintain_order=True).rows()
 
     def write(values: tuple[Any, ...]) -> AddAction:
-        key = f"{_partition_path(columns, values)}/part-{uuid.uuid4()}.parquet"
-        buffer = io.BytesIO()
         rows = ready if len(groups) == 1 else ready.filter(_in_partition(columns, values))
         data = rows.drop(columns)  # one partition (a night's table, most): no copy at all
-        data.write_parquet(buffer, compression="snappy")
-        content = buffer.getvalue()
-        if objects.put_if_absent(where, key, content) is None:
-            raise StorageError(f"cannot stage {where.child(key).display}: it exists")
-        partitions = {
-            c: (None if v is None else str(v)) for c, v in zip(columns, values, strict=True)
-        }
-        return AddAction(key, len(content), partitions, int(time.time() * 1000), True, _stats(data))
+        return _put_file(where, columns, values, data, _stats(data))
 
     if len(groups) > 1:  # encoded and put side by side (polars and the store release the GIL)
         with ThreadPoolExecutor(min(len(groups), PARTITIONS_AT_ONCE)) as pool:
@@ -146,6 +156,70 @@ def write_data_files(
         adds = [write(values) for values in groups]
     # (the schema of no rows: the columns, without converting a night of them)
     return StagedFiles(night, adds, ready.head(0).to_arrow().schema, tuple(columns))
+
+
+def write_nights_files(
+    location: Location,
+    table: str,
+    frame: pl.DataFrame,
+    nights: Sequence[str],
+    column: str = NIGHT_COLUMN,
+) -> list[StagedFiles]:
+    """Each night of ``nights`` (dated, partitioned by the night column ``column`` alone):
+    ``frame``'s rows of it written as ``write_data_files`` writes them (a night without rows:
+    no file), the same files, statistics and schema, uncommitted. One conversion and one
+    statistics query for every night (a standing table's night is a handful of rows, and a
+    query a file was 3/4 of staging a rescore's standings: docs/performance.md, "A batch's
+    files")."""
+    for night in nights:
+        check_night(night)
+    if None in nights:
+        raise ValueError("a batch of nights is of dated nights")
+    where = _table(location, table)
+    if column not in frame.columns:
+        raise ValueError(f"the frame has no {column} column (nights {nights})")
+    ready = delta_ready(frame)
+    if not ready.get_column(column).is_in(list(nights)).fill_null(False).all():
+        raise ValueError(f"rows of other nights than {', '.join(nights)} in a write of them")
+    # Each night's rows together, in their order (a stable sort), taken out as slices.
+    grouped = ready.sort(column, maintain_order=True)
+    columns = _stats_columns(ready.schema, (column,))
+    got = grouped.group_by(column, maintain_order=True).agg(
+        pl.len().alias(_ROWS), *_stats_asked(columns)
+    )
+    data, schema = grouped.drop(column), ready.head(0).to_arrow().schema
+    where_rows, start = {}, 0
+    for row in got.rows(named=True):
+        where_rows[row[column]] = (start, row)
+        start += row[_ROWS]
+    staged = []
+    for night in nights:
+        adds = []
+        if night in where_rows:
+            first, stats = where_rows[night]
+            rows = data.slice(first, stats[_ROWS])  # (no copy)
+            made = _stats_json(columns, stats, stats[_ROWS])
+            adds.append(_put_file(where, (column,), (night,), rows, made))
+        staged.append(StagedFiles(night, adds, schema, (column,)))
+    return staged
+
+
+_ROWS: Final = "numRecords"  # (a name no ``_stats_asked`` aggregation takes)
+
+
+def _put_file(
+    where: Location, columns: Sequence[str], values: Sequence[Any], data: pl.DataFrame, stats: str
+) -> AddAction:
+    """``data`` (one partition's rows, without its partition columns) written as a new
+    data file of the partition ``values`` of ``columns``: its ``AddAction``."""
+    key = f"{_partition_path(columns, values)}/part-{uuid.uuid4()}.parquet"
+    buffer = io.BytesIO()
+    data.write_parquet(buffer, compression="snappy")
+    content = buffer.getvalue()
+    if objects.put_if_absent(where, key, content) is None:
+        raise StorageError(f"cannot stage {where.child(key).display}: it exists")
+    partitions = {c: (None if v is None else str(v)) for c, v in zip(columns, values, strict=True)}
+    return AddAction(key, len(content), partitions, int(time.time() * 1000), True, stats)
 
 
 def _in_partition(columns: Sequence[str], values: Sequence[Any]) -> pl.Expr:
