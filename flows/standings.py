@@ -35,11 +35,11 @@ from flows.standings_aside import HEALTH_TABLES, of_categories, of_tasks
 from flows.standings_between import (
     Standing,
     Tested,
-    _at,
-    _empty,
-    _together,
+    as_night,
+    empty_of,
     moved_between,
     tested_between,
+    together,
 )
 from flows.store.catalog import (
     CATEGORY_SCORES,
@@ -184,12 +184,12 @@ class Standings:
             kept = None if previous is None else self._episodes_of(previous)
             if kept is not None:
                 kept = kept.join(compact(tonight.tasks.select(CELL)), on=CELL, how="anti")
-            episodes = resolved(ran) if kept is None else _together(kept, resolved(ran))
+            episodes = resolved(ran) if kept is None else together(kept, resolved(ran))
             known = held.result()
             tested = aside.submit(self._tested, previous, night, tasks, episodes)
             health = aside.submit(of_tasks, tasks, self.planned, self.bootstrap.level)
             made = statistics_above(
-                _at(tasks.drop(AS_OF), night), _at(episodes, night), self.bootstrap, known
+                as_night(tasks.drop(AS_OF), night), as_night(episodes, night), self.bootstrap, known
             )
             intervals = made.intervals
             above = {_OF_NIGHT[name]: _as_of(frame) for name, frame in tables_above(made).items()}
@@ -272,7 +272,7 @@ class Standings:
             own = compared(
                 plain(rows).join(cells, on=[DUMP_DATE, *CELL], how="semi", nulls_equal=True)
             )
-            standing.episodes = own if carried is None else _together(carried, own)
+            standing.episodes = own if carried is None else together(carried, own)
         standing.episodes = resolved(standing.episodes)
         return standing.episodes
 
@@ -302,9 +302,9 @@ class Standings:
         if last is None or last.as_of is None or last.episodes is None:
             return {}
         held = self.output.nights_held(STANDING_EPISODES, AS_OF)
-        kept = {night: _empty(STANDING_EPISODES) for night in held if night != last.as_of}
+        kept = {night: empty_of(STANDING_EPISODES) for night in held if night != last.as_of}
         if not isinstance(last.episodes, pl.DataFrame):  # not read: the night's own, no other
-            return {**kept, last.as_of: _empty(STANDING_EPISODES)}
+            return {**kept, last.as_of: empty_of(STANDING_EPISODES)}
         earlier = plain(last.episodes).filter(pl.col(DUMP_DATE) != last.as_of)
         as_of = pl.lit(last.as_of, pl.String).alias(AS_OF)
         kept[last.as_of] = earlier.select(as_of, *COMPARED_COLUMNS)
@@ -335,7 +335,7 @@ class Standings:
         """``standing_changes`` and ``task_changes`` of ``current`` against ``previous``
         (none for the first), its re-runs ``tested`` already."""
         if previous is None or tested is None:
-            return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+            return empty_of(STANDING_CHANGES), empty_of(TASK_CHANGES)
         return moved_between(previous, current, tested, self.options)
 
     def _anew(self, current: Standing) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -344,7 +344,7 @@ class Standings:
         the results of the same night whose score or formula moved, per model and scope
         (and per task)."""
         night = current.as_of
-        nothing = _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+        nothing = empty_of(STANDING_CHANGES), empty_of(TASK_CHANGES)
         if night is None or night not in self.present():
             return nothing
         if not current.tasks[DUMP_DATE].is_in(sorted(self.anew)).any():

@@ -27,7 +27,8 @@ STANDING_CHANGES = STANDING_CHANGES_TABLE.name
 TASK_CHANGES = TASK_CHANGES_TABLE.name
 
 
-def _empty(table: str) -> pl.DataFrame:
+def empty_of(table: str) -> pl.DataFrame:
+    """``table`` without rows, as a standing's tables are made (no provenance yet)."""
     return empty_table(table).drop(PROVENANCE)
 
 
@@ -94,7 +95,7 @@ def tested_between(
     old = resolved(previous.episodes).join(rerun, on=CELL, how="semi")
     new = resolved(episodes).join(rerun, on=CELL, how="semi")
     tested = regressions(
-        _together(_at(old, previous.as_of), _at(new, as_of)),
+        together(as_night(old, previous.as_of), as_night(new, as_of)),
         baseline="previous",
         k=1,
         design=check_design(bootstrap.design),
@@ -111,7 +112,7 @@ def moved_between(
     assert previous.as_of is not None and current.as_of is not None
     changes, regressed = tested
     if changes.is_empty():
-        return _empty(STANDING_CHANGES), _empty(TASK_CHANGES)
+        return empty_of(STANDING_CHANGES), empty_of(TASK_CHANGES)
     moved = standing_changes(
         changes.lazy(),
         (previous.models.lazy(), previous.categories.lazy()),
@@ -126,12 +127,12 @@ def moved_between(
     return rows, cells
 
 
-def _together(*frames: pl.DataFrame) -> pl.DataFrame:
+def together(*frames: pl.DataFrame) -> pl.DataFrame:
     """Compared episodes of several sources as one frame (text keys meet, then compact)."""
     return compared(pl.concat([plain(f) for f in frames], how="vertical_relaxed"))
 
 
-def _at(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
+def as_night(frame: pl.DataFrame, night: str | None) -> pl.DataFrame:
     """``frame`` as if of one night (``dump_date`` set): a standing's statistics are those
     of a night whose episodes are the standing's."""
     return frame.with_columns(
