@@ -15,7 +15,9 @@ standings switched off too (their cost, at each history). ``--built nightly``: e
 built as production builds it, a ``nightly`` a night (a commit a table and a night in each
 Delta log, a run a night in the runs table; in one process per checkout), not by one
 ``score`` (one commit a table). Each run's CPU seconds (user and system, ``wait4``) are told
-beside its wall seconds: they move less with the machine's load.
+beside its wall seconds: they move less with the machine's load. Each timed run starts after
+a ``sync`` (``benchmarks.settled``): the copy made just before it is on disk, not written
+back by the run's first ``fsync``.
 
     python -m benchmarks.history [--nights 30 150] [--before a960177 | --checkout PATH]
         [--repeat 3] [--off] [--built score|nightly]
