@@ -162,13 +162,19 @@ def test_an_interrupted_import_ends_the_group_of_the_task_it_was_replaying(
         signal.pthread_kill(main, signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        import_runs(
+    try:
+        report = import_runs(
             Location.parse(str(runs)),
             tmp_path / "tasks",
             Location.parse(str(tmp_path / "dump")),
             timeout=120,
         )
+    except KeyboardInterrupt:
+        pass
+    else:  # (seen once in a full suite: say how the run ended, and whether the task forked)
+        told = [(r.outcome, r.reasons, r.detail) for r in report.runs]
+        forked = pid_file.exists() and bool(pid_file.read_text())
+        pytest.fail(f"the import was not interrupted: {told}; the task forked: {forked}")
     assert not _running(int(pid_file.read_text()))
 
 
