@@ -159,3 +159,23 @@ def test_a_re_run_test_takes_few_queries(monkeypatch: pytest.MonkeyPatch) -> Non
     nights = pl.concat([first, second])
     made = polars_queries(monkeypatch, lambda: regressions(nights, baseline="previous", k=1))
     assert 0 < made <= REGRESSIONS_AT_MOST
+
+
+def test_the_cells_and_weights_carry_task_codes_that_order_tasks_as_their_keys() -> None:
+    # The variances sort and group a contrast's rows by the task's code (``Work.TASK``), not
+    # by its two texts: the same order, so the same sums to the bit, only where every code
+    # is its key's rank. Rows come shuffled, tasks named against their first appearance.
+    episodes = _episodes().with_columns(
+        pl.col(Col.TASK).str.replace(r"-(\d)$", "-z$1").str.replace("runtime_rl-z0", "a")
+    )
+    prep = prepare(episodes.sample(fraction=1.0, shuffle=True, seed=5), [DUMP_DATE, Col.MODEL])
+    key = [Col.CATEGORY, Col.TASK]
+    codes = prep.tasks.sort(key)[Work.TASK]
+    assert codes.to_list() == sorted(codes.to_list())
+    for frame in (prep.cells, prep.weights):
+        pairs = frame.select(*key, Work.TASK).unique()
+        assert pairs.join(prep.tasks, on=key, suffix="_named")[Work.TASK].to_list() == (
+            pairs.join(prep.tasks, on=key, suffix="_named")[Work.TASK + "_named"].to_list()
+        )
+        assert pairs.height == prep.tasks.height
+    assert prep.cells.equals(prep.cells.sort(Work.UNIT, *key))

@@ -50,7 +50,7 @@ from schemas.comparisons import (
 )
 from schemas.contract import DUMP_DATE, UNCATEGORISED, Col
 from transforms.compare.inference import detectable, inference
-from transforms.compare.preparation import TASK_KEY, Prepared, prepare, score_bounds_plan
+from transforms.compare.preparation import Prepared, prepare, score_bounds_plan
 from transforms.compare.variance import DEFAULT_DESIGN, DesignChoice, variances
 from transforms.exact import exactly
 from transforms.stats import adjust_over, holm_levels, wilcoxon_signed_rank
@@ -353,7 +353,7 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
     ``scipy.stats.wilcoxon`` with its defaults: zero differences dropped, two-sided;
     ``transforms.stats.wilcoxon_signed_rank``; null where scipy gives none), and the tasks
     each side won. Pairs with the same number of tasks are tested at once."""
-    cells = prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.MEAN)
+    cells = prep.cells.lazy().select(Work.UNIT, Col.CATEGORY, Work.TASK, Work.MEAN)
     # (overall_by_category averages the categories: a task in none is not in it)
     in_categories = (pl.col(SCOPE) == OVERALL_BY_CATEGORY) & (pl.col(Col.CATEGORY) != UNCATEGORISED)
     in_scope = (pl.col(SCOPE) == OVERALL) | in_categories | (pl.col(SCOPE) == pl.col(Col.CATEGORY))
@@ -362,12 +362,16 @@ def task_signed_ranks(prep: Prepared, pairs: pl.DataFrame) -> pl.DataFrame:
         .select(Work.CID, SCOPE, Work.UNIT, Work.UNIT + "_b")
         .join(cells, on=Work.UNIT)
         .join(
-            cells.rename({Work.UNIT: Work.UNIT + "_b", Work.MEAN: Work.MEAN + "_b"}),
-            on=[Work.UNIT + "_b", *TASK_KEY],
+            cells.select(
+                pl.col(Work.UNIT).alias(Work.UNIT + "_b"),
+                Work.TASK,
+                pl.col(Work.MEAN).alias(Work.MEAN + "_b"),
+            ),
+            on=[Work.UNIT + "_b", Work.TASK],
         )
         .filter(in_scope)
         .with_columns((pl.col(Work.MEAN) - pl.col(Work.MEAN + "_b")).alias(Work.VALUE))
-        .sort(Work.CID, *TASK_KEY)
+        .sort(Work.CID, Work.TASK)
     )
     per_pair = each_task.group_by(Work.CID, maintain_order=True).agg(
         (pl.col(Work.VALUE) > 0).sum().cast(pl.Int64).alias(N_TASKS_A_BETTER),

@@ -35,18 +35,21 @@ class Prepared:
     """Episode scores digested per unit (a model on a night, or under a formula)."""
 
     units: pl.DataFrame  # UNIT and the unit's key columns
-    # per unit and task: MEAN (task score), N episodes, G clusters, K (√ of G/(G-1)), the
-    # lowest and highest episode scores (LOWEST, HIGHEST)
+    # per unit and task (its key and its code, TASK): MEAN (task score), N episodes, G
+    # clusters, K (√ of G/(G-1)), the lowest and highest episode scores (LOWEST, HIGHEST)
     cells: pl.DataFrame
     atoms: pl.DataFrame  # per unit, task (TASK) and cluster: DEV = Σ (score - mean) / n, N
     # per unit and scope: SCORE, N episodes, N_TASKS, COVERAGE (what the score averages),
     # GROUP (the categories covered)
     scopes: pl.DataFrame
-    # per unit, scope and task: W (the task's weight in the scope's score), STRATUM (where
-    # the task is drawn from: its category, or for ``overall`` every task alike) and CENTRE
-    # (the unit's score in the stratum: within it the scope weighs the unit's tasks alike)
+    # per unit, scope and task (its key and TASK): W (the task's weight in the scope's
+    # score), STRATUM (where the task is drawn from: its category, or for ``overall`` every
+    # task alike) and CENTRE (the unit's score in the stratum: within it the scope weighs
+    # the unit's tasks alike)
     weights: pl.DataFrame
-    tasks: pl.DataFrame  # TASK (numbered in text order) and the task's key
+    # TASK (numbered in text order) and the task's key: ordering rows by TASK orders them
+    # as by the key, and a code sorts, groups and joins for a fraction of two texts' cost
+    tasks: pl.DataFrame
     # per unit and task (coded): SELF = Σ DEV² over its clusters, EPISODES = Σ N (the own
     # terms of every variance; summed once, a task at a time where the night is split)
     own: pl.DataFrame
@@ -123,8 +126,18 @@ def prepare(scores: pl.DataFrame | pl.LazyFrame, unit_cols: Sequence[str]) -> Pr
         pl.concat(coded_cells)
         .lazy()
         .join(tasks.lazy(), on=Work.TASK)
-        .select(Work.UNIT, *TASK_KEY, Work.MEAN, Work.N, Work.G, Work.K, Work.LOWEST, Work.HIGHEST)
-        .sort(Work.UNIT, *TASK_KEY)
+        .select(
+            Work.UNIT,
+            *TASK_KEY,
+            Work.TASK,
+            Work.MEAN,
+            Work.N,
+            Work.G,
+            Work.K,
+            Work.LOWEST,
+            Work.HIGHEST,
+        )
+        .sort(Work.UNIT, Work.TASK)  # (the tasks' codes are in the order of their keys)
         .collect(engine=EXACT_ENGINE)
     )
     # Atoms stay coded (about one per episode: text keys would double them). In (unit, task,
@@ -220,14 +233,14 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
     )
     group = group.with_columns(pl.col(Work.GROUP).fill_null(""))
     scopes = scopes.join(group, on=Work.UNIT).sort(Work.UNIT, SCOPE)
-    per_task = categorised.select(Work.UNIT, *TASK_KEY).join(
+    per_task = categorised.select(Work.UNIT, *TASK_KEY, Work.TASK).join(
         categories.select(Work.UNIT, Col.CATEGORY, N_TASKS, Work.CAT_SCORE),
         on=[Work.UNIT, Col.CATEGORY],
     )
     per_task = per_task.join(by_category.select(Work.UNIT, Work.N_CATEGORIES), on=Work.UNIT)
     every_task = (
         cells.lazy()
-        .select(Work.UNIT, *TASK_KEY)
+        .select(Work.UNIT, *TASK_KEY, Work.TASK)
         .join(
             by_task.select(
                 Work.UNIT, pl.col(N_TASKS).alias(Work.EPISODES), pl.col(SCORE).alias(Work.VALUE)
@@ -261,6 +274,7 @@ def _scopes_and_weights(cells: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
                 Work.UNIT,
                 (category if scope is None else pl.lit(scope)).alias(SCOPE),
                 *TASK_KEY,
+                Work.TASK,
                 weight.alias(Work.W),
                 stratum.alias(Work.STRATUM),
                 centre.alias(Work.CENTRE),

@@ -46,7 +46,7 @@ from schemas.comparisons import (
     Unestimable,
     Work,
 )
-from transforms.compare.preparation import TASK_KEY, Prepared
+from transforms.compare.preparation import Prepared
 from transforms.compare.variance_tasks import _task_sample
 from transforms.compare.variance_within import (
     _STRATUM,
@@ -123,7 +123,7 @@ def _shapes(prep: Prepared, contrasts: pl.DataFrame) -> tuple[bool, bool, bool]:
     one = ((rows == 1) & (low == 1.0)).all().alias(Work.ROWS)
     two = ((rows == 2) & (low == -1.0) & (high == 1.0)).all().alias(Work.LOW)
     cells = prep.cells.lazy()
-    every = pl.col(Work.UNIT).n_unique().cast(pl.Int64) * pl.struct(TASK_KEY).n_unique()
+    every = pl.col(Work.UNIT).n_unique().cast(pl.Int64) * pl.col(Work.TASK).n_unique()
     same = cells.select((pl.len().cast(pl.Int64) == every).alias(Work.ALL))
     flags, coverage = exactly(shape.select(one, two), same)
     return bool(flags[Work.ROWS][0]), bool(flags[Work.LOW][0]), bool(coverage[Work.ALL][0])

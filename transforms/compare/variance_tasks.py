@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from schemas.comparisons import DF, N_TASKS, Work
-from transforms.compare.preparation import TASK_KEY, Prepared
+from transforms.compare.preparation import Prepared
 from transforms.compare.variance_within import _STRATUM, sum_or_null
 
 
@@ -39,15 +39,15 @@ def _task_sample(
     coef_w = pl.col(Work.COEF) * pl.col(Work.W)
     terms = (
         rows.join(
-            prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.MEAN), on=[Work.UNIT, *TASK_KEY]
+            prep.cells.lazy().select(Work.UNIT, Work.TASK, Work.MEAN), on=[Work.UNIT, Work.TASK]
         )
         .with_columns(
             (coef_w * (pl.col(Work.MEAN) - pl.col(Work.CENTRE))).alias(Work.VALUE),
             (coef_w * pl.col(Work.MEAN)).alias(Work.PART),
         )
-        .sort(*_STRATUM, *TASK_KEY, Work.UNIT)
+        .sort(*_STRATUM, Work.TASK, Work.UNIT)
     )
-    per_task = terms.group_by(*_STRATUM, *TASK_KEY, maintain_order=True).agg(
+    per_task = terms.group_by(*_STRATUM, Work.TASK, maintain_order=True).agg(
         pl.col(Work.VALUE).sum(),
         pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
         pl.col(Work.UNIT).alias(Work.MEMBERS),
@@ -57,7 +57,7 @@ def _task_sample(
     # the other patterns (one pattern: in task order, as every full comparison).
     value = pl.col(Work.VALUE)
     patterns = (
-        per_task.sort(*_STRATUM, Work.PATTERN, *TASK_KEY)
+        per_task.sort(*_STRATUM, Work.PATTERN, Work.TASK)
         .group_by(*_STRATUM, Work.PATTERN, maintain_order=True)
         .agg(
             pl.len().alias(Work.N),
@@ -148,9 +148,9 @@ def _part_variance(terms: pl.LazyFrame, sets: pl.LazyFrame) -> pl.LazyFrame:
     per_task = (
         wanted.explode(Work.MEMBERS)
         .rename({Work.MEMBERS: Work.UNIT})
-        .join(terms.select(*_STRATUM, *TASK_KEY, Work.UNIT, Work.PART), on=[*_STRATUM, Work.UNIT])
-        .sort(*_STRATUM, Work.SOURCE, *TASK_KEY, Work.UNIT)
-        .group_by(*_STRATUM, Work.SOURCE, *TASK_KEY, maintain_order=True)
+        .join(terms.select(*_STRATUM, Work.TASK, Work.UNIT, Work.PART), on=[*_STRATUM, Work.UNIT])
+        .sort(*_STRATUM, Work.SOURCE, Work.TASK, Work.UNIT)
+        .group_by(*_STRATUM, Work.SOURCE, Work.TASK, maintain_order=True)
         .agg(part.sum(), pl.len().alias(Work.UNITS), pl.col(Work.ALL).first())
         .filter(pl.col(Work.UNITS) == pl.col(Work.ALL))
     )

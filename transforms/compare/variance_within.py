@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from schemas.comparisons import N_PAIRS, Work
-from transforms.compare.preparation import ATOMS_AT_ONCE, TASK_KEY, Prepared
+from transforms.compare.preparation import ATOMS_AT_ONCE, Prepared
 from transforms.exact import exactly
 
 _STRATUM: Final = [Work.CID, Work.STRATUM]
@@ -35,12 +35,10 @@ def _pair_within(prep: Prepared, rows: pl.LazyFrame) -> pl.LazyFrame:
     and a large night's products made a task at a time."""
     weights = _scaled_weights(prep, rows)
     self_part = _self_part(prep, weights)
-    side = [Work.CID, Work.UNIT, *TASK_KEY, Work.STRATUM, Work.TASK, Work.VALUE]
+    side = [Work.CID, Work.UNIT, Work.STRATUM, Work.TASK, Work.VALUE]
     a_side = weights.filter(pl.col(Work.COEF) > 0).select(side)
     b_side = weights.filter(pl.col(Work.COEF) < 0).select(side)
-    both = a_side.join(
-        b_side.drop(Work.TASK, Work.STRATUM), on=[Work.CID, *TASK_KEY], suffix="_b"
-    ).cache()
+    both = a_side.join(b_side.drop(Work.STRATUM), on=[Work.CID, Work.TASK], suffix="_b").cache()
     (needed,) = exactly(both.select(Work.UNIT, Work.UNIT + "_b").unique())
     # A cluster's row meets every other unit's (units² rows per cluster), which for a whole
     # night of millions of episodes took gigabytes: a large night a task at a time (the same
@@ -54,7 +52,7 @@ def _pair_within(prep: Prepared, rows: pl.LazyFrame) -> pl.LazyFrame:
     # (A large night's products summed as each task is paired: its pairs' rows one task's.)
     products = pl.concat([exactly(part)[0].lazy() if large else part for part in made])
     joined = both.join(products, on=[Work.UNIT, Work.UNIT + "_b", Work.TASK]).sort(
-        *_STRATUM, *TASK_KEY
+        *_STRATUM, Work.TASK
     )
     cross = joined.group_by(*_STRATUM, maintain_order=True).agg(
         (2.0 * pl.col(Work.VALUE) * pl.col(Work.VALUE + "_b") * pl.col(Work.CROSS))
@@ -78,11 +76,10 @@ def _pair_within(prep: Prepared, rows: pl.LazyFrame) -> pl.LazyFrame:
 
 def _scaled_weights(prep: Prepared, rows: pl.LazyFrame) -> pl.LazyFrame:
     """``rows`` with ``VALUE`` = w · k (a unit's weight in the task times its small-sample
-    factor), the unit's clusters ``G`` and the task's code."""
-    cell_terms = prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.K, Work.G)
-    weights = rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
-    weights = weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE))
-    return weights.join(prep.tasks.lazy(), on=TASK_KEY).cache()
+    factor) and the unit's clusters ``G``."""
+    cell_terms = prep.cells.lazy().select(Work.UNIT, Work.TASK, Work.K, Work.G)
+    weights = rows.join(cell_terms, on=[Work.UNIT, Work.TASK])
+    return weights.with_columns((pl.col(Work.W) * pl.col(Work.K)).alias(Work.VALUE)).cache()
 
 
 def _self_part(prep: Prepared, weights: pl.LazyFrame) -> pl.LazyFrame:
@@ -92,7 +89,7 @@ def _self_part(prep: Prepared, weights: pl.LazyFrame) -> pl.LazyFrame:
     # come in any order). (Each unit's own sums over its clusters: ``Prepared.own``, made
     # once; summed here over a night's atoms, twice a night, +148-176 MiB at 2 M episodes.)
     joined = weights.join(prep.own.lazy(), on=[Work.UNIT, Work.TASK])
-    terms = joined.sort(*_STRATUM, *TASK_KEY, Work.UNIT)
+    terms = joined.sort(*_STRATUM, Work.TASK, Work.UNIT)
     return terms.group_by(*_STRATUM, maintain_order=True).agg(
         sum_or_null(pl.col(Work.VALUE) ** 2 * pl.col(Work.SELF), Work.VAR_WITHIN),
         pl.col(Work.EPISODES).sum().alias(Work.TOTAL),
@@ -186,18 +183,17 @@ def _within(prep: Prepared, rows: pl.LazyFrame) -> pl.LazyFrame:
     """Tasks fixed, per contrast and category: Σ_task Σ_cluster (Σ_unit coef · w · k ·
     dev)², every unit's influence values scaled by its own small-sample factor; the
     clusters, those shared by two units or more, and the episodes on them (a plan)."""
-    cell_terms = prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.K)
+    cell_terms = prep.cells.lazy().select(Work.UNIT, Work.TASK, Work.K)
     return (
-        rows.join(cell_terms, on=[Work.UNIT, *TASK_KEY])
-        .join(prep.tasks.lazy(), on=TASK_KEY)
+        rows.join(cell_terms, on=[Work.UNIT, Work.TASK])
         .join(prep.atoms.lazy(), on=[Work.UNIT, Work.TASK])
         .with_columns(
             (pl.col(Work.COEF) * pl.col(Work.W) * pl.col(Work.K) * pl.col(Work.DEV)).alias(
                 Work.VALUE
             )
         )
-        .sort(*_STRATUM, *TASK_KEY, Work.CLUSTER, Work.UNIT)
-        .group_by(*_STRATUM, *TASK_KEY, Work.CLUSTER, maintain_order=True)
+        .sort(*_STRATUM, Work.TASK, Work.CLUSTER, Work.UNIT)
+        .group_by(*_STRATUM, Work.TASK, Work.CLUSTER, maintain_order=True)
         .agg(
             sum_or_null(pl.col(Work.VALUE), Work.VALUE),
             pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
