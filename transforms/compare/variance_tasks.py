@@ -47,11 +47,17 @@ def _task_sample(
         )
         .sort(*_STRATUM, Work.TASK, Work.UNIT)
     )
-    per_task = terms.group_by(*_STRATUM, Work.TASK, maintain_order=True).agg(
-        pl.col(Work.VALUE).sum(),
-        pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
-        pl.col(Work.UNIT).alias(Work.MEMBERS),
-        pl.col(Work.UNIT).cast(pl.String).str.join(",").alias(Work.PATTERN),
+    # The pattern's text made from the members' lists once grouped: a text joined in each
+    # group took 7 ms of a standing's 10,000 rows of pairs, the lists' join 1.5.
+    members = pl.col(Work.MEMBERS).cast(pl.List(pl.String)).list.join(",")
+    per_task = (
+        terms.group_by(*_STRATUM, Work.TASK, maintain_order=True)
+        .agg(
+            pl.col(Work.VALUE).sum(),
+            pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
+            pl.col(Work.UNIT).alias(Work.MEMBERS),
+        )
+        .with_columns(members.alias(Work.PATTERN))
     )
     # A pattern's tasks together, in task order: its sums run in the same order whatever
     # the other patterns (one pattern: in task order, as every full comparison).
