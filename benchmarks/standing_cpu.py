@@ -22,7 +22,6 @@ import collections
 import copy
 import importlib
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -37,9 +36,11 @@ Captured = list[tuple[Any, str | None, Any]]
 
 
 def captured(dump: Path, out: Path, first: int, count: int) -> Captured:
-    """``score DUMP --out OUT``, keeping a copy of each chosen standing's start."""
+    """``score DUMP --out OUT`` (``flows.runs.score``: the command's run, without the
+    command line's state), keeping a copy of each chosen standing's start."""
     from flows import standings
-    from flows.cli import run
+    from flows.mappers import local_mapper
+    from flows.runs import score
 
     kept: Captured = []
     made = standings.Standings.of_night
@@ -53,14 +54,9 @@ def captured(dump: Path, out: Path, first: int, count: int) -> Captured:
         return made(self, night, tonight)
 
     standings.Standings.of_night = of_night  # type: ignore[method-assign]
-    argv, sys.argv = sys.argv, ["cogscore", "score", str(dump), "--out", str(out), "--quiet"]
     try:
-        run()
-    except SystemExit as end:
-        if end.code:
-            raise
+        score(dump, out, (), local_mapper)
     finally:
-        sys.argv = argv
         standings.Standings.of_night = made  # type: ignore[method-assign]
     return kept
 
