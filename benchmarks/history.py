@@ -44,7 +44,7 @@ import deltalake
 
 from benchmarks import settled
 from benchmarks.before_after import worktree
-from benchmarks.standings import build
+from benchmarks.standings import EPISODES, MODELS, RERUNS, build
 
 TOP = Path(__file__).resolve().parents[1]
 THIS = "this checkout"
@@ -345,9 +345,9 @@ def main() -> None:
     parser.add_argument("--nights", type=int, nargs="+", default=[30, 150])
     parser.add_argument("--before", action="append", default=[])
     parser.add_argument("--checkout", action="append", default=[], type=Path)
-    parser.add_argument("--models", type=int, default=14)
-    parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--reruns", type=int, default=20)
+    parser.add_argument("--models", type=int, default=MODELS)
+    parser.add_argument("--episodes", type=int, default=EPISODES)
+    parser.add_argument("--reruns", type=int, default=RERUNS)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--off", action="store_true")
     parser.add_argument("--json", action="store_true")

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.standings import build
+from benchmarks.standings import EPISODES, MODELS, RERUNS, build
 
 Captured = list[tuple[Any, str | None, Any]]
 
@@ -128,7 +128,7 @@ def timed_parts(names: list[str]) -> Iterator[dict[str, list[float]]]:
 def measure(nights: int, first: int, count: int, repeat: int, parts: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix="cogscore-standing-cpu-") as scratch:
         root = Path(scratch)
-        build(root, nights, 14, 1, 20)
+        build(root, nights, MODELS, EPISODES, RERUNS)
         kept = captured(root / "dump", root / "out", first, count)
         if not kept:
             raise SystemExit(f"no standing {first} of {nights} nights was made")

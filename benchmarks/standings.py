@@ -44,6 +44,11 @@ CATEGORIES = {
     "procedural_learning": 11,
 }
 FIRST = date(2026, 1, 1)
+# LearningBench's shape, the benchmarks' default: its models on the first night, an episode
+# a model and task, the tasks re-run a night.
+MODELS = 14
+EPISODES = 1
+RERUNS = 20
 
 # A child process: the command, with the standings switched off when asked.
 CHILD = """
@@ -175,9 +180,9 @@ def measure(nights: int, models: int, episodes: int, reruns: int, repeat: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nights", type=int, default=365)
-    parser.add_argument("--models", type=int, default=14)
-    parser.add_argument("--episodes", type=int, default=1)
-    parser.add_argument("--reruns", type=int, default=20)
+    parser.add_argument("--models", type=int, default=MODELS)
+    parser.add_argument("--episodes", type=int, default=EPISODES)
+    parser.add_argument("--reruns", type=int, default=RERUNS)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
