@@ -298,10 +298,10 @@ def score_bounds_plan(prep: Prepared) -> pl.LazyFrame:
     low, high = SCORE_RANGE
     return (
         prep.weights.lazy()
-        .select(Work.UNIT, SCOPE, *TASK_KEY)
+        .select(Work.UNIT, SCOPE, Work.TASK)
         .join(
-            prep.cells.lazy().select(Work.UNIT, *TASK_KEY, Work.LOWEST, Work.HIGHEST),
-            on=[Work.UNIT, *TASK_KEY],
+            prep.cells.lazy().select(Work.UNIT, Work.TASK, Work.LOWEST, Work.HIGHEST),
+            on=[Work.UNIT, Work.TASK],
         )
         .group_by(Work.UNIT, SCOPE)
         .agg(
