@@ -275,7 +275,19 @@ def score_nights(
                 unscored[night or "(undated)"] = dark
             t3 = time.perf_counter()
             progress.step(f"night {night or '(undated)'}: aggregating (bootstrap), regressions")
-            tables = tables_of_night(night, result, bootstrap, watch, job.per_night)
+            # The night's standing starts from its own tables, beside its regressions and
+            # staging, where the worker is free (else after them, as the worker finishes
+            # the standing before: the run's thread stages meanwhile instead of waiting).
+            early = night in to_stand and beside.idle()
+            fingerprints[night] = fingerprint((r.file, r.digest) for r in result.files)
+            tables = tables_of_night(
+                night,
+                result,
+                bootstrap,
+                watch,
+                job.per_night,
+                made=partial(_stand_from, stand, night, result) if early else None,
+            )
             flagged.append(tables[REGRESSIONS].filter(pl.col(ALERT_LEVEL).is_in(FLAGGED)))
             gone_models = tables[REGRESSIONS].filter(pl.col(REASON) == ABSENT)[Col.MODEL]
             if gone_models.len():
@@ -284,14 +296,13 @@ def score_nights(
                 tables[RESCORE_DIFF] = no_diff()
             t4 = time.perf_counter()
             progress.step(f"night {night or '(undated)'}: staging {len(tables)} tables")
-            fingerprints[night] = fingerprint((r.file, r.digest) for r in result.files)
             if result.staged is not None:  # written while the tables were made: waited for
                 writer.stage_files(EPISODE_SCORES, night, settled(result.staged))
             stage(tables, night)
             t5 = time.perf_counter()
-            if night in to_stand:
+            if night in to_stand and not early:
                 progress.step(f"night {night or '(undated)'}: the standing as of it")
-                stand(night, NightInput(night, tables[TASK_SCORES], tables, result.episodes()))
+                _stand_from(stand, night, result, tables)
             writer.night_done()
             progress.night_done(night)
             log().info(
@@ -488,6 +499,17 @@ def _digests(files: Sequence[DumpFile], known: Mapping[str, str]) -> dict[str, s
 def _finished(rows: Sequence[RunRow], details: Mapping[str, Any]) -> list[RunRow]:
     now = datetime.now(UTC)
     return [replace(row, finished=now, details=dict(details)) for row in rows]
+
+
+def _stand_from(
+    stand: Callable[[str | None, NightInput], None],
+    night: str | None,
+    result: ScoreResult,
+    tables: dict[str, pl.DataFrame],
+) -> None:
+    """The standing as of ``night`` handed to ``stand``, from the night's result and its
+    own tables."""
+    stand(night, NightInput(night, tables[TASK_SCORES], tables, result.episodes()))
 
 
 def _no_standing(night: str | None, tonight: NightInput) -> dict[str, pl.DataFrame]:

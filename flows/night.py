@@ -40,6 +40,8 @@ from transforms.compare.preparation import ATOMS_AT_ONCE
 
 # Per night: (night, its result, its tables) -> more tables of that night.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
+# The night's own tables, once made (before its regressions): what may start from them.
+OwnTables = Callable[[dict[str, pl.DataFrame]], None]
 
 
 def tables_of_night(
@@ -48,9 +50,15 @@ def tables_of_night(
     bootstrap: Bootstrap,
     watch: NightWatch,
     more: NightHook | None = None,
+    *,
+    made: OwnTables | None = None,
 ) -> dict[str, pl.DataFrame]:
-    """Every table of night ``night``, by table name."""
+    """Every table of night ``night``, by table name. ``made``: called with the night's own
+    tables (``night_tables``: a copy of the mapping) as soon as they are made, before its
+    regressions, so that what needs no more of the night (its standing) starts beside them."""
     tables = night_tables(result, bootstrap)
+    if made is not None:
+        made(dict(tables))
     tables[REGRESSIONS] = watch.regressions(
         night, result.scores, result.rejects, episodes=result.episodes()
     )

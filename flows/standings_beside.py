@@ -59,6 +59,11 @@ class StandingsBeside:
         self._collect()
         self._pending = (night, self._start(_timed, self.make, night, tonight))
 
+    def idle(self) -> bool:
+        """Whether nothing is in flight (or what is has finished): a ``submit`` now starts
+        at once, without waiting for the standing before."""
+        return self._pending is None or self._pending[1].done()
+
     def flush(self) -> None:
         """Every standing submitted made and handed to ``done`` (an error raised here); the
         worker ended (on an error too)."""

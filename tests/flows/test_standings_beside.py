@@ -122,6 +122,42 @@ def test_a_nightly_reads_the_standing_before_while_it_maps_the_night(
     assert _no_worker_left()
 
 
+def test_a_nightly_starts_its_standing_before_the_night_s_regressions_and_staging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nightly's one standing has no next night to hide behind: it starts from the
+    night's own tables, beside the night's regressions and staging (the worker is free),
+    not after them; the standing's tables as without."""
+    dump = _dump(tmp_path, NIGHTS)
+    last = dump / f"dump_date={NIGHTS[-1]}"
+    held = tmp_path / "held"
+    last.rename(held)
+    runs.score(dump, tmp_path / "out")
+    held.rename(last)
+
+    started = threading.Event()
+    beside: list[bool] = []
+    of_night, regressions = Standings.of_night, job_module.NightWatch.regressions
+
+    def standing(self: Standings, night: str | None, tonight: NightInput) -> dict:
+        started.set()
+        return of_night(self, night, tonight)
+
+    def night_s_regressions(self: object, *args: object, **kwargs: object) -> pl.DataFrame:
+        beside.append(started.wait(10))  # on the old order: never, until the wait ends
+        return regressions(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Standings, "of_night", standing)
+    monkeypatch.setattr(job_module.NightWatch, "regressions", night_s_regressions)
+    outcome = runs.nightly(dump, tmp_path / "out")
+
+    assert outcome.nights_scored == [NIGHTS[-1]]
+    assert beside == [True], "the standing started after the night's regressions"
+    standings = pl.read_delta(str(tmp_path / "out" / "standings"))
+    assert NIGHTS[-1] in standings[AS_OF].to_list()
+    assert _no_worker_left()
+
+
 def test_a_standing_failing_on_the_worker_fails_the_run_and_commits_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
