@@ -156,13 +156,14 @@ def task_replicates(scores: pl.LazyFrame, bootstrap: Bootstrap) -> pl.LazyFrame:
 
 def mean_in_order(values: pl.Expr, *order: str) -> pl.Expr:
     """The mean of the non-null values summed left to right in the order of the columns
-    ``order``: the same bits whatever the row order or chunking polars meets them in.
+    ``order``: the same bits whatever the row order or chunking polars meets them in (no
+    ``order``: in the rows' order, for rows sorted already; a group keeps its rows' order).
 
     >>> df = pl.DataFrame({"v": [0.1, None, 0.2], "k": ["b", "a", "c"]})
     >>> df.select(mean_in_order(pl.col("v"), "k")).item()
     0.15000000000000002
     """
-    present = values.sort_by(*order).drop_nulls()
+    present = (values.sort_by(*order) if order else values).drop_nulls()
     return present.cum_sum().last() / present.len().cast(pl.Float64)
 
 
@@ -263,15 +264,17 @@ def category_scores(tasks: pl.LazyFrame) -> pl.LazyFrame:
     same), tasks and episodes, and their usage added up from the task rows
     (``transforms.usage.rolled_up``). A task in no category is in none of these rows.
     (Intervals: ``transforms.compare.score_intervals``.)"""
+    # Sorted once by task (a group keeps its rows' order), not in each group once per sum.
     return (
         with_usage(in_a_category(tasks), TOTALS)
+        .sort(Col.TASK)
         .group_by(CATEGORY_KEY)
         .agg(
-            mean_in_order(pl.col(SCORE), Col.TASK),
+            mean_in_order(pl.col(SCORE)),
             pl.len().cast(pl.Int64).alias(N_TASKS),
             pl.col(N_EPISODES).sum().cast(pl.Int64),
             pl.col(FORMULA_VERSION).min(),
-            *rolled_up(Col.TASK),
+            *rolled_up(),
         )
     )
 
@@ -288,14 +291,16 @@ def model_scores(tasks: pl.LazyFrame, categories: pl.LazyFrame) -> pl.LazyFrame:
     no ``score_by_category`` and covers no category (0, ``ranked_among`` empty). (Intervals:
     ``transforms.compare.score_intervals``.)"""
     versions = pl.concat_str(pl.col(Col.CATEGORY), pl.lit("="), pl.col(FORMULA_VERSION))
+    # Sorted once by (category, task): each group's sums run in that order.
     by_task = (
         with_usage(tasks, TOTALS)
+        .sort(Col.CATEGORY, Col.TASK)
         .group_by(MODEL_KEY)
         .agg(
-            mean_in_order(pl.col(SCORE), Col.CATEGORY, Col.TASK),
+            mean_in_order(pl.col(SCORE)),
             pl.len().cast(pl.Int64).alias(N_TASKS),  # every task, in a category or none
             pl.col(N_EPISODES).sum().cast(pl.Int64),
-            *rolled_up(Col.CATEGORY, Col.TASK),  # usage from the task rows, as the score
+            *rolled_up(),  # usage from the task rows, as the score
         )
     )
     summary = categories.group_by(MODEL_KEY).agg(

@@ -22,6 +22,7 @@ from schemas.contract import (
     USAGE_DTYPES,
     USAGE_MAXIMA,
 )
+from schemas.tables import TASK_SCORES_TABLE
 from tests.run import run_pipeline
 from transforms.aggregate import category_scores, component_sums, model_scores
 from transforms.usage import task_usage
@@ -296,3 +297,15 @@ def test_an_episode_whose_sum_would_not_fit_has_its_usage_refused(
     assert episode["usage_refused"] == (
         "usage_invalid: the episode's sum of input_tokens does not fit its type"
     )
+
+
+def test_category_and_model_scores_sort_their_task_rows_once_not_in_each_group() -> None:
+    """Their sums run in (category, task) order (the test above: the same bits whatever the
+    row order) because the task rows are sorted once before the groups, each group keeping
+    its rows' order; not by a ``sort_by`` of the score and each usage measure in each group
+    (issue 48: part of every night's and every standing's category and model scores)."""
+    tasks = TASK_SCORES_TABLE.empty().lazy()
+    plan = model_scores(tasks, category_scores(tasks)).explain()
+    # (one left: the mean of a model's few category scores, in category order)
+    assert plan.count("sort_by") == 1, plan
+    assert plan.count("SORT BY") == 2, plan  # the task rows, for the categories, the models
