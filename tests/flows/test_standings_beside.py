@@ -89,17 +89,24 @@ def test_a_score_makes_a_night_s_standing_on_a_worker_while_it_maps_the_next_nig
     assert _no_worker_left()
 
 
-def test_a_nightly_reads_the_standing_before_while_it_maps_the_night(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The nightly's one standing: the standing before it (the output's) is read on the
-    worker while the run maps the night's files, not after; the tables as without."""
+def _scored_but_the_last_night(tmp_path: Path) -> Path:
+    """A dump of ``NIGHTS`` whose nights but the last ``tmp_path / "out"`` holds (a
+    ``score`` of them): the last one is the nightly's new night."""
     dump = _dump(tmp_path, NIGHTS)
     last = dump / f"dump_date={NIGHTS[-1]}"
     held = tmp_path / "held"
     last.rename(held)
     runs.score(dump, tmp_path / "out")
     held.rename(last)
+    return dump
+
+
+def test_a_nightly_reads_the_standing_before_while_it_maps_the_night(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nightly's one standing: the standing before it (the output's) is read on the
+    worker while the run maps the night's files, not after; the tables as without."""
+    dump = _scored_but_the_last_night(tmp_path)
 
     read = threading.Event()
     read_on: list[str] = []
@@ -128,12 +135,7 @@ def test_a_nightly_starts_its_standing_before_the_night_s_regressions_and_stagin
     """The nightly's one standing has no next night to hide behind: it starts from the
     night's own tables, beside the night's regressions and staging (the worker is free),
     not after them; the standing's tables as without."""
-    dump = _dump(tmp_path, NIGHTS)
-    last = dump / f"dump_date={NIGHTS[-1]}"
-    held = tmp_path / "held"
-    last.rename(held)
-    runs.score(dump, tmp_path / "out")
-    held.rename(last)
+    dump = _scored_but_the_last_night(tmp_path)
 
     started = threading.Event()
     beside: list[bool] = []
