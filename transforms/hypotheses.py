@@ -17,6 +17,7 @@ path (the standing's task rows are filtered and joined in polars).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any, Final
@@ -173,14 +174,21 @@ def _paired(scoped: pl.DataFrame, a: str, b: str) -> tuple[np.ndarray, np.ndarra
 
 
 def _means(scoped: pl.DataFrame, models: Sequence[str]) -> np.ndarray:
-    """Each model's mean task score in the scope, in the order declared."""
-    means = (
+    """Each model's mean task score in the scope, in the order declared, its sum correctly
+    rounded (``math.fsum``): models whose scores add up the same tie whatever order the
+    standing's rows come in (a float sum in the rows' order breaks such a tie one way or
+    the other, and ``mannwhitneyu`` then leaves its tie-corrected normal p-value for the
+    exact one). A few models' task scores: Python's own sum is no hot path here."""
+    scores = (
         scoped.filter(pl.col(Col.MODEL).is_in(list(models)))
         .group_by(Col.MODEL)
-        .agg(pl.col(SCORE).mean())
+        .agg(pl.col(SCORE).drop_nulls())
     )
-    by_model = dict(zip(means[Col.MODEL], means[SCORE], strict=True))
-    return np.array([by_model[m] for m in models], dtype=np.float64)
+    by_model = dict(zip(scores[Col.MODEL], scores[SCORE].to_list(), strict=True))
+    return np.array(
+        [math.fsum(s) / len(s) if s else math.nan for s in map(by_model.get, models)],
+        dtype=np.float64,
+    )
 
 
 def _coverage(scoped: pl.DataFrame, models: Sequence[str]) -> str | None:

@@ -7,6 +7,7 @@ night's input (each model's latest score on each task), never read back from cog
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +101,10 @@ def _expected(as_of: str) -> dict[str, tuple[float, float] | None]:
         w = stats.wilcoxon(x, y, zero_method="wilcox", alternative="two-sided")
         found["W"] = (w.statistic, w.pvalue)
     if set(MODELS) <= have:
-        mean = {m: np.mean([s for (n, _), s in standing.items() if n == m]) for m in MODELS}
+        # Each sum correctly rounded: the m2 and m4 of N2 add up the same (a tie whatever
+        # order a sum meets their scores in).
+        scored = {m: [s for (n, _), s in standing.items() if n == m] for m in MODELS}
+        mean = {m: math.fsum(s) / len(s) for m, s in scored.items()}
         u = stats.mannwhitneyu([mean["m1"], mean["m3"]], [mean["m2"], mean["m4"]])
         found["U"] = (u.statistic, u.pvalue)
     return found

@@ -5,6 +5,7 @@ Benjamini-Hochberg: never typed in."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -191,3 +192,35 @@ def test_no_hypothesis_declared_is_an_empty_table() -> None:
     found = hypotheses(standing({"a": 0.0}).lazy(), []).collect()
     assert found.is_empty()
     assert found.schema == {n: t for n, t in HYPOTHESES_TABLE.dtypes.items() if n not in PROVENANCE}
+
+
+def test_a_mann_whitney_tie_is_a_tie_in_any_row_order() -> None:
+    """Two models whose task scores add up to the same sum tie, however the standing's rows
+    come (a float sum in the rows' order would break the tie one way or the other, and
+    scipy's exact p-value would replace the tie-corrected normal one)."""
+    tenths = {
+        "m2": [0, 0, 1, 1, 2, 2, 4, 4, 4, 4, 5, 6, 7, 7, 7, 7],
+        "m4": [1, 1, 1, 2, 2, 2, 3, 3, 5, 5, 5, 5, 6, 6, 6, 8],
+        "m1": [2, 2, 3, 3, 4, 4, 4, 4, 5, 5, 8, 9, 9, 9, 10, 10],
+        "m3": [2, 2, 2, 3, 4, 4, 5, 5, 6, 7, 8, 9, 9, 9, 9, 10],
+    }
+    rows = pl.DataFrame(
+        [
+            {"as_of": "2026-01-02", "model": m, "category": "runtime_rl", "task": f"t{i:02}"}
+            | {"score": v / 10}
+            for m, values in tenths.items()
+            for i, v in enumerate(values)
+        ]
+    )
+    means = {m: math.fsum(v / 10 for v in values) / len(values) for m, values in tenths.items()}
+    assert means["m2"] == means["m4"]  # the tie this test is about
+    expected = stats.mannwhitneyu([means["m1"], means["m3"]], [means["m2"], means["m4"]])
+    planned = [mann_whitney("U", ["m1", "m3"], ["m2", "m4"])]
+    rng = np.random.default_rng(7)
+    for order in [np.arange(rows.height), *(rng.permutation(rows.height) for _ in range(20))]:
+        u = hypotheses(rows[order].lazy(), planned).collect().row(0, named=True)
+        assert (u["statistic"], u["p_value"]) == (expected.statistic, expected.pvalue)
+        assert (u["mean_b"], u["estimate"]) == (
+            means["m2"],
+            np.mean([means["m1"], means["m3"]]) - means["m2"],
+        )
