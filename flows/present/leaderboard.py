@@ -12,6 +12,7 @@ from typing import Final
 
 import polars as pl
 from rich.markup import escape
+from rich.text import Text
 
 from flows.present.terminal import line_width, printable, render, table_of_columns
 from flows.store.output import Output
@@ -80,7 +81,7 @@ def leaderboard_table(
     tasks = N_TASKS in order.columns and order[N_TASKS].n_unique() > 1
     cost = COST_USD in order.columns and order[COST_USD].is_not_null().any()
     rows = [
-        _leaderboard_cells(row, present, by_model, tasks, cost)
+        _cells(*_leaderboard_cells(row, present, by_model, tasks, cost))
         for row in order.iter_rows(named=True)
     ]
     headers = ["rank", "model", "score", f"{level:.0%} interval", "UB", "by cat."]
@@ -96,7 +97,7 @@ def leaderboard_table(
         members = [cells for cells, member in zip(rows, groups, strict=True) if member == group]
         lines += _rendered(headers, members, widths, not lines or len(lines) == 1, width)
     lines += coverage_note(order, width)
-    if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)] for cells in rows):
+    if cost and any(PARTIAL_COST in cells[headers.index(COST_HEADER)].plain for cells in rows):
         lines.append(
             f"{PARTIAL_COST} some of its calls or episodes record no usage: "
             "the cost leaves them out"
@@ -120,14 +121,14 @@ def category_table(rows: pl.DataFrame, level: float, width: int | None = None) -
     for row in order.iter_rows(named=True):
         rank = row.get(RANK)
         cells.append(
-            [
+            _cells(
                 "-" if rank is None else str(rank),
                 escape(printable(row[Col.MODEL])) + _rank_span(row),
                 f"{row[SCORE]:.3f}",
                 interval(row.get("ci_low"), row.get("ci_high")),  # type: ignore[arg-type]
                 *([str(row[N_TASKS])] if tasks else []),
                 *([cost_per_episode(row)] if cost else []),
-            ]
+            )
         )
     headers = ["rank", "model", "score", f"{level:.0%} interval"]
     headers += ["tasks"] * tasks + [COST_HEADER] * cost
@@ -151,17 +152,20 @@ def category_lines(categories: pl.DataFrame, level: float, chosen: list[str]) ->
     return lines
 
 
-def _widths(headers: list[str], rows: list[list[str]], width: int | None) -> list[int]:
+def _widths(headers: list[str], rows: list[list[Text]], width: int | None) -> list[int]:
     """Each column's width (its widest cell); the model's (the second) takes what the others
     leave, at least ``MODEL_WIDTH`` (its names fold there where they must)."""
-    widths = [max(len(_plain(cells[i])) for cells in [headers, *rows]) for i in range(len(headers))]
+    widths = [
+        max(len(_plain(cells[i])) for cells in [_cells(*headers), *rows])
+        for i in range(len(headers))
+    ]
     room = line_width(width) - (sum(widths) - widths[1]) - (len(widths) - 1)
     widths[1] = max(min(widths[1], room), MODEL_WIDTH)
     return widths
 
 
 def _rendered(
-    headers: list[str], rows: list[list[str]], widths: list[int], header: bool, width: int | None
+    headers: list[str], rows: list[list[Text]], widths: list[int], header: bool, width: int | None
 ) -> list[str]:
     """``rows`` as a leaderboard's table: one space between columns, the model's (the
     second) and the interval's (the fourth) left-aligned, the model's folding."""
@@ -211,11 +215,15 @@ def cost_per_episode(row: Mapping[str, object]) -> str:
     return text + (PARTIAL_COST if partial else "")
 
 
-def _plain(cell: str) -> str:
-    """A cell's widest line as shown (its markup and escapes removed)."""
-    from rich.text import Text
+def _cells(*markup: str) -> list[Text]:
+    """A row's cells, their markup read once (for their widths and the table alike: rich
+    reads a text cell's markup again each time it is measured and drawn)."""
+    return [Text.from_markup(cell) for cell in markup]
 
-    return max(Text.from_markup(cell).plain.split("\n"), key=len)
+
+def _plain(cell: Text) -> str:
+    """A cell's widest line as shown (its markup and escapes removed)."""
+    return max(cell.plain.split("\n"), key=len)
 
 
 def group_line(group: str, models: int) -> str:
