@@ -60,11 +60,16 @@ def run_pipeline(
         # hands its rows on in one chunk.
         parts = chunked(frame.collect(), cuts)
         frame = pl.LazyFrame(schema=parts.schema).map_batches(lambda _: parts, schema=parts.schema)
-    scores, unscored = score_rows(frame, resolve(formulas or {}))
-    rejects = rejects_of(unscored)
-    duplicates = duplicate_episodes(episode_ids(scores, rejects))
+    # Collected in steps, as flows.score collects them (the scores and unscored rows, then
+    # the ids repeated across files): one plan of every step carried the scoring plan into
+    # each of its readers, and polars' search for the subplans they share took 0.8 s of an
+    # example's 0.85 (a dump of 500 rows).
+    plans = score_rows(frame, resolve(formulas or {}))
+    scored, unscored = pl.collect_all(list(plans), engine="in-memory")
+    scores, rejects = scored.lazy(), rejects_of(unscored.lazy()).collect().lazy()
+    duplicates = duplicate_episodes(episode_ids(scores, rejects)).collect().lazy()
     marked = reject_duplicates(scores, rejects, duplicates)
-    kept, rejected = pl.collect_all(list(marked), engine="in-memory")  # as flows.score runs it
+    kept, rejected = pl.collect_all(list(marked), engine="in-memory")
     return kept, rejected
 
 

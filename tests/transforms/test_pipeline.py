@@ -52,7 +52,7 @@ from transforms.registry import VERSIONS, resolve
 
 Key = tuple[str | None, str]
 
-# Every example runs the whole pipeline (~0.25 s, mostly polars planning large queries);
+# Every example runs the whole pipeline (~0.1 s, mostly polars planning large queries);
 # the examples are sized so that this file runs in about 40 s on 2 cores.
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 LAZY = settings(max_examples=100, deadline=None, suppress_health_check=SLOW_OK)
