@@ -155,10 +155,8 @@ def category_lines(categories: pl.DataFrame, level: float, chosen: list[str]) ->
 def _widths(headers: list[str], rows: list[list[Text]], width: int | None) -> list[int]:
     """Each column's width (its widest cell); the model's (the second) takes what the others
     leave, at least ``MODEL_WIDTH`` (its names fold there where they must)."""
-    widths = [
-        max(len(_plain(cells[i])) for cells in [_cells(*headers), *rows])
-        for i in range(len(headers))
-    ]
+    table = [_cells(*headers), *rows]  # the headers' markup read once, not once a column
+    widths = [max(len(_plain(cells[i])) for cells in table) for i in range(len(headers))]
     room = line_width(width) - (sum(widths) - widths[1]) - (len(widths) - 1)
     widths[1] = max(min(widths[1], room), MODEL_WIDTH)
     return widths
