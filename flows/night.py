@@ -37,6 +37,7 @@ from transforms.compact import plain
 from transforms.compare import Known, NightStatistics
 from transforms.compare.night import NightTables, episode_statistics, night_comparisons
 from transforms.compare.preparation import ATOMS_AT_ONCE
+from transforms.exact import exactly
 
 # Per night: (night, its result, its tables) -> more tables of that night.
 NightHook = Callable[[str | None, ScoreResult, dict[str, pl.DataFrame]], dict[str, pl.DataFrame]]
@@ -147,7 +148,7 @@ def statistics_above(
     made already."""
     categories = category_scores(tasks.lazy())
     models = model_scores(tasks.lazy(), categories)
-    category_frame, model_frame = pl.collect_all([categories, models])
+    category_frame, model_frame = exactly(categories, models)
     return night_comparisons(
         model_frame, category_frame, scores, bootstrap, known, statistics=statistics
     )

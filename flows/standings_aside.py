@@ -17,6 +17,7 @@ import polars as pl
 from schemas.health import CATEGORY_HEALTH_TABLE, SIGNALS_TABLE, STABILITY_TABLE, TASK_HEALTH_TABLE
 from schemas.hypotheses import HYPOTHESES_TABLE, Hypothesis
 from transforms import health
+from transforms.exact import exactly
 from transforms.hypotheses import hypotheses
 
 # A standing's health tables, in the order a standing's tables are listed.
@@ -30,17 +31,20 @@ def of_tasks(
 ) -> dict[str, pl.DataFrame]:
     """The benchmark's health as its tasks stand (``transforms.health``: stability, each
     task's health, the signals) and the ``planned`` hypotheses tested on them, by table."""
-    stable, per_task = pl.collect_all(
-        [health.stability(tasks.lazy()), health.task_health(tasks.lazy())]
+    stable, per_task, tested = exactly(
+        health.stability(tasks.lazy()),
+        health.task_health(tasks.lazy()),
+        hypotheses(tasks.lazy(), planned, level),
     )
     return {
         STABILITY_TABLE.name: stable,
         TASK_HEALTH_TABLE.name: per_task,
         SIGNALS_TABLE.name: health.signals(tasks.lazy()),
-        HYPOTHESES_TABLE.name: hypotheses(tasks.lazy(), planned, level).collect(),
+        HYPOTHESES_TABLE.name: tested,
     }
 
 
 def of_categories(categories: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """Each category's health as the standing's category rows say, by table."""
-    return {CATEGORY_HEALTH_TABLE.name: health.category_health(categories.lazy()).collect()}
+    (made,) = exactly(health.category_health(categories.lazy()))
+    return {CATEGORY_HEALTH_TABLE.name: made}

@@ -21,6 +21,7 @@ from transforms.aggregate import Bootstrap
 from transforms.compact import compact, plain
 from transforms.compare import check_design, regressions
 from transforms.compare.night import compared, no_regressions
+from transforms.exact import exactly
 from transforms.standings import CELL, CELL_CHANGE, cell_changes, standing_changes, task_changes
 
 STANDING_CHANGES = STANDING_CHANGES_TABLE.name
@@ -88,7 +89,7 @@ def tested_between(
     against ``previous``'s episodes of them (``regressions``; none: nothing changed)."""
     assert previous.as_of is not None and previous.episodes is not None
     tasks, episodes = current
-    changes = cell_changes(previous.tasks.lazy(), tasks.lazy()).collect()
+    (changes,) = exactly(cell_changes(previous.tasks.lazy(), tasks.lazy()))
     if changes.is_empty():
         return changes, no_regressions()
     rerun = compact(changes.filter(pl.col(CELL_CHANGE) == ChangeKind.RERUN.value).select(CELL))
@@ -123,7 +124,7 @@ def moved_between(
         margin=options.regression_margin,
     )
     each = task_changes(changes.lazy(), as_of=current.as_of, previous_as_of=previous.as_of)
-    rows, cells = pl.collect_all([moved, each])
+    rows, cells = exactly(moved, each)
     return rows, cells
 
 

@@ -100,6 +100,8 @@ def _replicate_means(values: np.ndarray, key: Sequence[object], bootstrap: Boots
     # a cost per episode. Either way the same distribution, and the same numbers on every
     # run: the draws come from the group's own stream.
     n = len(values)
+    if n == 1:  # every resample is the one episode: its mean is its score, nothing drawn
+        return np.full(bootstrap.resamples, values[0] + 0.0)  # (a sum of draws: -0.0 is 0.0)
     rng = group_seed(bootstrap.seed, key)
     distinct, counts = np.unique(values, return_counts=True)
     if len(distinct) * _BINOMIAL_COST <= n:
@@ -119,8 +121,8 @@ def _replicate_means(values: np.ndarray, key: Sequence[object], bootstrap: Boots
 
 def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFrame:
     # Each group's scores in episode order, the groups one after the other (in key order);
-    # they run in threads (numpy releases the GIL) and come back in order. Each group's
-    # stream depends on its key alone.
+    # those that draw run in threads (numpy releases the GIL) and come back in order. Each
+    # group's stream depends on its key alone.
     groups = (
         frame.group_by(TASK_KEY).agg(pl.col(SCORE).sort_by(Col.EPISODE_ID), pl.len()).sort(TASK_KEY)
     )
@@ -131,9 +133,20 @@ def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFr
         (values[end - size : end], key)
         for end, size, key in zip(ends, groups["len"].to_list(), keys, strict=True)
     ]
-    workers = max(1, min(len(jobs), os.cpu_count() or 1))
+    # Groups that draw run in threads; a group of one episode draws nothing, and handing
+    # it to a thread cost more than its work (a night of 135 such groups: 69 ms against 3).
+    means: list[np.ndarray] = [np.empty(0)] * len(jobs)
+    drawing = []
+    for i, job in enumerate(jobs):
+        if len(job[0]) == 1:
+            means[i] = _replicate_means(*job, bootstrap)
+        else:
+            drawing.append(i)
+    workers = max(1, min(len(drawing), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
-        means = list(pool.map(lambda job: _replicate_means(job[0], job[1], bootstrap), jobs))
+        drawn = pool.map(lambda i: _replicate_means(*jobs[i], bootstrap), drawing)
+        for i, replicates in zip(drawing, drawn, strict=True):
+            means[i] = replicates
     resamples = bootstrap.resamples
     return pl.DataFrame(
         {

@@ -66,6 +66,7 @@ from schemas.health import (
     Signal,
 )
 from transforms.aggregate import MEAN_PREFIX, Bootstrap, group_seed, mean_in_order
+from transforms.exact import exactly
 
 # Working columns (never written).
 _TASKS: Final = "__tasks"  # a model's task set, joined
@@ -148,7 +149,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
     )
     enough = (pl.col(N_MODELS).first() >= MIN_MODELS) & (pl.len() > 1)
     drawn = pl.LazyFrame(
-        _task_bootstrap(per_model.join(cells, on=[AS_OF, Col.MODEL], nulls_equal=True).collect()),
+        _task_bootstrap(*exactly(per_model.join(cells, on=[AS_OF, Col.MODEL], nulls_equal=True))),
         schema=_BOOT_SCHEMA,
     )
     return (
@@ -194,7 +195,7 @@ def _task_bootstrap(cells: pl.DataFrame, draws: Bootstrap = _DRAWS) -> list[dict
     model moves. A Python loop over the groups (a standing has a few), numpy within."""
     out: list[dict[str, object]] = []
     groups = cells.lazy().select(AS_OF, _TASKS).unique().sort(AS_OF, _TASKS, nulls_last=True)
-    for as_of, tasks in groups.collect().iter_rows():  # (one query)
+    for as_of, tasks in exactly(groups)[0].iter_rows():  # (one query)
         group = cells.filter(pl.col(AS_OF).eq_missing(as_of) & (pl.col(_TASKS) == tasks))
         wide = group.pivot(on=Col.MODEL, index=Col.TASK, values=SCORE).sort(Col.TASK)
         scores = wide.drop(Col.TASK).to_numpy().astype(np.float64)  # tasks x models
@@ -325,8 +326,9 @@ def signals(tasks: pl.LazyFrame) -> pl.DataFrame:
                 .alias(SPEARMAN),
             )
         )
-    (found,) = pl.collect_all([pl.concat(rows).with_columns(pl.col(SPEARMAN).fill_nan(None))])
-    return found.lazy().with_columns(_p_values(found)).sort(AS_OF, SIGNAL).collect()
+    (found,) = exactly(pl.concat(rows).with_columns(pl.col(SPEARMAN).fill_nan(None)))
+    (tested,) = exactly(found.lazy().with_columns(_p_values(found)).sort(AS_OF, SIGNAL))
+    return tested
 
 
 def _p_values(found: pl.DataFrame) -> pl.Series:

@@ -51,6 +51,7 @@ from schemas.hypotheses import (
     Procedure,
     Verdict,
 )
+from transforms.exact import exactly
 from transforms.stats import adjust_over
 
 _TOWARD: Final = "__toward"  # +1: the test leans to a, -1: to b, 0: neither
@@ -69,7 +70,7 @@ def hypotheses(
     if not planned:
         return pl.LazyFrame(schema=_COLUMNS)
     alpha = round(1.0 - level, 12)  # 0.05, not 0.050000000000000044
-    frame = tasks.select(AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK, SCORE).collect()
+    (frame,) = exactly(tasks.select(AS_OF, Col.MODEL, Col.CATEGORY, Col.TASK, SCORE))
     rows = [
         {AS_OF: as_of, **_tested(hypothesis, frame.filter(pl.col(AS_OF).eq_missing(as_of)))}
         for as_of in frame[AS_OF].unique(maintain_order=True).sort(nulls_last=False)

@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 from scipy import stats as scipy_stats
 
 from schemas.columns import EPISODE_SCORES_DTYPES
+from transforms import aggregate
 from transforms.aggregate import (
     Bootstrap,
     category_scores,
@@ -136,6 +137,32 @@ def test_each_task_draws_from_a_stream_of_its_own() -> None:
     assert len(draws) == 3 and len({tuple(d) for d in draws.values()}) == 3
     again = task_replicates(frame.lazy(), Bootstrap(resamples=50)).collect()
     assert_frame_equal(again, replicates)
+
+
+def test_a_task_of_one_episode_draws_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One episode: every resample is that episode, so its replicates are its score (0.0
+    for -0.0, as a sum of draws gives) and no generator is made for it (a benchmark of one
+    episode a cell has thousands: 0.2 ms each, issue 48); the groups that draw beside it
+    give the replicates they give alone."""
+    drawn = [0.1, 0.7, 0.4]
+    frame = _night({("a", "c", "t1"): [0.3], ("a", "c", "t2"): [-0.0], ("b", "c", "t1"): drawn})
+    boot = Bootstrap(resamples=40)
+    alone = task_replicates(_night({("b", "c", "t1"): drawn}).lazy(), boot).collect()
+    seeded: list[object] = []
+    original = aggregate.group_seed
+
+    def counted(seed: int, key: object) -> np.random.Generator:
+        seeded.append(key)
+        return original(seed, key)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(aggregate, "group_seed", counted)
+    replicates = task_replicates(frame.lazy(), boot).collect()
+    assert len(seeded) == 1  # the group of three episodes alone
+    by_group = replicates.partition_by("model", "task", as_dict=True, include_key=False)
+    for (model, task), score in [(("a", "t1"), 0.3), (("a", "t2"), 0.0)]:
+        values = by_group[(model, task)].sort("replicate")["score"].to_numpy()
+        assert (values == score).all() and not np.signbit(values).any()
+    assert_frame_equal(replicates.filter(pl.col("model") == "b"), alone, check_row_order=False)
 
 
 def test_no_episodes_give_no_replicates() -> None:
