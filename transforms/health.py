@@ -149,7 +149,7 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
     )
     enough = (pl.col(N_MODELS).first() >= MIN_MODELS) & (pl.len() > 1)
     drawn = pl.LazyFrame(
-        _task_bootstrap(*exactly(per_model.join(cells, on=[AS_OF, Col.MODEL], nulls_equal=True))),
+        _task_bootstrap(exactly(per_model.join(cells, on=[AS_OF, Col.MODEL], nulls_equal=True))[0]),
         schema=_BOOT_SCHEMA,
     )
     return (
