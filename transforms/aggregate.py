@@ -135,18 +135,15 @@ def _all_replicate_means(frame: pl.DataFrame, bootstrap: Bootstrap) -> pl.DataFr
     ]
     # Groups that draw run in threads; a group of one episode draws nothing, and handing
     # it to a thread cost more than its work (a night of 135 such groups: 69 ms against 3).
-    means: list[np.ndarray] = [np.empty(0)] * len(jobs)
-    drawing = []
-    for i, job in enumerate(jobs):
-        if len(job[0]) == 1:
-            means[i] = _replicate_means(*job, bootstrap)
-        else:
-            drawing.append(i)
+    alone = [len(group) == 1 for group, _ in jobs]
+    drawing = [job for job, one in zip(jobs, alone, strict=True) if not one]
     workers = max(1, min(len(drawing), os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
-        drawn = pool.map(lambda i: _replicate_means(*jobs[i], bootstrap), drawing)
-        for i, replicates in zip(drawing, drawn, strict=True):
-            means[i] = replicates
+        drawn = pool.map(lambda job: _replicate_means(job[0], job[1], bootstrap), drawing)
+        means = [
+            _replicate_means(group, key, bootstrap) if one else next(drawn)
+            for (group, key), one in zip(jobs, alone, strict=True)
+        ]
     resamples = bootstrap.resamples
     return pl.DataFrame(
         {
