@@ -8,7 +8,9 @@ episodes twice in every table that aggregates across nights.
 
 Checked against the nights the output holds (their ``episode_id`` column, filtered by the
 night's ids: exact) and against the new nights this run scored before (two 64-bit hashes
-of each id kept, 16 bytes an episode: a false match is a 2^-128 chance per pair).
+of each id kept, 16 bytes an episode: a false match is a 2^-128 chance per pair), all of
+them in one join a night, whatever the number of nights before (issue 48: one join per
+night before made a rescore of N nights run N²/2 of them).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from flows.store.output import Output
 from schemas.contract import DUMP_DATE, Col
 
 _SEEDS = (0x5EED1, 0x5EED2)
+_ROW = "row"  # a hash's row in every night's hashes, which tells its night
 
 
 def _hashes(ids: pl.Series) -> pl.DataFrame:
@@ -45,13 +48,17 @@ class SeenIds:
 
     output: Output | None
     known: frozenset[str] = frozenset()  # the nights the output holds
-    _new: dict[str, pl.DataFrame] = field(default_factory=dict)  # night -> id hashes
+    # The run's new nights' id hashes, night after night (each night's appended as a chunk:
+    # not copied), and the row each night's end at, in the same order.
+    _seen: pl.DataFrame | None = field(default=None, repr=False)
+    _nights: list[str] = field(default_factory=list)
+    _ends: list[int] = field(default_factory=list)
 
     def repeats(self, night: str | None, read: Ids) -> dict[str, int]:
         """Per other night, how many of the night's scored episodes (their ids: ``read``,
         called only where there is another night to check them against) it scored."""
         against_output = self.output is not None and bool(self.known - {night})
-        if night is None or not (against_output or self._new):
+        if night is None or not (against_output or self._nights):
             return {}
         ids = _of(read)
         if ids.is_empty():
@@ -75,18 +82,34 @@ class SeenIds:
                 .collect()
             )
             found |= dict(counted.iter_rows())
-        if self._new:
-            mine = _hashes(ids)
-            for other, hashes in self._new.items():
-                if other != night and (n := mine.join(hashes, on=hashes.columns).height):
-                    found[other] = n
+        if self._seen is not None:
+            found |= self._found_new(night, _hashes(ids))
         return dict(sorted(found.items()))
+
+    def _found_new(self, night: str, mine: pl.DataFrame) -> dict[str, int]:
+        """Per new night of the run before (not ``night``), how many of ``mine`` it holds:
+        one semi-join of every night's hashes with the night's, each match's row telling
+        its night. On the streaming engine: the nights' hashes (chunks, not copied) pass
+        through it, a table of the night's alone is built (20 M hashes before: +43 MiB and
+        0.25 s; the in-memory engine's join gathered them all, +1.5 GiB and 2 s)."""
+        assert self._seen is not None
+        matched = (
+            self._seen.lazy().with_row_index(_ROW).join(mine.lazy(), on=mine.columns, how="semi")
+        )
+        rows = matched.select(_ROW).collect(engine="streaming")[_ROW]
+        at = pl.Series(self._ends, dtype=rows.dtype).search_sorted(rows, side="right")
+        found = {self._nights[i]: n for i, n in at.value_counts(name="n").iter_rows()}
+        found.pop(night, None)
+        return found
 
     def add(self, night: str | None, read: Ids) -> None:
         """Remember a night this run scored that the output did not hold (its ids:
         ``read``)."""
         if night is not None and night not in self.known:
-            self._new[night] = _hashes(_of(read))
+            hashes = _hashes(_of(read))
+            self._seen = hashes if self._seen is None else self._seen.vstack(hashes)
+            self._nights.append(night)
+            self._ends.append(self._seen.height)
 
 
 def repeat_reason(repeats: dict[str, int]) -> str:
