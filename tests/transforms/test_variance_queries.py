@@ -12,6 +12,7 @@ import random
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from schemas.columns import FORMULA_VERSION, SCORE
 from schemas.comparisons import DIFF, SCOPE, Work
@@ -27,7 +28,9 @@ from transforms.compare.pairs import (
 )
 from transforms.compare.preparation import Prepared, prepare
 from transforms.compare.regressions import regressions
-from transforms.compare.variance import variances
+from transforms.compare.variance import _shapes, variances
+from transforms.compare.variance_tasks import _task_sample
+from transforms.exact import exactly
 from transforms.stats import adjust_over, holm_levels
 
 # Queries of one call at most, on the night below (a576f4e: 79 for the pairs, 44 for the
@@ -179,3 +182,21 @@ def test_the_cells_and_weights_carry_task_codes_that_order_tasks_as_their_keys()
         )
         assert pairs.height == prep.tasks.height
     assert prep.cells.equals(prep.cells.sort(Work.UNIT, *key))
+
+
+def test_where_every_unit_ran_every_task_the_task_sample_gathers_no_pattern_lists() -> None:
+    """A standing's models ran the same tasks (LearningBench's shape): each contrast's tasks
+    in a stratum are one coverage pattern, so its members' lists and their text are not
+    gathered (issue 48: 1.5-2 ms of a standing's pairs, 25,000 rows); the variances are
+    those of the plan that gathers them, to the bit."""
+    prep = _night()
+    pairs = unordered_pairs(prep.scope_table(), [DUMP_DATE])
+    contrasts = two_unit_contrasts(pairs, Work.UNIT, Work.UNIT + "_b")
+    assert _shapes(prep, contrasts)[2]  # every unit ran every task
+    plan = contrasts.lazy()
+    rows = plan.join(prep.weights.lazy(), on=[Work.UNIT, SCOPE])
+    lean = _task_sample(prep, rows, plan, borrow=False)
+    assert "list.join" not in lean[0].explain() and Work.MEMBERS not in lean[0].explain()
+    every = _task_sample(prep, rows, plan, borrow=True)
+    for made, gathered in zip(exactly(*lean), exactly(*every), strict=True):
+        assert_frame_equal(made, gathered, check_exact=True)

@@ -11,6 +11,9 @@ from schemas.comparisons import DF, N_TASKS, Work
 from transforms.compare.preparation import Prepared
 from transforms.compare.variance_within import _STRATUM, sum_or_null
 
+# The coverage pattern of every task where every unit ran every task (``_task_sample``).
+_ALL_UNITS = "all"
+
 
 def _task_sample(
     prep: Prepared, rows: pl.LazyFrame, contrasts: pl.LazyFrame, *, borrow: bool = True
@@ -47,18 +50,20 @@ def _task_sample(
         )
         .sort(*_STRATUM, Work.TASK, Work.UNIT)
     )
-    # The pattern's text made from the members' lists once grouped: a text joined in each
-    # group took 7 ms of a standing's 10,000 rows of pairs, the lists' join 1.5.
-    members = pl.col(Work.MEMBERS).cast(pl.List(pl.String)).list.join(",")
-    per_task = (
-        terms.group_by(*_STRATUM, Work.TASK, maintain_order=True)
-        .agg(
-            pl.col(Work.VALUE).sum(),
-            pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
-            pl.col(Work.UNIT).alias(Work.MEMBERS),
-        )
-        .with_columns(members.alias(Work.PATTERN))
+    per_task = terms.group_by(*_STRATUM, Work.TASK, maintain_order=True).agg(
+        pl.col(Work.VALUE).sum(),
+        pl.col(Work.UNIT).n_unique().alias(Work.UNITS),
+        *([pl.col(Work.UNIT).alias(Work.MEMBERS)] if borrow else []),
     )
+    if borrow:
+        # The pattern's text made from the members' lists once grouped: a text joined in
+        # each group took 7 ms of a standing's 10,000 rows of pairs, the lists' join 1.5.
+        members = pl.col(Work.MEMBERS).cast(pl.List(pl.String)).list.join(",")
+        per_task = per_task.with_columns(members.alias(Work.PATTERN))
+    else:
+        # Every unit ran every task: each contrast's tasks in a stratum are one pattern,
+        # its units (no list gathered nor text made: a standing's 25,000 rows of pairs).
+        per_task = per_task.with_columns(pl.lit(_ALL_UNITS).alias(Work.PATTERN))
     # A pattern's tasks together, in task order: its sums run in the same order whatever
     # the other patterns (one pattern: in task order, as every full comparison).
     value = pl.col(Work.VALUE)
@@ -67,7 +72,7 @@ def _task_sample(
         .group_by(*_STRATUM, Work.PATTERN, maintain_order=True)
         .agg(
             pl.len().alias(Work.N),
-            pl.col(Work.MEMBERS).first(),
+            *([pl.col(Work.MEMBERS).first()] if borrow else []),
             (value**2).sum().alias(Work.SQUARES),
             ((value - value.mean()) ** 2).sum().alias(Work.CENTRED),
         )
