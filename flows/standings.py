@@ -76,6 +76,7 @@ from transforms.compare import Known
 from transforms.compare.night import compared, no_regressions
 from transforms.compare.pairs import KNOWN_COLUMNS
 from transforms.compare.preparation import TASK_KEY
+from transforms.exact import exactly
 from transforms.standings import (
     CELL,
     CELL_CHANGE,
@@ -228,9 +229,15 @@ class Standings:
         results this one keeps (the models without a result tonight), where they hold to the
         bit: its models and the same tasks (a model added ran tonight), made by this cogscore
         with this design (earlier in the run; else as ``OUT`` holds them, no intervals)."""
-        if previous is None or not _keys(previous.tasks, [Col.MODEL]) <= _keys(tasks, [Col.MODEL]):
+        if previous is None:
             return None
-        if _keys(previous.tasks, TASK_KEY) != _keys(tasks, TASK_KEY):
+        models_before, models, tasks_before, task_keys = _keys(
+            (previous.tasks, [Col.MODEL]),
+            (tasks, [Col.MODEL]),
+            (previous.tasks, TASK_KEY),
+            (tasks, TASK_KEY),
+        )
+        if not models_before <= models or tasks_before != task_keys:
             return None
         if previous.comparisons is None:
             previous.comparisons = self._comparisons_held(previous.as_of)
@@ -289,7 +296,8 @@ class Standings:
         kept = self.output.scan(STANDING_EPISODES).filter(pl.col(AS_OF) == as_of)
         rows = kept.select(COMPARED_COLUMNS).collect()
         cells = standing.tasks.filter(pl.col(DUMP_DATE) != as_of)
-        if _keys(rows, [DUMP_DATE, *CELL]) != _keys(cells, [DUMP_DATE, *CELL]):
+        held, wanted = _keys((rows, [DUMP_DATE, *CELL]), (cells, [DUMP_DATE, *CELL]))
+        if held != wanted:
             return None
         return compared(rows)
 
@@ -417,8 +425,10 @@ def _is_the_night(previous: Standing | None, tonight: pl.DataFrame) -> bool:
     return kept.select(pl.len()).collect().item() == 0
 
 
-def _keys(frame: pl.DataFrame, columns: Sequence[str]) -> set[tuple[object, ...]]:
-    return set(frame.select(pl.col(columns).cast(pl.String)).unique().rows())
+def _keys(*frames: tuple[pl.DataFrame, Sequence[str]]) -> list[set[tuple[object, ...]]]:
+    """Each frame's distinct keys (its ``columns``, as text), every frame's in one query."""
+    plans = [f.lazy().select(pl.col(columns).cast(pl.String)).unique() for f, columns in frames]
+    return [set(keys.rows()) for keys in exactly(*plans)]
 
 
 def _as_of(frame: pl.DataFrame) -> pl.DataFrame:

@@ -16,9 +16,14 @@ from polars.testing import assert_frame_equal
 
 from flows import runs
 from flows.importers.scores import import_scores
+from flows.options import RegressionOptions
 from flows.standings import Standings
+from flows.standings_between import Standing
+from flows.store.output import Output
 from tests.learningbench import LEADERBOARD, TASKS
+from tests.queries import polars_queries
 from tests.tables import read_table
+from transforms.aggregate import Bootstrap
 
 N1, N2, N3 = "2026-04-01", "2026-04-02", "2026-04-03"
 CATEGORIES = {"t1": "associative_learning", "t2": "associative_learning", "t3": "runtime_rl"}
@@ -392,3 +397,25 @@ def test_a_rescore_that_moves_the_standings_says_rescored_for_each(tmp_path: Pat
     said = [(r["as_of"], r["model"]) for r in parsed["standing_changes"] if r["kind"] == "rescored"]
     assert sorted(said) == sorted(moved.select(key).rows())
     assert all(f"{a} {m} overall rescored" in text for a, m in moved.select(key).rows())
+
+
+def test_whether_a_standing_keeps_the_pairs_before_is_one_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: a standing keeps the pairs of the one before where it has its models and
+    the same tasks; the four sets of keys compared (models and tasks, before and now) are
+    one query (eight before: a select and a unique each, a standing of every night)."""
+    cells = [("m1", "runtime_rl", "t1"), ("m2", "runtime_rl", "t1")]
+    before = pl.DataFrame(cells, schema=["model", "category", "task"], orient="row")
+    now = pl.concat(
+        [before, pl.DataFrame([("m1", "runtime_rl", "t2")], before.schema, orient="row")]
+    )
+    standing = Standing("2026-03-01", before, pl.DataFrame(), pl.DataFrame())
+    standings = Standings(Output.at(tmp_path / "out"), Bootstrap(), RegressionOptions())
+    known = [None]
+
+    def asked() -> None:
+        known[0] = standings._known(standing, now, now.tail(1))
+
+    assert polars_queries(monkeypatch, asked) == 1
+    assert known[0] is None  # a task added: every pair compared again
