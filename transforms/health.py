@@ -70,6 +70,9 @@ from transforms.exact import exactly
 
 # Working columns (never written).
 _TASKS: Final = "__tasks"  # a model's task set, joined
+_GROUP: Final = "__group"  # a group of models that ran the same tasks, by number
+# What tells the groups apart: the night and the tasks (a number by their dense rank).
+_GROUP_CODE: Final = pl.concat_str(pl.col(AS_OF).fill_null(""), pl.col(_TASKS), separator="\x1e")
 _SUM: Final = "__sum"
 _N: Final = "__n"
 _FULL: Final = "__full"
@@ -126,10 +129,13 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
         _sum(SCORE, Col.TASK).alias(_SUM),
         pl.len().cast(pl.Int64).alias(_N),
     )
-    group = [AS_OF, _TASKS]
+    # A group by a number (its tasks' text, a few KB, kept once a model, not once a cell:
+    # copied to each of a standing's 2,300 cells and grouped on, it cost a fifth of this).
+    per_model = per_model.with_columns(_GROUP_CODE.rank("dense").cast(pl.Int64).alias(_GROUP))
+    group = [AS_OF, _GROUP]
     # Every model's score with each task of its group removed in turn.
     removed = (
-        cells.join(per_model, on=[AS_OF, Col.MODEL])
+        cells.join(per_model.drop(_TASKS), on=[AS_OF, Col.MODEL])
         .with_columns(
             (pl.col(_SUM) / pl.col(_N)).alias(_FULL),
             pl.when(pl.col(_N) > 1)
@@ -148,10 +154,13 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
         pl.col(Col.MODEL).sort().alias(MODELS),
     )
     enough = (pl.col(N_MODELS).first() >= MIN_MODELS) & (pl.len() > 1)
-    drawn = pl.LazyFrame(
-        _task_bootstrap(exactly(per_model.join(cells, on=[AS_OF, Col.MODEL], nulls_equal=True))[0]),
-        schema=_BOOT_SCHEMA,
+    groups, coded = exactly(
+        per_model.select(*group, _TASKS).unique().sort(AS_OF, _TASKS, nulls_last=True),
+        per_model.select(AS_OF, Col.MODEL, _GROUP).join(
+            cells, on=[AS_OF, Col.MODEL], nulls_equal=True
+        ),
     )
+    drawn = pl.LazyFrame(_task_bootstrap(groups, coded), schema=_BOOT_SCHEMA)
     return (
         by_task.group_by(*group)
         .agg(
@@ -168,14 +177,14 @@ def stability(tasks: pl.LazyFrame) -> pl.LazyFrame:
             pl.when(enough).then(pl.col(_MOVE).max()).alias(LOO_MAX_RANK_CHANGE),
         )
         .join(drawn, on=group, how="left", nulls_equal=True)
-        .drop(_TASKS)
+        .drop(_GROUP)
         .sort(AS_OF, N_MODELS, N_TASKS, descending=[False, True, True])
     )
 
 
 _BOOT_SCHEMA: Final = {
     AS_OF: pl.String,
-    _TASKS: pl.String,
+    _GROUP: pl.Int64,
     BOOT_SPEARMAN_MEAN: pl.Float64,
     BOOT_RANK_CHANGED: pl.Float64,
     BOOT_MAX_RANK_CHANGE: pl.Int64,
@@ -185,18 +194,21 @@ _BOOT_SCHEMA: Final = {
 _DRAWS: Final = Bootstrap()  # the run's resamples and seed
 
 
-def _task_bootstrap(cells: pl.DataFrame, draws: Bootstrap = _DRAWS) -> list[dict[str, object]]:
-    """Per ``as_of`` and group of models that ran the same tasks (``_TASKS``; three models
-    or more, two tasks or more): the group's tasks drawn again ``draws.resamples`` times
+def _task_bootstrap(
+    groups: pl.DataFrame, cells: pl.DataFrame, draws: Bootstrap = _DRAWS
+) -> list[dict[str, object]]:
+    """Per ``as_of`` and group of models that ran the same tasks (``groups``, in order: its
+    code, ``_GROUP``, and its tasks, ``_TASKS``; ``cells``: the scores, each with its model's
+    group; three models or more, two tasks or more): the group's tasks drawn again
+    ``draws.resamples`` times
     (as many, with replacement; each group from its own stream of ``draws.seed``), the
     models' scores on each draw (each task weighing the same), and against the full
     scores: the mean of Spearman's rho (over the draws where both vary), the share of draws
     in which some model's rank (ties share the better rank) differs, the most places a
     model moves. A Python loop over the groups (a standing has a few), numpy within."""
     out: list[dict[str, object]] = []
-    groups = cells.lazy().select(AS_OF, _TASKS).unique().sort(AS_OF, _TASKS, nulls_last=True)
-    for as_of, tasks in exactly(groups)[0].iter_rows():  # (one query)
-        group = cells.filter(pl.col(AS_OF).eq_missing(as_of) & (pl.col(_TASKS) == tasks))
+    for as_of, code, tasks in groups.select(AS_OF, _GROUP, _TASKS).iter_rows():
+        group = cells.filter(pl.col(_GROUP) == code)
         wide = group.pivot(on=Col.MODEL, index=Col.TASK, values=SCORE).sort(Col.TASK)
         scores = wide.drop(Col.TASK).to_numpy().astype(np.float64)  # tasks x models
         n_tasks, n_models = scores.shape
@@ -211,7 +223,7 @@ def _task_bootstrap(cells: pl.DataFrame, draws: Bootstrap = _DRAWS) -> list[dict
         out.append(
             {
                 AS_OF: as_of,
-                _TASKS: tasks,
+                _GROUP: code,
                 BOOT_SPEARMAN_MEAN: float(np.nanmean(rho)) if np.isfinite(rho).any() else None,
                 BOOT_RANK_CHANGED: float((moved.max(axis=1) > 0).mean()),
                 BOOT_MAX_RANK_CHANGE: int(moved.max()),

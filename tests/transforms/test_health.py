@@ -16,6 +16,7 @@ from scipy import stats
 
 from tests.learningbench import LEADERBOARD, LEARNINGBENCH
 from tests.queries import polars_queries
+from transforms import health
 from transforms.aggregate import Bootstrap, group_seed
 from transforms.health import category_health, signals, stability, task_health
 
@@ -74,6 +75,28 @@ def test_the_task_bootstrap_beside_leave_one_out_is_scipys_on_the_same_draws() -
     assert row["boot_max_rank_change"] == max(moves)
     assert row["boot_rank_changed"] > 0.9 and row["boot_max_rank_change"] > 2
     assert row["boot_spearman_mean"] < row["loo_spearman_min"] and row["loo_max_rank_change"] == 1
+
+
+def test_a_groups_tasks_are_told_the_bootstrap_once_not_once_a_cell(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 48: a group's task set is a text of every task (about 4 KB at 135 tasks); it
+    was copied to each of its cells (1,890 in the published table) and the bootstrap sought
+    its cells by it. Each group is a number now, its text given once (its draws' seed); the
+    rows are the same (the tests above)."""
+    given_frames: list[tuple[pl.DataFrame, ...]] = []
+    real = health._task_bootstrap
+
+    def bootstrap(*frames: pl.DataFrame) -> list[dict[str, object]]:
+        given_frames.append(frames)
+        return real(*frames)
+
+    monkeypatch.setattr(health, "_task_bootstrap", bootstrap)
+    row = stability(_published_cells().lazy()).collect().row(0, named=True)
+    (frames,) = given_frames
+    with_text = [f for f in frames if health._TASKS in f.columns]
+    assert with_text and all(f.height == 1 for f in with_text)  # one group, told once
+    assert row["boot_rank_changed"] is not None
 
 
 def test_each_stability_row_names_the_models_of_its_group() -> None:
