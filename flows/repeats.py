@@ -49,7 +49,7 @@ class SeenIds:
     output: Output | None
     known: frozenset[str] = frozenset()  # the nights the output holds
     # The run's new nights' id hashes, night after night (each night's appended as a chunk:
-    # not copied), and the row each night's end at, in the same order.
+    # not copied), and the row where each night's end, in the same order.
     _seen: pl.DataFrame | None = field(default=None, repr=False)
     _nights: list[str] = field(default_factory=list)
     _ends: list[int] = field(default_factory=list)
