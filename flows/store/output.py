@@ -260,6 +260,17 @@ class Output:
             return []
         return delta.partition_values(self._table_at(table, version), column)
 
+    def nights_within(
+        self, table: str, night: str, column: str, between: tuple[str, str]
+    ) -> list[str | None]:
+        """``nights_held`` (of night column ``night``) whose files may hold a value of
+        string ``column`` within ``between`` (both included), as the latest finished run
+        left the table: by the files' statistics in its Delta log, no data file read."""
+        version = self.versions().get(table)
+        if version is None:
+            return []
+        return delta.partitions_within(self._table_at(table, version), night, column, *between)
+
     def _table_at(self, table: str, version: int) -> Any:
         """``table`` at ``version``, opened once (``_tables_at``)."""
         if (table, version) not in self._tables_at:

@@ -240,6 +240,30 @@ def test_the_ids_check_reads_no_night_whose_ids_cannot_hold_tonights(tmp_path: P
     assert seen.repeats(_night(4), copied) == {_night(3): 1}
 
 
+def test_a_night_no_other_nights_files_can_hold_reads_no_file_nor_plans_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: the plan of a scan of the output's episode scores grows with its files
+    (17-21 ms at 240 nights, every night of a rescore); the Delta log's bounds of each
+    file's ids answer alone where no other night can hold tonight's, and a copy is still
+    found, reading only the nights whose files can hold it."""
+    _, out = _scored(tmp_path, 3)
+    assert _spoil(out, "episode_scores", [_night(1), _night(2)])
+    scans: list[str] = []
+    scan = Output.scan
+
+    def counted(self: Output, table: str, as_of: str | None = None) -> pl.LazyFrame:
+        scans.append(table)
+        return scan(self, table, as_of)
+
+    monkeypatch.setattr(Output, "scan", counted)
+    seen = SeenIds(Output.at(out), frozenset(_night(d) for d in range(1, 4)))
+    assert seen.repeats(_night(4), pl.Series([f"{_night(4)}/m1/t1"])) == {}
+    assert scans == []
+    assert seen.repeats(_night(4), pl.Series([f"{_night(3)}/m1/t1"])) == {_night(3): 1}
+    assert scans == ["episode_scores"]
+
+
 def test_the_standings_held_are_read_from_the_log(tmp_path: Path) -> None:
     """Which standings the output holds (their as_of) is its table's partitions, from the
     Delta log: no standing's file is read for it."""

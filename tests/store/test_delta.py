@@ -22,6 +22,8 @@ from flows.store.delta.staged import _stats, commit_files, write_data_files
 from flows.store.delta.tables import (
     _options,
     history,
+    open_table,
+    partitions_within,
     read_table,
     restore,
     table_version,
@@ -240,6 +242,33 @@ def test_staged_files_commit_once_replacing_one_night(out):
     # the row count comes from the stats we wrote (numRecords)
     table = deltalake.DeltaTable(out.child("scores").uri, storage_options=_options(out))
     assert table.count() == 9
+
+
+def test_the_nights_whose_files_may_hold_a_range_are_told_by_the_log(out):
+    """``partitions_within`` rules a night out only where every file of it has bounds (from
+    delta-rs' writer or ours) that lie outside the range; a file without them (a string
+    longer than ours record) may hold anything, and a night's bounds are its files' own."""
+    write_night(out, "scores", night_frame("2026-12-01"), "2026-12-01")  # e0..e4
+    write_night(out, "scores", night_frame("2026-12-02", offset=100), "2026-12-02")  # e100..
+    long = night_frame("2026-12-03", n=2).with_columns(pl.lit("e9" + "x" * 70).alias("episode_id"))
+    short = night_frame("2026-12-04", n=1, offset=7)  # e7, a file beside e50..e54
+    commit_files(out, "scores", "2026-12-03", [write_data_files(out, "scores", long, "2026-12-03")])
+    staged = [write_data_files(out, "scores", frame, "2026-12-04")
+              for frame in (short, night_frame("2026-12-04", offset=50))]  # fmt: skip
+    commit_files(out, "scores", "2026-12-04", staged)
+    table = open_table(out, "scores")
+
+    def within(low: str, high: str) -> list[str | None]:
+        return partitions_within(table, "dump_date", "episode_id", low, high)
+
+    every = ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04"]
+    assert within("a", "z") == every
+    assert within("e2", "e2") == ["2026-12-01", "2026-12-03"]  # within e0..e4
+    assert within("e101", "e102") == ["2026-12-01", "2026-12-02", "2026-12-03"]  # "e101" < "e4"
+    assert within("e6", "e8") == ["2026-12-03", "2026-12-04"]  # e7's file (e50..e54 below)
+    assert within("f", "z") == ["2026-12-03"]  # no bounds: it may hold anything
+    assert within("a", "d") == ["2026-12-03"]
+    assert partitions_within(table, "dump_date", "no_such_column", "a", "b") == every
 
 
 def test_staged_undated_night(out):

@@ -320,11 +320,39 @@ def read_table(
 def partition_values(table_at: DeltaTable, column: str) -> list[str | None]:
     """The values of partition column ``column`` that rows of an opened table version hold,
     from its log alone (no data file read; the null partition is None), in order."""
-    actions = pl.DataFrame(table_at.get_add_actions(flatten=True))
+    return _partitions(pl.DataFrame(table_at.get_add_actions(flatten=False)), column)
+
+
+def partitions_within(
+    table_at: DeltaTable, partition: str, column: str, low: str, high: str
+) -> list[str | None]:
+    """``partition_values`` of the data files that may hold a value of string ``column``
+    from ``low`` to ``high`` (both included), by the files' statistics in the log: a file
+    whose bounds lie outside is ruled out, one without them (none recorded, or a string
+    too long for them) is not."""
+    actions = pl.DataFrame(table_at.get_add_actions(flatten=False))
+    bounded = all(
+        isinstance(dtype := actions.schema.get(side), pl.Struct)
+        and column in {field.name for field in dtype.fields}
+        for side in ("min", "max")
+    )
+    if not bounded:
+        return _partitions(actions, partition)
+    lowest, highest = pl.col("min").struct.field(column), pl.col("max").struct.field(column)
+    outside = (highest < pl.lit(low)) | (lowest > pl.lit(high))
+    return _partitions(actions, partition, outside.fill_null(False).not_())
+
+
+def _partitions(
+    actions: pl.DataFrame, partition: str, where: pl.Expr | None = None
+) -> list[str | None]:
+    """The values of ``partition`` of the add ``actions`` with rows (and ``where``)."""
     if actions.is_empty():
         return []
-    held = actions.filter(pl.col("num_records").fill_null(1) > 0)[f"partition.{column}"]
-    return sorted(held.unique().to_list(), key=lambda v: (v is not None, v or ""))
+    held = pl.col("num_records").fill_null(1) > 0
+    kept = actions.filter(held if where is None else held & where)
+    values = kept.select(pl.col("partition").struct.field(partition)).to_series()
+    return sorted(values.unique().to_list(), key=lambda v: (v is not None, v or ""))
 
 
 def history(
