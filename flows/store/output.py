@@ -65,6 +65,12 @@ class Output:
     _tables_at: dict[tuple[str, int], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # Each table version's files as its log holds them (``delta.add_actions``), read once:
+    # a rescore asks the episode scores' for every night it checks (``flows.repeats``), a
+    # standing asks its tables' nights more than once.
+    _actions_at: dict[tuple[str, int], pl.DataFrame] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
     # While this process holds OUT's lease (``writing``), no other run writes: the tables'
     # latest versions are opened once (``opened``: the checks, the repair, the commit), and
     # the runs table's version is read once and moved by this run's own records (``recorded``).
@@ -258,7 +264,7 @@ class Output:
         version = self.versions(as_of).get(table)
         if version is None:
             return []
-        return delta.partition_values(self._table_at(table, version), column)
+        return delta.partition_values(self._actions(table, version), column)
 
     def nights_within(
         self, table: str, night: str, column: str, between: tuple[str, str]
@@ -269,7 +275,13 @@ class Output:
         version = self.versions().get(table)
         if version is None:
             return []
-        return delta.partitions_within(self._table_at(table, version), night, column, *between)
+        return delta.partitions_within(self._actions(table, version), night, column, *between)
+
+    def _actions(self, table: str, version: int) -> pl.DataFrame:
+        """``table``'s files at ``version`` (``delta.add_actions``), read once."""
+        if (table, version) not in self._actions_at:
+            self._actions_at[(table, version)] = delta.add_actions(self._table_at(table, version))
+        return self._actions_at[(table, version)]
 
     def _table_at(self, table: str, version: int) -> Any:
         """``table`` at ``version``, opened once (``_tables_at``)."""

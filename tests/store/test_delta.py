@@ -21,6 +21,7 @@ from flows.store.delta.layout import check_layout, uncommitted_files
 from flows.store.delta.staged import _stats, commit_files, write_data_files
 from flows.store.delta.tables import (
     _options,
+    add_actions,
     history,
     open_table,
     partitions_within,
@@ -256,10 +257,10 @@ def test_the_nights_whose_files_may_hold_a_range_are_told_by_the_log(out):
     staged = [write_data_files(out, "scores", frame, "2026-12-04")
               for frame in (short, night_frame("2026-12-04", offset=50))]  # fmt: skip
     commit_files(out, "scores", "2026-12-04", staged)
-    table = open_table(out, "scores")
+    actions = add_actions(open_table(out, "scores"))
 
     def within(low: str, high: str) -> list[str | None]:
-        return partitions_within(table, "dump_date", "episode_id", low, high)
+        return partitions_within(actions, "dump_date", "episode_id", low, high)
 
     every = ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04"]
     assert within("a", "z") == every
@@ -268,7 +269,7 @@ def test_the_nights_whose_files_may_hold_a_range_are_told_by_the_log(out):
     assert within("e6", "e8") == ["2026-12-03", "2026-12-04"]  # e7's file (e50..e54 below)
     assert within("f", "z") == ["2026-12-03"]  # no bounds: it may hold anything
     assert within("a", "d") == ["2026-12-03"]
-    assert partitions_within(table, "dump_date", "no_such_column", "a", "b") == every
+    assert partitions_within(actions, "dump_date", "no_such_column", "a", "b") == every
 
 
 def test_staged_undated_night(out):

@@ -56,6 +56,7 @@ from flows.store.delta.staged import (
 from flows.store.delta.tables import (
     CHECKPOINT_EVERY,
     Opened,
+    add_actions,
     add_columns,
     append_rows,
     checkpoint_if_due,
@@ -76,6 +77,7 @@ from flows.store.delta.tables import (
 __all__ = [
     "CHECKPOINT_EVERY",
     "Opened",
+    "add_actions",
     "add_columns",
     "append_rows",
     "check_layout",

@@ -317,20 +317,26 @@ def read_table(
         return pl.scan_delta(table_at, storage_options=options)
 
 
-def partition_values(table_at: DeltaTable, column: str) -> list[str | None]:
-    """The values of partition column ``column`` that rows of an opened table version hold,
-    from its log alone (no data file read; the null partition is None), in order."""
-    return _partitions(pl.DataFrame(table_at.get_add_actions(flatten=False)), column)
+def add_actions(table_at: DeltaTable) -> pl.DataFrame:
+    """The files of an opened table version as its log holds them: a row each, with its
+    ``partition`` values, ``num_records`` and bounds (``min``, ``max``: structs of columns)."""
+    return pl.DataFrame(table_at.get_add_actions(flatten=False))
+
+
+def partition_values(actions: pl.DataFrame, column: str) -> list[str | None]:
+    """The values of partition column ``column`` that rows of a table version hold, from
+    its log's ``add_actions`` alone (no data file read; the null partition is None), in
+    order."""
+    return _partitions(actions, column)
 
 
 def partitions_within(
-    table_at: DeltaTable, partition: str, column: str, low: str, high: str
+    actions: pl.DataFrame, partition: str, column: str, low: str, high: str
 ) -> list[str | None]:
     """``partition_values`` of the data files that may hold a value of string ``column``
     from ``low`` to ``high`` (both included), by the files' statistics in the log: a file
     whose bounds lie outside is ruled out, one without them (none recorded, or a string
     too long for them) is not."""
-    actions = pl.DataFrame(table_at.get_add_actions(flatten=False))
     bounded = all(
         isinstance(dtype := actions.schema.get(side), pl.Struct)
         and column in {field.name for field in dtype.fields}
