@@ -200,12 +200,12 @@ def _task_bootstrap(
     """Per ``as_of`` and group of models that ran the same tasks (``groups``, in order: its
     code, ``_GROUP``, and its tasks, ``_TASKS``; ``cells``: the scores, each with its model's
     group; three models or more, two tasks or more): the group's tasks drawn again
-    ``draws.resamples`` times
-    (as many, with replacement; each group from its own stream of ``draws.seed``), the
-    models' scores on each draw (each task weighing the same), and against the full
-    scores: the mean of Spearman's rho (over the draws where both vary), the share of draws
-    in which some model's rank (ties share the better rank) differs, the most places a
-    model moves. A Python loop over the groups (a standing has a few), numpy within."""
+    ``draws.resamples`` times (as many, with replacement; each group from its own stream of
+    ``draws.seed``), the models' scores on each draw (each task weighing the same), and
+    against the full scores: the mean of Spearman's rho (over the draws where both vary),
+    the share of draws in which some model's rank (ties share the better rank) differs, the
+    most places a model moves. A Python loop over the groups (a standing has a few), numpy
+    within."""
     out: list[dict[str, object]] = []
     for as_of, code, tasks in groups.select(AS_OF, _GROUP, _TASKS).iter_rows():
         group = cells.filter(pl.col(_GROUP) == code)
